@@ -1,0 +1,116 @@
+"""Agent definitions: Markdown files with YAML front matter (Claude Code's shape plus our keys), loaded as data.
+
+Built-in definitions come from the repo's `agents/` in an editable install and from `orchestrator/_builtin/agents`
+in a wheel; user directories (`--agents DIR`, `INVESTIGATE_AGENTS_DIR`) override built-ins of the same name.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class PlanStep(BaseModel):
+    """One tool call the offline backend makes; args may hold `{run.FIELD}` placeholders."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    when: str | None = None
+    """Optional `run.FIELD`: the step runs only when that input is truthy."""
+
+
+class AgentDef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str
+    tools: list[str] = Field(default_factory=list)
+    model: str = "inherit"
+    """Alias (sonnet/opus/haiku), full model id, or `inherit` (the run's default for this role)."""
+    max_turns: int | None = None
+    timeout_s: float | None = None
+    max_tokens_budget: int | None = None
+    plan: list[PlanStep] = Field(default_factory=list)
+    role: str = "subagent"
+    """`lead` or `subagent`."""
+    prompt: str = ""
+    """The system prompt (the file's body, with `{{include NAME}}` fragments from prompts/ expanded)."""
+    source: str = ""
+    """File the definition came from."""
+
+
+class AgentDefError(ValueError):
+    """A definition file does not fit; the message names the file and the field."""
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def builtin_dir(kind: str) -> Path:
+    """Folder of built-in `agents`, `prompts` or `transcripts`: inside the wheel, else the repo's."""
+    packaged = resources.files("orchestrator") / "_builtin" / kind
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return _repo_root() / kind
+
+
+def load_prompt_fragment(name: str, extra_dirs: list[Path] | None = None) -> str:
+    for d in [*(extra_dirs or []), builtin_dir("prompts")]:
+        p = Path(d) / f"{name}.md"
+        if p.is_file():
+            return p.read_text(encoding="utf-8").strip()
+    raise AgentDefError(f"prompt fragment {name!r} not found in prompts/")
+
+
+def _expand(body: str) -> str:
+    out = []
+    for line in body.splitlines():
+        s = line.strip()
+        if s.startswith("{{include ") and s.endswith("}}"):
+            out.append(load_prompt_fragment(s[len("{{include ") : -2].strip()))
+        else:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def parse_agent_file(path: Path) -> AgentDef:
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        raise AgentDefError(f"{path}: missing YAML front matter (start the file with ---)")
+    try:
+        _, front, body = text.split("---", 2)
+        meta = yaml.safe_load(front) or {}
+    except (ValueError, yaml.YAMLError) as exc:
+        raise AgentDefError(f"{path}: front matter is not valid YAML ({exc})") from None
+    if isinstance(meta.get("tools"), str):  # Claude Code allows "a, b, c"
+        meta["tools"] = [t.strip() for t in meta["tools"].split(",") if t.strip()]
+    try:
+        return AgentDef(**meta, prompt=_expand(body), source=str(path))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise AgentDefError(f"{path}: field {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def load_agents(extra_dirs: list[str | Path] | None = None) -> dict[str, AgentDef]:
+    """Built-in definitions, then each user directory in order (later ones override)."""
+    dirs: list[Path] = [builtin_dir("agents")]
+    env = os.environ.get("INVESTIGATE_AGENTS_DIR")
+    if env:
+        dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs += [Path(d) for d in extra_dirs or []]
+    agents: dict[str, AgentDef] = {}
+    for d in dirs:
+        if not d.is_dir():
+            raise AgentDefError(f"agents directory {d} not found; pass an existing directory to --agents")
+        for f in sorted(d.glob("*.md")):
+            defn = parse_agent_file(f)
+            agents[defn.name] = defn
+    if "lead" not in agents:
+        raise AgentDefError("no agent named 'lead' among the definitions; the built-in agents/ folder is missing")
+    return agents

@@ -1,0 +1,137 @@
+"""Run-wide and per-agent state handed to the loop and to tools.
+
+`RunContext` is what every agent of one run shares (settings, recorder, evidence, host, registry, backend, usage);
+`AgentContext` is one agent's view of it, plus the tool call being executed when a tool runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from orchestrator.evidence import EvidenceStore
+from orchestrator.findings import AgentResult
+from orchestrator.messages import Usage
+from orchestrator.observations import Observations
+from orchestrator.settings import Settings
+
+if TYPE_CHECKING:
+    from orchestrator.agentdefs import AgentDef
+    from orchestrator.hosts.base import Host
+    from orchestrator.models.base import Model
+    from orchestrator.tools.base import ToolRegistry
+    from orchestrator.transcript import Recorder
+
+
+class RunInputs(BaseModel):
+    """Inputs an offline plan may refer to as `{run.FIELD}`."""
+
+    question: str
+    host: str = "local"
+    observations: dict[str, Any] | None = None
+    logs: list[str] = Field(default_factory=list)
+    python: str | None = None
+    measure: bool = False
+    ssh_config: str | None = None
+
+    def parsed_observations(self) -> Observations | None:
+        return Observations.model_validate(self.observations) if self.observations else None
+
+
+class ToolReplay(Protocol):
+    """Answers tool calls from a recording instead of running them."""
+
+    def result_for(self, agent_id: str, call_id: str, tool: str, args: dict[str, Any]) -> Any: ...
+
+
+class Backend(Protocol):
+    """Makes the model of each agent; a replay backend also replays tool results."""
+
+    name: str
+    tool_replay: ToolReplay | None
+
+    def model_for(self, defn: "AgentDef", agent_id: str, run: "RunContext") -> "Model": ...
+
+
+@dataclass
+class CallInfo:
+    """The tool call being executed."""
+
+    call_id: str
+    evidence_id: str
+    turn: int
+    child_ordinal: int | None = None
+    """Ordinal reserved for the subagent a `task` call starts."""
+
+
+@dataclass
+class RunContext:
+    run_id: str
+    inputs: RunInputs
+    settings: Settings
+    recorder: "Recorder"
+    registry: "ToolRegistry"
+    agents: dict[str, "AgentDef"]
+    backend: Backend
+    host: "Host | None" = None
+    evidence: EvidenceStore = field(default_factory=EvidenceStore)
+    results: dict[str, AgentResult] = field(default_factory=dict)
+    """Finished agents' results by agent id."""
+    usage_by_agent: dict[str, Usage] = field(default_factory=dict)
+    reuse: dict[str, AgentResult] = field(default_factory=dict)
+    """Results of subagents to reuse instead of re-running them (resume), by agent id."""
+    _ordinals: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def question(self) -> str:
+        return self.inputs.question
+
+    def next_ordinal(self) -> int:
+        return next(self._ordinals)
+
+    def add_usage(self, agent_id: str, usage: Usage) -> None:
+        with self._lock:
+            self.usage_by_agent[agent_id] = self.usage_by_agent.get(agent_id, Usage()) + usage
+
+    def total_usage(self) -> Usage:
+        total = Usage()
+        for u in self.usage_by_agent.values():
+            total = total + u
+        return total
+
+    def run_budget_exceeded(self) -> str | None:
+        """Which run-wide budget is spent, if any."""
+        total = self.total_usage()
+        s = self.settings
+        if s.run_budget_tokens is not None and total.total_tokens >= s.run_budget_tokens:
+            return f"run token budget of {s.run_budget_tokens} spent"
+        if s.run_budget_usd is not None and total.cost_usd >= s.run_budget_usd:
+            return f"run cost budget of ${s.run_budget_usd:g} spent"
+        return None
+
+
+@dataclass
+class AgentContext:
+    run: RunContext
+    agent_id: str
+    defn: "AgentDef"
+    ordinal: int
+    parent_id: str | None = None
+    tool_names: list[str] = field(default_factory=list)
+    call: CallInfo | None = None
+    _evidence_n: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def next_evidence_id(self) -> str:
+        return f"ev-{self.ordinal}.{next(self._evidence_n)}"
+
+    def for_call(self, call: CallInfo) -> "AgentContext":
+        return replace(self, call=call)
+
+    @property
+    def host(self) -> "Host | None":
+        return self.run.host

@@ -1,0 +1,134 @@
+"""Every limit, cap and timeout in one settings model, with its default.
+
+Read from `~/.config/investigate/config.toml` (platformdirs), then `INVESTIGATE_*` environment variables, then
+flags (passed as init arguments). The whole model is recorded in `RunStarted.settings`.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+APP = "investigate"
+
+
+def config_path() -> Path:
+    return Path(platformdirs.user_config_dir(APP)) / "config.toml"
+
+
+def state_dir() -> Path:
+    return Path(platformdirs.user_state_dir(APP))
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads the user's config.toml; a missing file is an empty config."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None):
+        super().__init__(settings_cls)
+        self.path = path
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - unused, __call__ does the work
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = self.path or config_path()
+        if not path.is_file():
+            return {}
+        try:
+            return tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"config file {path} is not valid TOML ({exc}); fix or remove it") from exc
+
+
+class Settings(BaseSettings):
+    """Limits and defaults of a run."""
+
+    model_config = SettingsConfigDict(env_prefix="INVESTIGATE_", extra="forbid")
+
+    # model backends
+    lead_model: str = "claude-opus-4-5"
+    """Default model of the lead agent (anthropic backend)."""
+    subagent_model: str = "claude-sonnet-4-5"
+    """Default model of subagents (anthropic backend)."""
+    max_tokens: int = 8192
+    """max_tokens per model call."""
+    temperature: float | None = None
+    """Sampling temperature; None leaves the API default."""
+    anthropic_max_retries: int = 4
+    """Retries the SDK makes per call, on top of which the shared rate gate waits."""
+    rate_gate_max_wait_s: float = 60.0
+    """Cap on one shared back-off wait after a 429/529."""
+    model_timeout_s: float = 300.0
+    """Timeout of one model HTTP request."""
+    run_budget_tokens: int | None = None
+    """Run-wide token budget across all agents (None: none)."""
+    run_budget_usd: float | None = None
+    """Run-wide cost budget in dollars (None: none)."""
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """Price overrides per model id: {input, output, cache_read, cache_write} dollars per million tokens."""
+    web_search: bool = False
+    """Enable the server-side web search tool (accounts that have it)."""
+    web_fetch_server: bool = False
+    """Enable the server-side web fetch tool (accounts that have it)."""
+
+    # agent limits (defaults; agent definitions override)
+    max_turns: int = 12
+    """Default turn cap per agent."""
+    agent_timeout_s: float = 600.0
+    """Default wall-time limit per agent."""
+    max_tokens_budget: int = 400_000
+    """Default token budget per agent."""
+    final_turn_reserve_s: float = 20.0
+    """Seconds of an agent's wall time kept back for its "report what you have" turn."""
+
+    # tools
+    tool_timeout_s: float = 120.0
+    """Default per-call tool timeout."""
+    tool_output_chars: int = 20_000
+    """Cap on the text one tool call returns to a model (head and tail kept)."""
+    excerpt_chars: int = 400
+    """Length of evidence excerpts shown in diagnoses."""
+
+    # hosts
+    command_timeout_s: float = 60.0
+    """Default timeout of one command on a host."""
+    command_output_bytes: int = 4_000_000
+    """Cap on one command's stdout (and separately stderr)."""
+    file_max_bytes: int = 4_000_000
+    """Cap on one file read."""
+    ssh_max_channels: int = 8
+    """Channels open at once per SSH connection."""
+    ssh_connect_timeout_s: float = 15.0
+    """TCP + handshake + auth timeout."""
+    ssh_keepalive_s: float = 15.0
+    """SSH keepalive interval."""
+    power_sample_s: float = 3.0
+    """How long the power and clock sampler watches the GPUs."""
+
+    # fetch
+    fetch_max_bytes: int = 2_000_000
+    """Cap on one fetched response body."""
+    fetch_timeout_s: float = 20.0
+    """Total time for one fetch."""
+    fetch_allow_private: bool = False
+    """Allow loopback, link-local and private addresses in fetch (off: refused, redirects included)."""
+
+    # measurement probes
+    gemm_budget_s: float = 60.0
+    """Time budget of the GEMM probe."""
+    comm_budget_s: float = 60.0
+    """Time budget of the all-reduce probe."""
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
+        return (init_settings, env_settings, _TomlSource(settings_cls, None))
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from file, environment and the given overrides (None values are ignored)."""
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})

@@ -1,0 +1,130 @@
+"""The `Tool` protocol, the registry agents select from, and the wrapper that makes every call end in a result.
+
+A tool knows its input model (whose JSON schema the model sees) and how to run. It does not know about
+transcripts, evidence ids or limits: `execute` applies the timeout and output cap and turns any exception into an
+`is_error` result, so no tool call is ever left without an answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import anyio
+from pydantic import BaseModel, ValidationError
+
+from orchestrator.messages import ToolSpec
+
+if TYPE_CHECKING:
+    from orchestrator.context import AgentContext
+
+
+class ToolOutput(BaseModel):
+    """What a tool returns: text for the model, an optional typed payload for the rules."""
+
+    text: str
+    data: dict[str, Any] | None = None
+    is_error: bool = False
+    untrusted: bool = False
+    """True when text carries content from a host or web page (fenced as untrusted for the model)."""
+    host: str | None = None
+
+
+class ToolFailure(Exception):
+    """A tool's expected failure: the message goes back to the model as an error result."""
+
+
+class Tool:
+    """Base class of every tool. Subclasses set name, description, Input and implement `run`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Input: ClassVar[type[BaseModel]]
+    timeout_s: ClassVar[float | None] = None
+    """Per-call timeout; None takes the run's default tool timeout."""
+
+    def spec(self) -> ToolSpec:
+        schema = self.Input.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, input_schema=schema)
+
+    async def run(self, args: BaseModel, ctx: "AgentContext") -> ToolOutput:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+TRUNCATION_MARKER = "\n[... {omitted} characters omitted by the output cap ...]\n"
+
+
+def cap_text(text: str, limit: int) -> tuple[str, bool]:
+    """Keep the head and tail of text within limit characters, with a visible marker between them."""
+    if len(text) <= limit:
+        return text, False
+    marker = TRUNCATION_MARKER.format(omitted=len(text) - limit)
+    keep = max(limit - len(marker), 0)
+    head = keep * 2 // 3
+    tail = keep - head
+    return text[:head] + marker + (text[-tail:] if tail else ""), True
+
+
+@dataclass
+class ExecutedCall:
+    """A finished tool call, before it is recorded."""
+
+    output: ToolOutput
+    truncated: bool
+    duration_s: float
+
+
+async def execute(tool: Tool | None, name: str, raw_args: dict[str, Any], ctx: "AgentContext") -> ExecutedCall:
+    """Validate, run under the timeout, cap the output; every failure becomes an error result."""
+    started = time.monotonic()
+    settings = ctx.run.settings
+    if tool is None:
+        out = ToolOutput(text=f"unknown tool {name!r}; available: {', '.join(ctx.tool_names)}", is_error=True)
+        return ExecutedCall(out, False, 0.0)
+    try:
+        args = tool.Input.model_validate(raw_args)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "input"
+        out = ToolOutput(text=f"invalid arguments for {name}: {where}: {first['msg']}", is_error=True)
+        return ExecutedCall(out, False, time.monotonic() - started)
+    timeout = tool.timeout_s if tool.timeout_s is not None else settings.tool_timeout_s
+    try:
+        with anyio.fail_after(timeout):
+            out = await tool.run(args, ctx)
+    except TimeoutError:
+        out = ToolOutput(text=f"{name} timed out after {timeout:g} s", is_error=True)
+    except ToolFailure as exc:
+        out = ToolOutput(text=str(exc), is_error=True)
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception as exc:  # a tool bug or host failure must still answer the call
+        out = ToolOutput(text=f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+    text, truncated = cap_text(out.text, settings.tool_output_chars)
+    out.text = text
+    return ExecutedCall(out, truncated, time.monotonic() - started)
+
+
+@dataclass
+class ToolRegistry:
+    """Tools by name; an agent definition selects its tools from here."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    def add(self, tool: Tool) -> Tool:
+        self.tools[tool.name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def select(self, names: list[str]) -> list[Tool]:
+        missing = [n for n in names if n not in self.tools]
+        if missing:
+            raise KeyError(f"unknown tool(s) {', '.join(missing)}; registered: {', '.join(sorted(self.tools))}")
+        return [self.tools[n] for n in names]
+
+    def names(self) -> list[str]:
+        return sorted(self.tools)

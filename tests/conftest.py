@@ -1,0 +1,16 @@
+"""Shared test setup: `tests/` on sys.path so `support.*` helpers import; no network beyond loopback."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+# Tests never talk to the real API: a stray key in the environment must not select the anthropic backend.
+os.environ.pop("ANTHROPIC_API_KEY", None)
+os.environ.pop("ANTHROPIC_AUTH_TOKEN", None)
+os.environ.pop("ANTHROPIC_BASE_URL", None)

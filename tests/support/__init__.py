@@ -1,0 +1,1 @@
+"""Test-only helpers: sshd on loopback, staged GPU hosts, a fake Messages API server."""

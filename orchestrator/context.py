@@ -83,7 +83,9 @@ class RunContext:
     """Finished agents' results by agent id."""
     usage_by_agent: dict[str, Usage] = field(default_factory=dict)
     reuse: dict[str, AgentResult] = field(default_factory=dict)
-    """Results of subagents to reuse instead of re-running them (resume), by agent id."""
+    """Results of finished subagents to reuse instead of re-running them (resume), by agent id."""
+    reuse_events: dict[str, list[Any]] = field(default_factory=dict)
+    """The recorded events of each reusable subagent, copied into the new transcript when reused."""
     _ordinals: itertools.count = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -124,6 +126,10 @@ class AgentContext:
     parent_id: str | None = None
     tool_names: list[str] = field(default_factory=list)
     call: CallInfo | None = None
+    final: bool = False
+    """True during the agent's forced "report what you have" turn."""
+    outbox: dict[str, Any] = field(default_factory=dict)
+    """Shared with per-call copies: the submit tools put the agent's result here (`submitted`)."""
     _evidence_n: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def next_evidence_id(self) -> str:

@@ -120,6 +120,11 @@ def number_line(n: Number) -> str:
     return s + f" [{n.source}]"
 
 
+def _cell(s: str) -> str:
+    # a pipe would end a Markdown table cell
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
 def to_markdown(d: Diagnosis) -> str:
     out = [f"# Diagnosis: {d.question}", "", d.verdict, "", f"**Bound:** {d.bound} — {d.bound_reasoning}".rstrip(" —"), ""]
     if d.causes:
@@ -150,6 +155,13 @@ def to_markdown(d: Diagnosis) -> str:
     if t.calls:
         out += ["## Usage", "", f"{t.calls} model calls, {t.input_tokens} in / {t.output_tokens} out / "
                 f"{t.cache_read_tokens} cache read / {t.cache_write_tokens} cache write tokens, ${t.cost_usd:.4f}", ""]
+    if d.usage.agents:
+        out += ["| agent | status | calls | tokens | cost | time |", "|---|---|--:|--:|--:|--:|"]
+        for a in d.usage.agents:
+            u = a.usage
+            out.append(f"| {_cell(a.agent_id)} | {a.status} | {u.calls} | {u.total_tokens} | ${u.cost_usd:.4f} | "
+                       f"{a.duration_s:.1f} s |")
+        out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -68,6 +68,8 @@ class RunStarted(_Event):
     """Every limit, cap and timeout in force for the run."""
     agents: list[str] = Field(default_factory=list)
     """Names of the agent definitions available to the run."""
+    agent_defs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The agent definitions as run (front matter, plan and prompt), so a replay asks exactly what was asked."""
 
 
 class AgentStarted(_Event):

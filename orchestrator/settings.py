@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 APP = "investigate"
@@ -51,9 +51,13 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="INVESTIGATE_", extra="forbid")
 
     # model backends
-    lead_model: str = "claude-opus-4-5"
+    anthropic_api_key: SecretStr | None = None
+    """API key from the config file or INVESTIGATE_ANTHROPIC_API_KEY; ANTHROPIC_API_KEY is read as the SDK does."""
+    anthropic_base_url: str | None = None
+    """Messages API base URL override; ANTHROPIC_BASE_URL is read as the SDK does."""
+    lead_model: str = "claude-opus-5-5"
     """Default model of the lead agent (anthropic backend)."""
-    subagent_model: str = "claude-sonnet-4-5"
+    subagent_model: str = "claude-sonnet-5-5"
     """Default model of subagents (anthropic backend)."""
     max_tokens: int = 8192
     """max_tokens per model call."""
@@ -63,6 +67,8 @@ class Settings(BaseSettings):
     """Retries the SDK makes per call, on top of which the shared rate gate waits."""
     rate_gate_max_wait_s: float = 60.0
     """Cap on one shared back-off wait after a 429/529."""
+    rate_gate_base_s: float = 1.0
+    """First back-off step after a 429/529 without retry-after (doubles per consecutive trip, jittered, capped)."""
     model_timeout_s: float = 300.0
     """Timeout of one model HTTP request."""
     run_budget_tokens: int | None = None
@@ -117,6 +123,8 @@ class Settings(BaseSettings):
     """Total time for one fetch."""
     fetch_allow_private: bool = False
     """Allow loopback, link-local and private addresses in fetch (off: refused, redirects included)."""
+    fetch_allow_hosts: list[str] = Field(default_factory=list)
+    """Host names or CIDR networks fetch may reach although they are not public (e.g. an internal docs mirror)."""
 
     # measurement probes
     gemm_budget_s: float = 60.0

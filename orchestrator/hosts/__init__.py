@@ -1,0 +1,28 @@
+"""Hosts: the machine under investigation, local or over SSH, behind the `Host` protocol in `base.py`."""
+
+from __future__ import annotations
+
+from orchestrator.hosts.base import CommandRefused, CommandResult, Host, HostError, HostKeyRefused, HostLost
+from orchestrator.hosts.errors import HostAuthFailed, HostConfigError, HostUnreachable
+from orchestrator.hosts.local import LocalHost
+from orchestrator.hosts.ssh import SshHost
+from orchestrator.hosts.sshconfig import SshTarget, resolve_destination
+from orchestrator.settings import Settings
+
+__all__ = [
+    "CommandRefused", "CommandResult", "Host", "HostAuthFailed", "HostConfigError", "HostError", "HostKeyRefused",
+    "HostLost", "HostUnreachable", "LocalHost", "SshHost", "SshTarget", "open_host", "resolve_destination",
+]
+
+
+async def open_host(dest: str | None, *, ssh_config: str | None = None, settings: Settings | None = None) -> Host:
+    """The host named by dest: None or "local" is this machine; anything else is connected and verified now.
+
+    Raises a HostError subclass whose message is one line naming the problem and the fix (unreachable, refused
+    key, failed authentication, bad destination or config); nothing has run on the host then.
+    """
+    settings = settings or Settings()
+    if dest is None or dest.strip() in ("", "local"):
+        return LocalHost()
+    target = resolve_destination(dest, ssh_config)
+    return await SshHost(target, settings).connect()

@@ -1,0 +1,275 @@
+"""The knowledge base: GPU specs, architecture capabilities, backend support, cache locations and known issues.
+
+Data lives in YAML files inside this package (read with importlib.resources, parsed once into pydantic models);
+every entry carries its source.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GpuSpec(_Strict):
+    """One GPU product as nvidia-smi names it, with dense tensor peaks and the sources they come from."""
+
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    arch: str
+    cc: str
+    sms: int | None = None
+    tflops: dict[str, float | None] = Field(default_factory=dict)
+    """Dense tensor TFLOPS per dtype (fp4, fp8, bf16, fp16, tf32); None = not verified."""
+    tflops_note: str | None = None
+    mem_bw_gbs: float | None = None
+    memory_gb: float | None = None
+    memory_note: str | None = None
+    smem_per_sm_bytes: int | None = None
+    smem_per_block_bytes: int | None = None
+    tdp_w: float | None = None
+    disputes: list[str] = Field(default_factory=list)
+    """Where sources disagree: both figures, and which one is used."""
+    sources: list[str] = Field(min_length=1)
+
+    @property
+    def source(self) -> str:
+        return "; ".join(self.sources)
+
+    def peak_tflops(self, dtype: str) -> float | None:
+        """Dense peak for a dtype name as the roofline uses it (nvfp4/mxfp4 -> fp4)."""
+        return self.tflops.get(tensor_dtype(dtype))
+
+    def ridge_flop_per_byte(self, dtype: str) -> float | None:
+        peak = self.peak_tflops(dtype)
+        if not peak or not self.mem_bw_gbs:
+            return None
+        return peak * 1e12 / (self.mem_bw_gbs * 1e9)
+
+
+class Fact(_Strict):
+    text: str
+    source: str
+    feature: str | None = None
+
+
+class ArchCaps(_Strict):
+    """What one compute capability's tensor cores and memory system can do."""
+
+    cc: str
+    sm: str
+    family: str
+    peer_cc: str | None = None
+    tensor_dtypes: list[str]
+    fp4_tensor_cores: bool
+    fp8_tensor_cores: bool
+    tcgen05: bool
+    tmem: bool
+    two_sm_mma: bool
+    wgmma: bool
+    tma: bool
+    clusters: bool
+    cluster_shape_gemm: str | None = None
+    multicast: bool
+    max_smem_per_block_bytes: int
+    smem_per_sm_bytes: int
+    mma_instructions: list[str] = Field(default_factory=list)
+    missing_vs_peer: list[Fact] = Field(default_factory=list)
+    notes: list[Fact] = Field(default_factory=list)
+    disputes: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(min_length=1)
+
+    @property
+    def cc_int(self) -> int:
+        major, minor = self.cc.split(".")
+        return int(major) * 10 + int(minor)
+
+
+class BackendSupport(_Strict):
+    library: str
+    op: str
+    backend: str
+    ccs: list[int]
+    note: str | None = None
+    source: str
+
+
+class CacheLocationInfo(_Strict):
+    format: str
+    library: str
+    paths: list[str]
+    env_vars: list[str] = Field(default_factory=list)
+    file_pattern: str
+    content: str
+    notes: list[str] = Field(default_factory=list)
+    source: str
+
+
+class AppliesTo(_Strict):
+    ccs: list[str] = Field(default_factory=list)
+    """Empty: any compute capability."""
+    libraries: list[str] = Field(default_factory=list)
+
+
+class KnownIssue(_Strict):
+    id: str
+    title: str
+    symptom: str
+    patterns: list[str] = Field(default_factory=list)
+    cause: str
+    fix: list[str]
+    applies_to: AppliesTo = Field(default_factory=AppliesTo)
+    configuration_risk: bool = False
+    source: str
+
+    def compiled(self) -> list[re.Pattern[str]]:
+        return [re.compile(p, re.IGNORECASE) for p in self.patterns]
+
+    def matches(self, line: str) -> bool:
+        return any(p.search(line) for p in self.compiled())
+
+    def applies(self, cc: str | None, libraries: set[str]) -> bool:
+        """Whether this issue can apply on a GPU of cc with these libraries installed."""
+        if self.applies_to.ccs and (cc is None or cc not in self.applies_to.ccs):
+            return False
+        return not self.applies_to.libraries or any(lib in libraries for lib in self.applies_to.libraries)
+
+
+def _load(name: str) -> Any:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+@lru_cache(maxsize=None)
+def gpus() -> tuple[GpuSpec, ...]:
+    return tuple(GpuSpec.model_validate(x) for x in _load("gpus.yaml"))
+
+
+@lru_cache(maxsize=None)
+def archs() -> tuple[ArchCaps, ...]:
+    return tuple(ArchCaps.model_validate(x) for x in _load("arch.yaml"))
+
+
+@lru_cache(maxsize=None)
+def backends() -> tuple[BackendSupport, ...]:
+    return tuple(BackendSupport.model_validate(x) for x in _load("backends.yaml"))
+
+
+@lru_cache(maxsize=None)
+def cache_locations() -> tuple[CacheLocationInfo, ...]:
+    return tuple(CacheLocationInfo.model_validate(x) for x in _load("caches.yaml"))
+
+
+@lru_cache(maxsize=None)
+def known_issues() -> tuple[KnownIssue, ...]:
+    return tuple(KnownIssue.model_validate(x) for x in _load("issues.yaml"))
+
+
+def issue(issue_id: str) -> KnownIssue | None:
+    return next((i for i in known_issues() if i.id == issue_id), None)
+
+
+_DTYPE_ALIASES = {
+    "nvfp4": "fp4", "mxfp4": "fp4", "fp4": "fp4", "e2m1": "fp4", "w4a4": "fp4",
+    "fp8": "fp8", "e4m3": "fp8", "e5m2": "fp8", "fp8_w8a8": "fp8", "mxfp8": "fp8", "w8a8": "fp8",
+    "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "half": "fp16", "tf32": "tf32",
+}
+
+
+def tensor_dtype(dtype: str) -> str:
+    """The tensor-core peak a dtype runs at (NVFP4 and MXFP4 both use the FP4 peak)."""
+    return _DTYPE_ALIASES.get(dtype.strip().lower(), dtype.strip().lower())
+
+
+def _norm(name: str) -> str:
+    s = name.lower().replace("nvidia", " ").replace("geforce", " ")
+    s = re.sub(r"[^a-z0-9]+", " ", s)
+    return " ".join(s.split())
+
+
+def gpu_spec(name: str | None) -> GpuSpec | None:
+    """Find a GPU by exact nvidia-smi name, alias, or normalized name; no fuzzy guesses (Max-Q never matches the 600 W part)."""
+    if not name:
+        return None
+    for g in gpus():
+        if name == g.name or name in g.aliases:
+            return g
+    key = _norm(name)
+    for g in gpus():
+        if key == _norm(g.name) or key in {_norm(a) for a in g.aliases}:
+            return g
+    return None
+
+
+def closest_gpu_names(name: str, n: int = 3) -> list[str]:
+    """The known nvidia-smi names nearest to name, best first."""
+    key = _norm(name)
+    scored: list[tuple[float, str]] = []
+    for g in gpus():
+        cands = [_norm(g.name)] + [_norm(a) for a in g.aliases]
+        best = max(difflib.SequenceMatcher(None, key, c).ratio() for c in cands)
+        # a shared model number (e.g. "6000", "5090") is a stronger hint than spelling
+        if any(tok.isdigit() and tok in c.split() for tok in key.split() for c in cands):
+            best += 0.5
+        scored.append((best, g.name))
+    scored.sort(key=lambda t: -t[0])
+    return [nm for _, nm in scored[:n]]
+
+
+def arch_caps(cc: str | float | None) -> ArchCaps | None:
+    """Capabilities for a compute capability ("12.0", 12.0, "sm_120", "120")."""
+    if cc is None:
+        return None
+    s = str(cc).strip().lower().removeprefix("sm_").removeprefix("sm").rstrip("af")
+    if "." not in s and s.isdigit() and len(s) >= 2:
+        s = f"{s[:-1]}.{s[-1]}"
+    try:
+        major, minor = s.split(".")
+        s = f"{int(major)}.{int(minor)}"
+    except ValueError:
+        return None
+    return next((a for a in archs() if a.cc == s), None)
+
+
+def backends_for(cc: str | None, library: str | None = None, op: str | None = None) -> list[BackendSupport]:
+    """Backends whose supported CC list includes cc."""
+    caps = arch_caps(cc)
+    if caps is None:
+        return []
+    return [b for b in backends() if caps.cc_int in b.ccs and (library is None or b.library == library)
+            and (op is None or b.op == op)]
+
+
+def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
+    """Knowledge entries (arch facts, known issues, backends, caches, GPUs) matching every word of query."""
+    words = [w for w in re.split(r"\s+", query.lower().strip()) if w]
+    hits: list[dict[str, Any]] = []
+
+    def consider(kind: str, title: str, body: str, source: str) -> None:
+        hay = f"{title} {body} {source}".lower()
+        if words and all(w in hay for w in words):
+            hits.append({"type": kind, "title": title, "text": body, "source": source})
+
+    for a in archs():
+        for f in a.missing_vs_peer + a.notes:
+            consider("arch", f"CC {a.cc} ({a.sm}, {a.family})", f.text, f.source)
+    for i in known_issues():
+        consider("issue", f"{i.id}: {i.title}", f"{i.symptom} Cause: {i.cause} Fix: {' '.join(i.fix)}", i.source)
+    for b in backends():
+        ccs = ", ".join(str(c) for c in b.ccs)
+        consider("backend", f"{b.library} {b.op} {b.backend}", f"supported CCs: {ccs}. {b.note or ''}".strip(), b.source)
+    for c in cache_locations():
+        consider("cache", f"{c.library} {c.format}",
+                 f"paths: {', '.join(c.paths)}; env: {', '.join(c.env_vars)}; {c.content} {' '.join(c.notes)}", c.source)
+    for g in gpus():
+        consider("gpu", g.name, f"{g.arch} CC {g.cc} {' '.join(g.aliases)} {' '.join(g.disputes)}", g.source)
+    return hits[:limit]

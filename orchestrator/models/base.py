@@ -11,6 +11,10 @@ from typing import Protocol, runtime_checkable
 from orchestrator.messages import ModelRequest, ModelResponse
 
 
+class RunAbort(Exception):
+    """An error that must stop the whole run, not just one agent: it passes through tool and agent boundaries."""
+
+
 class ModelCallError(Exception):
     """A model call failed for good; `attempts` lists what was tried. The message is one line, never a key."""
 
@@ -21,7 +25,7 @@ class ModelCallError(Exception):
         """True when retrying cannot help and the whole run should stop (bad key, malformed request)."""
 
 
-class ReplayDivergence(Exception):
+class ReplayDivergence(RunAbort):
     """A replayed run asked something the transcript did not record."""
 
 

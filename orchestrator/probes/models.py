@@ -181,6 +181,10 @@ class CacheLocation(BaseModel):
     env_var: str | None = None
     """Environment variable that moved this location, if any."""
     files: int = 0
+    devices: list[str] = Field(default_factory=list)
+    """Fused-MoE config locations: the device names configs exist for (as spelled in the file names)."""
+    subdirs: list[str] = Field(default_factory=list)
+    """Version/arch subdirectories (FlashInfer JIT cache, vLLM FlashInfer autotune cache, SGLang triton_X_Y_Z)."""
 
 
 class AutotuneReport(ProbeModel):

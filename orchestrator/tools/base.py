@@ -15,6 +15,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from orchestrator.messages import ToolSpec
+from orchestrator.models.base import RunAbort
 
 if TYPE_CHECKING:
     from orchestrator.context import AgentContext
@@ -98,7 +99,7 @@ async def execute(tool: Tool | None, name: str, raw_args: dict[str, Any], ctx: "
         out = ToolOutput(text=f"{name} timed out after {timeout:g} s", is_error=True)
     except ToolFailure as exc:
         out = ToolOutput(text=str(exc), is_error=True)
-    except anyio.get_cancelled_exc_class():
+    except (anyio.get_cancelled_exc_class(), RunAbort):
         raise
     except Exception as exc:  # a tool bug or host failure must still answer the call
         out = ToolOutput(text=f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)

@@ -1,0 +1,114 @@
+"""A read-only view over recorded evidence that the rules query: parsed probes, the host's GPU, observations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from orchestrator import knowledge
+from orchestrator.evidence import Evidence
+from orchestrator.observations import Observations
+from orchestrator.probes.models import GpuInventory, ProbeModel, parse_probe
+
+
+@dataclass
+class HostGpu:
+    """The GPU the evidence shows, with the evidence ids that show it."""
+
+    name: str
+    count: int
+    cc: str | None
+    spec: knowledge.GpuSpec | None
+    caps: knowledge.ArchCaps | None
+    evidence: list[str]
+
+
+@dataclass
+class EvidenceView:
+    evidence: list[Evidence]
+    observations: Observations | None = None
+    _probes: dict[str, list[tuple[Evidence, ProbeModel]]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        for ev in self.evidence:
+            if ev.is_error:
+                continue  # an error result is never cited as support
+            try:
+                model = parse_probe(ev.data)
+            except Exception:  # a payload that does not fit its model is not evidence of anything
+                model = None
+            if model is not None:
+                self._probes.setdefault(model.kind, []).append((ev, model))
+
+    def probes(self, kind: str) -> list[tuple[Evidence, Any]]:
+        """Available probe results of a kind, with their evidence."""
+        return [(ev, m) for ev, m in self._probes.get(kind, []) if m.available]
+
+    def unavailable(self) -> list[tuple[Evidence, ProbeModel]]:
+        return [(ev, m) for items in self._probes.values() for ev, m in items if not m.available]
+
+    def of_kind(self, kind: str) -> list[Evidence]:
+        return [e for e in self.evidence if not e.is_error and e.kind == kind]
+
+    @property
+    def ids(self) -> set[str]:
+        return {e.id for e in self.evidence}
+
+    @cached_property
+    def gpu(self) -> HostGpu | None:
+        """The investigated host's GPU, from the inventory probe or the gpu_specs tool; None when none is shown."""
+        for ev, inv in self.probes("gpu_inventory"):
+            assert isinstance(inv, GpuInventory)
+            if not inv.gpus:
+                return None  # the host was looked at and has no GPU: no GPU claims
+            g = inv.gpus[0]
+            spec = knowledge.gpu_spec(g.name)
+            cc = g.compute_cap or (spec.cc if spec else None)
+            return HostGpu(g.name, inv.count, cc, spec, knowledge.arch_caps(cc), [ev.id])
+        for ev in self.of_kind("gpu_specs"):
+            gpus = (ev.data or {}).get("gpus") or []
+            if not gpus:
+                continue
+            first = gpus[0]
+            spec = knowledge.gpu_spec(first.get("name"))
+            cc = first.get("cc") or (spec.cc if spec else None)
+            return HostGpu(first.get("name", "?"), int(first.get("count") or 1), cc, spec,
+                           knowledge.arch_caps(cc), [ev.id])
+        return None
+
+    @cached_property
+    def observations_evidence(self) -> tuple[Evidence, Observations] | None:
+        """The recorded observations (from the `observations` tool), so claims about them can cite an id."""
+        for ev in self.of_kind("observations"):
+            raw = (ev.data or {}).get("observations")
+            if raw:
+                try:
+                    return ev, Observations.model_validate(raw)
+                except Exception:
+                    continue
+        return None
+
+    @cached_property
+    def libraries(self) -> dict[str, tuple[str | None, str]]:
+        """Installed inference libraries: normalized name -> (version, evidence id)."""
+        libs: dict[str, tuple[str | None, str]] = {}
+        for ev, env in self.probes("python_env"):
+            for name, ver in env.packages.items():
+                libs.setdefault(_norm_lib(name), (ver, ev.id))
+        for ev, inv in self.probes("kernel_inventory"):
+            for lib in inv.libraries:
+                libs.setdefault(_norm_lib(lib.name), (lib.version, ev.id))
+        return libs
+
+    def workload_dtype(self) -> tuple[str | None, list[str]]:
+        """The quantization the observations name, with the evidence id that recorded it."""
+        oe = self.observations_evidence
+        if oe and oe[1].model and oe[1].model.quantization:
+            return oe[1].model.quantization.lower(), [oe[0].id]
+        return None, []
+
+
+def _norm_lib(name: str) -> str:
+    n = name.lower().replace("_", "-")
+    return {"flashinfer": "flashinfer-python", "tensorrt-llm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}.get(n, n)

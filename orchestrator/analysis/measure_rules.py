@@ -1,0 +1,251 @@
+"""Rules that turn measured GEMM and all-reduce sweeps into findings, each citing the measurement's evidence id.
+
+Pure: evidence and observations in, findings out. A sweep that did not run yields no finding (the tool's error or
+`reason` is the gap); a number the sweep does not carry (unknown peaks, unmeasured group size) is never claimed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from orchestrator.analysis.measure import (
+    allreduce_seconds,
+    dtype_of_quantization,
+    ridge,
+    step_cost,
+    tokens_per_expert,
+    tp_message_bytes,
+)
+from orchestrator.analysis.measure_peaks import peaks_for
+from orchestrator.evidence import Evidence
+from orchestrator.findings import Finding
+from orchestrator.observations import Observations, RunObservation
+from orchestrator.probes.measure_models import CommSweep, GemmPoint, GemmSweep, Peaks
+
+FAR_FROM_ROOFLINE = 0.5
+"""Below this fraction of its roofline a GEMM leaves at least half of what the hardware allows."""
+NEAR_ROOFLINE = 0.7
+LARGE_M_GOOD = 0.6
+"""Fraction of dense peak that well-tuned large GEMMs reach on datacenter GPUs (cuBLAS bf16 ~0.6-0.8)."""
+
+
+def _decode_m(run: RunObservation, obs: Observations) -> tuple[float, str] | None:
+    """Tokens each expert GEMM sees per decode step (dense models: the batch), with how it was computed."""
+    b = run.decode_batch
+    m = obs.model
+    if not b:
+        return None
+    if m and m.num_experts and m.top_k:
+        return tokens_per_expert(b, m.top_k, m.num_experts), f"batch {b} × top-{m.top_k} / {m.num_experts} experts"
+    return float(b), f"batch {b} (dense)"
+
+
+def _nearest(points: list[GemmPoint], m: float) -> GemmPoint | None:
+    return min(points, key=lambda p: abs(math.log(p.m) - math.log(max(m, 1e-9))), default=None)
+
+
+def _pick_dtype(sweep: GemmSweep, obs: Observations | None) -> str | None:
+    measured = {p.dtype for p in sweep.points}
+    want = dtype_of_quantization(obs.model.quantization if obs and obs.model else None)
+    for d in (want, "nvfp4", "mxfp4", "fp8", "bf16"):
+        if d in measured:
+            return d
+    return next(iter(sorted(measured)), None)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}" if x >= 0.1 else f"{x:.1%}"
+
+
+def _point_data(p: GemmPoint) -> dict[str, Any]:
+    return p.model_dump(include={"dtype", "m", "n", "k", "ms", "tflops", "gbps", "intensity", "peak_tflops",
+                                 "roofline_tflops", "fraction_of_peak", "fraction_of_roofline", "bound",
+                                 "mean_power_w", "mean_sm_clock_mhz"})
+
+
+def gemm_findings(eid: str, sweep: GemmSweep, obs: Observations | None) -> list[Finding]:
+    if not sweep.available or sweep.device != "cuda" or not sweep.points:
+        return []
+    out: list[Finding] = []
+    dtype = _pick_dtype(sweep, obs)
+    partial = " (the sweep stopped early at its time budget)" if sweep.stopped_early else ""
+    conf_cut = 0.1 if sweep.stopped_early else 0.0
+    peaks = sweep.peaks
+    gpu = sweep.gpu_name or "the GPU"
+    for run in (obs.runs if obs else []):
+        dm = _decode_m(run, obs) if obs else None
+        if dm is None:
+            continue
+        m_dec, how = dm
+        pts = [p for p in sweep.points if p.dtype == dtype]
+        first_shape = pts[0].shape if pts else None
+        p = _nearest([q for q in pts if q.shape == first_shape], m_dec)
+        if p is None:
+            continue
+        exact = abs(p.m - m_dec) / m_dec < 0.25
+        where = f"M={p.m}" + ("" if exact else f" (nearest measured to {m_dec:.1f})")
+        data = {"run": run.name, "tokens_per_expert": m_dec, **_point_data(p)}
+        claim = (f"{run.name}: at {m_dec:.1f} tokens per expert ({how}), the {dtype} GEMM {p.shape} {where} N={p.n} "
+                 f"K={p.k} measured {p.tflops:.1f} TFLOPS and {p.gbps / 1000:.2f} TB/s on {gpu}")
+        if p.fraction_of_roofline is not None and peaks and peaks.mem_bw_tbs and p.peak_tflops:
+            r = ridge(p.peak_tflops, peaks.mem_bw_tbs)
+            data["ridge"] = r
+            claim += (f", {_pct(p.fraction_of_peak)} of the {p.peak_tflops:.0f} TFLOPS dense peak; it is {p.bound}-"
+                      f"bound (intensity {p.intensity:.0f} FLOP/B vs ridge {r:.0f}) and reaches "
+                      f"{_pct(p.fraction_of_roofline)} of its roofline ({p.roofline_tflops:.0f} TFLOPS){partial}.")
+        else:
+            claim += f"; the dtype's peak on this GPU is not known, so no fraction is claimed{partial}."
+        out.append(Finding(id="gemm-at-decode-m", claim=claim, confidence=(0.85 if exact else 0.7) - conf_cut,
+                           evidence=[eid], category="roofline", data=data))
+        if p.fraction_of_roofline is None:
+            continue
+        if p.fraction_of_roofline < FAR_FROM_ROOFLINE:
+            out.append(Finding(
+                id="gemm-far-below-roofline",
+                claim=(f"{run.name}: the measured {dtype} GEMM at M={p.m} runs at {_pct(p.fraction_of_roofline)} of "
+                       f"its {p.bound} roofline: the kernel, not the hardware, leaves most of the performance behind."),
+                confidence=0.7 - conf_cut, evidence=[eid], category="kernel", data=data,
+                recommendations=[
+                    f"Tune the GEMM/MoE kernel configs for M≈{max(1, round(m_dec))} on {gpu} (e.g. vLLM's "
+                    "benchmark_moe.py --tune, or the library's autotuner with a persisted cache).",
+                    "Check that small-M tiles exist for this GPU (split-K / M=16 tiles) in the installed kernels.",
+                ]))
+        elif p.fraction_of_roofline >= NEAR_ROOFLINE and p.bound == "memory":
+            out.append(Finding(
+                id="gemm-memory-bound-near-roofline",
+                claim=(f"{run.name}: at M={p.m} the {dtype} GEMM is memory-bound and already at "
+                       f"{_pct(p.fraction_of_roofline)} of its memory roofline: weight traffic, not the kernel, "
+                       f"limits it; a faster kernel cannot gain more than {1 / p.fraction_of_roofline - 1:.0%}."),
+                confidence=0.75 - conf_cut, evidence=[eid], category="roofline", data=data,
+                recommendations=[
+                    "Raise tokens per expert (larger decode batch, expert parallelism) so each weight byte serves "
+                    "more tokens.",
+                    "Lower bytes per weight (fp8 or FP4 weights where the GPU has native kernels).",
+                ]))
+    out.extend(_large_m_findings(eid, sweep, partial, conf_cut))
+    return out
+
+
+def _large_m_findings(eid: str, sweep: GemmSweep, partial: str, conf_cut: float) -> list[Finding]:
+    out = []
+    for dtype in sweep.dtypes or sorted({p.dtype for p in sweep.points}):
+        pts = [p for p in sweep.points if p.dtype == dtype and p.fraction_of_peak is not None]
+        if not pts:
+            continue
+        best = max(pts, key=lambda p: p.fraction_of_peak or 0.0)
+        power = (f" while drawing {best.mean_power_w:.0f} W at {best.mean_sm_clock_mhz:.0f} MHz SM clock"
+                 if best.mean_power_w is not None and best.mean_sm_clock_mhz is not None else "")
+        good = (best.fraction_of_peak or 0.0) >= LARGE_M_GOOD
+        out.append(Finding(
+            id="gemm-best-efficiency" if good else "gemm-low-peak-efficiency",
+            claim=(f"The best {dtype} GEMM of the sweep (M={best.m} N={best.n} K={best.k}) reached "
+                   f"{best.tflops:.0f} TFLOPS, {_pct(best.fraction_of_peak)} of the {best.peak_tflops:.0f} TFLOPS "
+                   f"dense peak{power}{partial}."
+                   + ("" if good else " Even large GEMMs stay far from peak on this GPU: check clocks, power "
+                      "limit and the installed GEMM libraries.")),
+            confidence=0.8 - conf_cut, evidence=[eid], category="hardware", data=_point_data(best),
+            recommendations=[] if good else [
+                "Compare the SM clock during the sweep with clocks.max.sm and the power draw with the power limit "
+                "(nvidia-smi -q -d CLOCK,POWER,PERFORMANCE).",
+            ]))
+    return out
+
+
+def comm_findings(eid: str, sweep: CommSweep, obs: Observations | None,
+                  gemm: tuple[str, GemmSweep] | None = None) -> list[Finding]:
+    if not sweep.available or not sweep.points:
+        return []
+    out: list[Finding] = []
+    bad = [p for p in sweep.points if p.correct is False]
+    if bad:
+        out.append(Finding(
+            id="comm-allreduce-wrong-sum", category="communication", confidence=0.9, evidence=[eid],
+            claim=(f"The {sweep.backend} all-reduce returned a wrong sum for {len(bad)} of {len(sweep.points)} "
+                   "measured points: the interconnect or the collective library misbehaves on this host."),
+            data={"wrong": [p.model_dump() for p in bad[:5]]}))
+    for g in sorted({p.group_size for p in sweep.points}, reverse=True):
+        pts = sorted((p for p in sweep.points if p.group_size == g), key=lambda p: p.bytes)
+        small, large = pts[0], pts[-1]
+        busbw = f", {large.busbw_gbps:.1f} GB/s bus bandwidth" if large.busbw_gbps and g > 1 else ""
+        out.append(Finding(
+            id="comm-allreduce-measured", category="communication", confidence=0.9, evidence=[eid],
+            claim=(f"All-reduce in {small.groups} group(s) of {g} ({sweep.backend}, {small.dtype}): "
+                   f"{small.ms * 1e3:.1f} µs at {small.bytes / 1024:.0f} KiB and {large.ms * 1e3:.1f} µs at "
+                   f"{large.bytes / 1024:.0f} KiB{busbw}" + (" (stopped early at its time budget)." if
+                                                              sweep.stopped_early else ".")),
+            data={"group_size": g, "small": small.model_dump(), "large": large.model_dump()}))
+    out.extend(_comm_vs_gemm(eid, sweep, obs, gemm))
+    return out
+
+
+def _comm_vs_gemm(eid: str, sweep: CommSweep, obs: Observations | None,
+                  gemm: tuple[str, GemmSweep] | None) -> list[Finding]:
+    model = obs.model if obs else None
+    if not obs or not model or not model.hidden_size or not model.num_layers:
+        return []
+    peaks: Peaks | None = gemm[1].peaks if gemm and gemm[1].peaks else None
+    if peaks is None:
+        peaks = next((pk for pk in (peaks_for(d) for d in sweep.devices) if pk), None)
+    dtype = dtype_of_quantization(model.quantization)
+    if peaks is None or not peaks.mem_bw_tbs or dtype not in peaks.dense_tflops:
+        return []
+    measured_groups = {p.group_size for p in sweep.points}
+    out = []
+    for run in obs.runs:
+        b = run.decode_batch
+        if run.tp < 2 or not b or run.tp not in measured_groups:
+            continue
+        msg = tp_message_bytes(model.hidden_size, b)
+        t_ar = allreduce_seconds(sweep.points, run.tp, msg)
+        if t_ar is None:
+            continue
+        cost = step_cost(batch=b, tp=run.tp, num_layers=model.num_layers, hidden=model.hidden_size, allreduce_s=t_ar,
+                         dtype=dtype, peak_tflops=peaks.dense_tflops[dtype], bw_tbs=peaks.mem_bw_tbs,
+                         num_experts=model.num_experts, top_k=model.top_k,
+                         moe_intermediate=model.moe_intermediate_size, intermediate=model.intermediate_size,
+                         num_moe_layers=model.num_moe_layers, ep=run.ep)
+        if cost is None:
+            continue
+        comm_dom = cost.dominant == "communication"
+        ratio = cost.comm_s_per_step / cost.gemm_s_per_step if cost.gemm_s_per_step else float("inf")
+        evidence = [eid] + ([gemm[0]] if gemm and gemm[1].peaks is peaks else [])
+        out.append(Finding(
+            id="comm-vs-gemm", category="communication", evidence=evidence,
+            confidence=0.55 if comm_dom else 0.75,
+            claim=(f"{run.name}: per decode step, {cost.allreduces_per_step} all-reduces of {msg / 1024:.0f} KiB in "
+                   f"groups of {run.tp} take {cost.comm_s_per_step * 1e3:.2f} ms ({cost.comm_s_per_token * 1e6:.2f} µs "
+                   f"per token) against at least {cost.gemm_s_per_step * 1e3:.2f} ms of {dtype} GEMM time at the "
+                   f"roofline ({cost.gemm_scope}; {cost.gemm_s_per_token * 1e6:.2f} µs per token): "
+                   + ("communication exceeds the GEMMs' best case "
+                      f"{ratio:.1f}×." if comm_dom else
+                      f"GEMMs dominate; communication is {ratio:.0%} of their best case.")),
+            data={"run": run.name, "message_bytes": msg, "allreduce_s": t_ar, **cost.model_dump(),
+                  "comm_s_per_token": cost.comm_s_per_token, "gemm_s_per_token": cost.gemm_s_per_token,
+                  "dominant": cost.dominant, "peaks_source": peaks.source},
+            recommendations=[
+                "Keep TP groups inside one NVLink domain / NUMA node; prefer a custom or symmetric-memory all-reduce "
+                "where the GPUs support it.",
+                "Try fewer TP ranks with more data or expert parallelism, and compare tokens/s.",
+            ] if comm_dom else []))
+    return out
+
+
+def measure_findings(evidence: list[Evidence], observations: Observations | None) -> list[Finding]:
+    """Findings from every recorded gemm_sweep / comm_sweep evidence (errors and other kinds are ignored)."""
+    gemms: list[tuple[str, GemmSweep]] = []
+    comms: list[tuple[str, CommSweep]] = []
+    for ev in evidence:
+        if ev.is_error or not ev.data:
+            continue
+        if ev.kind == "gemm_sweep":
+            gemms.append((ev.id, GemmSweep.model_validate(ev.data)))
+        elif ev.kind == "comm_sweep":
+            comms.append((ev.id, CommSweep.model_validate(ev.data)))
+    out: list[Finding] = []
+    for eid, sw in gemms:
+        out.extend(gemm_findings(eid, sw, observations))
+    usable = next(((eid, sw) for eid, sw in gemms if sw.available and sw.peaks), None)
+    for eid, sw in comms:
+        out.extend(comm_findings(eid, sw, observations, usable))
+    return out

@@ -1,0 +1,55 @@
+"""Derive MoE decode roofline inputs from observations and a GPU spec (the run that did best, its parallelism)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator import knowledge
+from orchestrator.observations import Observations, RunObservation
+
+FP4 = {"nvfp4", "mxfp4", "fp4"}
+
+
+def compute_peak(spec: knowledge.GpuSpec, caps: knowledge.ArchCaps | None, dtype: str) -> tuple[float | None, str]:
+    """The tensor peak a dtype's GEMMs run at on this GPU (FP4 without FP4 MMA runs at the FP8 or BF16 peak)."""
+    t = knowledge.tensor_dtype(dtype)
+    if t == "fp4" and caps is not None and not caps.fp4_tensor_cores:
+        t = "fp8" if caps.fp8_tensor_cores else "bf16"
+    if t == "fp8" and caps is not None and not caps.fp8_tensor_cores:
+        t = "bf16"
+    return spec.tflops.get(t), t
+
+
+def best_run(obs: Observations) -> RunObservation | None:
+    runs = [r for r in obs.runs if r.decode_batch]
+    if not runs:
+        return None
+    return max(runs, key=lambda r: r.total_tok_s or r.output_tok_s or 0.0)
+
+
+def moe_args_from(obs: Observations, spec: knowledge.GpuSpec, caps: knowledge.ArchCaps | None,
+                  run: RunObservation | None = None) -> tuple[dict[str, Any], RunObservation] | None:
+    """Keyword arguments for `moe_decode_roofline`, or None when the observations lack a needed field."""
+    m = obs.model
+    if not (m and m.num_experts and m.top_k and m.hidden_size and m.moe_intermediate_size):
+        return None
+    run = run or best_run(obs)
+    if run is None or not spec.mem_bw_gbs:
+        return None
+    dtype = (m.quantization or "bf16").lower()
+    try:
+        from orchestrator.analysis.roofline import bytes_per_elem
+
+        bytes_per_elem(dtype)
+    except ValueError:
+        dtype = "bf16"
+    peak, _ = compute_peak(spec, caps, dtype)
+    if not peak:
+        return None
+    layers = m.num_moe_layers or m.num_layers or 1
+    expert_tp, ep = (1, run.ep) if run.ep > 1 else (run.tp, 1)
+    return {
+        "batch": int(run.decode_batch or 1), "num_experts": m.num_experts, "top_k": m.top_k, "hidden": m.hidden_size,
+        "intermediate": m.moe_intermediate_size, "dtype": dtype, "peak_tflops": peak, "bandwidth_gbs": spec.mem_bw_gbs,
+        "tp": expert_tp, "ep": ep, "layers": max(1, layers // max(run.pp, 1)),
+    }, run

@@ -1,0 +1,471 @@
+"""Data-driven rules that turn evidence into findings.
+
+A rule is `(EvidenceView) -> list[Finding]`; `RULES` is the list the offline backend runs, and other modules may
+append to it. A rule claims only what its cited evidence shows: no GPU evidence, no GPU claims; error results are
+never cited. Numbers a finding rests on go in `data["numbers"]` as `orchestrator.diagnosis.Number` dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from orchestrator import knowledge
+from orchestrator.analysis.evidence_view import EvidenceView, HostGpu
+from orchestrator.analysis.observations import analyze_observations, read_power
+from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_roofline
+from orchestrator.findings import Finding
+
+Rule = Callable[[EvidenceView], list[Finding]]
+
+FP4_DTYPES = {"nvfp4", "mxfp4", "fp4", "w4a4", "w4a16"}
+FLASHINFER = "flashinfer-python"
+
+
+def _num(name: str, value: float, unit: str, source: str, peak: float | None = None, note: str = "") -> dict:
+    return {"name": name, "value": round(float(value), 4), "unit": unit, "peak": peak, "source": source, "note": note}
+
+
+def _gpu_label(g: HostGpu) -> str:
+    cc = f"CC {g.cc}" if g.cc else "CC unknown"
+    return f"{g.count} x {g.name} ({cc})"
+
+
+# --- hardware -----------------------------------------------------------------------------------------------------
+
+
+def hardware_peaks(v: EvidenceView) -> list[Finding]:
+    """What the host's GPU can do at best, from the spec database."""
+    g = v.gpu
+    if g is None:
+        return []
+    if g.spec is None:
+        near = ", ".join(knowledge.closest_gpu_names(g.name))
+        return [Finding(id="gpu-unknown", category="hardware", confidence=0.6, evidence=g.evidence,
+                        claim=f"{_gpu_label(g)} is not in the spec database, so its peaks are unknown (closest: {near}).",
+                        data={"title": "GPU not in the spec database"})]
+    s = g.spec
+    peaks = ", ".join(f"{k.upper()} {v_:,.0f}" for k, v_ in s.tflops.items() if v_) or "no verified tensor peaks"
+    nums = [_num(f"dense {k.upper()} tensor peak", v_, "TFLOPS", f"knowledge: {s.source}")
+            for k, v_ in s.tflops.items() if v_ and k in ("fp4", "fp8", "bf16")]
+    if s.mem_bw_gbs:
+        nums.append(_num("memory bandwidth", s.mem_bw_gbs, "GB/s", f"knowledge: {s.source}"))
+    claim = (f"{_gpu_label(g)}: dense {peaks} TFLOPS, {s.mem_bw_gbs or 'unknown'} GB/s, "
+             f"{s.smem_per_block_bytes or 'unknown'} B shared memory per block, {s.tdp_w or 'unknown'} W.")
+    if s.disputes:
+        claim += " Sources disagree: " + " ".join(s.disputes)
+    return [Finding(id="gpu-peaks", category="hardware", confidence=0.9, evidence=g.evidence, claim=claim,
+                    data={"title": "Hardware ceilings", "numbers": nums, "informational": True})]
+
+
+def _backend_recs(cc: str | None) -> list[str]:
+    recs = []
+    for b in knowledge.backends_for(cc):
+        caps = knowledge.arch_caps(cc)
+        peer = knowledge.arch_caps(caps.peer_cc) if caps and caps.peer_cc else None
+        arch_specific = peer is None or peer.cc_int not in b.ccs
+        if b.library in ("vllm", "flashinfer") and (arch_specific or b.op == "fp4_weight_only"):
+            note = f" ({b.note})" if b.note else ""
+            recs.append(f"Try the {b.library} {b.backend} backend for {b.op} (supported on CC {cc}){note} [{b.source}]")
+    return recs
+
+
+_FEATURE_IDS = {"shared memory": "arch-smem-per-block", "tcgen05 / TMEM / 2-SM MMA": "arch-no-tcgen05",
+                "clusters > 1 / TMA multicast": "arch-no-multicast", "wgmma / TMA / thread-block clusters": "arch-no-wgmma"}
+
+
+def arch_vs_peer(v: EvidenceView) -> list[Finding]:
+    """What this architecture lacks against the datacenter part its kernels are usually designed for."""
+    g = v.gpu
+    if g is None or g.caps is None or not g.caps.peer_cc:
+        return []
+    caps, peer = g.caps, knowledge.arch_caps(g.caps.peer_cc)
+    out = []
+    for fact in caps.missing_vs_peer:
+        fid = _FEATURE_IDS.get(fact.feature or "", "arch-" + (fact.feature or "gap").replace(" ", "-"))
+        data: dict = {"title": f"{caps.sm} lacks {fact.feature} of {peer.sm if peer else caps.peer_cc}"}
+        recs: list[str] = []
+        if fid == "arch-smem-per-block" and peer:
+            data["title"] = f"{caps.max_smem_per_block_bytes:,} B shared memory per block on {caps.sm} vs {peer.max_smem_per_block_bytes:,} B on {peer.sm}"
+            data["numbers"] = [_num(f"shared memory per block ({caps.sm})", caps.max_smem_per_block_bytes, "B",
+                                    f"knowledge: {fact.source}", peak=peer.max_smem_per_block_bytes,
+                                    note=f"peak = {peer.sm}")]
+            recs = [f"Prefer kernels built for {caps.sm} tiles (e.g. CUTLASS >= 4.5.0 128x32/128x64 SM120 block-scaled tiles) "
+                    "over SM100 ports [CUTLASS CHANGELOG 4.5.0]"]
+        elif fid == "arch-no-tcgen05":
+            cutlass = next((n for n in caps.notes if "reduced subset" in n.text), None)
+            claim_extra = f" {cutlass.text}" if cutlass else ""
+            data["extra"] = claim_extra
+            recs = _backend_recs(g.cc)
+        out.append(Finding(id=fid, category="kernel", confidence=0.85, evidence=g.evidence,
+                           claim=f"{_gpu_label(g)}: {fact.text}{data.get('extra', '')} [{fact.source}]",
+                           recommendations=recs, data=data))
+    return out
+
+
+def fp4_without_tensor_cores(v: EvidenceView) -> list[Finding]:
+    """An FP4 workload on a GPU whose tensor cores have no FP4 MMA runs through dequantizing kernels."""
+    g = v.gpu
+    dtype, ids = v.workload_dtype()
+    if g is None or g.caps is None or dtype not in FP4_DTYPES or g.caps.fp4_tensor_cores:
+        return []
+    best = "fp8" if g.caps.fp8_tensor_cores else "bf16"
+    peak = g.spec.tflops.get(best) if g.spec else None
+    peak_txt = f" ({peak:,.0f} TFLOPS dense {best.upper()})" if peak else ""
+    return [Finding(
+        id="fp4-no-native-mma", category="hardware", confidence=0.85, evidence=g.evidence + ids,
+        claim=(f"{_gpu_label(g)} has no FP4 tensor cores ({g.caps.sm}: {', '.join(g.caps.tensor_dtypes)}): a {dtype} "
+               f"model runs as weight-only FP4 dequantized to {best.upper()}/BF16 (Marlin-style), so FP4 saves memory "
+               f"traffic but its math ceiling is the {best.upper()} peak{peak_txt}."),
+        recommendations=[f"On CC {g.cc} compare an {best.upper()} checkpoint against the FP4 one; FP4 only helps the memory-bound decode GEMMs [vllm#31085; CUTLASS blackwell_functionality.md]",
+                         "vLLM: the Marlin weight-only FP4 path is expected here; check the log for which MoE backend was picked"],
+        data={"title": f"No FP4 tensor cores on {g.caps.sm}"})]
+
+
+# --- autotune -----------------------------------------------------------------------------------------------------
+
+
+def autotune_not_persisted(v: EvidenceView) -> list[Finding]:
+    """An autotuning library is installed but nothing it tuned was persisted: every restart runs fallback tactics."""
+    out = []
+    for ev, rep in v.probes("autotune_caches"):
+        if rep.persisted_any:
+            continue
+        tuners = [lib for lib in (FLASHINFER, "tensorrt-llm", "vllm", "sglang", "triton") if lib in v.libraries]
+        if not tuners:
+            continue
+        ids = [ev.id] + sorted({v.libraries[t][1] for t in tuners})
+        env = ", ".join(f"{k}={val}" for k, val in rep.env.items()) or "none set"
+        looked = ", ".join(loc.path for loc in rep.locations[:6])
+        recs = []
+        if FLASHINFER in v.libraries:
+            recs.append('Persist FlashInfer tactics: run warmup under flashinfer.autotune(cache="/path/fi_autotune.json") and reuse the file; in vLLM set VLLM_FLASHINFER_AUTOTUNE_CACHE_DIR to a persistent directory [FlashInfer autotuner.py; vLLM envs]')
+        if "tensorrt-llm" in v.libraries:
+            recs.append("Set TLLM_AUTOTUNER_CACHE_PATH so TensorRT-LLM keeps its tuned tactics [TensorRT-LLM autotuner.py]")
+        if "triton" in v.libraries:
+            recs.append("Set TRITON_CACHE_AUTOTUNING=1 (and TRITON_PRINT_AUTOTUNING=1 to see choices) [Triton autotuner.py]")
+        out.append(Finding(
+            id="autotune-not-persisted", category="autotune", confidence=0.8, evidence=ids,
+            claim=(f"No persisted autotune results on {rep.host} although {', '.join(tuners)} is installed "
+                   f"(looked in: {looked or 'the known cache locations'}; cache env vars: {env}). Tactics chosen at "
+                   f"runtime are lost on restart and untuned shapes run the fallback tactic (-1)."),
+            recommendations=recs, data={"title": "Autotune results are not persisted"}))
+    return out
+
+
+def autotune_fallback(v: EvidenceView) -> list[Finding]:
+    out = []
+    for ev, rep in v.probes("autotune_caches"):
+        fb = [f for f in rep.files if f.fallback_entries > 0]
+        if not fb:
+            continue
+        total = sum(f.entries for f in fb)
+        n = sum(f.fallback_entries for f in fb)
+        out.append(Finding(
+            id="autotune-fallback-tactics", category="autotune", confidence=0.75, evidence=[ev.id],
+            claim=(f"{n} of {total} persisted autotune entries are the fallback tactic -1 "
+                   f"({', '.join(f.path for f in fb[:3])}): those shapes run an untuned default kernel."),
+            recommendations=["Re-tune on this GPU with the serving shapes (decode batch sizes), then persist the cache"],
+            data={"title": "Autotune cache holds fallback tactics",
+                  "numbers": [_num("fallback autotune entries", n, "entries", ev.id, peak=total)]}))
+    return out
+
+
+def autotune_mismatch(v: EvidenceView) -> list[Finding]:
+    out = []
+    for ev, rep in v.probes("autotune_caches"):
+        bad = [f for f in rep.files if f.metadata_mismatch]
+        if not bad:
+            continue
+        fields = sorted({m for f in bad for m in f.metadata_mismatch})
+        out.append(Finding(
+            id="autotune-metadata-mismatch", category="autotune", confidence=0.75, evidence=[ev.id],
+            claim=(f"{len(bad)} autotune cache file(s) disagree with this host on {', '.join(fields)} "
+                   f"({bad[0].path}); FlashInfer skips a cache whose metadata does not match, so it is unused."),
+            recommendations=["Re-tune with the installed versions, or set the mismatching _metadata fields to \"*\" only if the kernels are truly identical [FlashInfer autotuner.py]"],
+            data={"title": "Autotune cache skipped on metadata mismatch"}))
+    return out
+
+
+def moe_config_missing(v: EvidenceView) -> list[Finding]:
+    out = []
+    for ev, rep in v.probes("autotune_caches"):
+        if rep.tuned_config_for_device is not False:
+            continue
+        dev = rep.device_name or (v.gpu.name if v.gpu else "this device")
+        shape = rep.expert_shape or {}
+        shape_txt = ", ".join(f"{k}={val}" for k, val in shape.items()) or "the model's expert shape"
+        others = sorted({f.device_name for f in rep.files if f.format in ("vllm_fused_moe", "sglang_fused_moe")
+                         and f.device_name and f.device_name != dev.replace(" ", "_")})
+        other_txt = f" Configs exist for other device names: {', '.join(others[:4])}." if others else ""
+        out.append(Finding(
+            id="moe-config-missing", category="autotune", confidence=0.7, evidence=[ev.id],
+            claim=(f"No fused-MoE tuned config for device_name={dev.replace(' ', '_')} and {shape_txt}: the Triton "
+                   f"fused MoE runs its default config (the device name must match exactly).{other_txt}"),
+            recommendations=[
+                "vLLM: tune with benchmarks/kernels/benchmark_moe.py --tune for this model/TP and set VLLM_TUNED_CONFIG_FOLDER [vLLM fused_moe.py]",
+                "SGLang: tune with tuning_fused_moe_triton.py and set SGLANG_MOE_CONFIG_DIR [SGLang fused_moe_triton_config.py]"],
+            data={"title": "No tuned fused-MoE config for this device"}))
+    return out
+
+
+# --- roofline and observations ----------------------------------------------------------------------------------
+
+
+def _moe_from_evidence(v: EvidenceView) -> tuple[MoeDecodeRoofline, list[str], float | None, str] | None:
+    """MoE decode roofline: from a recorded `roofline` result, else computed from observations + GPU spec."""
+    for ev in v.of_kind("roofline"):
+        d = ev.data or {}
+        if d.get("mode") == "moe_decode" and d.get("result"):
+            r = MoeDecodeRoofline.model_validate(d["result"])
+            return r, [ev.id], d.get("achieved_tok_s"), d.get("run", "")
+    oe, g = v.observations_evidence, v.gpu
+    if oe is None or g is None or g.spec is None or g.caps is None:
+        return None
+    ev, obs = oe
+    m = obs.model
+    if not (m and m.num_experts and m.top_k and m.hidden_size and m.moe_intermediate_size):
+        return None
+    from orchestrator.analysis.moe_inputs import moe_args_from
+
+    args = moe_args_from(obs, g.spec, g.caps)
+    if args is None:
+        return None
+    kwargs, run = args
+    return moe_decode_roofline(**kwargs), [ev.id] + g.evidence, run.total_tok_s or run.output_tok_s, run.name
+
+
+def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
+    got = _moe_from_evidence(v)
+    if got is None:
+        return []
+    r, ids, achieved, run = got
+    src = ids[0]
+    nums = [
+        _num("decode tokens per expert (B*k/E)", r.tokens_per_expert, "tokens", src,
+             note=f"batch {r.batch}, top_k {r.top_k}, {r.num_experts} experts"),
+        _num("MoE GEMM arithmetic intensity", r.intensity, "FLOP/B", src, peak=r.ridge, note="peak = ridge point"),
+        _num("MoE decode floor per step (expert GEMMs)", r.time_floor_per_step_ms, "ms", src),
+    ]
+    claim = (f"Decode puts ~{r.tokens_per_expert:.1f} tokens on each expert (B*k/E = {r.batch}*{r.top_k}/{r.num_experts}; "
+             f"{r.experts_touched:.0f} experts touched per step), so the MoE GEMMs have arithmetic intensity "
+             f"~{r.intensity:.0f} FLOP/B against a ridge point of ~{r.ridge:.0f} FLOP/B "
+             f"({r.ridge / r.intensity:.0f}x below): they are {r.bound}-bound and must be judged by GB/s, not TFLOPS.")
+    if achieved and r.tokens_per_s_ceiling:
+        # weights actually streamed per second at the observed throughput
+        step_s = r.batch / achieved
+        gbs = r.weight_bytes_per_layer * r.layers / step_s / 1e9
+        nums.append(_num(f"throughput ({run})", achieved, "tok/s", src, peak=r.tokens_per_s_ceiling,
+                         note="peak = MoE-GEMM memory floor, expert weights only"))
+        nums.append(_num("implied expert-weight bandwidth", gbs, "GB/s", src, peak=r.bandwidth_gbs,
+                         note="expert weights streamed per second at the observed throughput"))
+        claim += (f" At {achieved:,.0f} tok/s the expert weights stream at ~{gbs:,.0f} GB/s, "
+                  f"{100 * achieved / r.tokens_per_s_ceiling:.0f} % of the memory floor's {r.tokens_per_s_ceiling:,.0f} tok/s.")
+    if r.tile_waste > 0.05:
+        claim += f" With {r.tile_m}-row MMA tiles {r.tile_waste * 100:.0f} % of the tile rows are padding."
+        nums.append(_num("MMA tile rows wasted", r.tile_waste * 100, "%", src, note=f"tile M={r.tile_m}"))
+    recs = ["Judge the MoE kernels by achieved GB/s against the memory roof and pick backends with small-M decode tiles (b12x / Marlin on SM12x) [KNOWLEDGE.md: roofline for MoE decode]",
+            "Raise tokens per expert where latency allows (larger decode batch), or use EP so each GPU streams fewer experts (vLLM --enable-expert-parallel) [KNOWLEDGE.md: roofline for MoE decode]"]
+    return [Finding(id="moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound",
+                    category="roofline", confidence=0.8, evidence=ids, claim=claim, recommendations=recs,
+                    data={"short": f"~{r.tokens_per_expert:.1f} tokens per expert give the MoE GEMMs ~{r.intensity:.0f} FLOP/B against a ridge of ~{r.ridge:.0f} FLOP/B: {r.bound}-bound.",
+                          "title": f"Decode MoE GEMMs are {r.bound}-bound (intensity far below the ridge)" if r.bound == "memory"
+                          else "Decode MoE GEMMs are compute-bound", "numbers": nums, "bound": r.bound})]
+
+
+def parallelism_scaling(v: EvidenceView) -> list[Finding]:
+    oe = v.observations_evidence
+    if oe is None:
+        return []
+    ev, obs = oe
+    out = []
+    for c in analyze_observations(obs).comparisons:
+        if c.verdict == "inconclusive":
+            continue
+        nums = [_num(f"throughput {c.a}", c.a_tok_s, "tok/s", ev.id), _num(f"throughput {c.b}", c.b_tok_s, "tok/s", ev.id)]
+        if c.verdict == "gemm":
+            out.append(Finding(
+                id="parallelism-rules-out-allreduce", category="observation", confidence=0.8, evidence=[ev.id],
+                claim=c.reasoning,
+                recommendations=["Spend the effort on the per-GPU GEMM kernels (backend choice, tuned tactics), not on all-reduce tuning [KNOWLEDGE.md: reading parallelism experiments]",
+                                 "Check EP for the MoE layers (vLLM --enable-expert-parallel): fewer, fuller experts per GPU [vLLM docs: expert parallel deployment]"],
+                data={"title": ("The halving" if 1.7 <= c.ratio <= 2.4 else f"The {c.ratio:.1f}x drop")
+                      + " under wider GEMM shards rules out all-reduce; the per-GPU GEMMs cost",
+                      "numbers": nums, "bound_hint": "gemm"}))
+        else:
+            out.append(Finding(
+                id="parallelism-points-at-communication", category="communication", confidence=0.7, evidence=[ev.id],
+                claim=c.reasoning,
+                recommendations=["Reduce TP degree across PCIe (TP within NVLink/NUMA-local groups, PP or DP across)",
+                                 "Check NCCL transport (NCCL_DEBUG=INFO) and whether custom all-reduce is enabled"],
+                data={"title": "Throughput grows as all-reduce groups shrink: communication", "numbers": nums,
+                      "bound_hint": "communication"}))
+    return out
+
+
+def power_vs_limit(v: EvidenceView) -> list[Finding]:
+    """Power against the limit at high occupancy: from observations, the power sampler or the inventory."""
+    readings = []
+    oe = v.observations_evidence
+    if oe and oe[1].gpu:
+        g = oe[1].gpu
+        readings.append((read_power(g.power_w, g.power_limit_w, g.busy_fraction), [oe[0].id]))
+    for ev, ps in v.probes("power_sampling"):
+        s = [x for x in ps.summary if x.mean_power_w is not None and x.power_limit_w]
+        if s:
+            p = sum(x.mean_power_w for x in s) / len(s)
+            lim = sum(x.power_limit_w for x in s) / len(s)
+            util = [x.mean_utilization_pct for x in s if x.mean_utilization_pct is not None]
+            readings.append((read_power(p, lim, sum(util) / len(util) / 100 if util else None), [ev.id]))
+    for ev, inv in v.probes("gpu_inventory"):
+        g2 = [x for x in inv.gpus if x.power_draw_w is not None and x.power_limit_w]
+        if g2 and not v.probes("power_sampling"):
+            p = sum(x.power_draw_w for x in g2) / len(g2)
+            lim = sum(x.power_limit_w for x in g2) / len(g2)
+            util = [x.utilization_pct for x in g2 if x.utilization_pct is not None]
+            readings.append((read_power(p, lim, sum(util) / len(util) / 100 if util else None), [ev.id]))
+    out = []
+    for reading, ids in readings:
+        if reading is None or reading.pattern not in ("stall", "compute"):
+            continue
+        num = _num("power draw", reading.power_w, "W", ids[0], peak=reading.limit_w,
+                   note=f"at {reading.busy * 100:.0f} % busy" if reading.busy is not None else "")
+        if reading.pattern == "stall":
+            out.append(Finding(id="power-stall", category="power", confidence=0.7, evidence=ids, claim=reading.reasoning,
+                               recommendations=["Profile the MoE GEMMs with Nsight Compute (ncu --set full): expect low tensor-pipe utilization and long memory/barrier stalls [KNOWLEDGE.md: reading parallelism experiments]"],
+                               data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit at high occupancy: SMs stall",
+                                     "numbers": [num]}))
+        else:
+            out.append(Finding(id="power-limited", category="power", confidence=0.6, evidence=ids, claim=reading.reasoning,
+                               recommendations=["Check clocks-event reasons (nvidia-smi -q -d PERFORMANCE) for SW power cap"],
+                               data={"title": "Near the power limit: compute-heavy, clocks may be capped", "numbers": [num]}))
+        break  # one power reading is enough; observations come first, then the sampler
+    return out
+
+
+# --- logs, known issues, kernels, environment -------------------------------------------------------------------
+
+
+def log_signatures(v: EvidenceView) -> list[Finding]:
+    out: dict[str, Finding] = {}
+    for ev, scan in v.probes("log_scan"):
+        for mt in scan.matches:
+            iss = knowledge.issue(mt.signature_id)
+            if iss is None:
+                continue
+            f = out.get(iss.id)
+            if f is None:
+                out[iss.id] = Finding(
+                    id=f"log-{iss.id}", category="log", confidence=0.8, evidence=[ev.id],
+                    claim=(f"Log line matches known issue '{iss.title}' ({mt.path}:{mt.line_no}: "
+                           f"{mt.line.strip()[:160]!r}). Cause: {iss.cause} [{iss.source}]"),
+                    recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix],
+                    data={"title": iss.title, "numbers": []})
+            elif ev.id not in f.evidence:
+                f.evidence.append(ev.id)
+    return list(out.values())
+
+
+def configuration_risks(v: EvidenceView) -> list[Finding]:
+    """Known issues worth raising on this CC with these libraries installed, even without a log line."""
+    g = v.gpu
+    if g is None or not v.libraries:
+        return []
+    logged = {mt.signature_id for _, s in v.probes("log_scan") for mt in s.matches}
+    out = []
+    for iss in knowledge.known_issues():
+        if not iss.configuration_risk or iss.id in logged or not iss.applies_to.ccs:
+            continue
+        if not iss.applies(g.cc, set(v.libraries)):
+            continue
+        libs = [lib for lib in iss.applies_to.libraries if lib in v.libraries]
+        ids = g.evidence + sorted({v.libraries[lib][1] for lib in libs})
+        vers = ", ".join(f"{lib} {v.libraries[lib][0] or '?'}" for lib in libs)
+        out.append(Finding(
+            id=f"risk-{iss.id}", category="kernel", confidence=0.45, evidence=ids,
+            claim=f"Known issue for CC {g.cc} with {vers}: {iss.title}. {iss.cause} [{iss.source}]",
+            recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix], data={"title": iss.title}))
+    return out
+
+
+def pcie_allreduce(v: EvidenceView) -> list[Finding]:
+    for ev, inv in v.probes("gpu_inventory"):
+        topo = inv.topology
+        if topo is None or topo.nvlink or inv.count <= 2 or not topo.links:
+            continue
+        caps = knowledge.arch_caps(inv.gpus[0].compute_cap) if inv.gpus else None
+        iss = knowledge.issue("pcie-tp-allreduce")
+        oe = v.observations_evidence
+        ruled_out = bool(oe) and any(c.verdict == "gemm" for c in analyze_observations(oe[1]).comparisons)
+        claim = (f"{inv.count} GPUs with no NVLink between them (topology: {', '.join(sorted({l.kind for l in topo.links}))}): "
+                 f"TP all-reduces cross PCIe.")
+        if caps and caps.cc in (iss.applies_to.ccs if iss else []):
+            claim += f" {iss.cause} [{iss.source}]"
+        if ruled_out:
+            claim += " The parallelism comparison shows it is not the main cost here."
+        return [Finding(id="pcie-allreduce", category="communication", confidence=0.3 if ruled_out else 0.55,
+                        evidence=[ev.id] + ([oe[0].id] if ruled_out and oe else []), claim=claim,
+                        recommendations=[f"{fx} [{iss.source}]" for fx in (iss.fix if iss else [])],
+                        data={"title": "TP all-reduce over PCIe (no NVLink)", "secondary": ruled_out})]
+    return []
+
+
+def kernel_inventory(v: EvidenceView) -> list[Finding]:
+    g = v.gpu
+    out = []
+    for ev, inv in v.probes("kernel_inventory"):
+        arch = inv.arch or (g.caps.sm.rstrip("a") if g and g.caps else None)
+        for lib in inv.libraries:
+            if lib.compiled_archs and arch and not any(a.rstrip("a").startswith(arch.rstrip("a")) for a in lib.compiled_archs):
+                out.append(Finding(
+                    id=f"kernels-missing-{lib.name}", category="kernel", confidence=0.7, evidence=[ev.id],
+                    claim=(f"{lib.name} {lib.version or ''} ships no {arch} binaries (has {', '.join(lib.compiled_archs[:6])}): "
+                           "its kernels JIT from PTX or fall back."),
+                    recommendations=[f"Install a {lib.name} build compiled for {arch}"],
+                    data={"title": f"{lib.name} has no {arch} kernels"}))
+            if lib.tile_candidates and g and g.caps and g.caps.peer_cc:
+                out.append(Finding(
+                    id=f"kernels-tiles-{lib.name}", category="kernel", confidence=0.6, evidence=[ev.id],
+                    claim=(f"{lib.name} {lib.version or ''} offers {len(lib.tile_candidates)} tile candidate(s) for {arch} "
+                           f"({', '.join(lib.tile_candidates[:8])}); the autotuner can only choose among these."),
+                    data={"title": f"{lib.name}: {len(lib.tile_candidates)} tiles for {arch}",
+                          "numbers": [_num(f"{lib.name} tile candidates for {arch}", len(lib.tile_candidates), "tiles", ev.id)]}))
+    return out
+
+
+def torch_arch(v: EvidenceView) -> list[Finding]:
+    g = v.gpu
+    if g is None or g.caps is None:
+        return []
+    want = g.caps.sm.rstrip("a")
+    for ev, env in v.probes("python_env"):
+        if env.torch_arch_list and not any(a.rstrip("a").startswith(want) for a in env.torch_arch_list):
+            return [Finding(id="torch-arch-missing", category="environment", confidence=0.7, evidence=[ev.id] + g.evidence,
+                            claim=f"torch ({env.torch_cuda or 'CUDA ?'}) is built for {', '.join(env.torch_arch_list)}, not {want}.",
+                            recommendations=[f"Install a torch wheel whose CUDA supports {want} (CUDA >= 12.8 for SM120)"],
+                            data={"title": f"torch lacks {want}"})]
+    return []
+
+
+RULES: list[Rule] = [
+    hardware_peaks, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
+    autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
+    log_signatures, configuration_risks, pcie_allreduce, kernel_inventory, torch_arch,
+]
+
+
+def run_rules(view: EvidenceView, rules: list[Rule] | None = None) -> list[Finding]:
+    """Every rule's findings, each citing only ids in the view; a failing rule is skipped, not fatal."""
+    known = view.ids
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for rule in rules if rules is not None else RULES:
+        try:
+            found = rule(view)
+        except Exception:  # one broken rule must not cost the whole diagnosis
+            continue
+        for f in found:
+            f.evidence = [e for e in dict.fromkeys(f.evidence) if e in known]
+            if f.evidence and f.id not in seen:
+                seen.add(f.id)
+                out.append(f)
+    return out

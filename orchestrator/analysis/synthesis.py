@@ -1,0 +1,117 @@
+"""The lead's offline synthesis: findings from every rule and agent become a Diagnosis body that cites real ids."""
+
+from __future__ import annotations
+
+from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.rules import run_rules
+from orchestrator.diagnosis import Cause, Gap, Number, Recommendation, SubmittedDiagnosis
+from orchestrator.evidence import Evidence
+from orchestrator.findings import AgentResult, Finding
+from orchestrator.observations import Observations
+
+# Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
+_CATEGORY_RANK = {"observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
+                  "power": 5, "hardware": 6, "environment": 7, "other": 8}
+
+
+def _title(f: Finding) -> str:
+    return str(f.data.get("title") or f.id or f.category)
+
+
+def collect_findings(evidence: list[Evidence], observations: Observations | None,
+                     results: list[AgentResult]) -> list[Finding]:
+    """Rule findings over all evidence, plus agents' own findings that cite only existing ids (rules win on id)."""
+    known = {e.id for e in evidence}
+    found = run_rules(EvidenceView(evidence, observations))
+    seen = {f.id for f in found}
+    for r in results:
+        for f in r.findings:
+            ev = [e for e in f.evidence if e in known]
+            if ev and (not f.id or f.id not in seen):
+                seen.add(f.id)
+                found.append(f.model_copy(update={"evidence": ev}))
+    return found
+
+
+def _bound(findings: list[Finding]) -> tuple[str, str]:
+    by_id = {f.id: f for f in findings}
+    comm = by_id.get("parallelism-points-at-communication")
+    if comm:
+        return "communication", comm.claim
+    moe = by_id.get("moe-decode-memory-bound") or by_id.get("moe-decode-compute-bound")
+    gemm = by_id.get("parallelism-rules-out-allreduce")
+    stall = by_id.get("power-stall")
+    if moe:
+        bound = moe.data.get("bound", "memory")
+        parts = [moe.data.get("short") or moe.claim]
+        if gemm:
+            parts.insert(0, "The parallelism experiment puts the cost in the per-GPU GEMMs, not all-reduce.")
+        if stall:
+            parts.append("Power far below the limit at high occupancy agrees: the SMs wait on memory rather than compute.")
+        return bound, " ".join(parts)
+    if gemm:
+        return "unknown", ("The parallelism experiment puts the cost in the per-GPU GEMMs, but no roofline evidence "
+                           "separates memory- from compute-bound.")
+    if stall:
+        return "unknown", "Low power at high occupancy says the SMs stall, but no evidence says on what."
+    if "power-limited" in by_id:
+        return "compute", by_id["power-limited"].claim
+    return "unknown", "The evidence gathered does not show which resource limits throughput."
+
+
+def _gaps(evidence: list[Evidence], results: list[AgentResult]) -> list[Gap]:
+    gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
+            for r in results if r.status != "ok"]
+    view = EvidenceView(evidence)
+    for ev, m in view.unavailable():
+        gaps.append(Gap(what=f"probe {m.kind} on {m.host} ({ev.id})", why=m.reason or "unavailable"))
+    for ev in evidence:
+        if ev.is_error:
+            gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
+    return gaps
+
+
+def synthesize(question: str, observations: Observations | None, evidence: list[Evidence],
+               results: list[AgentResult]) -> SubmittedDiagnosis:
+    """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
+    findings = collect_findings(evidence, observations, results)
+    gaps = _gaps(evidence, results)
+    if not findings:
+        why = "no evidence was gathered" if not evidence else "the evidence gathered supports no finding"
+        return SubmittedDiagnosis(
+            verdict=f"Unknown: {why}, so nothing can be said about \"{question}\" without guessing. See the gaps.",
+            bound="unknown", bound_reasoning="No evidence shows the limiting resource.",
+            gaps=gaps or [Gap(what="evidence", why=why)])
+
+    causes_f = [f for f in findings if not f.data.get("informational")]
+    causes_f.sort(key=lambda f: (bool(f.data.get("secondary")) or f.confidence < 0.5, _CATEGORY_RANK.get(f.category, 8), -f.confidence))
+    causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
+
+    numbers: list[Number] = []
+    seen_n: set[str] = set()
+    for f in findings:
+        for n in f.data.get("numbers", []):
+            if n["name"] not in seen_n:
+                seen_n.add(n["name"])
+                numbers.append(Number.model_validate(n))
+
+    recs: list[Recommendation] = []
+    seen_r: set[str] = set()
+    for f in causes_f:
+        for action in f.recommendations:
+            if action not in seen_r:
+                seen_r.add(action)
+                recs.append(Recommendation(action=action, why=f"{_title(f)} (evidence {', '.join(f.evidence)})", addresses=_title(f)))
+
+    bound, reasoning = _bound(findings)
+    top = [c.title for c in causes[:4]]
+    hw = next((f for f in findings if f.id == "gpu-peaks"), None)
+    lead = f"On {hw.claim.split(':')[0]}, " if hw else ""
+    verdict = (f"{lead}the evidence points to: " + "; ".join(top) + "." if top
+               else f"{lead}no cause is supported by the evidence; see the numbers and gaps.")
+    if bound != "unknown":
+        verdict += f" Primary limiter: {bound}."
+    if gaps:
+        verdict += f" {len(gaps)} gap(s) limit this diagnosis."
+    return SubmittedDiagnosis(verdict=verdict, bound=bound, bound_reasoning=reasoning, causes=causes,
+                              numbers=numbers, recommendations=recs, gaps=gaps)

@@ -1,0 +1,399 @@
+"""Library entry points: `investigate`, `investigate_sync`, `replay`, `resume`, `load_transcript`.
+
+    result = await orchestrator.investigate("why is FP4 slow?", host="gpu-box", observations="obs.yaml")
+    result = orchestrator.investigate_sync("why is FP4 slow?")      # also inside Jupyter's running loop
+    result.diagnosis.verdict
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import anyio
+
+from orchestrator import __version__
+from orchestrator.agentdefs import AgentDef, load_agents
+from orchestrator.context import Backend, RunContext, RunInputs
+from orchestrator.diagnosis import AgentUsage, Diagnosis, EvidenceRef, Gap, RunUsage, SubmittedDiagnosis
+from orchestrator.events import (
+    AgentFinished,
+    AgentStarted,
+    DiagnosisSubmitted,
+    Event,
+    ModelCall,
+    Notice,
+    RunFinished,
+    RunStarted,
+    ToolCall,
+    ToolResult,
+)
+from orchestrator.findings import AgentResult
+from orchestrator.loop import AgentRunner, FatalRunError, first_leaf
+from orchestrator.models.base import ModelCallError, ReplayDivergence
+from orchestrator.observations import Observations, load_observations, parse_observations
+from orchestrator.settings import Settings, load_settings
+from orchestrator.tools.base import ToolRegistry
+from orchestrator.transcript import Recorder, Transcript, default_path, read_transcript
+
+
+class InputError(ValueError):
+    """Bad input to a library entry point; the message is one line naming the problem and the fix."""
+
+
+@dataclass
+class InvestigationResult:
+    """What a run produced: the diagnosis (None if the run failed), its status and where it was recorded."""
+
+    question: str
+    status: str
+    diagnosis: Diagnosis | None
+    run_id: str
+    transcript_path: Path | None
+    events: list[Event] = field(default_factory=list)
+    error: str | None = None
+    notices: list[str] = field(default_factory=list)
+
+    def _repr_markdown_(self) -> str:
+        if self.diagnosis is None:
+            return f"**Run {self.status}**: {self.error}"
+        return self.diagnosis._repr_markdown_()
+
+    def _repr_html_(self) -> str:
+        from orchestrator.report_html import render_html
+
+        if self.diagnosis is None:
+            return f"<p><b>Run {self.status}</b>: {self.error}</p>"
+        return render_html(self.diagnosis, self.events)
+
+
+def select_backend(*, offline: bool | None, model: str | None, settings: Settings) -> tuple[Backend, str | None]:
+    """The anthropic backend when a key is configured (or a model is asked for), else offline with a notice."""
+    from orchestrator.models.offline import OfflineBackend
+
+    key = os.environ.get("ANTHROPIC_API_KEY") or (
+        settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else None
+    )
+    if offline:
+        return OfflineBackend(), None
+    if key:
+        from orchestrator.models.anthropic import AnthropicBackend
+
+        return AnthropicBackend(settings, model=model, api_key=key,
+                                base_url=os.environ.get("ANTHROPIC_BASE_URL") or settings.anthropic_base_url), None
+    if model:
+        raise InputError(f"--model {model} needs an API key; set ANTHROPIC_API_KEY or use --offline")
+    return OfflineBackend(), "no API key configured: running the offline backend (set ANTHROPIC_API_KEY for Claude)"
+
+
+def _observations(obs: Any) -> dict[str, Any] | None:
+    if obs is None:
+        return None
+    if isinstance(obs, Observations):
+        parsed = obs
+    elif isinstance(obs, dict):
+        parsed = parse_observations(obs)
+    else:
+        parsed = load_observations(obs)
+    return parsed.model_dump(mode="json", exclude_none=True)
+
+
+def _evidence_refs(diag: SubmittedDiagnosis, run: RunContext) -> dict[str, EvidenceRef]:
+    ids: list[str] = []
+    for c in diag.causes:
+        ids += c.evidence
+    ids += [n.source for n in diag.numbers if n.source.startswith("ev-")]
+    refs: dict[str, EvidenceRef] = {}
+    for eid in dict.fromkeys(ids):
+        ev = run.evidence.get(eid)
+        if ev is not None:
+            refs[eid] = EvidenceRef(agent=ev.agent_id, tool=ev.tool, host=ev.host,
+                                    excerpt=ev.excerpt(run.settings.excerpt_chars), is_error=ev.is_error)
+    return refs
+
+
+def _run_usage(run: RunContext) -> RunUsage:
+    agents = [
+        AgentUsage(agent_id=aid, status=run.results[aid].status if aid in run.results else "unknown", usage=u,
+                   duration_s=run.results[aid].duration_s if aid in run.results else 0.0)
+        for aid, u in run.usage_by_agent.items()
+    ]
+    return RunUsage(total=run.total_usage(), agents=agents)
+
+
+def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> Diagnosis:
+    """The submitted body plus what the run knows: evidence excerpts, usage, and gaps for every failed agent."""
+    gaps = list(submitted.gaps)
+    named = " ".join(g.what + " " + g.why for g in gaps)
+    for aid, res in run.results.items():
+        if res.status != "ok" and aid != "lead" and aid not in named and res.name not in named:
+            gaps.append(Gap(what=aid, why=f"{res.status}: {res.error or 'no result'}"))
+    body = submitted.model_dump()
+    body["gaps"] = [g.model_dump() for g in gaps]
+    return Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
+
+
+async def _execute(
+    *,
+    inputs: RunInputs,
+    settings: Settings,
+    backend: Backend,
+    agents: dict[str, AgentDef],
+    registry: ToolRegistry,
+    transcript: str | Path | None | bool,
+    host_opener: Callable[[], Any] | None,
+    progress: Callable[[Event], None] | None = None,
+    reuse: Transcript | None = None,
+    notices: Iterable[str] = (),
+) -> InvestigationResult:
+    run_id = uuid.uuid4().hex
+    if transcript is False:
+        path = None
+    else:
+        path = Path(transcript) if transcript else default_path(inputs.question, run_id)
+    # the host is opened (and its key checked) before anything is recorded: a bad host is bad input
+    host = await host_opener() if host_opener else None
+    recorder = Recorder(run_id, path)
+    if progress:
+        recorder.subscribe(progress)
+    run = RunContext(run_id=run_id, inputs=inputs, settings=settings, recorder=recorder, registry=registry,
+                     agents=agents, backend=backend, host=host)
+    if reuse is not None:
+        _load_reuse(run, reuse)
+    started = time.monotonic()
+    notices = list(notices)
+    status, error, diagnosis = "error", None, None
+    try:
+        recorder.emit(RunStarted(
+            run_id=run_id, question=inputs.question, backend=backend.name, host=inputs.host,
+            inputs=inputs.model_dump(mode="json", exclude={"question"}),
+            settings=settings.model_dump(mode="json", exclude={"anthropic_api_key"}),
+            agents=sorted(agents), agent_defs={n: a.model_dump(mode="json") for n, a in agents.items()},
+        ))
+        for n in notices:
+            recorder.emit(Notice(run_id=run_id, message=n))
+        runner = AgentRunner(run, agents["lead"], agent_id="lead", ordinal=0)
+        try:
+            lead = await runner.run()
+        except BaseExceptionGroup as group:  # unwrap what a task group raised to its one meaningful error
+            raise first_leaf(group) from None
+        submitted = runner.ctx.outbox.get("submitted")
+        if submitted is None:
+            error = f"the lead ended with status {lead.status} and no diagnosis: {lead.error or 'no reason given'}"
+        else:
+            diagnosis = assemble(inputs.question, SubmittedDiagnosis.model_validate(submitted), run)
+            recorder.emit(DiagnosisSubmitted(run_id=run_id, diagnosis=diagnosis.model_dump(mode="json")))
+            status = "ok"
+    except anyio.get_cancelled_exc_class():
+        status, error = "cancelled", "the run was cancelled"
+        raise
+    except KeyboardInterrupt:
+        status, error = "cancelled", "the run was interrupted"
+        raise
+    except (ReplayDivergence, FatalRunError, ModelCallError) as exc:
+        status, error = "error", str(exc)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            recorder.emit(RunFinished(run_id=run_id, status=status, error=error, usage=run.total_usage(),
+                                      usage_by_agent=dict(run.usage_by_agent),
+                                      duration_s=round(time.monotonic() - started, 4)))
+            recorder.close()
+            if host is not None:
+                await host.aclose()
+    return InvestigationResult(question=inputs.question, status=status, diagnosis=diagnosis, run_id=run_id,
+                               transcript_path=path, events=list(recorder.events), error=error, notices=notices)
+
+
+def _load_reuse(run: RunContext, old: Transcript) -> None:
+    """Mark every subagent that finished ok in an earlier transcript as reusable, with its events and evidence."""
+    from orchestrator.evidence import Evidence
+
+    finished = {e.agent_id: e for e in old.of_type(AgentFinished) if e.status == "ok" and e.agent_id != "lead"}
+    # descendants of a reusable agent travel with it
+    parent = {e.agent_id: e.parent_id for e in old.of_type(AgentStarted)}
+
+    def root(aid: str) -> str | None:
+        while aid in parent and parent[aid] not in (None, "lead"):
+            aid = parent[aid]
+        return aid if aid in finished else None
+
+    for ev in old.events:
+        aid = getattr(ev, "agent_id", None)
+        if not aid or not isinstance(ev, (AgentStarted, ModelCall, ToolCall, ToolResult, AgentFinished, Notice)):
+            continue
+        top = root(aid)
+        if top is None:
+            continue
+        run.reuse_events.setdefault(top, []).append(ev)
+        if isinstance(ev, ToolResult):
+            run.evidence.add(Evidence(id=ev.evidence_id, agent_id=ev.agent_id, tool=ev.tool, host=ev.host,
+                                      text=ev.content, data=ev.data, is_error=ev.is_error))
+    for aid, fin in finished.items():
+        if root(aid) == aid:
+            run.reuse[aid] = AgentResult.model_validate(fin.result)
+
+
+def _host_opener(host: str | None, ssh_config: str | None, settings: Settings):
+    async def open_() -> Any:
+        from orchestrator.hosts import open_host
+
+        return await open_host(host, ssh_config=ssh_config, settings=settings)
+
+    return open_
+
+
+async def investigate(
+    question: str,
+    *,
+    host: str | None = None,
+    ssh_config: str | None = None,
+    python: str | None = None,
+    observations: Any = None,
+    logs: Iterable[str] = (),
+    model: str | None = None,
+    offline: bool | None = None,
+    backend: Backend | None = None,
+    agents_dirs: Iterable[str | Path] = (),
+    measure: bool = False,
+    transcript: str | Path | None | bool = None,
+    settings: Settings | None = None,
+    registry: ToolRegistry | None = None,
+    progress: Callable[[Event], None] | None = None,
+) -> InvestigationResult:
+    """Investigate a question about inference performance; returns the diagnosis-bearing result.
+
+    `transcript`: a path, None for a new file under the user state directory, or False for none.
+    `backend`: a backend object (e.g. `DoublesBackend`) overriding the choice by key/`offline`/`model`.
+    """
+    if not question or not question.strip():
+        raise InputError("the question is empty; ask something like 'why is FP4 slow?'")
+    settings = settings or load_settings()
+    notices: list[str] = []
+    if backend is None:
+        backend, notice = select_backend(offline=offline, model=model, settings=settings)
+        if notice:
+            notices.append(notice)
+    inputs = RunInputs(question=question.strip(), host=host or "local", observations=_observations(observations),
+                       logs=list(logs), python=python, measure=measure, ssh_config=ssh_config)
+    if registry is None:
+        from orchestrator.tools.registry import default_registry
+
+        registry = default_registry()
+    return await _execute(
+        inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
+        registry=registry, transcript=transcript, host_opener=_host_opener(host, ssh_config, settings),
+        progress=progress, notices=notices,
+    )
+
+
+def _agents_from(t: Transcript) -> dict[str, AgentDef]:
+    started = t.of_type(RunStarted)
+    if not started or not started[0].agent_defs:
+        return load_agents()
+    return {n: AgentDef.model_validate(d) for n, d in started[0].agent_defs.items()}
+
+
+def _inputs_from(t: Transcript) -> tuple[RunInputs, dict[str, Any]]:
+    started = t.of_type(RunStarted)
+    if not started:
+        raise InputError(f"{t.path}: the transcript has no run_started event; nothing to replay")
+    rs = started[0]
+    return RunInputs(question=rs.question, **{k: v for k, v in rs.inputs.items() if k in RunInputs.model_fields}), rs.settings
+
+
+async def replay(
+    path: str | Path,
+    *,
+    backend: Backend | None = None,
+    model: str | None = None,
+    offline: bool | None = None,
+    transcript: str | Path | None | bool = False,
+    settings: Settings | None = None,
+    registry: ToolRegistry | None = None,
+    progress: Callable[[Event], None] | None = None,
+) -> InvestigationResult:
+    """Re-run a recorded investigation with no host and no network.
+
+    With no backend arguments the replay is exact: every model answer and tool result comes from the transcript.
+    With `model`/`offline`/`backend`, the recorded subagent results are kept and only the lead's synthesis re-runs.
+    """
+    from orchestrator.models.replay import ReplayBackend
+
+    old = read_transcript(path)
+    inputs, recorded_settings = _inputs_from(old)
+    settings = settings or Settings.model_validate({k: v for k, v in recorded_settings.items() if k in Settings.model_fields})
+    resynth = backend is not None or model is not None or offline
+    if backend is None:
+        backend = select_backend(offline=offline, model=model, settings=settings)[0] if resynth else ReplayBackend(old)
+    if registry is None:
+        from orchestrator.tools.registry import default_registry
+
+        registry = default_registry()
+    return await _execute(
+        inputs=inputs, settings=settings, backend=backend, agents=_agents_from(old), registry=registry,
+        transcript=transcript, host_opener=None, progress=progress, reuse=old if resynth else None,
+    )
+
+
+async def resume(
+    path: str | Path,
+    *,
+    backend: Backend | None = None,
+    transcript: str | Path | None | bool = None,
+    settings: Settings | None = None,
+    registry: ToolRegistry | None = None,
+    progress: Callable[[Event], None] | None = None,
+) -> InvestigationResult:
+    """Finish an interrupted run: subagents that finished are re-used, the rest run again on the recorded host."""
+    old = read_transcript(path)
+    inputs, recorded_settings = _inputs_from(old)
+    settings = settings or Settings.model_validate({k: v for k, v in recorded_settings.items() if k in Settings.model_fields})
+    if backend is None:
+        rs = old.of_type(RunStarted)[0]
+        backend = select_backend(offline=rs.backend == "offline" or None, model=None, settings=settings)[0]
+    if registry is None:
+        from orchestrator.tools.registry import default_registry
+
+        registry = default_registry()
+    host = None if inputs.host == "local" else inputs.host
+    return await _execute(
+        inputs=inputs, settings=settings, backend=backend, agents=_agents_from(old), registry=registry,
+        transcript=transcript, host_opener=_host_opener(host, inputs.ssh_config, settings), progress=progress,
+        reuse=old,
+    )
+
+
+def load_transcript(path: str | Path) -> Transcript:
+    """Read a transcript for analysis (e.g. in a notebook)."""
+    return read_transcript(path)
+
+
+def _sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run an async entry point to completion, also from inside a running event loop (Jupyter)."""
+    call = functools.partial(fn, *args, **kwargs)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(call)
+    # a loop is running in this thread: run ours on a worker thread with its own loop (no nest_asyncio)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="investigate") as pool:
+        return pool.submit(anyio.run, call).result()
+
+
+def investigate_sync(question: str, **kwargs: Any) -> InvestigationResult:
+    """`investigate` for plain scripts and notebooks."""
+    return _sync(investigate, question, **kwargs)
+
+
+def replay_sync(path: str | Path, **kwargs: Any) -> InvestigationResult:
+    return _sync(replay, path, **kwargs)

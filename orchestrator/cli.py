@@ -1,0 +1,281 @@
+"""The `investigate` command (see DESIGN.md's CLI contract).
+
+Exit codes: 0 a diagnosis was produced (possibly with gaps), 1 the run failed, 2 bad usage or bad input. Bad input is
+one line on stderr naming the problem and the fix, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import anyio
+import click
+import typer
+from rich.console import Console
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence.")
+
+SUBCOMMANDS = {"ask", "replay", "resume", "show", "report", "probe", "specs", "roofline"}
+
+
+class BadInput(Exception):
+    """Exit 2 with this one line."""
+
+
+class RunFailedExit(Exception):
+    """Exit 1 with this one line."""
+
+
+def _bad_input_types() -> tuple[type[BaseException], ...]:
+    from orchestrator.agentdefs import AgentDefError
+    from orchestrator.api import InputError
+    from orchestrator.hosts.base import HostError
+    from orchestrator.observations import ObservationsError
+    from orchestrator.transcript import TranscriptError
+
+    types: list[type[BaseException]] = [BadInput, InputError, AgentDefError, HostError, ObservationsError, TranscriptError]
+    try:
+        from orchestrator.commands import UnknownGpu
+
+        types.append(UnknownGpu)
+    except ImportError:  # pragma: no cover - commands module always ships
+        pass
+    return tuple(types)
+
+
+def _stdout() -> Console:
+    return Console(file=sys.stdout, soft_wrap=False)
+
+
+def _emit_result(result, *, as_json: bool, report: Optional[Path]) -> None:
+    from orchestrator.diagnosis import render_terminal
+
+    if result.diagnosis is not None:
+        if report:
+            from orchestrator.report_html import render_html
+
+            report.write_text(render_html(result.diagnosis, result.events), encoding="utf-8")
+        if as_json:
+            sys.stdout.write(result.diagnosis.model_dump_json(indent=2) + "\n")
+        else:
+            render_terminal(result.diagnosis, _stdout())
+    if result.transcript_path:
+        sys.stderr.write(f"transcript: {result.transcript_path}\n")
+    if report and result.diagnosis is not None:
+        sys.stderr.write(f"report: {report}\n")
+    if result.status != "ok":
+        raise RunFailedExit(f"run {result.status}: {result.error}")
+
+
+def _progress(no_progress: bool):
+    if no_progress:
+        return None
+    from orchestrator.progress import Progress
+
+    return Progress(sys.stderr)
+
+
+def _run_with_progress(fn, no_progress: bool, **kwargs):
+    progress = _progress(no_progress)
+    try:
+        return anyio.run(lambda: fn(progress=progress, **kwargs))
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+@app.command("ask", help="Investigate QUESTION (the default command: `investigate \"why is FP4 slow\"`).")
+def ask(
+    question: str = typer.Argument(..., help="The question, e.g. \"why is FP4 slow?\""),
+    host: Optional[str] = typer.Option(None, "--host", help="ssh-config alias or [user@]host[:port]; default: this machine"),
+    ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", help="ssh config file to use instead of ~/.ssh/config"),
+    python: Optional[str] = typer.Option(None, "--python", help="the serving interpreter on the host"),
+    observations: Optional[Path] = typer.Option(None, "--observations", help="YAML/JSON observations file"),
+    log: List[str] = typer.Option([], "--log", help="server log path on the host (repeatable)"),
+    model: Optional[str] = typer.Option(None, "--model", help="Claude model id or alias (anthropic backend)"),
+    offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
+    agents: List[Path] = typer.Option([], "--agents", help="directory of extra agent definitions (repeatable)"),
+    measure: bool = typer.Option(False, "--measure", help="allow probes that load the GPU (GEMM, all-reduce)"),
+    transcript: Optional[Path] = typer.Option(None, "--transcript", help="where to write the transcript"),
+    report: Optional[Path] = typer.Option(None, "--report", help="also write a self-contained HTML report"),
+    as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document (the diagnosis)"),
+    no_progress: bool = typer.Option(False, "--no-progress", help="no progress display on stderr"),
+) -> None:
+    from orchestrator.api import investigate
+    from orchestrator.settings import load_settings
+
+    if model and offline:
+        raise BadInput("--model and --offline exclude each other; pass one")
+    if observations is not None and not observations.is_file():
+        raise BadInput(f"observations file {observations} not found; pass an existing YAML or JSON file")
+    if ssh_config is not None and not ssh_config.is_file():
+        raise BadInput(f"ssh config {ssh_config} not found; pass an existing file to --ssh-config")
+    try:
+        settings = load_settings()
+    except ValueError as exc:
+        raise BadInput(str(exc).splitlines()[0]) from None
+    result = _run_with_progress(
+        investigate, no_progress, question=question, host=host, ssh_config=str(ssh_config) if ssh_config else None,
+        python=python, observations=observations, logs=log, model=model, offline=offline or None,
+        agents_dirs=agents, measure=measure, transcript=transcript, settings=settings,
+    )
+    for n in result.notices:
+        sys.stderr.write(f"notice: {n}\n")
+    _emit_result(result, as_json=as_json, report=report)
+
+
+@app.command("replay", help="Re-run a recorded investigation with no host and no network.")
+def replay_cmd(
+    transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
+    as_json: bool = typer.Option(False, "--json"),
+    model: Optional[str] = typer.Option(None, "--model", help="keep the subagents' results, re-synthesize with this model"),
+    offline: bool = typer.Option(False, "--offline", help="keep the subagents' results, re-synthesize offline"),
+    transcript: Optional[Path] = typer.Option(None, "--transcript", help="record the replay to this file"),
+    report: Optional[Path] = typer.Option(None, "--report"),
+    no_progress: bool = typer.Option(True, "--no-progress/--progress"),
+) -> None:
+    from orchestrator.api import replay
+
+    if model and offline:
+        raise BadInput("--model and --offline exclude each other; pass one")
+    result = _run_with_progress(replay, no_progress, path=transcript_path, model=model, offline=offline or None,
+                                transcript=transcript or False)
+    _emit_result(result, as_json=as_json, report=report)
+
+
+@app.command("resume", help="Finish an interrupted run, re-using every subagent that had finished.")
+def resume_cmd(
+    transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
+    as_json: bool = typer.Option(False, "--json"),
+    transcript: Optional[Path] = typer.Option(None, "--transcript"),
+    no_progress: bool = typer.Option(False, "--no-progress"),
+) -> None:
+    from orchestrator.api import resume
+
+    result = _run_with_progress(resume, no_progress, path=transcript_path, transcript=transcript)
+    _emit_result(result, as_json=as_json, report=None)
+
+
+@app.command("show", help="Timeline of a transcript: agents, tools, timings, usage.")
+def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
+             as_json: bool = typer.Option(False, "--json")) -> None:
+    from orchestrator.timeline import build_timeline, render_timeline
+    from orchestrator.transcript import read_transcript
+
+    t = read_transcript(transcript_path)
+    for w in t.warnings:
+        sys.stderr.write(f"warning: {w}\n")
+    timeline = build_timeline(t.events)
+    if as_json:
+        sys.stdout.write(timeline.model_dump_json(indent=2) + "\n")
+    else:
+        render_timeline(timeline, _stdout())
+
+
+@app.command("report", help="Write a transcript's diagnosis as one self-contained HTML file.")
+def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
+               output: Path = typer.Option(..., "-o", "--output", help="the HTML file to write")) -> None:
+    from orchestrator.diagnosis import Diagnosis
+    from orchestrator.events import DiagnosisSubmitted
+    from orchestrator.report_html import render_html
+    from orchestrator.transcript import read_transcript
+
+    t = read_transcript(transcript_path)
+    submitted = t.of_type(DiagnosisSubmitted)
+    if not submitted:
+        raise BadInput(f"{transcript_path} holds no diagnosis (the run did not finish); try `investigate resume`")
+    output.write_text(render_html(Diagnosis.model_validate(submitted[-1].diagnosis), t.events), encoding="utf-8")
+    sys.stderr.write(f"report: {output}\n")
+
+
+@app.command("probe", help="Run the evidence probes on a host and print what they found.")
+def probe_cmd(
+    host: Optional[str] = typer.Option(None, "--host"),
+    ssh_config: Optional[Path] = typer.Option(None, "--ssh-config"),
+    python: Optional[str] = typer.Option(None, "--python"),
+    observations: Optional[Path] = typer.Option(None, "--observations"),
+    log: List[str] = typer.Option([], "--log"),
+    gemm: bool = typer.Option(False, "--gemm", help="run only the GEMM benchmark (loads the GPU)"),
+    comm: bool = typer.Option(False, "--comm", help="run only the all-reduce benchmark (loads the GPU)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    from orchestrator.probes.cli import probe_main
+
+    probes = _run_probe(probe_main, host=host, ssh_config=str(ssh_config) if ssh_config else None, python=python,
+                        observations=observations, logs=log, gemm=gemm, comm=comm)
+    if as_json:
+        sys.stdout.write(json.dumps([p.model_dump(mode="json") for p in probes], indent=2) + "\n")
+    else:
+        from orchestrator.probes.cli import render_probes
+
+        render_probes(probes, _stdout())
+
+
+def _run_probe(fn, **kwargs):
+    return anyio.run(lambda: fn(**kwargs))
+
+
+@app.command("specs", help="Spec sheet of a GPU, with sources.")
+def specs_cmd(gpu: str = typer.Argument(..., metavar="GPU")) -> None:
+    from orchestrator.commands import render_specs
+
+    sys.stdout.write(render_specs(gpu).rstrip() + "\n")
+
+
+@app.command("roofline", help="Where a GEMM sits on a GPU's roofline.")
+def roofline_cmd(
+    gpu: str = typer.Option(..., "--gpu"),
+    dtype: str = typer.Option(..., "--dtype", help="bf16, fp16, fp8, nvfp4, mxfp4, ..."),
+    m: int = typer.Option(..., "-m", min=1),
+    n: int = typer.Option(..., "-n", min=1),
+    k: int = typer.Option(..., "-k", min=1),
+) -> None:
+    from orchestrator.commands import render_roofline
+
+    sys.stdout.write(render_roofline(gpu, dtype, m, n, k).rstrip() + "\n")
+
+
+def _route(argv: list[str]) -> list[str]:
+    """`investigate QUESTION ...` means `investigate ask QUESTION ...`."""
+    if not argv or argv[0] in SUBCOMMANDS or argv[0] in ("-h", "--help"):
+        return argv
+    return ["ask", *argv]
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(str(msg).split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    bad = _bad_input_types()
+    try:
+        app(args=_route(argv), prog_name="investigate", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError:
+        return 0
+    except click.exceptions.UsageError as exc:
+        sys.stderr.write(f"investigate: {_one_line(exc.format_message())} (see investigate --help)\n")
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        sys.stderr.write("investigate: interrupted\n")
+        return 130
+    except KeyboardInterrupt:
+        sys.stderr.write("investigate: interrupted; the transcript ends with a cancelled run_finished event\n")
+        return 130
+    except RunFailedExit as exc:
+        sys.stderr.write(f"investigate: {_one_line(str(exc))}\n")
+        return 1
+    except bad as exc:
+        sys.stderr.write(f"investigate: {_one_line(str(exc))}\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Pure renderers for `investigate specs` and `investigate roofline` (the CLI prints them; exit 2 on UnknownGpu)."""
+
+from __future__ import annotations
+
+from orchestrator import knowledge
+from orchestrator.analysis.moe_inputs import compute_peak
+from orchestrator.analysis.roofline import UnknownDtype, gemm_roofline
+
+
+class UnknownGpu(ValueError):
+    """The GPU name is not in the spec database; the message names the closest known names."""
+
+
+def _spec_or_raise(name: str) -> knowledge.GpuSpec:
+    spec = knowledge.gpu_spec(name)
+    if spec is None:
+        near = "; ".join(f'"{n}"' for n in knowledge.closest_gpu_names(name))
+        raise UnknownGpu(f"unknown GPU {name!r}; closest known names: {near} (run `investigate specs` with one of them)")
+    return spec
+
+
+def render_specs(name: str) -> str:
+    """A spec sheet with sources for one GPU."""
+    s = _spec_or_raise(name)
+    caps = knowledge.arch_caps(s.cc)
+    fmt = lambda v, unit: "n/v" if v is None else f"{v:,.0f} {unit}"  # noqa: E731
+    lines = [f"{s.name}  ({s.arch}, compute capability {s.cc})"]
+    if s.aliases:
+        lines.append(f"  also known as: {', '.join(s.aliases)}")
+    lines.append(f"  SMs:                     {s.sms if s.sms is not None else 'n/v'}")
+    for dt in ("fp4", "fp8", "bf16", "fp16", "tf32"):
+        if dt in s.tflops:
+            lines.append(f"  dense {dt.upper():<5} tensor:      {fmt(s.tflops[dt], 'TFLOPS')}")
+    if s.tflops_note:
+        lines.append(f"  note: {s.tflops_note}")
+    lines.append(f"  memory bandwidth:        {fmt(s.mem_bw_gbs, 'GB/s')}")
+    lines.append(f"  memory:                  {fmt(s.memory_gb, 'GB')}{' (' + s.memory_note + ')' if s.memory_note else ''}")
+    lines.append(f"  shared memory per SM:    {fmt(s.smem_per_sm_bytes, 'B')}")
+    lines.append(f"  shared memory per block: {fmt(s.smem_per_block_bytes, 'B')}")
+    lines.append(f"  TDP:                     {fmt(s.tdp_w, 'W')}")
+    for dt in ("fp4", "fp8", "bf16"):
+        ridge = s.ridge_flop_per_byte(dt)
+        if ridge:
+            lines.append(f"  ridge point {dt.upper():<4}:        {ridge:,.0f} FLOP/B")
+    if caps:
+        flags = [f"tcgen05={'yes' if caps.tcgen05 else 'no'}", f"TMEM={'yes' if caps.tmem else 'no'}",
+                 f"2-SM MMA={'yes' if caps.two_sm_mma else 'no'}", f"wgmma={'yes' if caps.wgmma else 'no'}",
+                 f"multicast={'yes' if caps.multicast else 'no'}"]
+        lines.append(f"  tensor-core dtypes:      {', '.join(caps.tensor_dtypes)}")
+        lines.append(f"  {caps.sm}: {', '.join(flags)}")
+        for f in caps.missing_vs_peer:
+            lines.append(f"  - {f.text} [{f.source}]")
+    for d in s.disputes + (caps.disputes if caps else []):
+        lines.append(f"  sources disagree: {d}")
+    lines.append("  sources: " + "; ".join(s.sources))
+    return "\n".join(lines) + "\n"
+
+
+def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
+    """Where one GEMM sits on a GPU's roofline."""
+    s = _spec_or_raise(gpu)
+    caps = knowledge.arch_caps(s.cc)
+    peak, tensor = compute_peak(s, caps, dtype)
+    if not peak or not s.mem_bw_gbs:
+        raise UnknownGpu(f"{s.name} has no verified {tensor.upper()} peak or bandwidth; try another dtype or GPU")
+    try:
+        r = gemm_roofline(m, n, k, dtype, peak, s.mem_bw_gbs)
+    except UnknownDtype as exc:
+        raise ValueError(str(exc)) from None
+    runs_at = "" if knowledge.tensor_dtype(dtype) == tensor else f" (no native {dtype} MMA on CC {s.cc}: {tensor.upper()} peak)"
+    return "\n".join([
+        f"GEMM M={m} N={n} K={k} {dtype} on {s.name} (CC {s.cc})",
+        f"  FLOPs:               {r.flops:,.0f} (2MNK)",
+        f"  bytes:               {r.bytes:,.0f} (NK*b_w + MK*b_a + MN*b_out)",
+        f"  arithmetic intensity {r.intensity:,.1f} FLOP/B",
+        f"  ridge point:         {r.ridge:,.0f} FLOP/B = {peak:,.0f} TFLOPS / {s.mem_bw_gbs:,.0f} GB/s{runs_at}",
+        f"  bound:               {r.bound}",
+        f"  time floor:          {r.time_floor_us:,.2f} us",
+        f"  attainable:          {r.attainable_tflops:,.1f} of {peak:,.0f} TFLOPS",
+        f"  sources: {s.source}",
+    ]) + "\n"

@@ -1,0 +1,89 @@
+"""Host key verification as OpenSSH does it: known_hosts files, StrictHostKeyChecking, refusal messages.
+
+Unknown keys are refused unless `StrictHostKeyChecking` is `accept-new` or `no` (then added to the first
+known_hosts file); a changed key is refused naming both fingerprints, unless `no`, which OpenSSH also connects with.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import paramiko
+
+from orchestrator.hosts.base import HostKeyRefused
+from orchestrator.hosts.sshconfig import SshTarget
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """`SHA256:...` as OpenSSH prints it."""
+    return key.fingerprint
+
+
+def load_known(files: list[str]) -> paramiko.HostKeys:
+    """Every known_hosts file that exists, merged (hashed entries included)."""
+    keys = paramiko.HostKeys()
+    for f in files:
+        if os.path.isfile(f):
+            try:
+                keys.load(f)
+            except (OSError, paramiko.SSHException):
+                continue  # OpenSSH skips unreadable lines and files too
+    return keys
+
+
+def known_types(target: SshTarget) -> list[str]:
+    """Key types already known for the target, so the handshake asks for one of them first."""
+    entry = load_known(target.known_hosts_files).lookup(target.known_hosts_name)
+    return list(entry.keys()) if entry else []
+
+
+def _trust_hint(target: SshTarget) -> str:
+    port = f"-p {target.port} " if target.port != 22 else ""
+    known = target.known_hosts_files[0]
+    return (f"if you trust it, add it with `ssh-keyscan {port}{shlex.quote(target.hostname)} >> {shlex.quote(known)}` "
+            f"(or connect once with `ssh {shlex.quote(target.alias)}`), then retry")
+
+
+def _append(target: SshTarget, key: paramiko.PKey) -> None:
+    path = Path(target.known_hosts_files[0])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(f"{target.known_hosts_name} {key.get_name()} {key.get_base64()}\n")
+
+
+def verify(target: SshTarget, key: paramiko.PKey) -> None:
+    """Accept the server's key or raise HostKeyRefused with one line naming the problem and the fix."""
+    name = target.known_hosts_name
+    entry = load_known(target.known_hosts_files).lookup(name)
+    mode = target.strict_host_key_checking
+    if entry is not None and key.get_name() in entry:
+        known = entry[key.get_name()]
+        if known == key:
+            return
+        if mode == "no":
+            return
+        raise HostKeyRefused(
+            f"host key for {name} has CHANGED: known_hosts has {known.get_name()} {fingerprint(known)}, "
+            f"the server offered {key.get_name()} {fingerprint(key)}; nothing was run. If the change is expected, "
+            f"remove the old key with `ssh-keygen -R {shlex.quote(name)} -f {shlex.quote(target.known_hosts_files[0])}`"
+            " and trust the new one; otherwise someone may be intercepting the connection"
+        )
+    if mode in ("accept-new", "no"):
+        _append(target, key)
+        return
+    raise HostKeyRefused(
+        f"host key for {name} is not known ({key.get_name()} {fingerprint(key)}, "
+        f"not in {', '.join(target.known_hosts_files)}); nothing was run. {_trust_hint(target)}"
+    )
+
+
+class VerifyPolicy(paramiko.MissingHostKeyPolicy):
+    """Hands every server key to `verify` (the client holds no keys of its own, so paramiko always asks)."""
+
+    def __init__(self, target: SshTarget):
+        self.target = target
+
+    def missing_host_key(self, client, hostname, key):
+        verify(self.target, key)

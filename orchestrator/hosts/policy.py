@@ -1,0 +1,197 @@
+"""The read-only command policy for free-form commands a model asks to run on a host.
+
+Pure: a command line in, a decision out. Commands run without a shell (argv locally, each argument quoted for the
+remote shell over SSH), so anything that only means something to a shell is refused rather than silently passed on
+as a literal, and only allowlisted programs that cannot write run, with their writing options refused.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from pydantic import BaseModel
+
+# Characters a shell would treat as operators, expansions or redirections.
+_SHELL_META = {
+    "\n": "a newline",
+    "\r": "a carriage return",
+    ";": "`;`",
+    "&": "`&` (and `&&`)",
+    "|": "`|` (and `||`)",
+    "`": "a backtick",
+    "$": "`$` (variables and `$(...)`)",
+    ">": "`>` redirection",
+    "<": "`<` redirection",
+}
+_GLOB_CHARS = set("*?[]{}~")
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+# Programs that only read. Value: options refused for that program (exact, or prefix when ending in "=").
+_ALLOWED: dict[str, frozenset[str]] = {
+    "cat": frozenset(),
+    "head": frozenset(),
+    "tail": frozenset(),
+    "ls": frozenset(),
+    "stat": frozenset(),
+    "wc": frozenset(),
+    "file": frozenset({"-C", "--compile"}),
+    "grep": frozenset(),
+    "egrep": frozenset(),
+    "fgrep": frozenset(),
+    "du": frozenset(),
+    "df": frozenset(),
+    "uname": frozenset(),
+    "ps": frozenset(),
+    "lscpu": frozenset(),
+    "lspci": frozenset(),
+    "lsmod": frozenset(),
+    "free": frozenset(),
+    "nproc": frozenset(),
+    "uptime": frozenset(),
+    "which": frozenset(),
+    "whoami": frozenset(),
+    "id": frozenset(),
+    "printenv": frozenset(),
+    "readlink": frozenset(),
+    "realpath": frozenset(),
+    "basename": frozenset(),
+    "dirname": frozenset(),
+    "md5sum": frozenset(),
+    "sha256sum": frozenset(),
+    "find": frozenset({
+        "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
+    }),
+    "dmesg": frozenset({"-c", "-C", "--clear", "--read-clear", "-D", "--console-off", "-E", "--console-on",
+                        "-n", "--console-level"}),
+    "nvidia-smi": frozenset(),  # checked by _check_nvidia_smi
+    "pip": frozenset(),  # checked by _check_pip
+    "pip3": frozenset(),
+    "nvcc": frozenset(),  # only --version, checked below
+    "cuobjdump": frozenset(),  # only listing, checked below
+    "numactl": frozenset(),  # only --hardware / --show
+    "env": frozenset(),  # only without arguments: `env CMD` would run anything
+    "hostname": frozenset(),  # only without arguments: `hostname NAME` sets it
+    "date": frozenset(),  # only without arguments: `date -s` sets the clock
+}
+
+_NVSMI_FLAGS = {"-q", "--query", "-x", "--xml-format", "-L", "--list-gpus", "-h", "--help", "--help-query-gpu",
+                "--help-query-compute-apps", "-u", "--unit"}
+_NVSMI_VALUE_FLAGS = {"-i", "--id", "-d", "--display", "--format", "--query-gpu", "--query-compute-apps",
+                      "--query-supported-clocks"}
+_NVSMI_SUBCOMMANDS = {"topo": {"-m", "--matrix"}, "nvlink": {"-s", "--status", "-c", "--capabilities", "-i"}}
+
+
+class PolicyDecision(BaseModel):
+    """Whether a command may run, the argv it runs as, and why, in one line."""
+
+    allowed: bool
+    argv: list[str] = []
+    reason: str
+
+
+def _refuse(reason: str, argv: list[str] | None = None) -> PolicyDecision:
+    return PolicyDecision(allowed=False, argv=argv or [], reason=reason)
+
+
+def _refused_option(args: list[str], refused: frozenset[str]) -> str | None:
+    for arg in args:
+        if arg in refused or any(arg.startswith(r) for r in refused if r.endswith("=")):
+            return arg
+        if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in refused:
+            return arg
+    return None
+
+
+def _check_nvidia_smi(args: list[str]) -> str | None:
+    if args and args[0] in _NVSMI_SUBCOMMANDS:
+        allowed = _NVSMI_SUBCOMMANDS[args[0]]
+        rest = args[1:]
+        i = 0
+        while i < len(rest):
+            if rest[i] not in allowed:
+                return f"nvidia-smi {args[0]} option {rest[i]!r} is not allowed (read-only forms: {', '.join(sorted(allowed))})"
+            i += 2 if rest[i] == "-i" else 1
+        return None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name = arg.split("=", 1)[0]
+        if arg in _NVSMI_FLAGS:
+            i += 1
+        elif name in _NVSMI_VALUE_FLAGS:
+            i += 1 if "=" in arg else 2
+        else:
+            return (f"nvidia-smi option {arg!r} is not allowed: only query forms (-q, -x, -L, -i, -d, --query-gpu=, "
+                    "--format=, topo -m, nvlink -s) run, never ones that change settings or write files")
+    return None
+
+
+def _check_program(program: str, args: list[str]) -> str | None:
+    """Why this allowlisted program with these arguments is refused, or None."""
+    if program == "nvidia-smi":
+        return _check_nvidia_smi(args)
+    if program in ("pip", "pip3"):
+        if not args or args[0] not in ("list", "show", "freeze"):
+            return f"{program} may only run `list`, `show` or `freeze`"
+        for arg in args[1:]:
+            if arg.startswith(("--log", "--cache-dir", "--report")):
+                return f"{program} option {arg!r} writes a file"
+        return None
+    if program in ("env", "hostname", "date"):
+        return f"{program} runs only without arguments" if args else None
+    if program == "nvcc":
+        return None if args in (["--version"], ["-V"]) else "nvcc runs only as `nvcc --version`"
+    if program == "cuobjdump":
+        listing = {"--list-elf", "-lelf", "--list-ptx", "-lptx", "--list-text", "-ltext"}
+        flags = [a for a in args if a.startswith("-")]
+        if not flags or any(f not in listing for f in flags):
+            return "cuobjdump runs only with listing options (--list-elf, --list-ptx): others extract files"
+        return None
+    if program == "numactl":
+        return None if args in (["--hardware"], ["-H"], ["--show"], ["-s"]) else "numactl runs only as --hardware or --show"
+    bad = _refused_option(args, _ALLOWED[program])
+    if bad is not None:
+        return f"{program} option {bad!r} executes, deletes or writes"
+    return None
+
+
+def check_command(command: str) -> PolicyDecision:
+    """Decide whether a free-form command line may run on a host, read-only."""
+    if not command.strip():
+        return _refuse("empty command: give one program and its arguments, e.g. `nvidia-smi -q`")
+    for char, what in _SHELL_META.items():
+        if char in command:
+            return _refuse(f"{what} is not allowed: commands run without a shell, one program with its arguments")
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        return _refuse(f"cannot parse the command ({exc}): balance the quotes")
+    return check_argv(argv)
+
+
+def check_argv(argv: list[str]) -> PolicyDecision:
+    """Decide whether an argv may run on a host, read-only."""
+    if not argv:
+        return _refuse("empty command: give one program and its arguments")
+    for arg in argv:
+        for char, what in _SHELL_META.items():
+            if char in arg:
+                return _refuse(f"{what} is not allowed: commands run without a shell, one program with its arguments")
+    first = argv[0]
+    if _ENV_ASSIGNMENT.match(first):
+        return _refuse(f"environment assignment {first.split('=', 1)[0]}= is not allowed: run the program itself")
+    if _GLOB_CHARS & set(first):
+        return _refuse(f"program name {first!r} contains glob characters: name the program exactly")
+    if "/" in first:
+        # a path could name any binary that happens to be called `cat`
+        return _refuse(f"program {first!r} is a path: name an allowed program bare, e.g. `cat`", argv)
+    program = first
+    if program not in _ALLOWED:
+        return _refuse(
+            f"{first!r} is not an allowed read-only program; allowed: {', '.join(sorted(_ALLOWED))}", argv
+        )
+    why = _check_program(program, argv[1:])
+    if why is not None:
+        return _refuse(why, argv)
+    return PolicyDecision(allowed=True, argv=argv, reason="read-only program " + program)

@@ -1,0 +1,416 @@
+"""`SshHost`: a machine reached over SSH with paramiko, one shared connection and a channel per command.
+
+Paramiko is blocking, so each connect and each command runs in a worker thread; the command's deadline is kept
+inside that thread (select on the channel with a timeout), and a cancelled or timed-out command has its remote
+process group signalled and its channel closed. At most `Settings.ssh_max_channels` channels are open per
+connection; a server that answers "administratively prohibited" (its MaxSessions is lower) lowers that
+connection's limit, and a second connection is opened to carry the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shlex
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import paramiko
+from paramiko.common import cMSG_CHANNEL_REQUEST
+
+from orchestrator.hosts import hostkeys
+from orchestrator.hosts.base import CommandResult, HostError, HostLost
+from orchestrator.hosts.errors import HostAuthFailed, HostUnreachable
+from orchestrator.hosts.output import CappedBuffer
+from orchestrator.hosts.sshconfig import SshTarget
+from orchestrator.settings import Settings
+
+_WALK_SOURCE = (Path(__file__).parent / "walk.py").read_text()
+# read_file as fixed shell code; the path and cap go in as positional arguments, never into the code
+_READ_SCRIPT = 'if [ ! -e "$1" ]; then exit 44; fi; exec head -c "$2" -- "$1"'
+_NOT_FOUND = 44
+MAX_CONNECTIONS = 2
+"""Connections per host: the first, plus one more when the server's MaxSessions is below our channel limit."""
+
+
+@dataclass
+class _Conn:
+    """One SSH connection (and the jump connection it rides on, if any)."""
+
+    client: paramiko.SSHClient
+    limit: int
+    jump: "_Conn | None" = None
+    open: int = 0
+    """Channels open or being opened on this connection."""
+
+    @property
+    def transport(self) -> paramiko.Transport | None:
+        return self.client.get_transport()
+
+    @property
+    def active(self) -> bool:
+        t = self.transport
+        return t is not None and t.is_active()
+
+    def close(self) -> None:
+        self.client.close()
+        if self.jump is not None:
+            self.jump.close()
+
+
+def _fail_line(target: SshTarget, exc: BaseException) -> HostError:
+    where = f"{target.hostname}:{target.port}"
+    if isinstance(exc, HostError):
+        return exc
+    if isinstance(exc, paramiko.AuthenticationException):
+        return HostAuthFailed(
+            f"{target.user}@{where} refused every key offered ({exc}): load the key into ssh-agent (`ssh-add KEY`) "
+            f"or set IdentityFile for {target.alias} in your ssh config"
+        )
+    if isinstance(exc, socket.gaierror):
+        return HostUnreachable(f"cannot resolve {target.hostname!r} ({exc.strerror}): check the host name or HostName")
+    if isinstance(exc, paramiko.ChannelException):
+        return HostUnreachable(f"the jump host could not open a connection to {where} ({exc}): check HostName/Port")
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return HostUnreachable(f"connecting to {where} timed out: check the host is up and reachable")
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        return HostUnreachable(f"cannot connect to {where} (connection refused): check sshd runs and listens there")
+    if isinstance(exc, (OSError, EOFError)):
+        return HostUnreachable(f"cannot connect to {where} ({exc}): check the host is up and sshd listens there")
+    return HostUnreachable(f"SSH handshake with {where} failed ({type(exc).__name__}: {exc}): check sshd there")
+
+
+def connect_blocking(target: SshTarget, settings: Settings, *, depth: int = 0) -> _Conn:
+    """Connect, verify the host key and authenticate (blocking); raises HostError subclasses with one line."""
+    jump: _Conn | None = None
+    sock = None
+    timeout = target.connect_timeout_s or settings.ssh_connect_timeout_s
+    try:
+        if target.proxy_jump is not None:
+            jump = connect_blocking(target.proxy_jump, settings, depth=depth + 1)
+            sock = jump.transport.open_channel(  # type: ignore[union-attr]
+                "direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0), timeout=timeout
+            )
+        elif target.proxy_command:
+            sock = paramiko.ProxyCommand(target.proxy_command)
+        preferred = hostkeys.known_types(target)
+
+        def transport_factory(sock, **kwargs):
+            t = paramiko.Transport(sock, **kwargs)
+            if preferred:
+                # ask for a key type known_hosts already holds, as OpenSSH does, so a known host never looks new
+                opts = t.get_security_options()
+                first = [k for k in opts.key_types if k in preferred or (k.startswith("rsa-sha2") and "ssh-rsa" in preferred)]
+                opts.key_types = first + [k for k in opts.key_types if k not in first]
+            return t
+
+        client = paramiko.SSHClient()
+        client.set_missing_host_key_policy(hostkeys.VerifyPolicy(target))
+        keys = [f for f in target.identity_files if os.path.isfile(f)]
+        try:
+            client.connect(
+                target.hostname,
+                port=target.port,
+                username=target.user,
+                key_filename=keys or None,
+                allow_agent=not target.identities_only,
+                look_for_keys=not target.identity_files,
+                timeout=timeout,
+                banner_timeout=timeout,
+                auth_timeout=timeout,
+                channel_timeout=timeout,
+                sock=sock,
+                transport_factory=transport_factory,
+            )
+        except BaseException:
+            client.close()
+            raise
+        transport = client.get_transport()
+        transport.set_keepalive(int(max(settings.ssh_keepalive_s, 1)))  # type: ignore[union-attr]
+        if isinstance(transport.sock, socket.socket):  # type: ignore[union-attr]
+            # small request/response packets: Nagle plus delayed ACKs would add ~40 ms to every command
+            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # type: ignore[union-attr]
+        return _Conn(client=client, limit=max(settings.ssh_max_channels, 1), jump=jump)
+    except BaseException as exc:
+        if jump is not None:
+            jump.close()
+        if isinstance(exc, HostError):
+            raise
+        raise _fail_line(target, exc) from exc
+
+
+def _signal_kill(chan: paramiko.Channel) -> None:
+    """Ask sshd to SIGKILL the command's process group (RFC 4254 6.9), so nothing outlives its timeout."""
+    try:
+        m = paramiko.Message()
+        m.add_byte(cMSG_CHANNEL_REQUEST)
+        m.add_int(chan.remote_chanid)
+        m.add_string("signal")
+        m.add_boolean(False)
+        m.add_string("KILL")
+        chan.transport._send_user_message(m)  # paramiko has no public call for the signal request
+    except Exception:
+        pass
+
+
+def _exec_blocking(
+    chan: paramiko.Channel,
+    command: str,
+    stdin: bytes | None,
+    deadline: float,
+    out: CappedBuffer,
+    err: CappedBuffer,
+    stop: threading.Event,
+) -> tuple[int | None, bool]:
+    """Run command on chan until it ends, the deadline passes or stop is set; returns (exit status, timed out)."""
+    chan.settimeout(max(deadline - time.monotonic(), 0.001))
+    chan.exec_command(command)
+    pending = stdin or b""
+    if not pending:
+        chan.shutdown_write()
+    fd = chan.fileno()
+    transport = chan.get_transport()
+    while True:
+        if stop.is_set():
+            return None, False
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None, True
+        select.select([fd], [], [], 0.02 if pending else min(remaining, 0.5))
+        if pending and chan.send_ready():
+            sent = chan.send(pending[:32768])
+            pending = pending[sent:]
+            if not pending:
+                chan.shutdown_write()
+        if chan.recv_ready():
+            out.feed(chan.recv(65536))
+        if chan.recv_stderr_ready():
+            err.feed(chan.recv_stderr(65536))
+        if chan.eof_received or chan.closed:
+            while chan.recv_ready():
+                out.feed(chan.recv(65536))
+            while chan.recv_stderr_ready():
+                err.feed(chan.recv_stderr(65536))
+            break
+        if not transport.is_active():
+            break
+    remaining = deadline - time.monotonic()
+    if not chan.status_event.wait(max(remaining, 0.0)):
+        return None, True
+    if chan.exit_status == -1 and not transport.is_active():
+        raise EOFError("connection dropped")
+    return chan.exit_status, False
+
+
+@dataclass
+class _Exec:
+    exit_code: int | None
+    timed_out: bool
+    out: CappedBuffer
+    err: CappedBuffer
+    duration_s: float
+
+
+@dataclass
+class _Pool:
+    conns: list[_Conn] = field(default_factory=list)
+    want_more: bool = False
+    """The server refused a channel: its MaxSessions is below our limit, so another connection may help."""
+
+
+class SshHost:
+    """A machine over SSH: one connection shared by all callers, a channel per command, at most N channels open."""
+
+    def __init__(self, target: SshTarget, settings: Settings | None = None, *, max_connections: int = MAX_CONNECTIONS):
+        self.target = target
+        self.name = target.display
+        self.settings = settings or Settings()
+        self.max_connections = max_connections
+        self._pool = _Pool()
+        self._cond: anyio.Condition | None = None
+        self._lost: str | None = None
+        self.reconnects = 0
+        """How many times a dropped connection was re-established (for tests and the transcript)."""
+        self.commands_sent = 0
+        """Commands executed on a channel: the round trips a probe cost."""
+
+    @property
+    def connections(self) -> int:
+        """Live connections in the pool."""
+        return sum(1 for c in self._pool.conns if c.active)
+
+    async def connect(self) -> "SshHost":
+        """Open the first connection: host key verified and authenticated, or a HostError with one line."""
+        self._cond = anyio.Condition()
+        conn = await anyio.to_thread.run_sync(connect_blocking, self.target, self.settings)
+        self._pool.conns.append(conn)
+        return self
+
+    async def _new_conn_locked(self) -> _Conn:
+        conn = await anyio.to_thread.run_sync(connect_blocking, self.target, self.settings)
+        self._pool.conns.append(conn)
+        return conn
+
+    async def _reconnect_locked(self) -> None:
+        """One reconnect attempt after the connection dropped; on failure the host is lost for good."""
+        for c in self._pool.conns:
+            c.close()
+        self._pool.conns = []
+        try:
+            await self._new_conn_locked()
+        except HostError as exc:
+            self._lost = f"lost the SSH connection to {self.name} and one reconnect failed ({exc})"
+            raise HostLost(self._lost) from exc
+        self.reconnects += 1
+
+    async def _acquire(self) -> tuple[_Conn, paramiko.Channel]:
+        """A free channel, waiting for a slot, backing off on "administratively prohibited"."""
+        assert self._cond is not None, "SshHost.connect() was not called"
+        backoff = 0.02
+        while True:
+            async with self._cond:
+                while True:
+                    if self._lost:
+                        raise HostLost(self._lost)
+                    live = [c for c in self._pool.conns if c.active]
+                    if not live:
+                        await self._reconnect_locked()
+                        continue
+                    conn = next((c for c in live if c.open < c.limit), None)
+                    if conn is not None:
+                        conn.open += 1
+                        break
+                    if self._pool.want_more and len(live) < self.max_connections:
+                        self._pool.want_more = False
+                        try:
+                            await self._new_conn_locked()
+                        except HostError:
+                            pass  # the first connection still serves, just more slowly
+                        continue
+                    await self._cond.wait()
+            try:
+                chan = await anyio.to_thread.run_sync(
+                    lambda: conn.transport.open_session(timeout=self.settings.ssh_connect_timeout_s)
+                )
+                return conn, chan
+            except paramiko.ChannelException as exc:
+                async with self._cond:
+                    conn.open -= 1
+                    if exc.code == paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED:
+                        conn.limit = max(1, conn.open)
+                        self._pool.want_more = True
+                    self._cond.notify_all()
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, 0.5)
+            except (paramiko.SSHException, EOFError, OSError, AttributeError):
+                # the transport died between the check and the open: the next pass reconnects once
+                async with self._cond:
+                    conn.open -= 1
+                    self._cond.notify_all()
+
+    async def _release(self, conn: _Conn) -> None:
+        with anyio.CancelScope(shield=True):
+            assert self._cond is not None
+            async with self._cond:
+                conn.open -= 1
+                self._cond.notify_all()
+
+    async def _exec(self, argv: list[str], stdin: bytes | None, timeout_s: float, max_output: int) -> _Exec:
+        started = time.monotonic()
+        deadline = started + timeout_s
+        out, err = CappedBuffer(max_output), CappedBuffer(max_output)
+        with anyio.move_on_after(timeout_s) as scope:
+            conn, chan = await self._acquire()
+        if scope.cancelled_caught:
+            err.feed(b"no SSH channel became free before the timeout")
+            return _Exec(None, True, out, err, time.monotonic() - started)
+        stop = threading.Event()
+        finished = False
+        self.commands_sent += 1
+        try:
+            code, timed_out = await anyio.to_thread.run_sync(
+                _exec_blocking, chan, shlex.join(argv), stdin, deadline, out, err, stop, abandon_on_cancel=True
+            )
+            finished = True
+        except (EOFError, OSError, paramiko.SSHException) as exc:
+            finished = True
+            if conn.active:
+                raise HostError(f"command {argv[0]!r} on {self.name} failed in transit ({exc})") from exc
+            raise HostLost(f"lost the SSH connection to {self.name} while running {argv[0]!r}") from exc
+        finally:
+            if not finished or not chan.exit_status_ready():
+                stop.set()
+                _signal_kill(chan)
+            chan.close()
+            await self._release(conn)
+        if timed_out:
+            code = None
+        return _Exec(code, timed_out, out, err, time.monotonic() - started)
+
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        stdin: str | None = None,
+        timeout_s: float = 60.0,
+        max_output: int = 1_000_000,
+    ) -> CommandResult:
+        """Run argv (each argument quoted for the remote shell) on a channel of the shared connection."""
+        res = await self._exec(argv, stdin.encode() if stdin is not None else None, timeout_s, max_output)
+        return CommandResult(
+            argv=argv,
+            exit_code=res.exit_code,
+            stdout=res.out.text(),
+            stderr=res.err.text(),
+            timed_out=res.timed_out,
+            stdout_truncated=res.out.truncated,
+            stderr_truncated=res.err.truncated,
+            duration_s=res.duration_s,
+        )
+
+    async def read_file(self, path: str, *, max_bytes: int = 1_000_000) -> bytes:
+        """Up to max_bytes of a remote file, in one round trip."""
+        argv = ["sh", "-c", _READ_SCRIPT, "sh", path, str(max_bytes)]
+        res = await self._exec(argv, None, self.settings.command_timeout_s, max_bytes)
+        if res.exit_code == _NOT_FOUND:
+            raise FileNotFoundError(f"{path} does not exist on {self.name}")
+        if res.timed_out:
+            raise TimeoutError(f"reading {path} on {self.name} timed out")
+        if res.exit_code != 0:
+            raise OSError(f"cannot read {path} on {self.name}: {res.err.text().strip()}")
+        return res.out.raw()
+
+    async def find(self, root: str, pattern: str = "*", *, max_results: int = 10_000) -> list[str]:
+        """Files under root matching pattern, in one round trip (python3 walk, else `find`)."""
+        cap = max(self.settings.command_output_bytes, max_results * 1024)
+        params = json.dumps({"root": root, "pattern": pattern, "max_results": max_results})
+        res = await self._exec(["python3", "-", params], _WALK_SOURCE.encode(), self.settings.command_timeout_s, cap)
+        if res.exit_code == 0 and not res.out.truncated:
+            try:
+                return list(json.loads(res.out.raw())["paths"])
+            except (ValueError, KeyError, TypeError):
+                pass
+        # no python3 there: POSIX find gives the same set, sorted here as the walk sorts
+        res = await self._exec(["find", root, "-name", pattern, "!", "-type", "d", "-print"], None,
+                               self.settings.command_timeout_s, cap)
+        if res.timed_out:
+            raise TimeoutError(f"listing {root} on {self.name} timed out")
+        lines = [line for line in res.out.raw().decode("utf-8", "replace").splitlines() if line]
+        return sorted(lines)[:max_results]
+
+    async def aclose(self) -> None:
+        """Close every connection."""
+        for c in self._pool.conns:
+            await anyio.to_thread.run_sync(c.close)
+        self._pool.conns = []
+        self._lost = self._lost or f"{self.name} was closed"
+
+
+async def open_ssh(target: SshTarget, settings: Settings | None = None) -> SshHost:
+    """Connect to target and return the host, or raise a HostError subclass with one line."""
+    return await SshHost(target, settings).connect()

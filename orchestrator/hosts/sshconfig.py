@@ -1,0 +1,140 @@
+"""Resolve an SSH destination the way OpenSSH would, from the user's ssh config (or `--ssh-config FILE`).
+
+Pure apart from reading the config file: the result is an `SshTarget` that `ssh.py` connects to.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import paramiko
+from pydantic import BaseModel
+
+from orchestrator.hosts.errors import HostConfigError
+
+StrictMode = Literal["yes", "no", "accept-new", "ask"]
+_MAX_JUMPS = 8
+_DEST = re.compile(r"^(?:(?P<user>[^@/\s]+)@)?(?P<host>\[[^\]]+\]|[^:@/\s\[\]]+)(?::(?P<port>\d+))?$")
+
+
+class SshTarget(BaseModel):
+    """Everything needed to connect to one host, resolved from the destination and the ssh config."""
+
+    alias: str
+    """The host as the user named it (config `Host` pattern or address)."""
+    hostname: str
+    """Where to connect (config `HostName`, else the alias)."""
+    port: int = 22
+    user: str
+    identity_files: list[str] = []
+    """Config `IdentityFile`s, expanded; empty means the agent and the default keys."""
+    identities_only: bool = False
+    known_hosts_files: list[str]
+    """Config `UserKnownHostsFile`s, else ~/.ssh/known_hosts; the first is where accept-new writes."""
+    strict_host_key_checking: StrictMode = "ask"
+    """As in OpenSSH; `ask` refuses unknown keys since there is nobody to ask."""
+    proxy_jump: "SshTarget | None" = None
+    proxy_command: str | None = None
+    connect_timeout_s: float | None = None
+
+    @property
+    def known_hosts_name(self) -> str:
+        """The name OpenSSH stores this host's key under in known_hosts."""
+        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    @property
+    def display(self) -> str:
+        """How the host is named in evidence and messages."""
+        return f"{self.user}@{self.alias}:{self.port}"
+
+
+def parse_destination(dest: str) -> tuple[str | None, str, int | None]:
+    """Split `[user@]host[:port]` (or `ssh://[user@]host[:port]`) into its parts."""
+    raw = dest.strip()
+    if raw.startswith("ssh://"):
+        raw = raw[len("ssh://"):].rstrip("/")
+    m = _DEST.match(raw)
+    if not m:
+        raise HostConfigError(
+            f"host {dest!r} is not a destination: give an ssh config alias or [user@]host[:port], e.g. root@gpu-box:22"
+        )
+    host = m.group("host").strip("[]")
+    port = int(m.group("port")) if m.group("port") else None
+    if port is not None and not 0 < port < 65536:
+        raise HostConfigError(f"port {port} in {dest!r} is out of range: use 1-65535")
+    return m.group("user"), host, port
+
+
+def load_config(path: str | None) -> paramiko.SSHConfig:
+    """The ssh config at path, else ~/.ssh/config, else an empty one."""
+    if path is not None:
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise HostConfigError(f"ssh config {path} does not exist: pass an existing file to --ssh-config")
+    else:
+        p = Path("~/.ssh/config").expanduser()
+        if not p.is_file():
+            return paramiko.SSHConfig()
+    try:
+        return paramiko.SSHConfig.from_path(str(p))
+    except Exception as exc:  # paramiko raises several types for a malformed file
+        raise HostConfigError(f"ssh config {p} cannot be read ({exc}): fix the file or pass another with --ssh-config")
+
+
+def _expand(path: str) -> str:
+    return os.path.expanduser(os.path.expandvars(path))
+
+
+def _strict(value: str | None) -> StrictMode:
+    v = (value or "ask").lower()
+    return {"yes": "yes", "no": "no", "off": "no", "accept-new": "accept-new", "ask": "ask"}.get(v, "ask")  # type: ignore[return-value]
+
+
+def resolve(dest: str, config: paramiko.SSHConfig, *, _depth: int = 0) -> SshTarget:
+    """Resolve a destination against a loaded ssh config, jump hosts included."""
+    if _depth > _MAX_JUMPS:
+        raise HostConfigError(f"ProxyJump chain through {dest!r} is longer than {_MAX_JUMPS}: check for a loop")
+    user, host, port = parse_destination(dest)
+    opts = config.lookup(host)
+    try:
+        cfg_port = int(opts.get("port", 22))
+    except ValueError:
+        raise HostConfigError(f"ssh config Port for {host!r} is not a number: fix the Port line")
+    known = opts.get("userknownhostsfile")
+    known_files = [_expand(f) for f in known.split()] if known else [_expand("~/.ssh/known_hosts")]
+    timeout = opts.get("connecttimeout")
+    target = SshTarget(
+        alias=host,
+        hostname=opts.get("hostname", host),
+        port=port or cfg_port,
+        user=user or opts.get("user") or getpass.getuser(),
+        identity_files=[_expand(f) for f in opts.get("identityfile", [])],
+        identities_only=str(opts.get("identitiesonly", "no")).lower() == "yes",
+        known_hosts_files=known_files,
+        strict_host_key_checking=_strict(opts.get("stricthostkeychecking")),
+        connect_timeout_s=float(timeout) if timeout and str(timeout).isdigit() else None,
+    )
+    jump = opts.get("proxyjump")
+    command = opts.get("proxycommand")
+    if jump and jump.lower() != "none":
+        # `ProxyJump a,b`: reach a, from a reach b, from b reach the target
+        hops = [h.strip() for h in jump.split(",") if h.strip()]
+        previous: SshTarget | None = None
+        for hop in hops:
+            resolved = resolve(hop, config, _depth=_depth + 1)
+            if previous is not None:
+                resolved = resolved.model_copy(update={"proxy_jump": previous, "proxy_command": None})
+            previous = resolved
+        target.proxy_jump = previous
+    elif command and command.lower() != "none":
+        target.proxy_command = command
+    return target
+
+
+def resolve_destination(dest: str, ssh_config: str | None = None) -> SshTarget:
+    """Resolve dest (`alias` or `[user@]host[:port]`) with the ssh config at ssh_config (default ~/.ssh/config)."""
+    return resolve(dest, load_config(ssh_config))

@@ -1,0 +1,85 @@
+"""The offline backend: deterministic, no network, no key.
+
+Each agent's first turn calls every step of its declared `plan` in one message (so they run concurrently through
+the real tools); its next turn submits what the analysis rules make of the evidence it gathered. The lead's plan
+dispatches the prongs with `task`; its synthesis is `analysis.synthesize` over the whole run's evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from orchestrator.agentdefs import AgentDef
+from orchestrator.context import RunContext, RunInputs
+from orchestrator.messages import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
+
+_PLACEHOLDER = re.compile(r"\{run\.([a-z_]+)\}")
+
+
+def fill(value: Any, inputs: RunInputs) -> Any:
+    """Substitute `{run.FIELD}` placeholders; a value that is exactly one placeholder takes the field's raw value."""
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole:
+            return getattr(inputs, whole.group(1))
+        return _PLACEHOLDER.sub(lambda m: str(getattr(inputs, m.group(1))), value)
+    if isinstance(value, dict):
+        return {k: fill(v, inputs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, inputs) for v in value]
+    return value
+
+
+def _usable(step_when: str | None, inputs: RunInputs) -> bool:
+    if not step_when:
+        return True
+    field = step_when.removeprefix("run.")
+    return bool(getattr(inputs, field, None))
+
+
+class OfflineModel:
+    def __init__(self, defn: AgentDef, agent_id: str, run: RunContext):
+        self.defn = defn
+        self.agent_id = agent_id
+        self.run = run
+        self.name = "offline"
+
+    def _id(self, turn: int, i: int) -> str:
+        return f"toolu_off_{re.sub(r'[^A-Za-z0-9]', '_', self.agent_id)}_{turn}_{i}"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        steps = [s for s in self.defn.plan if _usable(s.when, self.run.inputs)]
+        if request.turn == 1 and steps and not request.final:
+            blocks = [ToolUseBlock(id=self._id(1, i), name=s.tool, input=fill(s.args, self.run.inputs))
+                      for i, s in enumerate(steps)]
+            return ModelResponse(content=[TextBlock(text=f"Running my plan: {len(blocks)} tool calls.")] + blocks,
+                                 stop_reason="tool_use", model=self.name, usage=Usage(calls=1))
+        return self._submit(request)
+
+    def _submit(self, request: ModelRequest) -> ModelResponse:
+        from orchestrator import analysis
+
+        observations = self.run.inputs.parsed_observations()
+        if self.defn.role == "lead":
+            children = [r for r in self.run.results.values() if r.agent_id != self.agent_id]
+            body = analysis.synthesize(self.run.question, observations, self.run.evidence.all(), children)
+            name, payload = "submit_diagnosis", body.model_dump(mode="json")
+        else:
+            mine = self.run.evidence.by_agent(self.agent_id)
+            findings = analysis.agent_findings(self.defn.name, mine, observations)
+            errors = [e for e in mine if e.is_error]
+            summary = (f"{self.defn.name}: {len(findings)} finding(s) from {len(mine)} tool result(s)"
+                       + (f", {len(errors)} failed ({', '.join(e.tool for e in errors)})" if errors else ""))
+            name = "submit_findings"
+            payload = {"summary": summary, "findings": [f.model_dump(mode="json") for f in findings]}
+        return ModelResponse(content=[ToolUseBlock(id=self._id(request.turn, 0), name=name, input=payload)],
+                             stop_reason="tool_use", model=self.name, usage=Usage(calls=1))
+
+
+class OfflineBackend:
+    name = "offline"
+    tool_replay = None
+
+    def model_for(self, defn: AgentDef, agent_id: str, run: RunContext) -> OfflineModel:
+        return OfflineModel(defn, agent_id, run)

@@ -1,0 +1,152 @@
+"""The measurement probes: send the fixed GEMM / all-reduce scripts to a host's Python and type what they print.
+
+Both load the GPU, so callers run them only when the user asked (`--measure`, `probe --gemm/--comm`). Parameters
+go to the script as one JSON argument; the script's text is the file as shipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from pydantic import ValidationError
+
+from orchestrator.analysis.measure import attach_comm_arithmetic, attach_gemm_arithmetic, tp_message_bytes
+from orchestrator.analysis.measure_peaks import peaks_for
+from orchestrator.hosts.base import CommandResult, Host
+from orchestrator.observations import Observations
+from orchestrator.probes import scripts
+from orchestrator.probes.measure_models import CommSweep, GemmSweep, Peaks
+from orchestrator.probes.models import GpuTopology
+from orchestrator.probes.nvidia_smi import NvidiaSmiParseError, parse_topo
+
+DEFAULT_M = [16 << i for i in range(11)]
+STARTUP_S = 90.0
+"""Time allowed on top of the budget for the interpreter to start and import torch (and NCCL to initialise)."""
+
+
+def _obs(observations: Observations | dict[str, Any] | None) -> Observations | None:
+    if observations is None or isinstance(observations, Observations):
+        return observations
+    return Observations.model_validate(observations)
+
+
+def gemm_params(observations: Observations | None, budget_s: float) -> dict[str, Any]:
+    """The GEMM script's parameters: the model's expert shapes and the decode Ms it implies, when known."""
+    params: dict[str, Any] = {"budget_s": budget_s, "m": list(DEFAULT_M)}
+    model = observations.model if observations else None
+    if model and model.hidden_size and (model.moe_intermediate_size or model.intermediate_size):
+        inter = model.moe_intermediate_size or model.intermediate_size
+        params["shapes"] = [
+            {"name": "gate_up", "n": 2 * inter, "k": model.hidden_size},
+            {"name": "down", "n": model.hidden_size, "k": inter},
+        ]
+    if model and model.num_experts and model.top_k and observations:
+        extra = set()
+        for run in observations.runs:
+            if run.decode_batch:
+                m = math.ceil(run.decode_batch * model.top_k / model.num_experts)
+                extra.add(max(16, -(-m // 16) * 16))  # multiples of 16: _scaled_mm's kernels want them
+        params["m"] = sorted(set(params["m"]) | extra)
+    return params
+
+
+def comm_params(observations: Observations | None, budget_s: float) -> dict[str, Any]:
+    """The all-reduce script's parameters: decode message sizes and the TP group sizes of the observed runs."""
+    params: dict[str, Any] = {"backend": "auto", "budget_s": budget_s}
+    if observations is None:
+        return params
+    model = observations.model
+    sizes = set()
+    groups = set()
+    for run in observations.runs:
+        if run.tp > 1:
+            groups.add(run.tp)
+        if model and model.hidden_size and run.decode_batch:
+            sizes.add(int(tp_message_bytes(model.hidden_size, run.decode_batch)))
+    if sizes:
+        params["sizes"] = sorted(sizes)
+    if groups:
+        params["group_sizes"] = sorted(groups, reverse=True)
+    return params
+
+
+def _parse_json(res: CommandResult) -> dict[str, Any] | None:
+    for line in reversed(res.stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def _failure(res: CommandResult, what: str) -> str:
+    if res.timed_out:
+        return f"{what} did not finish in {res.duration_s:.0f} s"
+    tail = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+    return f"{what} exited {res.exit_code} without a JSON result" + (f": {tail[-1][:300]}" if tail else "")
+
+
+async def run_gemm_probe(
+    host: Host,
+    python: str | None = None,
+    observations: Observations | dict[str, Any] | None = None,
+    budget_s: float = 60.0,
+    peaks: Peaks | None = None,
+    params: dict[str, Any] | None = None,
+) -> GemmSweep:
+    """Time GEMMs on the host's GPU and attach fractions of peak and of the roofline (peaks: given, else looked up)."""
+    interp = python or "python3"
+    p = gemm_params(_obs(observations), budget_s)
+    p.update(params or {})
+    argv = [interp, "-", json.dumps(p)]
+    cmd = f"{interp} - <gemm_bench.py> {json.dumps(p)}"
+    res = await host.run(argv, stdin=scripts.load("gemm_bench"), timeout_s=budget_s + STARTUP_S)
+    data = _parse_json(res)
+    if data is None:
+        return GemmSweep(host=host.name, available=False, reason=_failure(res, "gemm_bench"), commands=[cmd])
+    try:
+        sweep = GemmSweep.model_validate({**data, "host": host.name, "commands": [cmd]})
+    except ValidationError as exc:
+        return GemmSweep(host=host.name, available=False, commands=[cmd],
+                         reason=f"gemm_bench printed JSON that does not fit: {exc.errors()[0]['msg']}")
+    return attach_gemm_arithmetic(sweep, peaks or peaks_for(sweep.gpu_name))
+
+
+async def run_comm_probe(
+    host: Host,
+    python: str | None = None,
+    observations: Observations | dict[str, Any] | None = None,
+    budget_s: float = 60.0,
+    params: dict[str, Any] | None = None,
+) -> CommSweep:
+    """Measure all-reduce latency and bus bandwidth across the host's GPUs (gloo across CPU processes without)."""
+    interp = python or "python3"
+    p = comm_params(_obs(observations), budget_s)
+    p.update(params or {})
+    argv = [interp, "-", json.dumps(p)]
+    cmd = f"{interp} - <comm_bench.py> {json.dumps(p)}"
+    res = await host.run(argv, stdin=scripts.load("comm_bench"), timeout_s=budget_s + 2 * STARTUP_S)
+    data = _parse_json(res)
+    if data is None:
+        return CommSweep(host=host.name, available=False, reason=_failure(res, "comm_bench"), commands=[cmd])
+    try:
+        sweep = CommSweep.model_validate({**data, "host": host.name, "commands": [cmd]})
+    except ValidationError as exc:
+        return CommSweep(host=host.name, available=False, commands=[cmd],
+                         reason=f"comm_bench printed JSON that does not fit: {exc.errors()[0]['msg']}")
+    sweep = attach_comm_arithmetic(sweep)
+    if sweep.topology_raw:
+        sweep = sweep.model_copy(update={"topology": parse_topology(sweep.topology_raw)})
+    return sweep
+
+
+def parse_topology(raw: str) -> GpuTopology:
+    """`nvidia-smi topo -m` into GpuTopology (raw text only when it does not parse)."""
+    try:
+        return parse_topo(raw)
+    except NvidiaSmiParseError:
+        return GpuTopology(raw=raw)

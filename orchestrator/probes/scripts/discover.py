@@ -1,0 +1,57 @@
+"""Find the interpreters of running inference servers (vLLM, SGLang, TensorRT-LLM) from /proc.
+
+stdlib only, Python >= 3.8. Params (JSON, argv[1]): {"env_keys": [...]} names of environment variables to copy
+from each server process's environ when readable. Prints {"servers": [...], "python3": sys.executable}.
+"""
+import json
+import os
+import sys
+
+KINDS = (("sglang", "sglang"), ("tensorrt_llm", "tensorrt_llm"), ("trtllm", "tensorrt_llm"), ("vllm", "vllm"))
+
+
+def main():
+    params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    keys = set(params.get("env_keys") or [])
+    servers = []
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        pids = []
+    for pid in sorted(pids, key=int):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if not argv or int(pid) == os.getpid():
+            continue
+        joined = " ".join(argv)
+        kind = next((k for needle, k in KINDS if needle in joined), None)
+        if kind is None:
+            continue
+        try:
+            exe = os.readlink("/proc/%s/exe" % pid)
+        except OSError:
+            exe = None
+        if not exe or "python" not in os.path.basename(exe):
+            first = argv[0]
+            exe = first if "python" in os.path.basename(first) else exe
+        env = {}
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                for item in f.read().split(b"\0"):
+                    k, _, v = item.decode("utf-8", "replace").partition("=")
+                    if k in keys:
+                        env[k] = v
+        except OSError:
+            pass
+        try:
+            cwd = os.readlink("/proc/%s/cwd" % pid)
+        except OSError:
+            cwd = None
+        servers.append({"pid": int(pid), "kind": kind, "exe": exe, "cmdline": joined[:300], "env": env, "cwd": cwd})
+    print(json.dumps({"servers": servers, "python3": sys.executable}))
+
+
+main()

@@ -1,0 +1,127 @@
+"""Live per-subagent progress on stderr: a rich table on a terminal, plain lines otherwise.
+
+A subscriber of the run's recorder: it only reads events, so a display bug can never change a run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from orchestrator.events import (
+    AgentFinished,
+    AgentStarted,
+    Event,
+    ModelCall,
+    ModelError,
+    Notice,
+    PolicyRefusal,
+    RunFinished,
+    ToolCall,
+    ToolResult,
+)
+from orchestrator.messages import Usage
+
+
+@dataclass
+class _Row:
+    agent_id: str
+    name: str
+    started: float
+    status: str = "running"
+    turns: int = 0
+    tools: int = 0
+    errors: int = 0
+    last: str = ""
+    usage: Usage = field(default_factory=Usage)
+    ended: float | None = None
+
+
+def _tokens(u: Usage) -> str:
+    n = u.total_tokens
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+class Progress:
+    """Call as the recorder's subscriber; `close()` when the run ends."""
+
+    def __init__(self, stream: TextIO, *, live: bool | None = None):
+        self.console = Console(file=stream, stderr=True)
+        self.live_mode = self.console.is_terminal if live is None else live
+        self.stream = stream
+        self.t0 = time.monotonic()
+        self.rows: dict[str, _Row] = {}
+        self.total = Usage()
+        self._live: Live | None = None
+        if self.live_mode:
+            self._live = Live(self._table(), console=self.console, refresh_per_second=8, transient=False)
+            self._live.start()
+
+    def _line(self, text: str) -> None:
+        if not self.live_mode:
+            self.stream.write(f"[{time.monotonic() - self.t0:6.1f}s] {text}\n")
+            self.stream.flush()
+
+    def __call__(self, ev: Event) -> None:
+        now = time.monotonic()
+        if isinstance(ev, AgentStarted):
+            self.rows[ev.agent_id] = _Row(ev.agent_id, ev.name, now)
+            self._line(f"{ev.agent_id} started ({ev.model})")
+        elif isinstance(ev, ModelCall):
+            row = self.rows.get(ev.agent_id)
+            self.total = self.total + ev.usage
+            if row:
+                row.turns, row.usage = ev.turn, row.usage + ev.usage
+            retries = f", {len(ev.attempts)} retries" if ev.attempts else ""
+            self._line(f"{ev.agent_id} turn {ev.turn}: {_tokens(ev.usage)} tokens{retries}"
+                       f" (run: {_tokens(self.total)} tokens, ${self.total.cost_usd:.4f})")
+        elif isinstance(ev, ModelError):
+            self._line(f"{ev.agent_id} model call failed: {ev.error}")
+        elif isinstance(ev, ToolCall):
+            row = self.rows.get(ev.agent_id)
+            if row:
+                row.tools += 1
+                row.last = ev.tool
+        elif isinstance(ev, ToolResult):
+            row = self.rows.get(ev.agent_id)
+            if row and ev.is_error:
+                row.errors += 1
+            status = "error" if ev.is_error else "ok"
+            self._line(f"{ev.agent_id} {ev.tool} -> {status} ({ev.duration_s:.2f}s) [{ev.evidence_id}]")
+        elif isinstance(ev, PolicyRefusal):
+            self._line(f"{ev.agent_id} refused {ev.tool}: {ev.reason}")
+        elif isinstance(ev, Notice):
+            self._line(f"notice: {ev.message}")
+        elif isinstance(ev, AgentFinished):
+            row = self.rows.get(ev.agent_id)
+            if row:
+                row.status, row.ended = ev.status, now
+            err = f": {ev.error}" if ev.error else ""
+            self._line(f"{ev.agent_id} finished {ev.status} after {ev.turns} turns, {ev.duration_s:.1f}s{err}")
+        elif isinstance(ev, RunFinished):
+            self._line(f"run {ev.status} in {ev.duration_s:.1f}s: {_tokens(ev.usage)} tokens, ${ev.usage.cost_usd:.4f}")
+        if self._live is not None:
+            self._live.update(self._table())
+
+    def _table(self) -> Table:
+        t = Table(title="investigate", expand=False)
+        for col in ("agent", "status", "turns", "tools", "tokens", "cost", "time", "last tool"):
+            t.add_column(col)
+        now = time.monotonic()
+        for r in self.rows.values():
+            took = (r.ended or now) - r.started
+            status = r.status if not r.errors else f"{r.status} ({r.errors} tool errors)"
+            t.add_row(r.agent_id, status, str(r.turns), str(r.tools), _tokens(r.usage), f"${r.usage.cost_usd:.4f}",
+                      f"{took:.1f}s", r.last)
+        return t
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.update(self._table())
+            self._live.stop()
+            self._live = None

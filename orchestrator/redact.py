@@ -1,0 +1,55 @@
+"""Secret redaction applied to every transcript line before it is written (and to replay fingerprints)."""
+
+from __future__ import annotations
+
+import re
+
+REDACTED = "[REDACTED]"
+
+# Order matters: PEM blocks first (they span lines), then token shapes, then generic assignments.
+_PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
+    (
+        "pem-private-key",
+        re.compile(
+            r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY)-----.*?-----END \1-----|-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY)-----.*",
+            re.S,
+        ),
+        "-----BEGIN PRIVATE KEY-----" + REDACTED + "-----END PRIVATE KEY-----",
+    ),
+    ("anthropic-key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"), "sk-ant-" + REDACTED),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), "AKIA" + REDACTED),
+    ("github-token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"), "gh_" + REDACTED),
+    ("slack-token", re.compile(r"\bxox[bpase]-[A-Za-z0-9\-]{10,}"), "xox-" + REDACTED),
+    ("bearer", re.compile(r"(?i)\b(Bearer)\s+[A-Za-z0-9._~+/\-]{8,}=*"), r"\1 " + REDACTED),
+    ("url-credentials", re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@\"']+:[^/\s@\"']+@"), r"\1" + REDACTED + "@"),
+    (
+        "secret-assignment",
+        re.compile(
+            r"(?i)\b([A-Z0-9_]*(?:_KEY|_TOKEN|_SECRET|PASSWORD|PASSWD)|password|passwd|api_key|token|secret)"
+            r"(\"?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s\"',;]+)"
+        ),
+        r"\1\2" + REDACTED,
+    ),
+]
+
+
+def redact(text: str) -> str:
+    """Replace every secret shape in text with a marker; idempotent."""
+    for _name, pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def pattern_names() -> list[str]:
+    return [name for name, _, _ in _PATTERNS]
+
+
+def redact_obj(obj):
+    """Redact every string inside a JSON-like structure (dicts, lists, strings)."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {k: redact_obj(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_obj(v) for v in obj]
+    return obj

@@ -1,0 +1,444 @@
+"""The Diagnosis as one self-contained HTML file: inline CSS, inline SVG, no script, no external asset.
+
+`render_html(diagnosis, events)` is a pure function. Every piece of text goes through `html.escape`: verdicts, excerpts
+and agent output come from models and hosts and are untrusted. Evidence ids become links (`#ev-…`) to an evidence
+section that holds each id's agent, tool, host and excerpt (from the diagnosis, else from the transcript's tool
+results, else a "not recorded" entry, so that every link has a target). With events, the fan-out is drawn as an SVG
+Gantt chart (one bar per agent, built by `timeline.build_timeline`).
+
+Roofline convention (how GEMM numbers are recognised among `Diagnosis.numbers`; units are case-insensitive):
+
+- compute: a Number whose unit is a FLOP rate (`FLOP/s`, `FLOPS`, with an optional k/M/G/T/P/E prefix, e.g.
+  `TFLOPS`, `TFLOP/s`): `value` is the achieved throughput, `peak` the compute ceiling.
+- bandwidth: a Number whose unit is a byte rate (`B/s`, `GB/s`, `TB/s`, `GiB/s`, ...): `value` is the achieved
+  bandwidth, `peak` the memory ceiling.
+- intensity: a Number whose name contains "intensity" and whose unit is FLOP per byte (`FLOP/B`, `FLOP/byte`,
+  `FLOPs/byte`): `value` is the operating point; its `peak`, if set, is the ridge point.
+- ridge: a Number whose name contains "ridge" with a FLOP-per-byte unit: the ridge point.
+
+A roof needs two of (compute ceiling, memory ceiling, ridge point); the third follows from ridge = compute / memory.
+Each intensity number is plotted on the roof (its attainable throughput). When there is exactly one intensity
+number, its achieved point is plotted too: the achieved FLOP rate if given, else achieved bandwidth x intensity.
+The first matching Number of each kind wins; the chart is left out when the numbers do not make a roof.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from html import escape
+from typing import Iterable
+
+from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number, to_markdown  # noqa: F401  (to_markdown: re-export)
+from orchestrator.events import DiagnosisSubmitted, RunFinished, RunStarted, ToolResult
+from orchestrator.timeline import Timeline, build_timeline
+
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15, "e": 1e18}
+_FLOP_RATE = re.compile(r"^\s*([kmgtpe]?)flop(?:s|/s|s/s|/sec)\s*$", re.I)
+_BYTE_RATE = re.compile(r"^\s*([kmgtpe]?)(i?)(?:b|byte|bytes)\s*/\s*s(?:ec)?\s*$", re.I)
+_PER_BYTE = re.compile(r"^\s*flops?\s*/\s*(?:b|byte|bytes)\s*$", re.I)
+_EV_IN_TEXT = re.compile(r"\bev-[A-Za-z0-9_.:-]*[A-Za-z0-9_]")
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:-]+$")
+
+_STATUS_COLOR = {"ok": "#2e7d32", "error": "#c62828", "timeout": "#ef6c00", "turn_limit": "#ef6c00",
+                 "budget": "#ef6c00", "cancelled": "#6a1b9a", "unfinished": "#6a1b9a"}
+
+
+def anchor(eid: str) -> str:
+    """The HTML id of an evidence entry: the id itself when it is safe in an attribute and a fragment."""
+    if _SAFE_ID.match(eid):
+        return eid
+    return "ev-x" + "".join(f"{ord(ch):x}" for ch in eid)[:60]
+
+
+def _e(s: object) -> str:
+    return escape(str(s), quote=True)
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 1:
+        return f"{v:,.2f}".rstrip("0").rstrip(".")
+    return f"{v:.3g}"
+
+
+# ---------------------------------------------------------------- evidence
+
+
+def evidence_entries(d: Diagnosis, events: list | None) -> dict[str, EvidenceRef]:
+    """Every evidence id the report shows or cites, with its reference, in a stable order."""
+    recorded: dict[str, EvidenceRef] = {}
+    for ev in events or ():
+        if isinstance(ev, ToolResult) and ev.evidence_id:
+            excerpt = " ".join(ev.content.split())
+            recorded[ev.evidence_id] = EvidenceRef(agent=ev.agent_id, tool=ev.tool, host=ev.host,
+                                                   excerpt=excerpt[:399] + "…" if len(excerpt) > 400 else excerpt,
+                                                   is_error=ev.is_error)
+    out: dict[str, EvidenceRef] = dict(d.evidence)
+    for eid in _cited_in_order(d):
+        if eid not in out:
+            out[eid] = recorded.get(eid) or EvidenceRef(agent="?", tool="?", excerpt="(not recorded in this run)",
+                                                        is_error=True)
+    return out
+
+
+def _cited_in_order(d: Diagnosis) -> list[str]:
+    ids: list[str] = []
+    for c in d.causes:
+        ids += c.evidence
+    ids += [n.source for n in d.numbers if n.source.startswith("ev-")]
+    return list(dict.fromkeys(ids))
+
+
+def _ev_link(eid: str) -> str:
+    return f'<a class="ev" href="#{_e(anchor(eid))}">{_e(eid)}</a>'
+
+
+def _text(s: str, known: set[str]) -> str:
+    """Escape free text and turn the evidence ids it mentions into links."""
+    out, pos = [], 0
+    for m in _EV_IN_TEXT.finditer(s):
+        if m.group(0) in known:
+            out += [_e(s[pos:m.start()]), _ev_link(m.group(0))]
+            pos = m.end()
+    out.append(_e(s[pos:]))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- numbers and roofline
+
+
+def _bar(frac: float, width: int = 220) -> str:
+    frac = max(0.0, frac)
+    fill = min(1.0, frac)
+    color = "#c62828" if frac < 0.3 else "#ef6c00" if frac < 0.7 else "#2e7d32"
+    return (f'<svg class="numbar" width="{width}" height="14" viewBox="0 0 {width} 14" role="img">'
+            f'<rect x="0" y="2" width="{width}" height="10" fill="#e0e0e0"/>'
+            f'<rect x="0" y="2" width="{fill * width:.1f}" height="10" fill="{color}"/></svg>')
+
+
+class Roof:
+    """Ceilings and operating points found among a diagnosis' numbers, in FLOP/s, B/s and FLOP/B."""
+
+    def __init__(self) -> None:
+        self.compute: float | None = None
+        self.memory: float | None = None
+        self.ridge: float | None = None
+        self.achieved_flops: float | None = None
+        self.achieved_bw: float | None = None
+        self.points: list[tuple[str, float]] = []
+
+
+def find_roof(numbers: Iterable[Number]) -> Roof | None:
+    """Read the roofline out of numbers by the module's convention; None when they do not make a roof."""
+    r = Roof()
+    for n in numbers:
+        unit, name = n.unit.strip(), n.name.lower()
+        if m := _FLOP_RATE.match(unit):
+            scale = _PREFIX[m.group(1).lower()]
+            if r.achieved_flops is None and n.value > 0:
+                r.achieved_flops = n.value * scale
+            if r.compute is None and n.peak:
+                r.compute = n.peak * scale
+        elif m := _BYTE_RATE.match(unit):
+            p = m.group(1).lower()
+            scale = (1024.0 ** "_kmgtpe".index(p)) if m.group(2) and p else _PREFIX[p]
+            if r.achieved_bw is None and n.value > 0:
+                r.achieved_bw = n.value * scale
+            if r.memory is None and n.peak:
+                r.memory = n.peak * scale
+        elif _PER_BYTE.match(unit):
+            if "ridge" in name and r.ridge is None and n.value > 0:
+                r.ridge = n.value
+            elif "intensity" in name and n.value > 0:
+                r.points.append((n.name, n.value))
+                if n.peak and r.ridge is None:
+                    r.ridge = n.peak
+    known = [x is not None for x in (r.compute, r.memory, r.ridge)]
+    if sum(known) < 2:
+        return None
+    if r.compute is None:
+        r.compute = r.ridge * r.memory
+    elif r.memory is None:
+        r.memory = r.compute / r.ridge
+    r.ridge = r.compute / r.memory  # the ceilings win over a stated ridge that disagrees with them
+    return r if r.compute > 0 and r.memory > 0 else None
+
+
+def roofline_svg(r: Roof) -> str:
+    """A log-log roofline: memory slope up to the ridge, the compute ceiling after, and the operating points."""
+    W, H, L, R, T, B = 620, 380, 70, 20, 20, 50
+    xs = [r.ridge] + [x for _, x in r.points]
+    x0 = 10 ** math.floor(math.log10(min(xs) / 4))
+    x1 = 10 ** math.ceil(math.log10(max(xs) * 4))
+    achieved = []
+    if len(r.points) == 1:
+        name, x = r.points[0]
+        y = r.achieved_flops if r.achieved_flops is not None else (r.achieved_bw * x if r.achieved_bw else None)
+        if y:
+            achieved.append((f"achieved ({name})", x, y))
+    ys = [r.memory * x0, r.compute] + [y for _, _, y in achieved]
+    y0 = 10 ** math.floor(math.log10(min(ys)))
+    y1 = 10 ** math.ceil(math.log10(max(ys) * 1.5))
+
+    def px(x: float) -> float:
+        return L + (math.log10(x) - math.log10(x0)) / (math.log10(x1) - math.log10(x0)) * (W - L - R)
+
+    def py(y: float) -> float:
+        return H - B - (math.log10(y) - math.log10(y0)) / (math.log10(y1) - math.log10(y0)) * (H - T - B)
+
+    out = [f'<svg class="roofline" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" '
+           f'aria-label="roofline chart">']
+    for k in range(int(round(math.log10(x0))), int(round(math.log10(x1))) + 1):
+        x = px(10 ** k)
+        out.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{H - B}" class="grid"/>'
+                   f'<text x="{x:.1f}" y="{H - B + 16}" text-anchor="middle">{_fmt(10 ** k)}</text>')
+    for k in range(int(round(math.log10(y0))), int(round(math.log10(y1))) + 1):
+        y = py(10 ** k)
+        out.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W - R}" y2="{y:.1f}" class="grid"/>'
+                   f'<text x="{L - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(10 ** k / 1e12)}</text>')
+    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 10}" text-anchor="middle">arithmetic intensity (FLOP/byte)</text>'
+               f'<text x="16" y="{(T + H - B) / 2}" text-anchor="middle" '
+               f'transform="rotate(-90 16 {(T + H - B) / 2})">TFLOP/s</text>')
+    roof = [(x0, r.memory * x0), (r.ridge, r.compute), (x1, r.compute)]
+    pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in roof)
+    out.append(f'<polyline class="roof" points="{pts}"/>')
+    out.append(f'<text x="{px(r.ridge):.1f}" y="{py(r.compute) - 8:.1f}" text-anchor="middle" class="note">'
+               f'ridge {_fmt(r.ridge)} FLOP/B · {_fmt(r.compute / 1e12)} TFLOP/s · '
+               f'{_fmt(r.memory / 1e9)} GB/s</text>')
+    for name, x in r.points:
+        y = min(r.compute, r.memory * x)
+        out.append(f'<circle class="attainable" cx="{px(x):.1f}" cy="{py(y):.1f}" r="5">'
+                   f'<title>{_e(name)}: {_fmt(x)} FLOP/B, attainable {_fmt(y / 1e12)} TFLOP/s</title></circle>'
+                   f'<text x="{px(x) + 8:.1f}" y="{py(y) - 6:.1f}" class="note">'
+                   f'{_e(name)} = {_fmt(x)}</text>')
+    for name, x, y in achieved:
+        out.append(f'<circle class="achieved" cx="{px(x):.1f}" cy="{py(y):.1f}" r="6">'
+                   f'<title>{_e(name)}: {_fmt(y / 1e12)} TFLOP/s</title></circle>'
+                   f'<text x="{px(x) + 9:.1f}" y="{py(y) + 16:.1f}" class="note">achieved: '
+                   f'{_fmt(y / 1e12)} TFLOP/s</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- fan-out timeline
+
+
+def gantt_svg(tl: Timeline) -> str:
+    """The fan-out as a Gantt chart: one bar per agent (class `agent-bar`), tool calls as ticks inside it."""
+    row, label_w, W = 22, 220, 900
+    chart_w = W - label_w - 20
+    total = max([tl.duration_s] + [a.end_s for a in tl.agents]) or 1.0
+    H = row * len(tl.agents) + 40
+    out = [f'<svg class="gantt" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" '
+           f'aria-label="agent timeline">']
+    step = _nice_step(total / 8)
+    t = 0.0
+    while t <= total + 1e-9:
+        x = label_w + t / total * chart_w
+        out.append(f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{H - 24}" class="grid"/>'
+                   f'<text x="{x:.1f}" y="{H - 8}" text-anchor="middle">{_fmt(t)}s</text>')
+        t += step
+    for i, a in enumerate(tl.agents):
+        y = i * row + 4
+        x = label_w + a.start_s / total * chart_w
+        w = max(2.0, (a.end_s - a.start_s) / total * chart_w)
+        color = _STATUS_COLOR.get(a.status, "#546e7a")
+        label = "\u2003" * a.depth + (a.agent_id.rsplit("/", 1)[-1] if a.depth else a.agent_id)
+        out.append(f'<text x="4" y="{y + 13}" class="label">{_e(label)}</text>')
+        out.append(f'<rect class="agent-bar" data-agent="{_e(a.agent_id)}" data-status="{_e(a.status)}" '
+                   f'x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 8}" fill="{color}" fill-opacity="0.35" '
+                   f'stroke="{color}"><title>{_e(a.agent_id)} · {_e(a.status)} · {a.start_s:.2f}s → '
+                   f'{a.end_s:.2f}s · {a.turns} turns · {len(a.tool_calls)} tool calls</title></rect>')
+        for tc in a.tool_calls:
+            tx = label_w + tc.start_s / total * chart_w
+            tw = max(1.5, tc.duration_s / total * chart_w)
+            tcol = "#c62828" if tc.is_error else "#37474f"
+            out.append(f'<rect class="tool-tick" x="{tx:.1f}" y="{y + 3}" width="{tw:.1f}" height="{row - 14}" '
+                       f'fill="{tcol}"><title>{_e(tc.tool)} {tc.duration_s:.2f}s'
+                       f'{" (error)" if tc.is_error else ""}</title></rect>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _nice_step(raw: float) -> float:
+    if raw <= 0:
+        return 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if raw <= m * mag:
+            return m * mag
+    return 10 * mag
+
+
+# ---------------------------------------------------------------- the page
+
+_CSS = """
+.inv-report{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1b1b;max-width:960px;
+ margin:0 auto;padding:16px}
+.inv-report h1{font-size:1.5em;margin:.2em 0}.inv-report h2{font-size:1.2em;border-bottom:1px solid #ddd;
+ margin-top:1.6em}
+.inv-report .verdict{font-size:1.1em;background:#f5f7fa;border-left:4px solid #1565c0;padding:8px 12px}
+.inv-report .bound{display:inline-block;padding:2px 8px;border-radius:10px;background:#1565c0;color:#fff;
+ font-weight:600}
+.inv-report table{border-collapse:collapse;width:100%}.inv-report td,.inv-report th{padding:4px 8px;
+ border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+.inv-report .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.inv-report a.ev{font-family:ui-monospace,monospace;font-size:.9em;background:#eef3fb;padding:0 3px;
+ border-radius:3px;text-decoration:none}
+.inv-report .conf{display:inline-block;width:80px;height:8px;background:#e0e0e0;vertical-align:middle}
+.inv-report .conf span{display:block;height:8px;background:#1565c0}
+.inv-report .evidence dt{font-family:ui-monospace,monospace;margin-top:.6em}
+.inv-report .evidence dt:target,.inv-report .evidence dt:target+dd{background:#fff8e1}
+.inv-report .evidence dd{margin-left:1.5em}.inv-report pre{white-space:pre-wrap;word-break:break-word;
+ background:#fafafa;border:1px solid #eee;padding:6px;margin:4px 0;font-size:.85em}
+.inv-report .err{color:#c62828}.inv-report .muted{color:#666}
+.inv-report svg text{font:11px system-ui,sans-serif;fill:#333}.inv-report svg .grid{stroke:#e3e3e3}
+.inv-report svg .roof{fill:none;stroke:#1565c0;stroke-width:2.5}
+.inv-report svg .attainable{fill:#fff;stroke:#1565c0;stroke-width:2}.inv-report svg .achieved{fill:#c62828}
+.inv-report svg .note{font-size:11px;fill:#1b1b1b}
+.inv-report .swatch{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px;vertical-align:middle}
+"""
+
+
+def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
+    """The report as one `<div>` with its own scoped `<style>` (for notebooks' `_repr_html_`)."""
+    events = list(events) if events is not None else None
+    evidence = evidence_entries(d, events)
+    known = set(evidence)
+    tl = build_timeline(events) if events else None
+    p: list[str] = [f'<div class="inv-report"><style>{_CSS}</style>']
+    p.append(f"<h1>Diagnosis: {_e(d.question)}</h1>")
+    p.append(f'<p class="verdict" id="verdict">{_text(d.verdict, known)}</p>')
+    p.append(f'<p><span class="bound">bound: {_e(d.bound)}</span> {_text(d.bound_reasoning, known)}</p>')
+
+    if d.causes:
+        p.append('<h2 id="causes">Causes (ranked)</h2><ol class="causes">')
+        for c in d.causes:
+            links = " ".join(_ev_link(e) for e in c.evidence)
+            p.append(f'<li><strong>{_e(c.title)}</strong> <span class="conf" title="confidence {c.confidence:.2f}">'
+                     f'<span style="width:{c.confidence * 100:.0f}%"></span></span> '
+                     f'<span class="muted">confidence {c.confidence:.2f}</span><br>{_text(c.explanation, known)}'
+                     f'<br><span class="muted">evidence:</span> {links}</li>')
+        p.append("</ol>")
+
+    if d.numbers:
+        p.append('<h2 id="numbers">Numbers</h2><table class="numbers"><tr><th>name</th><th class="num">value</th>'
+                 '<th class="num">peak</th><th>achieved vs peak</th><th>source</th></tr>')
+        for n in d.numbers:
+            pct = bar = ""
+            if n.peak:
+                frac = n.value / n.peak
+                pct = f" ({100 * frac:.1f} %)"
+                bar = _bar(frac)
+            src = _ev_link(n.source) if n.source in known else _e(n.source)
+            note = f'<br><span class="muted">{_text(n.note, known)}</span>' if n.note else ""
+            peak = f"{_fmt(n.peak)} {_e(n.unit)}" if n.peak else ""
+            p.append(f"<tr><td>{_e(n.name)}{note}</td><td class=\"num\">{_fmt(n.value)} {_e(n.unit)}</td>"
+                     f'<td class="num">{peak}</td><td>{bar}{pct}</td><td>{src}</td></tr>')
+        p.append("</table>")
+        roof = find_roof(d.numbers)
+        if roof is not None:
+            p.append(f'<h2 id="roofline">Roofline</h2>{roofline_svg(roof)}')
+
+    if d.recommendations:
+        p.append('<h2 id="recommendations">Recommendations</h2><ul>')
+        for r in d.recommendations:
+            tail = f' <span class="muted">(addresses: {_e(r.addresses)})</span>' if r.addresses else ""
+            p.append(f"<li><strong>{_text(r.action, known)}</strong> — {_text(r.why, known)}{tail}</li>")
+        p.append("</ul>")
+
+    if d.gaps:
+        p.append('<h2 id="gaps">Gaps</h2><ul>')
+        p += [f"<li><strong>{_e(g.what)}</strong>: {_text(g.why, known)}</li>" for g in d.gaps]
+        p.append("</ul>")
+
+    if tl is not None and tl.agents:
+        p.append(f'<h2 id="timeline">Fan-out timeline</h2><p class="muted">{len(tl.agents)} agents, peak '
+                 f"{tl.max_concurrency} running at once, {tl.duration_s:.1f} s in all.</p>{gantt_svg(tl)}"
+                 f"{_legend(sorted({a.status for a in tl.agents}))}")
+
+    p.append(_usage_html(d, tl))
+
+    if evidence:
+        p.append('<h2 id="evidence">Evidence</h2><dl class="evidence">')
+        for eid, ev in evidence.items():
+            host = f" on {_e(ev.host)}" if ev.host else ""
+            err = ' <span class="err">(error)</span>' if ev.is_error else ""
+            p.append(f'<dt id="{_e(anchor(eid))}">{_e(eid)}</dt><dd>{_e(ev.agent)} · {_e(ev.tool)}{host}{err}'
+                     f"<pre>{_e(ev.excerpt)}</pre></dd>")
+        p.append("</dl>")
+    p.append("</div>")
+    return "\n".join(p)
+
+
+def _legend(statuses: list[str]) -> str:
+    items = [f'<span class="swatch" style="background:{_STATUS_COLOR.get(st, "#546e7a")}"></span>{_e(st)}'
+             for st in statuses]
+    return ('<p class="legend muted">' + " ".join(items) +
+            ' <span class="swatch" style="background:#37474f"></span>tool call'
+            ' <span class="swatch" style="background:#c62828"></span>failed tool call</p>')
+
+
+def _usage_html(d: Diagnosis, tl: Timeline | None) -> str:
+    total = d.usage.total
+    rows = [(a.agent_id, a.status, a.usage, a.duration_s) for a in d.usage.agents]
+    if not rows and tl is not None:
+        rows = [(a.agent_id, a.status, a.usage, a.duration_s) for a in tl.agents]
+        if not total.calls:
+            total = tl.usage
+    if not rows and not total.calls:
+        return ""
+    out = ['<h2 id="usage">Usage</h2>',
+           f"<p>{total.calls} model calls, {total.input_tokens} in / {total.output_tokens} out / "
+           f"{total.cache_read_tokens} cache read / {total.cache_write_tokens} cache write tokens, "
+           f"${total.cost_usd:.4f}</p>"]
+    if rows:
+        out.append('<table class="usage"><tr><th>agent</th><th>status</th><th class="num">calls</th>'
+                   '<th class="num">tokens</th><th class="num">cost</th><th class="num">time</th></tr>')
+        for aid, status, u, dur in rows:
+            out.append(f"<tr><td>{_e(aid)}</td><td>{_e(status)}</td><td class=\"num\">{u.calls}</td>"
+                       f'<td class="num">{u.total_tokens}</td><td class="num">${u.cost_usd:.4f}</td>'
+                       f'<td class="num">{dur:.1f} s</td></tr>')
+        out.append("</table>")
+    return "".join(out)
+
+
+def render_html(diagnosis: Diagnosis, events: list | None = None) -> str:
+    """The whole report as one self-contained HTML document."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>Diagnosis: {_e(diagnosis.question)}</title></head><body>\n"
+            f"{render_html_fragment(diagnosis, events)}\n</body></html>\n")
+
+
+# ---------------------------------------------------------------- from a transcript
+
+
+def diagnosis_from_events(events: list) -> Diagnosis:
+    """The run's submitted Diagnosis; for a run that submitted none, one that says so and names what failed."""
+    from orchestrator.diagnosis import Gap
+
+    submitted = [ev for ev in events if isinstance(ev, DiagnosisSubmitted)]
+    if submitted:  # the last one stands (a re-synthesis submits again)
+        return Diagnosis.model_validate(submitted[-1].diagnosis)
+    question, status, error = "", "unfinished", "the transcript ends before the run finished"
+    for ev in events:
+        if isinstance(ev, RunStarted):
+            question = ev.question
+        elif isinstance(ev, RunFinished):
+            status, error = ev.status, ev.error or ""
+    tl = build_timeline(events)
+    gaps = [Gap(what=a.agent_id, why=f"{a.status}: {a.error or 'no result'}") for a in tl.agents if a.status != "ok"]
+    return Diagnosis(question=question or "(unknown question)",
+                     verdict=f"No diagnosis was submitted: run {status}" + (f" ({error})" if error else "") + ".",
+                     gaps=gaps)
+
+
+def report_from_events(events: list) -> str:
+    """The HTML report of a recorded run (what `investigate report TRANSCRIPT -o FILE.html` writes)."""
+    events = list(events)
+    return render_html(diagnosis_from_events(events), events)

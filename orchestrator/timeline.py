@@ -1,0 +1,353 @@
+"""The timeline of a recorded run: who ran when, for how long, with which tools, at what cost.
+
+`build_timeline(events)` is a pure function of the transcript's events (one pass, then an interval sweep);
+`render_timeline(timeline, console)` draws it with rich (a table with a text Gantt bar per agent); `--json` is
+`timeline.model_dump_json()`. Times are seconds from the run's first event.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Iterable
+
+from pydantic import BaseModel, Field
+
+from orchestrator.events import (
+    AgentFinished,
+    AgentStarted,
+    DiagnosisSubmitted,
+    ModelCall,
+    ModelError,
+    PolicyRefusal,
+    RunFinished,
+    RunStarted,
+    ToolCall,
+    ToolResult,
+)
+from orchestrator.messages import Usage
+
+UNFINISHED = "unfinished"
+"""Status of an agent whose `AgentFinished` is missing (an interrupted run)."""
+
+
+class ToolSpan(BaseModel):
+    """One tool call of one agent."""
+
+    call_id: str
+    tool: str
+    turn: int = 0
+    start_s: float
+    """Seconds from run start when the call was made."""
+    duration_s: float = 0.0
+    is_error: bool = False
+    refused: bool = False
+    """True when policy refused the call before anything ran."""
+    finished: bool = True
+    """False when the call never got a result (an interrupted run)."""
+    evidence_id: str | None = None
+    host: str | None = None
+
+
+class AgentSpan(BaseModel):
+    """One agent's life in the run."""
+
+    agent_id: str
+    name: str = ""
+    parent_id: str | None = None
+    depth: int = 0
+    """0 for the lead, 1 for its subagents, and so on."""
+    model: str = ""
+    status: str = UNFINISHED
+    error: str | None = None
+    start_s: float = 0.0
+    end_s: float = 0.0
+    duration_s: float = 0.0
+    turns: int = 0
+    model_calls: int = 0
+    model_errors: int = 0
+    tool_calls: list[ToolSpan] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    overlaps: list[str] = Field(default_factory=list)
+    """Ids of the other agents that were running at some moment this one was (parents and children included)."""
+
+    @property
+    def tool_errors(self) -> int:
+        return sum(1 for t in self.tool_calls if t.is_error)
+
+
+class Timeline(BaseModel):
+    """A whole run laid out in time."""
+
+    run_id: str = ""
+    question: str = ""
+    backend: str = ""
+    started: datetime | None = None
+    status: str = UNFINISHED
+    error: str | None = None
+    duration_s: float = 0.0
+    events: int = 0
+    agents: list[AgentSpan] = Field(default_factory=list)
+    """In start order; a parent comes before its children."""
+    max_concurrency: int = 0
+    """Most agents running at one moment (the lead included)."""
+    peak_agents: list[str] = Field(default_factory=list)
+    """Agents running together at the first moment of peak concurrency."""
+    usage: Usage = Field(default_factory=Usage)
+    tool_calls: int = 0
+    tool_errors: int = 0
+    model_calls: int = 0
+    diagnosis_submitted: bool = False
+
+    def agent(self, agent_id: str) -> AgentSpan | None:
+        return next((a for a in self.agents if a.agent_id == agent_id), None)
+
+
+def build_timeline(events: Iterable[object]) -> Timeline:
+    """Lay out a transcript's events per agent, with concurrency and usage totals."""
+    tl = Timeline()
+    t0: datetime | None = None
+    last_s = 0.0
+    agents: dict[str, AgentSpan] = {}
+    open_calls: dict[tuple[str, str], ToolSpan] = {}
+    call_usage: dict[str, Usage] = {}
+    max_turn: dict[str, int] = {}
+    finished_usage: set[str] = set()
+    run_finished: RunFinished | None = None
+
+    def span(agent_id: str, at: float) -> AgentSpan:
+        a = agents.get(agent_id)
+        if a is None:  # events of an agent whose start was not recorded: start it at its first event
+            a = agents[agent_id] = AgentSpan(agent_id=agent_id, start_s=at, end_s=at)
+        return a
+
+    for ev in events:
+        tl.events += 1
+        if t0 is None:
+            t0 = ev.ts
+            tl.started = ev.ts
+            tl.run_id = ev.run_id
+        at = (ev.ts - t0).total_seconds()
+        last_s = max(last_s, at)
+        if isinstance(ev, ToolCall):
+            a = span(ev.agent_id, at)
+            t = ToolSpan(call_id=ev.call_id, tool=ev.tool, turn=ev.turn, start_s=at, finished=False)
+            a.tool_calls.append(t)
+            open_calls[(ev.agent_id, ev.call_id)] = t
+            a.end_s = max(a.end_s, at)
+        elif isinstance(ev, ToolResult):
+            a = span(ev.agent_id, at)
+            t = open_calls.pop((ev.agent_id, ev.call_id), None)
+            if t is None:  # a result without its call: keep it, starting where it ended
+                t = ToolSpan(call_id=ev.call_id, tool=ev.tool, turn=ev.turn, start_s=max(0.0, at - ev.duration_s))
+                a.tool_calls.append(t)
+            t.finished = True
+            t.is_error = t.is_error or ev.is_error
+            t.evidence_id = ev.evidence_id
+            t.host = ev.host
+            t.duration_s = ev.duration_s or max(0.0, at - t.start_s)
+            a.end_s = max(a.end_s, at)
+        elif isinstance(ev, ModelCall):
+            a = span(ev.agent_id, at)
+            a.model_calls += 1
+            max_turn[ev.agent_id] = max(max_turn.get(ev.agent_id, 0), ev.turn)
+            u = ev.usage if ev.usage.calls else ev.usage.model_copy(update={"calls": 1})
+            call_usage[ev.agent_id] = call_usage.get(ev.agent_id, Usage()) + u
+            a.end_s = max(a.end_s, at)
+        elif isinstance(ev, AgentStarted):
+            a = span(ev.agent_id, at)
+            a.start_s = min(a.start_s, at)
+            a.name, a.parent_id, a.model = ev.name, ev.parent_id, ev.model
+        elif isinstance(ev, AgentFinished):
+            a = span(ev.agent_id, at)
+            a.status, a.error, a.end_s = ev.status, ev.error, at
+            if ev.turns:
+                max_turn[ev.agent_id] = max(max_turn.get(ev.agent_id, 0), ev.turns)
+            if ev.usage.calls or ev.usage.total_tokens or ev.usage.cost_usd:
+                a.usage = ev.usage
+                finished_usage.add(ev.agent_id)
+            if ev.duration_s:
+                a.duration_s = ev.duration_s
+        elif isinstance(ev, ModelError):
+            a = span(ev.agent_id, at)
+            a.model_errors += 1
+            a.end_s = max(a.end_s, at)
+        elif isinstance(ev, PolicyRefusal):
+            a = span(ev.agent_id, at)
+            t = open_calls.get((ev.agent_id, ev.call_id))
+            if t is not None:
+                t.refused = t.is_error = True
+        elif isinstance(ev, RunStarted):
+            tl.question, tl.backend = ev.question, ev.backend
+        elif isinstance(ev, DiagnosisSubmitted):
+            tl.diagnosis_submitted = True
+        elif isinstance(ev, RunFinished):
+            run_finished = ev
+
+    for a in agents.values():
+        a.turns = max_turn.get(a.agent_id, 0)
+        if a.agent_id not in finished_usage:
+            a.usage = call_usage.get(a.agent_id, Usage())
+        if a.status == UNFINISHED:
+            # an interrupted agent ran at least until the last thing the run recorded
+            a.end_s = max(a.end_s, last_s)
+        if not a.duration_s:
+            a.duration_s = round(a.end_s - a.start_s, 6)
+        if a.model_calls:
+            a.usage = a.usage if a.usage.calls else a.usage.model_copy(update={"calls": a.model_calls})
+
+    for a in agents.values():
+        depth, p, seen = 0, a.parent_id, {a.agent_id}
+        while p is not None and p in agents and p not in seen:
+            seen.add(p)
+            depth += 1
+            p = agents[p].parent_id
+        a.depth = depth + (1 if p is not None and p not in agents else 0)
+
+    tl.agents = _tree_order(list(agents.values()))
+    _concurrency(tl)
+
+    tl.tool_calls = sum(len(a.tool_calls) for a in tl.agents)
+    tl.tool_errors = sum(a.tool_errors for a in tl.agents)
+    tl.model_calls = sum(a.model_calls for a in tl.agents)
+    total = Usage()
+    for a in tl.agents:
+        total = total + a.usage
+    if run_finished is not None:
+        tl.status, tl.error = run_finished.status, run_finished.error
+        tl.usage = run_finished.usage if run_finished.usage.calls or run_finished.usage.total_tokens else total
+        tl.duration_s = run_finished.duration_s or last_s
+    else:
+        tl.usage = total
+        tl.duration_s = last_s
+    return tl
+
+
+def _tree_order(spans: list[AgentSpan]) -> list[AgentSpan]:
+    """Depth-first by start time, so each parent is followed by its children."""
+    children: dict[str | None, list[AgentSpan]] = {}
+    ids = {a.agent_id for a in spans}
+    for a in spans:
+        key = a.parent_id if a.parent_id in ids else None
+        children.setdefault(key, []).append(a)
+    for lst in children.values():
+        lst.sort(key=lambda a: (a.start_s, a.agent_id))
+    out: list[AgentSpan] = []
+    seen: set[str] = set()
+    stack = list(reversed(children.get(None, [])))
+    while stack:
+        a = stack.pop()
+        if a.agent_id in seen:
+            continue
+        seen.add(a.agent_id)
+        out.append(a)
+        stack.extend(reversed(children.get(a.agent_id, [])))
+    # a parent cycle leaves agents unreached; keep them rather than drop them
+    out.extend(sorted((a for a in spans if a.agent_id not in seen), key=lambda a: a.start_s))
+    return out
+
+
+def _concurrency(tl: Timeline) -> None:
+    """Fill each agent's overlaps and the run's peak concurrency with one sweep over start/end points."""
+    points: list[tuple[float, int, int]] = []
+    for i, a in enumerate(tl.agents):
+        points.append((a.start_s, 1, i))
+        points.append((a.end_s, 0, i))  # ends sort before starts at the same instant: touching is not overlapping
+    points.sort()
+    active: set[int] = set()
+    overlaps: list[set[int]] = [set() for _ in tl.agents]
+    for _, is_start, i in points:
+        if is_start:
+            for j in active:
+                overlaps[i].add(j)
+                overlaps[j].add(i)
+            active.add(i)
+            if len(active) > tl.max_concurrency:
+                tl.max_concurrency = len(active)
+                tl.peak_agents = [tl.agents[k].agent_id for k in sorted(active)]
+        else:
+            active.discard(i)
+    for i, a in enumerate(tl.agents):
+        a.overlaps = [tl.agents[j].agent_id for j in sorted(overlaps[i])]
+
+
+def _fmt_s(s: float) -> str:
+    if s < 10:
+        return f"{s:.2f}s"
+    if s < 600:
+        return f"{s:.1f}s"
+    return f"{int(s // 60)}m{int(s % 60):02d}s"
+
+
+def _fmt_tokens(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 10_000:
+        return f"{n / 1000:.0f}k"
+    return str(n)
+
+
+def gantt_bar(start: float, end: float, total: float, width: int) -> str:
+    """A text bar of `width` cells with the span [start, end] of [0, total] filled."""
+    if total <= 0:
+        return "█" * width
+    a = min(width - 1, int(start / total * width))
+    b = max(a + 1, min(width, round(end / total * width)))
+    return "·" * a + "█" * (b - a) + "·" * (width - b)
+
+
+_STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "turn_limit": "yellow", "budget": "yellow",
+                 "cancelled": "magenta", UNFINISHED: "magenta"}
+
+
+def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None:
+    """Print the timeline onto a rich console: a summary line, then one row per agent with a Gantt bar."""
+    from rich.table import Table
+    from rich.text import Text
+
+    width = console.width or 100
+    if bar_width is None:
+        bar_width = max(10, min(40, width - 78))
+    head = Text()
+    head.append(f"run {tl.run_id}", style="bold")
+    head.append(f"  {tl.status}", style=_STATUS_STYLE.get(tl.status, ""))
+    head.append(f"  {_fmt_s(tl.duration_s)}  {len(tl.agents)} agents, peak {tl.max_concurrency} concurrent")
+    console.print(head)
+    console.print(Text(f"{tl.model_calls} model calls, {tl.tool_calls} tool calls ({tl.tool_errors} failed), "
+                       f"{_fmt_tokens(tl.usage.total_tokens)} tokens, ${tl.usage.cost_usd:.4f}"))
+    if tl.question:
+        console.print(Text(f"question: {tl.question}"))
+    if tl.error:
+        console.print(Text(f"error: {tl.error}", style="red"))
+
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=False, header_style="bold")
+    table.add_column("agent", overflow="fold", max_width=34)
+    table.add_column("status")
+    table.add_column("start", justify="right")
+    table.add_column("dur", justify="right")
+    table.add_column("turns", justify="right")
+    table.add_column("tools", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column("cost", justify="right")
+    table.add_column(f"0 {'─' * max(0, bar_width - 2 - len(_fmt_s(tl.duration_s)))} {_fmt_s(tl.duration_s)}",
+                     no_wrap=True, min_width=bar_width)
+    total = max(tl.duration_s, max((a.end_s for a in tl.agents), default=0.0))
+    for a in tl.agents:
+        label = "  " * a.depth + (a.agent_id.rsplit("/", 1)[-1] if a.depth else a.agent_id)
+        tools = str(len(a.tool_calls)) + (f" ({a.tool_errors}✗)" if a.tool_errors else "")
+        table.add_row(
+            label,
+            Text(a.status, style=_STATUS_STYLE.get(a.status, "")),
+            _fmt_s(a.start_s),
+            _fmt_s(a.duration_s),
+            str(a.turns),
+            tools,
+            _fmt_tokens(a.usage.total_tokens),
+            f"${a.usage.cost_usd:.3f}",
+            Text(gantt_bar(a.start_s, a.end_s, total, bar_width), style=_STATUS_STYLE.get(a.status, "")),
+        )
+    console.print(table)
+    if tl.peak_agents and tl.max_concurrency > 1:
+        console.print(Text(f"concurrent at peak: {', '.join(tl.peak_agents)}", overflow="fold"))
+    for a in tl.agents:
+        if a.error:
+            console.print(Text(f"{a.agent_id}: {a.error}", style=_STATUS_STYLE.get(a.status, "")))

@@ -1,0 +1,180 @@
+"""Knowledge tools: GPU spec sheets, rooflines, the user's observations, and a search over the knowledge base."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator import knowledge
+from orchestrator.analysis.moe_inputs import compute_peak, moe_args_from
+from orchestrator.analysis.observations import analyze_observations
+from orchestrator.analysis.roofline import gemm_roofline, moe_decode_roofline
+from orchestrator.tools.base import Tool, ToolFailure, ToolOutput
+
+
+def spec_payload(spec: knowledge.GpuSpec, count: int = 1, reported_name: str | None = None) -> dict:
+    caps = knowledge.arch_caps(spec.cc)
+    return {"name": reported_name or spec.name, "known_as": spec.name, "count": count, "cc": spec.cc,
+            "spec": spec.model_dump(), "arch": caps.model_dump() if caps else None}
+
+
+class GpuSpecsInput(BaseModel):
+    gpu: str | None = Field(None, description="GPU name (nvidia-smi's); omit to look up the investigated host's GPUs")
+
+
+class GpuSpecs(Tool):
+    name = "gpu_specs"
+    description = "Spec sheet (dense tensor TFLOPS per dtype, bandwidth, shared memory, TDP, arch capabilities) with sources."
+    Input = GpuSpecsInput
+
+    async def run(self, args: GpuSpecsInput, ctx) -> ToolOutput:
+        from orchestrator.commands import render_specs
+
+        if args.gpu:
+            spec = knowledge.gpu_spec(args.gpu)
+            if spec is None:
+                raise ToolFailure(f"unknown GPU {args.gpu!r}; closest: {', '.join(knowledge.closest_gpu_names(args.gpu))}")
+            return ToolOutput(text=render_specs(spec.name), data={"kind": "gpu_specs", "source": "argument",
+                                                                  "gpus": [spec_payload(spec)]})
+        if ctx.run.host is None:
+            raise ToolFailure("no host to look up GPUs on; pass gpu=<name>")
+        from orchestrator.probes.gpu import collect_gpu_inventory  # written by the probes engineer
+
+        inv = await collect_gpu_inventory(ctx.run.host)
+        host = ctx.run.host.name
+        if not inv.available:
+            raise ToolFailure(f"could not list GPUs on {host}: {inv.reason or 'unavailable'}")
+        if not inv.gpus:
+            return ToolOutput(text=f"{host} has no NVIDIA GPU.", host=host,
+                              data={"kind": "gpu_specs", "source": "host", "gpus": []})
+        names: dict[str, int] = {}
+        ccs: dict[str, str | None] = {}
+        for g in inv.gpus:
+            names[g.name] = names.get(g.name, 0) + 1
+            ccs[g.name] = g.compute_cap
+        texts, gpus = [], []
+        for nm, n in names.items():
+            spec = knowledge.gpu_spec(nm)
+            if spec is None:
+                texts.append(f"{n} x {nm} (CC {ccs[nm]}): not in the spec database; closest: "
+                             f"{', '.join(knowledge.closest_gpu_names(nm))}")
+                gpus.append({"name": nm, "count": n, "cc": ccs[nm], "spec": None, "arch": None})
+            else:
+                texts.append(f"{n} x {nm} on {host}:\n" + render_specs(spec.name))
+                p = spec_payload(spec, n, nm)
+                p["cc"] = ccs[nm] or spec.cc
+                gpus.append(p)
+        return ToolOutput(text="\n\n".join(texts), host=host, data={"kind": "gpu_specs", "source": "host", "gpus": gpus})
+
+
+class RooflineInput(BaseModel):
+    mode: Literal["auto", "gemm", "moe_decode"] = "auto"
+    gpu: str | None = Field(None, description="GPU name; default: the host's GPU")
+    dtype: str | None = Field(None, description="nvfp4, mxfp4, fp8, bf16, ...")
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
+
+
+class Roofline(Tool):
+    name = "roofline"
+    description = ("Where a GEMM (m, n, k, dtype) or the observed MoE decode sits on the GPU's roofline: intensity vs "
+                   "ridge, bound, time floor. Without args: MoE decode from the observations and the host's GPU.")
+    Input = RooflineInput
+
+    async def _spec(self, name: str | None, ctx) -> knowledge.GpuSpec:
+        if name is None:
+            obs = ctx.run.inputs.parsed_observations()
+            name = obs.gpu.name if obs and obs.gpu and obs.gpu.name else None
+        if name is None and ctx.run.host is not None:
+            from orchestrator.probes.gpu import collect_gpu_inventory
+
+            inv = await collect_gpu_inventory(ctx.run.host)
+            name = inv.gpus[0].name if inv.available and inv.gpus else None
+        if name is None:
+            raise ToolFailure("no GPU known: pass gpu=<name> (no GPU on the host and none in the observations)")
+        spec = knowledge.gpu_spec(name)
+        if spec is None:
+            raise ToolFailure(f"unknown GPU {name!r}; closest: {', '.join(knowledge.closest_gpu_names(name))}")
+        return spec
+
+    async def run(self, args: RooflineInput, ctx) -> ToolOutput:
+        spec = await self._spec(args.gpu, ctx)
+        caps = knowledge.arch_caps(spec.cc)
+        if args.mode == "gemm" or (args.mode == "auto" and args.m and args.n and args.k):
+            from orchestrator.commands import render_roofline
+
+            if not (args.m and args.n and args.k and args.dtype):
+                raise ToolFailure("gemm roofline needs m, n, k and dtype")
+            text = render_roofline(spec.name, args.dtype, args.m, args.n, args.k)
+            peak, _ = compute_peak(spec, caps, args.dtype)
+            r = gemm_roofline(args.m, args.n, args.k, args.dtype, peak, spec.mem_bw_gbs)
+            return ToolOutput(text=text, data={"kind": "roofline", "mode": "gemm", "gpu": spec.name,
+                                                "result": r.model_dump()})
+        obs = ctx.run.inputs.parsed_observations()
+        if obs is None:
+            raise ToolFailure("no observations to derive MoE decode shapes from; pass m, n, k and dtype for a GEMM")
+        got = moe_args_from(obs, spec, caps)
+        if got is None:
+            raise ToolFailure("observations lack model.num_experts/top_k/hidden_size/moe_intermediate_size or a run "
+                              "with concurrency/batch, or the GPU's peak for this dtype is not verified")
+        kwargs, run = got
+        r = moe_decode_roofline(**kwargs)
+        achieved = run.total_tok_s or run.output_tok_s
+        text = (f"MoE decode roofline on {spec.name} for {run.name} (batch {r.batch}, {r.dtype}): tokens/expert "
+                f"{r.tokens_per_expert:.2f}, experts touched {r.experts_touched:.1f}/{r.num_experts}, expert weights "
+                f"{r.weight_bytes_per_layer / 1e6:,.1f} MB per layer per GPU, intensity {r.intensity:.1f} FLOP/B vs "
+                f"ridge {r.ridge:.0f} FLOP/B -> {r.bound}-bound; floor {r.time_floor_per_step_ms:.2f} ms/step over "
+                f"{r.layers} layers = {r.tokens_per_s_ceiling:,.0f} tok/s ceiling"
+                + (f" (observed {achieved:,.0f} tok/s)." if achieved else ".")
+                + f" Sources: {spec.source}.")
+        return ToolOutput(text=text, data={"kind": "roofline", "mode": "moe_decode", "gpu": spec.name, "run": run.name,
+                                           "achieved_tok_s": achieved, "result": r.model_dump()})
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+class ObservationsTool(Tool):
+    name = "observations"
+    description = "The user's observations (--observations) and what they rule out (parallelism scaling, power vs limit)."
+    Input = NoArgs
+
+    async def run(self, args: NoArgs, ctx) -> ToolOutput:
+        obs = ctx.run.inputs.parsed_observations()
+        if obs is None:
+            return ToolOutput(text="No observations were given (--observations).",
+                              data={"kind": "observations", "observations": None, "analysis": None})
+        a = analyze_observations(obs)
+        lines = [f"model: {obs.model.model_dump(exclude_none=True) if obs.model else 'n/a'}"]
+        lines += [f"run {r.name}: concurrency {r.concurrency}, total {r.total_tok_s} tok/s" for r in obs.runs]
+        lines += [c.reasoning for c in a.comparisons]
+        if a.power:
+            lines.append(a.power.reasoning)
+        lines += a.notes
+        return ToolOutput(text="\n".join(lines), data={"kind": "observations", "observations": obs.model_dump(mode="json"),
+                                                       "analysis": a.model_dump(mode="json")})
+
+
+class KnowledgeSearchInput(BaseModel):
+    query: str = Field(description="words that must all appear, e.g. 'sm120 shared memory' or 'autotune cache vllm'")
+
+
+class KnowledgeSearch(Tool):
+    name = "knowledge_search"
+    description = "Search the knowledge base (arch facts, known issues, backend support, cache locations, GPUs) with sources."
+    Input = KnowledgeSearchInput
+
+    async def run(self, args: KnowledgeSearchInput, ctx) -> ToolOutput:
+        hits = knowledge.search(args.query)
+        if not hits:
+            return ToolOutput(text=f"no knowledge entries match {args.query!r}", data={"kind": "knowledge", "query": args.query, "hits": []})
+        text = "\n".join(f"[{h['type']}] {h['title']}: {h['text']} (source: {h['source']})" for h in hits)
+        return ToolOutput(text=text, data={"kind": "knowledge", "query": args.query, "hits": hits})
+
+
+def register(registry) -> None:
+    for tool in (GpuSpecs(), Roofline(), ObservationsTool(), KnowledgeSearch()):
+        registry.add(tool)

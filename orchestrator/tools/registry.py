@@ -1,0 +1,18 @@
+"""The default tool registry: the orchestration tools plus every tool module's `register`."""
+
+from __future__ import annotations
+
+from orchestrator.fanout import TaskTool
+from orchestrator.tools.base import ToolRegistry
+from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
+
+
+def default_registry() -> ToolRegistry:
+    from orchestrator.tools import fetch, knowledge, measure, probes, shell
+
+    reg = ToolRegistry()
+    for tool in (TaskTool(), SubmitFindings(), SubmitDiagnosis()):
+        reg.add(tool)
+    for module in (shell, probes, knowledge, fetch, measure):
+        module.register(reg)
+    return reg

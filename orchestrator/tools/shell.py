@@ -1,0 +1,129 @@
+"""Tools that look at the investigated host: `shell` (through the read-only policy), `read_file`, `find_files`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from orchestrator.events import PolicyRefusal
+from orchestrator.hosts.base import CommandResult, Host
+from orchestrator.hosts.policy import check_command
+from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry
+
+if TYPE_CHECKING:
+    from orchestrator.context import AgentContext
+
+
+def _host(ctx: "AgentContext") -> Host:
+    if ctx.run.host is None:
+        raise ToolFailure("no host is attached to this run: nothing to run commands on")
+    return ctx.run.host
+
+
+def render_result(res: CommandResult) -> str:
+    """A command result as text for a model: status line, then stdout and stderr."""
+    status = "timed out" if res.timed_out else f"exit code {res.exit_code}"
+    parts = [f"$ {' '.join(res.argv)}\n[{status}, {res.duration_s:.2f} s]"]
+    if res.stdout:
+        parts.append("--- stdout ---\n" + res.stdout)
+    if res.stderr:
+        parts.append("--- stderr ---\n" + res.stderr)
+    return "\n".join(parts)
+
+
+class ShellInput(BaseModel):
+    command: str = Field(
+        description="One read-only program and its arguments, e.g. `nvidia-smi -q -x` or `ls -la /root/.cache`. "
+        "No shell: pipes, redirection, `;`, `&&`, `$(...)`, variables and writing programs are refused."
+    )
+
+
+class ShellTool(Tool):
+    name = "shell"
+    description = (
+        "Run one allowlisted read-only command on the investigated host (nvidia-smi, ls, cat, head, tail, grep, find, "
+        "stat, du, df, uname, pip list/show/freeze, ps, lscpu, free, ...). Returns exit code, stdout and stderr."
+    )
+    Input = ShellInput
+
+    async def run(self, args: ShellInput, ctx: "AgentContext") -> ToolOutput:
+        host = _host(ctx)
+        decision = check_command(args.command)
+        if not decision.allowed:
+            ctx.run.recorder.emit(
+                PolicyRefusal(
+                    run_id=ctx.run.run_id,
+                    agent_id=ctx.agent_id,
+                    call_id=ctx.call.call_id if ctx.call else "",
+                    tool=self.name,
+                    subject=args.command,
+                    reason=decision.reason,
+                )
+            )
+            return ToolOutput(text=f"refused by the read-only policy: {decision.reason}", is_error=True,
+                              host=host.name)
+        s = ctx.run.settings
+        res = await host.run(decision.argv, timeout_s=s.command_timeout_s, max_output=s.command_output_bytes)
+        return ToolOutput(text=render_result(res), data=res.model_dump(), untrusted=True, host=host.name)
+
+
+class ReadFileInput(BaseModel):
+    path: str = Field(description="Absolute path of the file on the investigated host.")
+    max_bytes: int | None = Field(default=None, ge=1, description="Read at most this many bytes (default: the cap).")
+
+
+class ReadFileTool(Tool):
+    name = "read_file"
+    description = "Read a text file on the investigated host (size-capped)."
+    Input = ReadFileInput
+
+    async def run(self, args: ReadFileInput, ctx: "AgentContext") -> ToolOutput:
+        host = _host(ctx)
+        cap = min(args.max_bytes or ctx.run.settings.file_max_bytes, ctx.run.settings.file_max_bytes)
+        try:
+            data = await host.read_file(args.path, max_bytes=cap)
+        except FileNotFoundError:
+            raise ToolFailure(f"{args.path} does not exist on {host.name}")
+        except (IsADirectoryError, PermissionError, OSError) as exc:
+            raise ToolFailure(f"cannot read {args.path} on {host.name}: {exc}")
+        note = f"\n[read the first {cap} bytes; the file may be longer]" if len(data) >= cap else ""
+        return ToolOutput(
+            text=data.decode("utf-8", errors="replace") + note,
+            data={"path": args.path, "bytes": len(data), "capped": len(data) >= cap},
+            untrusted=True,
+            host=host.name,
+        )
+
+
+class FindFilesInput(BaseModel):
+    root: str = Field(description="Directory to search under, on the investigated host.")
+    pattern: str = Field(default="*", description="Glob matched against file names, e.g. `*.json`.")
+    max_results: int = Field(default=2000, ge=1, le=100_000)
+
+
+class FindFilesTool(Tool):
+    name = "find_files"
+    description = "List files under a directory on the investigated host whose names match a glob (one round trip)."
+    Input = FindFilesInput
+
+    async def run(self, args: FindFilesInput, ctx: "AgentContext") -> ToolOutput:
+        host = _host(ctx)
+        paths = await host.find(args.root, args.pattern, max_results=args.max_results)
+        more = len(paths) >= args.max_results
+        head = f"{len(paths)} file(s) under {args.root} matching {args.pattern!r}" + (
+            f" (stopped at {args.max_results})" if more else ""
+        )
+        return ToolOutput(
+            text="\n".join([head, *paths]),
+            data={"root": args.root, "pattern": args.pattern, "paths": paths, "capped": more},
+            untrusted=True,
+            host=host.name,
+        )
+
+
+def register(registry: ToolRegistry) -> None:
+    """Add `shell`, `read_file` and `find_files` to registry."""
+    registry.add(ShellTool())
+    registry.add(ReadFileTool())
+    registry.add(FindFilesTool())

@@ -1,0 +1,157 @@
+"""Transcript I/O: the JSONL writer (redaction, flush per event, fsync at close) and the validating reader."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from pydantic import ValidationError
+
+from orchestrator import __version__
+from orchestrator.events import EVENT_ADAPTER, SCHEMA_VERSION, Event, Header
+from orchestrator.redact import redact_obj
+from orchestrator.settings import state_dir
+
+
+class TranscriptError(ValueError):
+    """A transcript cannot be read; the message names the file, the line and the fix."""
+
+
+def default_path(question: str, run_id: str, now: datetime | None = None) -> Path:
+    """`<state dir>/transcripts/<UTC time>-<question slug>-<run id prefix>.jsonl`."""
+    now = now or datetime.now(timezone.utc)
+    slug = re.sub(r"[^a-z0-9]+", "-", question.lower()).strip("-")[:48] or "run"
+    return state_dir() / "transcripts" / f"{now:%Y%m%dT%H%M%SZ}-{slug}-{run_id[:8]}.jsonl"
+
+
+class Recorder:
+    """Writes one run's events: header first, one redacted JSON line per event, flushed as it happens.
+
+    Also keeps the events in memory (for the run's result) and tells subscribers (the progress display).
+    """
+
+    def __init__(self, run_id: str, path: str | Path | None = None):
+        self.run_id = run_id
+        self.path = Path(path) if path else None
+        self.events: list[Event] = []
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._subscribers: list[Callable[[Event], None]] = []
+        self._fh: IO[str] | None = None
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("w", encoding="utf-8")
+            header = Header(tool_version=__version__, run_id=run_id)
+            self._write(header.model_dump(mode="json"))
+
+    def subscribe(self, callback: Callable[[Event], None]) -> None:
+        self._subscribers.append(callback)
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        assert self._fh is not None
+        self._fh.write(json.dumps(redact_obj(obj), ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._fh.flush()
+
+    def emit(self, event: Event) -> Event:
+        """Assign the next seq, redact, write and flush; returns the (redacted) event as recorded."""
+        with self._lock:
+            self._seq += 1
+            event.seq = self._seq
+            recorded = EVENT_ADAPTER.validate_python(redact_obj(event.model_dump(mode="json")))
+            self.events.append(recorded)
+            if self._fh is not None:
+                self._write(recorded.model_dump(mode="json"))
+        for cb in self._subscribers:
+            try:
+                cb(recorded)
+            except Exception:  # a display bug must never break a run
+                pass
+        return recorded
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None and not self._fh.closed:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+                self._fh.close()
+
+
+@dataclass
+class Transcript:
+    header: Header
+    events: list[Event]
+    path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+    upgraded_from: int | None = None
+
+    def of_type(self, cls):
+        return [e for e in self.events if isinstance(e, cls)]
+
+
+def read_transcript(path: str | Path) -> Transcript:
+    """Read and validate a transcript; a file cut off mid-line yields its complete lines and a warning."""
+    from orchestrator.transcript_upgrade import upgrade
+
+    p = Path(path)
+    if not p.is_file():
+        raise TranscriptError(f"transcript {p} not found; pass the path of a .jsonl file written by investigate")
+    raw = p.read_bytes()
+    text = raw.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    complete, tail = lines[:-1], lines[-1]
+    warnings: list[str] = []
+    if tail.strip():
+        # the writer ends every line with a newline: a non-empty tail is a line cut off by a crash
+        try:
+            json.loads(tail)
+            complete.append(tail)
+        except json.JSONDecodeError:
+            warnings.append(f"{p}: line {len(lines)} is cut off mid-line (the run was interrupted); ignored it")
+    if not complete or not complete[0].strip():
+        raise TranscriptError(f"{p}: empty file or missing header line; not an investigate transcript")
+    try:
+        head = json.loads(complete[0])
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(f"{p}: line 1 is not JSON ({exc.msg}); not an investigate transcript") from None
+    if not isinstance(head, dict) or head.get("type") != "header":
+        raise TranscriptError(f"{p}: line 1 is not a transcript header; not an investigate transcript")
+    version = head.get("schema_version")
+    if not isinstance(version, int):
+        raise TranscriptError(f"{p}: header has no integer schema_version")
+    if version > SCHEMA_VERSION:
+        raise TranscriptError(
+            f"{p}: schema_version {version} is newer than this investigate understands ({SCHEMA_VERSION}); "
+            "upgrade investigate (pip install -U investigate) to read it"
+        )
+    records: list[tuple[int, dict[str, Any]]] = []
+    for n, line in enumerate(complete[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(f"{p}: line {n} is not valid JSON ({exc.msg} at column {exc.colno}); the file is damaged") from None
+        records.append((n, obj))
+    upgraded_from = None
+    if version < SCHEMA_VERSION:
+        head, records = upgrade(version, head, records)
+        upgraded_from = version
+    try:
+        header = Header.model_validate(head)
+    except ValidationError as exc:
+        raise TranscriptError(f"{p}: line 1: invalid header ({exc.errors()[0]['msg']})") from None
+    events: list[Event] = []
+    for n, obj in records:
+        try:
+            events.append(EVENT_ADAPTER.validate_python(obj))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"])
+            raise TranscriptError(f"{p}: line {n}: invalid {obj.get('type', 'event')} event ({loc}: {err['msg']})") from None
+    return Transcript(header=header, events=events, path=p, warnings=warnings, upgraded_from=upgraded_from)

@@ -1,0 +1,271 @@
+"""SshHost against a real OpenSSH sshd on 127.0.0.1: keys, caps, timeouts, concurrency, drops, jumps, agent."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from orchestrator.hosts import HostAuthFailed, HostConfigError, HostKeyRefused, HostLost, HostUnreachable, open_host
+from orchestrator.hosts.local import LocalHost
+from orchestrator.hosts.ssh import SshHost
+from orchestrator.settings import Settings
+from support.sshd import free_port, sshd_factory  # noqa: F401
+
+pytestmark = [pytest.mark.ssh, pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"), reason="needs sshd")]
+
+FLOOD = (
+    "import sys\n"
+    "chunk = b'x' * 65536\n"
+    "for _ in range(320):\n"
+    "    sys.stdout.buffer.write(chunk); sys.stderr.buffer.write(chunk)\n"
+    "sys.stdout.buffer.write(b'END'); sys.stderr.buffer.write(b'END')\n"
+    "sys.exit(7)\n"
+)
+
+
+def _running(token: str) -> bool:
+    """Whether a process whose command line contains token is alive on this machine (the sshd's machine)."""
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+async def _open(sshd, **overrides) -> SshHost:
+    return await SshHost(sshd.target(**overrides), Settings()).connect()
+
+
+async def test_unknown_host_key_is_refused_with_a_trust_hint_and_nothing_runs(sshd_factory):
+    sshd = sshd_factory(trust=False)
+    with pytest.raises(HostKeyRefused) as err:
+        await open_host(sshd.alias, ssh_config=str(sshd.ssh_config), settings=Settings())
+    msg = str(err.value)
+    assert "not known" in msg and sshd.fingerprint() in msg
+    assert f"ssh-keyscan -p {sshd.port} 127.0.0.1" in msg and "\n" not in msg
+    assert sshd.known_hosts.read_text() == ""
+
+
+async def test_changed_host_key_is_refused_naming_both_fingerprints(sshd_factory):
+    sshd = sshd_factory()
+    old = sshd.fingerprint()
+    sshd.stop()
+    sshd.new_host_key()
+    sshd.start()
+    new = sshd.fingerprint()
+    for mode in ("yes", "accept-new"):
+        with pytest.raises(HostKeyRefused) as err:
+            await _open(sshd, strict_host_key_checking=mode)
+        assert old in str(err.value) and new in str(err.value) and "CHANGED" in str(err.value)
+
+
+async def test_accept_new_records_an_unknown_key_and_no_connects_anyway(sshd_factory):
+    sshd = sshd_factory(trust=False)
+    host = await _open(sshd, strict_host_key_checking="accept-new")
+    assert (await host.run(["true"])).ok
+    await host.aclose()
+    assert sshd.host_key_line().split()[2] in sshd.known_hosts.read_text()
+    sshd.stop()
+    sshd.new_host_key()
+    sshd.start()
+    host = await _open(sshd, strict_host_key_checking="no")  # OpenSSH connects despite a changed key with `no`
+    assert (await host.run(["true"])).ok
+    await host.aclose()
+
+
+async def test_large_stdout_and_stderr_do_not_hang_and_are_capped_with_a_marker(sshd_factory):
+    host = await _open(sshd_factory())
+    with anyio.fail_after(60):
+        res = await host.run(["python3", "-c", FLOOD], max_output=100_000)
+    assert res.exit_code == 7
+    assert res.stdout_truncated and res.stderr_truncated
+    assert "omitted by the output cap" in res.stdout and res.stdout.endswith("END")
+    assert "omitted by the output cap" in res.stderr and res.stderr.endswith("END")
+    await host.aclose()
+
+
+async def test_command_that_never_exits_times_out_and_the_connection_serves_the_next(sshd_factory):
+    host = await _open(sshd_factory())
+    started = time.monotonic()
+    res = await host.run(["sleep", "987.125"], timeout_s=0.5)
+    assert res.timed_out and res.exit_code is None
+    assert time.monotonic() - started < 3
+    nxt = await host.run(["echo", "still here"])
+    assert nxt.ok and nxt.stdout == "still here\n"
+    assert host.connections == 1 and host.reconnects == 0
+    with anyio.fail_after(5):  # the remote process group was killed, not left holding a session
+        while _running("987.125"):
+            await anyio.sleep(0.05)
+    await host.aclose()
+
+
+async def test_cancelled_command_closes_its_channel_and_kills_the_remote_process(sshd_factory):
+    host = await _open(sshd_factory())
+    with anyio.move_on_after(0.4):
+        await host.run(["sleep", "876.5"], timeout_s=60)
+    assert all(c.open == 0 for c in host._pool.conns)
+    with anyio.fail_after(5):
+        while _running("876.5"):
+            await anyio.sleep(0.05)
+    assert (await host.run(["true"])).ok
+    await host.aclose()
+
+
+async def _thirty(host: SshHost) -> list:
+    results = [None] * 30
+
+    async def one(i: int) -> None:
+        results[i] = await host.run(["sh", "-c", f"sleep 0.2; echo {i}"], timeout_s=30)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(30):
+            tg.start_soon(one, i)
+    return results
+
+
+async def test_thirty_concurrent_commands_share_one_connection_under_max_sessions_10(sshd_factory):
+    host = await _open(sshd_factory(max_sessions=10))
+    results = await _thirty(host)
+    assert [r.stdout for r in results] == [f"{i}\n" for i in range(30)]
+    assert all(r.ok for r in results)
+    assert host.connections == 1
+    await host.aclose()
+
+
+async def test_administratively_prohibited_backs_off_and_opens_a_second_connection(sshd_factory):
+    host = await _open(sshd_factory(max_sessions=2))
+    results = await _thirty(host)
+    assert all(r.ok for r in results) and [r.stdout for r in results] == [f"{i}\n" for i in range(30)]
+    assert host.connections == 2
+    await host.aclose()
+
+
+@pytest.mark.slow
+async def test_sshd_killed_mid_run_is_host_lost_and_a_restart_takes_one_reconnect(sshd_factory):
+    sshd = sshd_factory()
+    host = await _open(sshd)
+
+    async def kill_soon() -> None:
+        await anyio.sleep(0.3)
+        await anyio.to_thread.run_sync(sshd.kill)
+
+    with pytest.raises(HostLost):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(kill_soon)
+            await host.run(["sleep", "30"], timeout_s=20)
+    sshd.start()
+    res = await host.run(["echo", "back"])
+    assert res.ok and res.stdout == "back\n" and host.reconnects == 1
+    await host.aclose()
+
+
+async def test_sshd_gone_for_good_is_host_lost_after_one_reconnect_attempt(sshd_factory):
+    sshd = sshd_factory()
+    host = await _open(sshd)
+    sshd.kill()
+    await anyio.sleep(0.1)
+    with pytest.raises(HostLost) as err:
+        await host.run(["true"])
+    assert "reconnect failed" in str(err.value)
+    started = time.monotonic()
+    with pytest.raises(HostLost):
+        await host.run(["true"])
+    assert time.monotonic() - started < 0.5  # no second attempt
+    await host.aclose()
+
+
+async def test_proxy_jump_through_a_second_sshd(sshd_factory):
+    jump = sshd_factory(name="jump")
+    gpu = sshd_factory(name="gpu", jump=jump)
+    target = gpu.target()
+    assert target.proxy_jump is not None and target.proxy_jump.port == jump.port
+    host = await open_host("gpu", ssh_config=str(gpu.ssh_config), settings=Settings())
+    res = await host.run(["sh", "-c", "echo $SSH_CONNECTION"])
+    assert res.ok and res.stdout.split()[3] == str(gpu.port)
+    assert host._pool.conns[0].jump is not None and host._pool.conns[0].jump.active
+    await host.aclose()
+
+
+async def test_authentication_through_a_running_ssh_agent(sshd_factory, tmp_path, monkeypatch):
+    sshd = sshd_factory()
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if sock.exists():
+                break
+            time.sleep(0.01)
+        env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
+        subprocess.run(["ssh-add", "-q", str(sshd.client_key)], env=env, check=True, capture_output=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        monkeypatch.setenv("HOME", str(tmp_path))  # no default ~/.ssh/id_* keys to fall back on
+        # the key file is not named anywhere: only the agent holds it
+        host = await _open(sshd, identity_files=[], identities_only=False)
+        assert (await host.run(["true"])).ok
+        await host.aclose()
+        monkeypatch.delenv("SSH_AUTH_SOCK")
+        with pytest.raises(HostAuthFailed) as err:
+            await _open(sshd, identity_files=[], identities_only=False)
+        assert "ssh-add" in str(err.value) and "\n" not in str(err.value)
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+async def test_find_inventories_ten_thousand_files_in_one_round_trip(sshd_factory, tmp_path):
+    root = tmp_path / "cache"
+    for d in range(100):
+        sub = root / f"d{d:03d}"
+        sub.mkdir(parents=True)
+        for f in range(100):
+            (sub / f"k{f:03d}.json").write_bytes(b"")
+    host = await _open(sshd_factory())
+    before = host.commands_sent
+    found = await host.find(str(root), "*.json", max_results=20_000)
+    assert host.commands_sent - before == 1
+    assert len(found) == 10_000
+    assert found == await LocalHost().find(str(root), "*.json", max_results=20_000)
+    await host.aclose()
+
+
+async def test_read_file_over_ssh_is_capped_and_missing_file_raises(sshd_factory, tmp_path):
+    p = tmp_path / "weird name; $(touch x).bin"
+    p.write_bytes(bytes(range(256)) * 40)
+    host = await _open(sshd_factory())
+    assert await host.read_file(str(p), max_bytes=300) == p.read_bytes()[:300]
+    assert await host.read_file(str(p)) == p.read_bytes()
+    with pytest.raises(FileNotFoundError):
+        await host.read_file(str(tmp_path / "nope"))
+    assert not (Path.home() / "x").exists()
+    await host.aclose()
+
+
+async def test_arguments_reach_the_remote_program_verbatim(sshd_factory, tmp_path):
+    marker = tmp_path / "marker"
+    host = await _open(sshd_factory())
+    res = await host.run(["echo", f"a b; touch {marker}", "$(touch x)", "`id`", "'q'"])
+    assert res.stdout == f"a b; touch {marker} $(touch x) `id` 'q'\n"
+    assert not marker.exists()
+    await host.aclose()
+
+
+async def test_unreachable_host_and_bad_destinations_are_one_line_errors(tmp_path):
+    port = free_port()
+    with pytest.raises(HostUnreachable) as err:
+        await open_host(f"root@127.0.0.1:{port}", settings=Settings())
+    assert f"127.0.0.1:{port}" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(HostConfigError):
+        await open_host("root@@bad host", settings=Settings())
+    with pytest.raises(HostConfigError) as err:
+        await open_host("gpu", ssh_config=str(tmp_path / "missing_config"), settings=Settings())
+    assert "--ssh-config" in str(err.value)
+    assert isinstance(await open_host(None), LocalHost)
+    assert isinstance(await open_host("local"), LocalHost)

@@ -89,11 +89,10 @@ def build(path: Path, n_events: int, n_agents: int) -> int:
             usage[aid] = usage[aid] + u
             msgs = ([Message.user_text("brief: look at the autotune caches")] if turn == 1 else
                     [Message(role="user", content=[ToolResultBlock(tool_use_id=f"c{turn - 1}", content=OUTPUT)])])
+            answer = [TextBlock(text="Looking."), ToolUseBlock(id=f"c{turn}", name="shell", input={"cmd": "nvidia-smi"})]
             emit(ModelCall, agent_id=aid, turn=turn, model="offline", fingerprint=f"fp-{aid}-{turn}",
                  system="You inspect autotune caches." if turn == 1 else "", tools=TOOLS if turn == 1 else [],
-                 messages=msgs, usage=u, latency_s=0.8,
-                 response=ModelResponse(content=[TextBlock(text="Looking."),
-                                                 ToolUseBlock(id=f"c{turn}", name="shell", input={"cmd": "nvidia-smi"})]))
+                 messages=msgs, usage=u, latency_s=0.8, response=ModelResponse(content=answer))
             emit(ToolCall, agent_id=aid, turn=turn, call_id=f"c{turn}", tool="shell", args={"cmd": "nvidia-smi"})
             emit(ToolResult, agent_id=aid, turn=turn, call_id=f"c{turn}", tool="shell",
                  evidence_id=f"ev-{i + 1}.{turn}", content=OUTPUT, host="h200-box", untrusted=True,

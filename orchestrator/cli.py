@@ -12,8 +12,12 @@ from pathlib import Path
 from typing import List, Optional
 
 import anyio
-import click
 import typer
+
+try:  # typer >= 0.2x vendors its own click; older typers use the click package
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_exc
 from rich.console import Console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -255,14 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     bad = _bad_input_types()
     try:
         app(args=_route(argv), prog_name="investigate", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError:
+    except click_exc.NoArgsIsHelpError:
         return 0
-    except click.exceptions.UsageError as exc:
+    except click_exc.UsageError as exc:
         sys.stderr.write(f"investigate: {_one_line(exc.format_message())} (see investigate --help)\n")
         return 2
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         sys.stderr.write("investigate: interrupted\n")
         return 130
     except KeyboardInterrupt:

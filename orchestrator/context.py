@@ -108,8 +108,10 @@ class RunContext:
 
     def run_budget_exceeded(self) -> str | None:
         """Which run-wide budget is spent, if any."""
-        total = self.total_usage()
         s = self.settings
+        if s.run_budget_tokens is None and s.run_budget_usd is None:
+            return None
+        total = self.total_usage()
         if s.run_budget_tokens is not None and total.total_tokens >= s.run_budget_tokens:
             return f"run token budget of {s.run_budget_tokens} spent"
         if s.run_budget_usd is not None and total.cost_usd >= s.run_budget_usd:

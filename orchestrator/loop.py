@@ -64,23 +64,46 @@ def first_leaf(exc: BaseException) -> BaseException:
     return next((e for e in leaves if isinstance(e, RunAbort)), leaves[0])
 
 
+def _strip_ids(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip_ids(v) for k, v in obj.items() if k not in {"id", "tool_use_id"}}
+    if isinstance(obj, list):
+        return [_strip_ids(v) for v in obj]
+    return obj
+
+
+def _canonical(obj: Any) -> str:
+    """Canonical JSON of one request part after redaction, without tool-use ids (they differ between live runs)."""
+    return json.dumps(_strip_ids(redact_obj(obj)), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class Fingerprinter:
+    """Request fingerprints: sha256 over the canonical system, tools and each message, in order.
+
+    The loop keeps one per agent so that each message is canonicalized once, not once per later turn.
+    """
+
+    def __init__(self) -> None:
+        self._head: tuple[str, str] | None = None
+        self._parts: list[str] = []
+
+    def __call__(self, system: str, tools: list[ToolSpec], messages: list[Message], stable: int = 0) -> str:
+        """`stable`: how many leading messages are unchanged since the previous call (their parts are reused)."""
+        if self._head is None or self._head[0] != system:
+            self._head = (system, _canonical([t.model_dump(mode="json") for t in tools]))
+        del self._parts[stable:]
+        for m in messages[len(self._parts):]:
+            self._parts.append(_canonical(m.model_dump(mode="json")))
+        h = hashlib.sha256()
+        for part in (_canonical(system), self._head[1], *self._parts):
+            h.update(part.encode())
+            h.update(b"\n")
+        return "sha256:" + h.hexdigest()
+
+
 def fingerprint(system: str, tools: list[ToolSpec], messages: list[Message]) -> str:
-    """Hash of the canonical request after redaction, without tool-use ids (they differ between live runs)."""
-
-    def strip_ids(obj: Any) -> Any:
-        if isinstance(obj, dict):
-            return {k: strip_ids(v) for k, v in obj.items() if k not in {"id", "tool_use_id"}}
-        if isinstance(obj, list):
-            return [strip_ids(v) for v in obj]
-        return obj
-
-    payload = {
-        "system": system,
-        "tools": [t.model_dump(mode="json") for t in tools],
-        "messages": [m.model_dump(mode="json") for m in messages],
-    }
-    canonical = json.dumps(strip_ids(redact_obj(payload)), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    """Hash of the canonical request (system, tools, messages) after redaction, without ids or timestamps."""
+    return Fingerprinter()(system, tools, messages)
 
 
 def fence(text: str, *, tool: str, host: str | None, evidence_id: str, untrusted: bool) -> str:
@@ -168,6 +191,7 @@ class AgentRunner:
         self.limits = limits_for(defn, run)
         self.model = run.backend.model_for(defn, agent_id, run)
         self.state = _State(messages=[Message.user_text(first_message(run, defn, brief))])
+        self.fingerprinter = Fingerprinter()
 
     @property
     def agent_id(self) -> str:
@@ -255,7 +279,8 @@ class AgentRunner:
             max_tokens=self.run_ctx.settings.max_tokens, temperature=self.run_ctx.settings.temperature,
             tool_choice=self.submit_tool if final else None, final=final,
         )
-        fp = fingerprint(request.system, request.tools, request.messages)
+        # messages already sent are never changed afterwards; only the newest ones need canonicalizing
+        fp = self.fingerprinter(request.system, request.tools, request.messages, stable=max(s.sent - 1, 0))
         started = time.monotonic()
         try:
             response = await self.model.complete(request)
@@ -292,6 +317,7 @@ class AgentRunner:
             info = CallInfo(call_id=use.id, evidence_id=self.ctx.next_evidence_id(), turn=turn,
                             child_ordinal=run.next_ordinal() if use.name == "task" else None)
             infos.append(info)
+            self.state.evidence_ids.append(info.evidence_id)  # in call order, not completion order: stable
             run.recorder.emit(ToolCall(run_id=run.run_id, agent_id=self.agent_id, turn=turn, call_id=use.id,
                                        tool=use.name, args=use.input))
         results: list[ToolResultBlock | None] = [None] * len(uses)
@@ -335,7 +361,6 @@ class AgentRunner:
         ))
         run.evidence.add(Evidence(id=info.evidence_id, agent_id=self.agent_id, tool=use.name, args=use.input,
                                   host=out.host, text=out.text, data=out.data, is_error=out.is_error))
-        self.state.evidence_ids.append(info.evidence_id)
         content = fence(out.text, tool=use.name, host=out.host, evidence_id=info.evidence_id, untrusted=out.untrusted)
         return ToolResultBlock(tool_use_id=use.id, content=content, is_error=out.is_error)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 REDACTED = "[REDACTED]"
@@ -33,8 +34,18 @@ _PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
 ]
 
 
+# Every pattern above needs one of these substrings; most strings have none and skip the substitutions.
+_TRIGGER = re.compile(
+    r"PRIVATE KEY|sk-ant-|AKIA|ASIA|gh[pousr]_|github_pat_|xox[bpase]-|bearer|://|key|token|secret|passw",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=8192)
 def redact(text: str) -> str:
     """Replace every secret shape in text with a marker; idempotent."""
+    if not _TRIGGER.search(text):
+        return text
     for _name, pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
     return text
@@ -45,11 +56,18 @@ def pattern_names() -> list[str]:
 
 
 def redact_obj(obj):
-    """Redact every string inside a JSON-like structure (dicts, lists, strings)."""
+    """Redact every string inside a JSON-like structure; returns the same object when nothing changed."""
     if isinstance(obj, str):
         return redact(obj)
     if isinstance(obj, dict):
-        return {k: redact_obj(v) for k, v in obj.items()}
+        changed = False
+        out = {}
+        for k, v in obj.items():
+            r = redact_obj(v)
+            changed |= r is not v
+            out[k] = r
+        return out if changed else obj
     if isinstance(obj, list):
-        return [redact_obj(v) for v in obj]
+        items = [redact_obj(v) for v in obj]
+        return items if any(a is not b for a, b in zip(items, obj)) else obj
     return obj

@@ -9,17 +9,20 @@ Gantt chart (one bar per agent, built by `timeline.build_timeline`).
 Roofline convention (how GEMM numbers are recognised among `Diagnosis.numbers`; units are case-insensitive):
 
 - compute: a Number whose unit is a FLOP rate (`FLOP/s`, `FLOPS`, with an optional k/M/G/T/P/E prefix, e.g.
-  `TFLOPS`, `TFLOP/s`): `value` is the achieved throughput, `peak` the compute ceiling.
-- bandwidth: a Number whose unit is a byte rate (`B/s`, `GB/s`, `TB/s`, `GiB/s`, ...): `value` is the achieved
-  bandwidth, `peak` the memory ceiling.
+  `TFLOPS`, `TFLOP/s`). With a `peak`, `value` is the achieved throughput and `peak` the compute ceiling.
+- bandwidth: a Number whose unit is a byte rate (`B/s`, `GB/s`, `TB/s`, `GiB/s`, ...). With a `peak`, `value` is the
+  achieved bandwidth and `peak` the memory ceiling.
+- a rate Number without `peak` is itself a ceiling (a spec-sheet figure) when its name says so ("peak", "ceiling",
+  "spec", "theoretical", "max") or its source is the knowledge base (`knowledge…`); otherwise it is achieved.
 - intensity: a Number whose name contains "intensity" and whose unit is FLOP per byte (`FLOP/B`, `FLOP/byte`,
   `FLOPs/byte`): `value` is the operating point; its `peak`, if set, is the ridge point.
 - ridge: a Number whose name contains "ridge" with a FLOP-per-byte unit: the ridge point.
 
 A roof needs two of (compute ceiling, memory ceiling, ridge point); the third follows from ridge = compute / memory.
-Each intensity number is plotted on the roof (its attainable throughput). When there is exactly one intensity
-number, its achieved point is plotted too: the achieved FLOP rate if given, else achieved bandwidth x intensity.
-The first matching Number of each kind wins; the chart is left out when the numbers do not make a roof.
+Ceilings from a `peak` field win over spec-sheet ones (they were paired with a measurement); among equals the first
+listed wins. Other compute ceilings (e.g. one per dtype) are drawn as dashed lines. Each intensity number is plotted
+on the roof (its attainable throughput); when there is exactly one, its achieved point is plotted too: the achieved
+FLOP rate if given, else achieved bandwidth x intensity. The chart is left out when the numbers do not make a roof.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import re
 from html import escape
 from typing import Iterable
 
-from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number, to_markdown  # noqa: F401  (to_markdown: re-export)
+from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number
 from orchestrator.events import DiagnosisSubmitted, RunFinished, RunStarted, ToolResult
 from orchestrator.timeline import Timeline, build_timeline
 
@@ -130,26 +133,43 @@ class Roof:
         self.achieved_flops: float | None = None
         self.achieved_bw: float | None = None
         self.points: list[tuple[str, float]] = []
+        self.other_ceilings: list[tuple[str, float]] = []
+        """Further compute ceilings (FLOP/s), e.g. other dtypes' peaks, drawn dashed."""
+
+
+_SPEC_NAME = re.compile(r"peak|ceiling|spec|theoretical|\bmax", re.I)
+
+
+def _is_spec(n: Number) -> bool:
+    return bool(_SPEC_NAME.search(n.name)) or n.source.strip().lower().startswith("knowledge")
 
 
 def find_roof(numbers: Iterable[Number]) -> Roof | None:
     """Read the roofline out of numbers by the module's convention; None when they do not make a roof."""
     r = Roof()
+    compute: list[tuple[int, str, float]] = []  # (rank: 0 from a peak field, 1 spec-sheet), label, FLOP/s
+    memory: list[tuple[int, float]] = []
     for n in numbers:
         unit, name = n.unit.strip(), n.name.lower()
         if m := _FLOP_RATE.match(unit):
             scale = _PREFIX[m.group(1).lower()]
+            if n.peak:
+                compute.append((0, n.name, n.peak * scale))
+            elif _is_spec(n):
+                compute.append((1, n.name, n.value * scale))
+                continue
             if r.achieved_flops is None and n.value > 0:
                 r.achieved_flops = n.value * scale
-            if r.compute is None and n.peak:
-                r.compute = n.peak * scale
         elif m := _BYTE_RATE.match(unit):
             p = m.group(1).lower()
             scale = (1024.0 ** "_kmgtpe".index(p)) if m.group(2) and p else _PREFIX[p]
+            if n.peak:
+                memory.append((0, n.peak * scale))
+            elif _is_spec(n):
+                memory.append((1, n.value * scale))
+                continue
             if r.achieved_bw is None and n.value > 0:
                 r.achieved_bw = n.value * scale
-            if r.memory is None and n.peak:
-                r.memory = n.peak * scale
         elif _PER_BYTE.match(unit):
             if "ridge" in name and r.ridge is None and n.value > 0:
                 r.ridge = n.value
@@ -157,6 +177,17 @@ def find_roof(numbers: Iterable[Number]) -> Roof | None:
                 r.points.append((n.name, n.value))
                 if n.peak and r.ridge is None:
                     r.ridge = n.peak
+    compute = [c for c in compute if c[2] > 0]
+    memory = [m for m in memory if m[1] > 0]
+    if memory:
+        r.memory = min(memory, key=lambda m: m[0])[1]
+    if compute:
+        best = min(compute, key=lambda c: c[0])
+        if best[0] == 1 and r.ridge and r.memory:
+            # spec sheets list a peak per dtype: the one that matches the stated ridge is the roof in question
+            best = min(compute, key=lambda c: abs(math.log(c[2] / (r.ridge * r.memory))))
+        r.compute = best[2]
+        r.other_ceilings = [(label, v) for _, label, v in compute if v != r.compute]
     known = [x is not None for x in (r.compute, r.memory, r.ridge)]
     if sum(known) < 2:
         return None
@@ -171,7 +202,7 @@ def find_roof(numbers: Iterable[Number]) -> Roof | None:
 def roofline_svg(r: Roof) -> str:
     """A log-log roofline: memory slope up to the ridge, the compute ceiling after, and the operating points."""
     W, H, L, R, T, B = 620, 380, 70, 20, 20, 50
-    xs = [r.ridge] + [x for _, x in r.points]
+    xs = [r.ridge] + [x for _, x in r.points] + [c / r.memory for _, c in r.other_ceilings]
     x0 = 10 ** math.floor(math.log10(min(xs) / 4))
     x1 = 10 ** math.ceil(math.log10(max(xs) * 4))
     achieved = []
@@ -180,7 +211,7 @@ def roofline_svg(r: Roof) -> str:
         y = r.achieved_flops if r.achieved_flops is not None else (r.achieved_bw * x if r.achieved_bw else None)
         if y:
             achieved.append((f"achieved ({name})", x, y))
-    ys = [r.memory * x0, r.compute] + [y for _, _, y in achieved]
+    ys = [r.memory * x0, r.compute] + [y for _, _, y in achieved] + [v for _, v in r.other_ceilings]
     y0 = 10 ** math.floor(math.log10(min(ys)))
     y1 = 10 ** math.ceil(math.log10(max(ys) * 1.5))
 
@@ -209,6 +240,12 @@ def roofline_svg(r: Roof) -> str:
     out.append(f'<text x="{px(r.ridge):.1f}" y="{py(r.compute) - 8:.1f}" text-anchor="middle" class="note">'
                f'ridge {_fmt(r.ridge)} FLOP/B · {_fmt(r.compute / 1e12)} TFLOP/s · '
                f'{_fmt(r.memory / 1e9)} GB/s</text>')
+    for label, c in r.other_ceilings:
+        xr = c / r.memory
+        out.append(f'<polyline class="roof-other" points="{px(x0):.1f},{py(r.memory * x0):.1f} '
+                   f'{px(xr):.1f},{py(c):.1f} {px(x1):.1f},{py(c):.1f}"/>'
+                   f'<text x="{px(x1) - 4:.1f}" y="{py(c) - 4:.1f}" text-anchor="end" class="note">{_e(label)} '
+                   f'{_fmt(c / 1e12)} TFLOP/s</text>')
     for name, x in r.points:
         y = min(r.compute, r.memory * x)
         out.append(f'<circle class="attainable" cx="{px(x):.1f}" cy="{py(y):.1f}" r="5">'
@@ -298,6 +335,8 @@ _CSS = """
 .inv-report .err{color:#c62828}.inv-report .muted{color:#666}
 .inv-report svg text{font:11px system-ui,sans-serif;fill:#333}.inv-report svg .grid{stroke:#e3e3e3}
 .inv-report svg .roof{fill:none;stroke:#1565c0;stroke-width:2.5}
+.inv-report svg.roofline,.inv-report svg.gantt{max-width:100%;height:auto}.inv-report td.barcell{white-space:nowrap}
+.inv-report svg .roof-other{fill:none;stroke:#90a4ae;stroke-width:1.5;stroke-dasharray:5 4}
 .inv-report svg .attainable{fill:#fff;stroke:#1565c0;stroke-width:2}.inv-report svg .achieved{fill:#c62828}
 .inv-report svg .note{font-size:11px;fill:#1b1b1b}
 .inv-report .swatch{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px;vertical-align:middle}
@@ -338,7 +377,7 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
             note = f'<br><span class="muted">{_text(n.note, known)}</span>' if n.note else ""
             peak = f"{_fmt(n.peak)} {_e(n.unit)}" if n.peak else ""
             p.append(f"<tr><td>{_e(n.name)}{note}</td><td class=\"num\">{_fmt(n.value)} {_e(n.unit)}</td>"
-                     f'<td class="num">{peak}</td><td>{bar}{pct}</td><td>{src}</td></tr>')
+                     f'<td class="num">{peak}</td><td class="barcell">{bar}{pct}</td><td>{src}</td></tr>')
         p.append("</table>")
         roof = find_roof(d.numbers)
         if roof is not None:

@@ -63,10 +63,13 @@ class Recorder:
         with self._lock:
             self._seq += 1
             event.seq = self._seq
-            recorded = EVENT_ADAPTER.validate_python(redact_obj(event.model_dump(mode="json")))
+            dumped = event.model_dump(mode="json")
+            clean = redact_obj(dumped)
+            recorded = event if clean is dumped else EVENT_ADAPTER.validate_python(clean)
             self.events.append(recorded)
             if self._fh is not None:
-                self._write(recorded.model_dump(mode="json"))
+                self._fh.write(json.dumps(clean, ensure_ascii=False, separators=(",", ":")) + "\n")
+                self._fh.flush()
         for cb in self._subscribers:
             try:
                 cb(recorded)

@@ -171,9 +171,9 @@ def comm_findings(eid: str, sweep: CommSweep, obs: Observations | None,
         out.append(Finding(
             id="comm-allreduce-measured", category="communication", confidence=0.9, evidence=[eid],
             claim=(f"All-reduce in {small.groups} group(s) of {g} ({sweep.backend}, {small.dtype}): "
-                   f"{small.ms * 1e3:.1f} µs at {small.bytes / 1024:.0f} KiB and {large.ms * 1e3:.1f} µs at "
-                   f"{large.bytes / 1024:.0f} KiB{busbw}" + (" (stopped early at its time budget)." if
-                                                              sweep.stopped_early else ".")),
+                   f"{small.ms * 1e3:.1f} µs at {small.bytes / 1024:.0f} KiB"
+                   + (f" and {large.ms * 1e3:.1f} µs at {large.bytes / 1024:.0f} KiB" if large is not small else "")
+                   + busbw + (" (stopped early at its time budget)." if sweep.stopped_early else ".")),
             data={"group_size": g, "small": small.model_dump(), "large": large.model_dump()}))
     out.extend(_comm_vs_gemm(eid, sweep, obs, gemm))
     return out

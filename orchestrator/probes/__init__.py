@@ -20,7 +20,7 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
     from orchestrator.probes.logscan import scan_logs
     from orchestrator.probes.power import sample_power
     from orchestrator.probes.pyenv import collect_python_env
-    from orchestrator.probes.signatures import SIGNATURES
+    from orchestrator.probes.signatures import log_signatures
 
     gpus = await collect_gpu_inventory(host)
     first = gpus.gpus[0] if gpus.gpus else None
@@ -37,5 +37,5 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
     out.append(await collect_kernel_inventory(host, arch=arch_of(first.compute_cap) if first else None,
                                               python=inputs.python))
     if inputs.logs:
-        out.append(await scan_logs(host, inputs.logs, SIGNATURES))
+        out.append(await scan_logs(host, inputs.logs, log_signatures()))
     return out

@@ -83,6 +83,11 @@ def _parse_json(res: CommandResult) -> dict[str, Any] | None:
     return None
 
 
+def _where(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+
+
 def _failure(res: CommandResult, what: str) -> str:
     if res.timed_out:
         return f"{what} did not finish in {res.duration_s:.0f} s"
@@ -112,7 +117,7 @@ async def run_gemm_probe(
         sweep = GemmSweep.model_validate({**data, "host": host.name, "commands": [cmd]})
     except ValidationError as exc:
         return GemmSweep(host=host.name, available=False, commands=[cmd],
-                         reason=f"gemm_bench printed JSON that does not fit: {exc.errors()[0]['msg']}")
+                         reason=f"gemm_bench printed JSON that does not fit: {_where(exc)}")
     return attach_gemm_arithmetic(sweep, peaks or peaks_for(sweep.gpu_name))
 
 
@@ -137,7 +142,7 @@ async def run_comm_probe(
         sweep = CommSweep.model_validate({**data, "host": host.name, "commands": [cmd]})
     except ValidationError as exc:
         return CommSweep(host=host.name, available=False, commands=[cmd],
-                         reason=f"comm_bench printed JSON that does not fit: {exc.errors()[0]['msg']}")
+                         reason=f"comm_bench printed JSON that does not fit: {_where(exc)}")
     sweep = attach_comm_arithmetic(sweep)
     if sweep.topology_raw:
         sweep = sweep.model_copy(update={"topology": parse_topology(sweep.topology_raw)})

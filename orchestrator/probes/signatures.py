@@ -53,3 +53,15 @@ SIGNATURES: list[Signature] = [
               meaning="symmetric-memory all-reduce is unavailable on this GPU (CC 12.0)",
               source="rtx6kpro#25"),
 ]
+
+
+def log_signatures() -> list[dict[str, str]]:
+    """Signatures for the log scan: the knowledge base's known issues (case-insensitive), else the list above."""
+    try:
+        from orchestrator.knowledge import known_issues
+
+        issues = known_issues()
+    except Exception:  # the knowledge base is optional for probing: fall back to the built-in list
+        issues = ()
+    sigs = [{"id": i.id, "pattern": "(?i)" + p} for i in issues for p in i.patterns]
+    return sigs or [{"id": s.id, "pattern": s.pattern} for s in SIGNATURES]

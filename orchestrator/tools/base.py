@@ -7,6 +7,7 @@ transcripts, evidence ids or limits: `execute` applies the timeout and output ca
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -46,12 +47,18 @@ class Tool:
     """Per-call timeout; None takes the run's default tool timeout."""
 
     def spec(self) -> ToolSpec:
-        schema = self.Input.model_json_schema()
-        schema.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, input_schema=schema)
+        return _spec(type(self))
 
     async def run(self, args: BaseModel, ctx: "AgentContext") -> ToolOutput:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+@functools.lru_cache(maxsize=None)
+def _spec(cls: type[Tool]) -> ToolSpec:
+    # JSON-schema generation costs milliseconds; every agent of every run asks for the same specs
+    schema = cls.Input.model_json_schema()
+    schema.pop("title", None)
+    return ToolSpec(name=cls.name, description=cls.description, input_schema=schema)
 
 
 TRUNCATION_MARKER = "\n[... {omitted} characters omitted by the output cap ...]\n"

@@ -90,6 +90,7 @@ def test_gemm_script_accepts_flags_when_run_as_a_file(tmp_path):
     assert data["kind"] == "gemm_sweep" and data["points"][0]["n"] == 64
 
 
+@pytest.mark.slow
 async def test_comm_probe_gloo_two_processes_gives_right_sums_and_sane_latencies():
     sw = await run_comm_probe(LocalHost(), python=sys.executable, budget_s=30, params={
         "backend": "gloo", "world": 2, "sizes": [4096, 262144], "iters": 5, "repeats": 3, "warmup": 1})

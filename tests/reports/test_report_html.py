@@ -181,3 +181,28 @@ def test_report_of_a_run_without_diagnosis_says_so_and_lists_unfinished_agents()
     assert isinstance(d, Diagnosis) and d.verdict.startswith("No diagnosis was submitted")
     assert {g.what for g in d.gaps} == {"lead", "lead/1-sub1", "lead/2-sub2"}
     assert "No diagnosis was submitted" in report_from_events(events)
+
+
+def test_roof_from_spec_sheet_numbers_picks_the_ceiling_that_matches_the_ridge():
+    # the shapes orchestrator/analysis/rules.py writes: spec peaks without `peak`, intensity with peak = ridge
+    def n(name, value, unit, source, peak=None):
+        return Number(name=name, value=value, unit=unit, peak=peak, source=source)
+
+    numbers = [
+        n("dense FP4 tensor peak", 2000, "TFLOPS", "knowledge: topcpu.net"),
+        n("dense FP8 tensor peak", 1000, "TFLOPS", "knowledge: topcpu.net"),
+        n("memory bandwidth", 1792, "GB/s", "knowledge: topcpu.net"),
+        n("MoE GEMM arithmetic intensity", 28.5, "FLOP/B", "ev-3.1", peak=1116),
+        n("implied expert-weight bandwidth", 640, "GB/s", "ev-3.1", peak=1792),
+        n("throughput (tp8)", 2800, "tok/s", "ev-3.1", peak=9000),
+    ]
+    r = find_roof(numbers)
+    assert r.compute == pytest.approx(2000e12)  # FP4: 2000 TF / 1.792 TB/s = 1116 FLOP/B
+    assert r.memory == pytest.approx(1792e9) and r.achieved_bw == pytest.approx(640e9)
+    assert r.achieved_flops is None  # spec peaks are ceilings, not measurements
+    assert r.other_ceilings == [("dense FP8 tensor peak", pytest.approx(1000e12))]
+    d = sample_diagnosis()
+    d.numbers = numbers
+    out = render_html(d, None)
+    assert out.count('class="roof"') == 1 and out.count('class="roof-other"') == 1
+    assert out.count('class="achieved"') == 1  # 640 GB/s x 28.5 FLOP/B

@@ -109,7 +109,8 @@ for nbytes in cfg["sizes"]:
                     dist.all_reduce(buf, group=pg)
                 trials.append((time.perf_counter() - t) * 1e3 / cfg["iters"])
         last = time.time() - started
-        emit({"group_size": g, "groups": world // g, "bytes": numel * esize, "trials": trials, "correct": correct})
+        emit({"group_size": g, "groups": world // g, "bytes": numel * esize, "dtype": cfg["dtype"], "trials": trials,
+          "correct": correct})
         del x, buf
     else:
         continue
@@ -194,7 +195,7 @@ def merge(lines_by_rank, world):
             continue  # a rank did not finish this point
         n = min(len(d["trials"]) for d in ds)
         worst = [max(d["trials"][i] for d in ds) for i in range(n)]
-        points.append({"group_size": g, "groups": ds[0]["groups"], "bytes": nbytes, "ms": median(worst),
+        points.append({"group_size": g, "groups": ds[0]["groups"], "bytes": nbytes, "dtype": ds[0]["dtype"], "ms": median(worst),
                        "ms_min": min(worst), "repeats": n, "correct": all(d["correct"] for d in ds)})
     return points
 

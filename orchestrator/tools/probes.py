@@ -1,0 +1,289 @@
+"""Probe tools: the typed probes of `orchestrator.probes` as tools on the run's host.
+
+Each returns a compact summary as text and the probe model as `data` (untrusted: it carries host content).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from orchestrator.hosts.base import Host
+from orchestrator.probes.autotune import collect_autotune_caches, expert_shape_from_observations
+from orchestrator.probes.gpu import collect_gpu_inventory
+from orchestrator.probes.kernels import collect_kernel_inventory
+from orchestrator.probes.logscan import scan_logs
+from orchestrator.probes.models import (
+    AutotuneReport, GpuInventory, KernelInventory, LogScan, PowerSampling, ProbeModel, PythonEnv,
+)
+from orchestrator.probes.power import sample_power
+from orchestrator.probes.pyenv import collect_python_env
+from orchestrator.probes.signatures import log_signatures
+from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry
+
+if TYPE_CHECKING:
+    from orchestrator.context import AgentContext
+
+
+def _host(ctx: "AgentContext") -> Host:
+    if ctx.run.host is None:
+        raise ToolFailure("no host is attached to this run: nothing to probe")
+    return ctx.run.host
+
+
+def _output(model: ProbeModel, text: str, host: Host) -> ToolOutput:
+    return ToolOutput(text=text, data=model.model_dump(mode="json"), untrusted=True, host=host.name)
+
+
+def _unavailable(model: ProbeModel) -> str | None:
+    return None if model.available else f"{model.kind} unavailable on {model.host}: {model.reason}"
+
+
+def _num(v: float | None, unit: str) -> str:
+    return "?" if v is None else f"{v:g} {unit}"
+
+
+# --- summaries (pure) ----------------------------------------------------------------------------------------------
+
+
+def summarize_gpus(inv: GpuInventory) -> str:
+    if (u := _unavailable(inv)) is not None:
+        return u
+    lines = [f"{inv.count} GPU(s); driver {inv.driver_version}, CUDA {inv.cuda_version}"]
+    for g in inv.gpus:
+        reasons = f"; throttle: {', '.join(g.clocks_throttle_reasons)}" if g.clocks_throttle_reasons else ""
+        lines.append(
+            f"GPU{g.index}: {g.name} (CC {g.compute_cap or '?'}, {g.architecture or '?'}), "
+            f"{_num(g.memory_used_mib, 'MiB')} of {_num(g.memory_total_mib, 'MiB')}, "
+            f"{_num(g.power_draw_w, 'W')} of {_num(g.power_limit_w, 'W')}, "
+            f"SM {_num(g.sm_clock_mhz, 'MHz')} of {_num(g.sm_clock_max_mhz, 'MHz')}, util {_num(g.utilization_pct, '%')}"
+            f"{reasons}"
+        )
+    if inv.topology:
+        kinds = sorted({link.kind for link in inv.topology.links})
+        lines.append(f"topology: {'NVLink' if inv.topology.nvlink else 'PCIe only'} (links: {', '.join(kinds) or 'none'})")
+    return "\n".join(lines)
+
+
+def summarize_power(p: PowerSampling) -> str:
+    if (u := _unavailable(p)) is not None:
+        return u
+    lines = [f"{len(p.samples)} samples over {p.duration_s:g} s"]
+    for s in p.summary:
+        lines.append(
+            f"GPU{s.gpu}: mean {_num(s.mean_power_w, 'W')} (max {_num(s.max_power_w, 'W')}) of "
+            f"{_num(s.power_limit_w, 'W')}, SM {_num(s.mean_sm_clock_mhz, 'MHz')} of {_num(s.max_sm_clock_mhz, 'MHz')}, "
+            f"util {_num(s.mean_utilization_pct, '%')}"
+        )
+    return "\n".join(lines)
+
+
+def summarize_pyenv(e: PythonEnv) -> str:
+    if (u := _unavailable(e)) is not None:
+        return u
+    pkgs = ", ".join(f"{k} {v}" for k, v in sorted(e.packages.items())) or "none of the inference libraries"
+    lines = [
+        f"interpreter {e.interpreter} ({e.interpreter_source}), Python {e.python_version}"
+        + (f", virtualenv {e.virtualenv}" if e.virtualenv else ""),
+        f"packages: {pkgs}",
+        f"torch CUDA {e.torch_cuda or '?'}; arch list: {', '.join(e.torch_arch_list) or 'unknown'}",
+    ]
+    if e.reason:
+        lines.append(e.reason)
+    return "\n".join(lines)
+
+
+def summarize_autotune(r: AutotuneReport) -> str:
+    if (u := _unavailable(r)) is not None:
+        return u
+    lines = [f"device {r.device_name or '?'}; persisted autotune results: {'yes' if r.persisted_any else 'NONE'}"]
+    if r.env:
+        lines.append("env: " + ", ".join(f"{k}={v}" for k, v in sorted(r.env.items())))
+    for loc in r.locations:
+        state = f"{loc.files} file(s)" if loc.exists else "absent"
+        extra = f" [{loc.env_var}]" if loc.env_var else ""
+        subs = f"; dirs: {', '.join(loc.subdirs[:6])}" if loc.subdirs else ""
+        lines.append(f"{loc.format}: {loc.path}{extra}: {state}{subs}")
+    for f in r.files[:20]:
+        bits = [f"{f.entries} entries"]
+        if f.fallback_entries:
+            bits.append(f"{f.fallback_entries} fallback (tactic -1/Default)")
+        if f.device_name:
+            bits.append(f"device {f.device_name}" + ("" if f.matches_device is not False else " (NOT this GPU)"))
+        if f.expert_shape:
+            bits.append("shape " + ",".join(f"{k}={v}" for k, v in f.expert_shape.items()))
+        if f.metadata_mismatch:
+            bits.append("metadata mismatch: " + "; ".join(f.metadata_mismatch))
+        if f.error:
+            bits.append(f"error: {f.error}")
+        lines.append(f"  {f.format} {f.path}: " + ", ".join(bits))
+    if r.tuned_config_for_device is not None:
+        shape = f" and expert shape {r.expert_shape}" if r.expert_shape else ""
+        lines.append(f"fused-MoE tuned config for this device{shape}: {'yes' if r.tuned_config_for_device else 'NO'}")
+    if r.reason:
+        lines.append(r.reason)
+    return "\n".join(lines)
+
+
+def summarize_kernels(k: KernelInventory) -> str:
+    if (u := _unavailable(k)) is not None:
+        return u
+    lines = [f"arch {k.arch or '?'}; cuobjdump {'present' if k.cuobjdump else 'absent'}"]
+    for lib in k.libraries:
+        bits = []
+        if lib.tile_candidates:
+            bits.append("tiles " + ", ".join(lib.tile_candidates))
+        if lib.backends_for_arch:
+            bits.append("backends " + ", ".join(lib.backends_for_arch))
+        if lib.compiled_archs:
+            bits.append("compiled " + ", ".join(lib.compiled_archs))
+        if lib.jit_arch_dirs:
+            bits.append("JIT cache " + ", ".join(lib.jit_arch_dirs))
+        lines.append(f"{lib.name}: " + ("; ".join(bits) or "nothing specific to this arch") +
+                     (f" ({'; '.join(lib.notes[:3])})" if lib.notes else ""))
+    if k.reason:
+        lines.append(k.reason)
+    return "\n".join(lines)
+
+
+def summarize_logs(s: LogScan) -> str:
+    if (u := _unavailable(s)) is not None:
+        return u
+    lines = [f"{len(s.files)} file(s), {s.lines_scanned} lines, {len(s.matches)} match(es)"]
+    if s.missing:
+        lines.append("missing: " + ", ".join(s.missing))
+    for m in s.matches[:30]:
+        lines.append(f"{m.path}:{m.line_no} [{m.signature_id}] {m.line[:200]}")
+    return "\n".join(lines)
+
+
+# --- tools ---------------------------------------------------------------------------------------------------------
+
+
+class GpuInventoryInput(BaseModel):
+    pass
+
+
+class GpuInventoryTool(Tool):
+    name = "gpu_inventory"
+    description = (
+        "GPUs on the investigated host from nvidia-smi: count, names, compute capability, driver/CUDA, memory, power "
+        "draw vs limit, SM clocks vs max, utilization, throttle reasons, and topology (NVLink vs PCIe)."
+    )
+    Input = GpuInventoryInput
+
+    async def run(self, args: GpuInventoryInput, ctx: "AgentContext") -> ToolOutput:
+        host = _host(ctx)
+        inv = await collect_gpu_inventory(host)
+        return _output(inv, summarize_gpus(inv), host)
+
+
+class PowerSampleInput(BaseModel):
+    duration_s: float | None = Field(default=None, gt=0, le=30, description="How long to watch (default: settings).")
+    interval_s: float = Field(default=0.5, gt=0.05, le=5, description="Seconds between samples.")
+
+
+class PowerSampleTool(Tool):
+    name = "power_sample"
+    description = "Sample power draw, SM clock and utilization of every GPU for a few seconds (read-only, no load)."
+    Input = PowerSampleInput
+
+    async def run(self, args: PowerSampleInput, ctx: "AgentContext") -> ToolOutput:
+        host = _host(ctx)
+        duration = args.duration_s or ctx.run.settings.power_sample_s
+        p = await sample_power(host, duration_s=duration, interval_s=args.interval_s)
+        return _output(p, summarize_power(p), host)
+
+
+class PythonEnvInput(BaseModel):
+    python: str | None = Field(default=None, description="Interpreter path (default: --python, else a running server's).")
+
+
+class PythonEnvTool(Tool):
+    name = "python_env"
+    description = (
+        "Versions of torch (CUDA, arch list), triton, flashinfer, vllm, sglang, tensorrt_llm, CUTLASS and deep_gemm "
+        "under the serving interpreter, and which interpreter was used."
+    )
+    Input = PythonEnvInput
+
+    async def run(self, args: PythonEnvInput, ctx: "AgentContext") -> ToolOutput:
+        host = _host(ctx)
+        env = await collect_python_env(host, args.python or ctx.run.inputs.python)
+        return _output(env, summarize_pyenv(env), host)
+
+
+class AutotuneCachesInput(BaseModel):
+    python: str | None = Field(default=None, description="Interpreter path (default: --python, else a running server's).")
+    device_name: str | None = Field(default=None, description="GPU name to match configs against (default: nvidia-smi).")
+    extra_paths: list[str] = Field(default_factory=list, description="More cache files or directories to inspect.")
+
+
+class AutotuneCachesTool(Tool):
+    name = "autotune_caches"
+    description = (
+        "Inventory every autotune cache and tuned config (FlashInfer, TensorRT-LLM, vLLM/SGLang fused-MoE, vLLM's "
+        "FlashInfer cache, Triton, Inductor, TunableOp): what exists, ops/shapes/tactics, fallback tactic -1, "
+        "metadata mismatches, and whether a tuned config exists for this exact GPU and expert shape."
+    )
+    Input = AutotuneCachesInput
+
+    async def run(self, args: AutotuneCachesInput, ctx: "AgentContext") -> ToolOutput:
+        host = _host(ctx)
+        shape = _expert_shape(ctx)
+        r = await collect_autotune_caches(host, args.python or ctx.run.inputs.python, device_name=args.device_name,
+                                          expert_shape=shape, extra_paths=args.extra_paths)
+        return _output(r, summarize_autotune(r), host)
+
+
+def _expert_shape(ctx: "AgentContext") -> dict[str, Any] | None:
+    try:
+        return expert_shape_from_observations(ctx.run.inputs.parsed_observations())
+    except Exception:  # observations are validated at the CLI; a bad one must not break the probe
+        return None
+
+
+class KernelInventoryInput(BaseModel):
+    arch: str | None = Field(default=None, description="sm_XX to look for (default: GPU 0's compute capability).")
+    python: str | None = Field(default=None, description="Interpreter path.")
+
+
+class KernelInventoryTool(Tool):
+    name = "kernel_inventory"
+    description = (
+        "What installed libraries carry for this GPU architecture: per-arch tile candidates in sources, backends "
+        "declared for the compute capability, FlashInfer JIT-cache arch dirs, archs compiled into .so (cuobjdump)."
+    )
+    Input = KernelInventoryInput
+    timeout_s = 240.0
+
+    async def run(self, args: KernelInventoryInput, ctx: "AgentContext") -> ToolOutput:
+        host = _host(ctx)
+        k = await collect_kernel_inventory(host, arch=args.arch, python=args.python or ctx.run.inputs.python)
+        return _output(k, summarize_kernels(k), host)
+
+
+class LogScanInput(BaseModel):
+    paths: list[str] = Field(default_factory=list, description="Log files on the host (default: the run's --log paths).")
+
+
+class LogScanTool(Tool):
+    name = "log_scan"
+    description = "Match server log files on the host against known-issue signatures; returns matching lines with numbers."
+    Input = LogScanInput
+
+    async def run(self, args: LogScanInput, ctx: "AgentContext") -> ToolOutput:
+        host = _host(ctx)
+        paths = args.paths or list(ctx.run.inputs.logs)
+        if not paths:
+            raise ToolFailure("no log files to scan: pass paths, or run with --log PATH")
+        s = await scan_logs(host, paths, log_signatures())
+        return _output(s, summarize_logs(s), host)
+
+
+def register(registry: ToolRegistry) -> None:
+    """Add the probe tools."""
+    for tool in (GpuInventoryTool(), PowerSampleTool(), PythonEnvTool(), AutotuneCachesTool(), KernelInventoryTool(),
+                 LogScanTool()):
+        registry.add(tool)

@@ -1,0 +1,80 @@
+"""The CLI contract for bad input: one clear line on stderr, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def investigate(*args, cwd=None, env=None):
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    full_env.pop("ANTHROPIC_API_KEY", None)
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, env=full_env, timeout=60)
+
+
+def assert_one_line_exit_2(proc, *needles):
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    assert proc.stdout == ""
+
+
+def test_unknown_option_is_one_line_exit_2():
+    assert_one_line_exit_2(investigate("why slow", "--frobnicate"), "No such option", "--frobnicate")
+
+
+def test_missing_observations_file_is_one_line_exit_2(tmp_path):
+    proc = investigate("why slow", "--observations", str(tmp_path / "nope.yaml"), "--offline")
+    assert_one_line_exit_2(proc, "observations file", "nope.yaml", "not found")
+
+
+def test_malformed_observations_yaml_names_the_line(tmp_path):
+    bad = tmp_path / "obs.yaml"
+    bad.write_text("model: {name: x\nruns: [\n")
+    assert_one_line_exit_2(investigate("why slow", "--observations", str(bad), "--offline"), "not valid YAML", "line")
+
+
+def test_unknown_observations_key_is_named(tmp_path):
+    bad = tmp_path / "obs.yaml"
+    bad.write_text("runs:\n  - {tp: 8, tok_per_sec: 100}\n")
+    assert_one_line_exit_2(investigate("why slow", "--observations", str(bad), "--offline"),
+                           "unknown key", "runs.0.tok_per_sec")
+
+
+@pytest.mark.parametrize("command", ["replay", "show", "resume"])
+def test_missing_transcript_is_one_line_exit_2(tmp_path, command):
+    assert_one_line_exit_2(investigate(command, str(tmp_path / "gone.jsonl")), "gone.jsonl", "not found")
+
+
+def test_report_of_missing_transcript_is_one_line_exit_2(tmp_path):
+    proc = investigate("report", str(tmp_path / "gone.jsonl"), "-o", str(tmp_path / "r.html"))
+    assert_one_line_exit_2(proc, "gone.jsonl", "not found")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_malformed_transcript_names_the_line(tmp_path):
+    bad = tmp_path / "t.jsonl"
+    bad.write_text('{"type":"header","schema_version":2,"tool_version":"0","run_id":"x"}\n{"type": oops}\n')
+    assert_one_line_exit_2(investigate("show", str(bad)), "line 2 is not valid JSON")
+
+
+def test_model_and_offline_together_is_bad_usage():
+    assert_one_line_exit_2(investigate("why slow", "--model", "opus", "--offline"), "--model", "--offline")
+
+
+def test_model_without_api_key_is_bad_input():
+    assert_one_line_exit_2(investigate("why slow", "--model", "opus", "--no-progress"), "needs an API key")
+
+
+def test_bad_agent_definition_names_the_file(tmp_path):
+    d = tmp_path / "agents"
+    d.mkdir()
+    (d / "broken.md").write_text("---\nname: broken\n---\nbody\n")
+    assert_one_line_exit_2(investigate("why slow", "--agents", str(d), "--offline"), "broken.md", "description")

@@ -1,0 +1,43 @@
+"""The measurement tools refuse without --measure and run the real probe with it."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from orchestrator.context import AgentContext, RunContext, RunInputs
+from orchestrator.hosts.local import LocalHost
+from orchestrator.settings import Settings
+from orchestrator.tools.base import ToolRegistry, execute
+from orchestrator.tools.measure import register
+
+
+def _ctx(measure: bool) -> AgentContext:
+    registry = ToolRegistry()
+    register(registry)
+    run = RunContext(run_id="r", inputs=RunInputs(question="q", measure=measure, python=sys.executable),
+                     settings=Settings(gemm_budget_s=10, comm_budget_s=10), recorder=None, registry=registry,
+                     agents={}, backend=None, host=LocalHost())
+    return AgentContext(run=run, agent_id="a", defn=None, ordinal=1, tool_names=registry.names())
+
+
+@pytest.mark.parametrize("name", ["gemm_benchmark", "comm_benchmark"])
+async def test_measurement_tools_refuse_without_measure(name):
+    ctx = _ctx(measure=False)
+    res = await execute(ctx.run.registry.get(name), name, {}, ctx)
+    assert res.output.is_error and "--measure" in res.output.text
+
+
+async def test_gemm_tool_with_measure_records_the_typed_sweep():
+    ctx = _ctx(measure=True)
+    res = await execute(ctx.run.registry.get("gemm_benchmark"), "gemm_benchmark", {"n": 64, "k": 32}, ctx)
+    assert not res.output.is_error
+    assert res.output.data["kind"] == "gemm_sweep" and res.output.data["available"] is False
+    assert "skipped: no CUDA GPU" in res.output.text and res.output.host == "local"
+
+
+def test_register_adds_both_tools():
+    reg = ToolRegistry()
+    register(reg)
+    assert reg.names() == ["comm_benchmark", "gemm_benchmark"]

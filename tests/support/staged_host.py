@@ -1,0 +1,444 @@
+"""A staged GPU host in a temp dir: fake `nvidia-smi` built from real captures, a HOME with caches in real formats,
+a site-packages with dist-info metadata, and the environment to run probes under.
+
+Formats come from tests/probes/data (real H200 captures; see the READMEs there). The fake nvidia-smi is a Python
+script that answers `-q -x`, `--query-gpu=... --format=csv[,noheader][,nounits]`, `topo -m` and `-L` from a JSON
+spec written beside it. `StagedHost.wrap(host)` runs every command under the staged environment (`env K=V ... argv`),
+which works the same for a local host and over SSH.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from orchestrator.hosts.base import CommandResult
+
+DATA = Path(__file__).resolve().parent.parent / "probes" / "data"
+H200 = DATA / "h200"
+CAPTURE = DATA / "h200_capture"
+CACHES = DATA / "caches"
+
+RTX_PRO_6000 = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
+FLASHINFER_VERSION = "0.5.3"
+
+# Header names nvidia-smi prints back for the query fields (from the real H200 captures).
+HEADERS = {
+    "memory.total": "memory.total [MiB]", "memory.used": "memory.used [MiB]", "power.draw": "power.draw [W]",
+    "power.limit": "power.limit [W]", "clocks.sm": "clocks.current.sm [MHz]", "clocks.max.sm": "clocks.max.sm [MHz]",
+    "utilization.gpu": "utilization.gpu [%]",
+}
+
+LEGEND = """
+Legend:
+
+  X    = Self
+  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
+  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
+  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
+  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
+  PIX  = Connection traversing at most a single PCIe bridge
+  NV#  = Connection traversing a bonded set of # NVLinks
+"""
+
+FAKE_NVIDIA_SMI = r'''#!{python}
+"""Fake nvidia-smi for tests: answers from spec.json beside it (formats copied from real captures)."""
+import json, os, sys
+spec = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvidia-smi.json")))
+args = sys.argv[1:]
+if spec.get("no_devices"):
+    print("No devices were found")
+    sys.exit(6)
+if args[:2] == ["-q", "-x"]:
+    sys.stdout.write(open(spec["xml"]).read())
+elif args[:2] == ["topo", "-m"]:
+    sys.stdout.write(spec["topo"])
+elif args[:1] == ["-L"]:
+    for i, g in enumerate(spec["gpus"]):
+        print("GPU %d: %s (UUID: GPU-00000000-0000-0000-0000-00000000000%d)" % (i, g["name"], i))
+elif args and args[0].startswith("--query-gpu="):
+    fields = args[0].split("=", 1)[1].split(",")
+    fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv").split(",")
+    if "noheader" not in fmt:
+        print(", ".join(spec["headers"].get(f, f) for f in fields))
+    for g in spec["gpus"]:
+        vals = [str(g.get(f, "[N/A]")) for f in fields]
+        if "nounits" in fmt:
+            vals = [v.split(" ")[0] for v in vals]
+        print(", ".join(vals))
+else:
+    sys.stderr.write("fake nvidia-smi: unsupported arguments %r\n" % (args,))
+    sys.exit(2)
+'''
+
+
+@dataclass
+class GpuSpec:
+    """One variant: what the fake nvidia-smi reports."""
+
+    name: str
+    count: int
+    compute_cap: str
+    architecture: str
+    power_w: float
+    power_limit_w: float
+    util_pct: float
+    sm_clock: float
+    sm_clock_max: float
+    memory_mib: float
+    nvlink: bool = False
+
+
+VARIANTS: dict[str, GpuSpec | str | None] = {
+    "h200": "capture-1",
+    "h200x2": "capture-2",
+    "rtx-pro-6000x8": GpuSpec(RTX_PRO_6000, 8, "12.0", "Blackwell", 330.0, 600.0, 98, 2280, 2617, 97887),
+    "rtx-5090": GpuSpec("NVIDIA GeForce RTX 5090", 1, "12.0", "Blackwell", 410.0, 575.0, 95, 2400, 3090, 32607),
+    "b200x8": GpuSpec("NVIDIA B200", 8, "10.0", "Blackwell", 850.0, 1000.0, 90, 1965, 1965, 183359, nvlink=True),
+    "a100x4": GpuSpec("NVIDIA A100-SXM4-80GB", 4, "8.0", "Ampere", 250.0, 400.0, 80, 1410, 1410, 81920, nvlink=True),
+    "no-nvidia-smi": None,
+    "no-devices": "no-devices",
+}
+
+
+@dataclass
+class StagedHost:
+    root: Path
+    home: Path
+    bin: Path
+    site: Path
+    env: dict[str, str]
+    variant: str
+    python: str = sys.executable
+    gpus: list[dict[str, str]] = field(default_factory=list)
+
+    def wrap(self, host) -> "EnvHost":
+        """The given host with every command run under this staged environment."""
+        return EnvHost(host, self.env)
+
+
+class EnvHost:
+    """Runs argv as `env K=V ... argv` on the wrapped host; reads and finds pass through."""
+
+    def __init__(self, inner, env: dict[str, str]):
+        self.inner = inner
+        self.env = env
+        self.name = inner.name
+
+    async def run(self, argv, *, stdin=None, timeout_s=60.0, max_output=1_000_000) -> CommandResult:
+        prefix = ["env"] + [f"{k}={v}" for k, v in sorted(self.env.items())]
+        res = await self.inner.run(prefix + list(argv), stdin=stdin, timeout_s=timeout_s, max_output=max_output)
+        res.argv = list(argv)
+        return res
+
+    async def read_file(self, path, *, max_bytes=1_000_000):
+        return await self.inner.read_file(path, max_bytes=max_bytes)
+
+    async def find(self, root, pattern="*", *, max_results=10_000):
+        return await self.inner.find(root, pattern, max_results=max_results)
+
+    async def aclose(self):
+        await self.inner.aclose()
+
+
+def _capture_gpus(csv_path: Path) -> list[dict[str, str]]:
+    lines = [ln for ln in csv_path.read_text().splitlines() if ln.strip()]
+    header = [h.strip() for h in lines[0].split(",")]
+    inverse = {v: k for k, v in HEADERS.items()}
+    keys = [inverse.get(h, h) for h in header]
+    return [dict(zip(keys, (c.strip() for c in ln.split(",")))) for ln in lines[1:]]
+
+
+def _topo(count: int, nvlink: bool, numa_split: bool = True) -> str:
+    cols = [f"GPU{i}" for i in range(count)]
+    out = ["\t" + "\t".join(cols + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])]
+    half = max(count // 2, 1)
+    for a in range(count):
+        cells = []
+        for b in range(count):
+            if a == b:
+                cells.append(" X ")
+            elif nvlink:
+                cells.append("NV18")
+            else:
+                cells.append("NODE" if (a < half) == (b < half) or not numa_split else "SYS")
+        node = 0 if a < half or not numa_split else 1
+        cpus = "0-47,96-143" if node == 0 else "48-95,144-191"
+        out.append(f"GPU{a}\t" + "\t".join(cells) + f"\t{cpus}\t{node}\t\tN/A")
+    return "\n".join(out) + "\n" + LEGEND
+
+
+def _synth_xml(spec: GpuSpec, dest: Path) -> None:
+    # Start from the real H200 XML so every element nvidia-smi prints is present, then change what differs.
+    tree = ET.parse(_strip_doctype(H200 / "nvidia-smi-q.xml", dest.parent / "base.xml"))
+    root = tree.getroot()
+    template = root.find("gpu")
+    root.remove(template)
+    root.find("attached_gpus").text = str(spec.count)
+    for i in range(spec.count):
+        gpu = copy.deepcopy(template)
+        bus = f"00000000:{0x17 + i * 0x10:02X}:00.0"
+        gpu.set("id", bus)
+        values = {
+            "product_name": spec.name, "product_architecture": spec.architecture, "minor_number": str(i),
+            "pci/pci_bus_id": bus, "fb_memory_usage/total": f"{spec.memory_mib:.0f} MiB",
+            "fb_memory_usage/used": f"{spec.memory_mib * 0.9:.0f} MiB",
+            "gpu_power_readings/instant_power_draw": f"{spec.power_w:.2f} W",
+            "gpu_power_readings/average_power_draw": f"{spec.power_w:.2f} W",
+            "gpu_power_readings/current_power_limit": f"{spec.power_limit_w:.2f} W",
+            "clocks/sm_clock": f"{spec.sm_clock:.0f} MHz", "clocks/graphics_clock": f"{spec.sm_clock:.0f} MHz",
+            "max_clocks/sm_clock": f"{spec.sm_clock_max:.0f} MHz", "utilization/gpu_util": f"{spec.util_pct:.0f} %",
+            "clocks_event_reasons/clocks_event_reason_gpu_idle": "Not Active",
+        }
+        for path, text in values.items():
+            el = gpu.find(path)
+            if el is not None:
+                el.text = text
+        root.append(gpu)
+    tree.write(dest, encoding="unicode", xml_declaration=True)
+
+
+def _strip_doctype(src: Path, dest: Path) -> Path:
+    text = src.read_text()
+    lines = [ln for ln in text.splitlines() if not ln.startswith("<!DOCTYPE")]
+    dest.write_text("\n".join(lines))
+    return dest
+
+
+def _gpu_rows(spec: GpuSpec) -> list[dict[str, str]]:
+    return [
+        {
+            "index": str(i), "name": spec.name, "pci.bus_id": f"00000000:{0x17 + i * 0x10:02X}:00.0",
+            "driver_version": "580.95.05", "compute_cap": spec.compute_cap,
+            "memory.total": f"{spec.memory_mib:.0f} MiB", "memory.used": f"{spec.memory_mib * 0.9:.0f} MiB",
+            "power.draw": f"{spec.power_w:.2f} W", "power.limit": f"{spec.power_limit_w:.2f} W",
+            "clocks.sm": f"{spec.sm_clock:.0f} MHz", "clocks.max.sm": f"{spec.sm_clock_max:.0f} MHz",
+            "utilization.gpu": f"{spec.util_pct:.0f} %", "temperature.gpu": "71",
+        }
+        for i in range(spec.count)
+    ]
+
+
+def _stage_nvidia_smi(variant: str, bindir: Path, datadir: Path) -> list[dict[str, str]]:
+    spec = VARIANTS[variant]
+    if spec is None:
+        return []
+    smi = {"headers": HEADERS, "gpus": [], "topo": "", "xml": ""}
+    if spec == "no-devices":
+        smi["no_devices"] = True
+    elif spec == "capture-1":
+        smi["xml"] = str(H200 / "nvidia-smi-q.xml")
+        rows = _capture_gpus(H200 / "nvidia-smi-query.csv")
+        for r in rows:
+            r.setdefault("memory.used", "0 MiB")
+        smi["gpus"] = rows
+        smi["topo"] = "\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \t0-31\t0\t\tN/A\n" + LEGEND
+    elif spec == "capture-2":
+        smi["xml"] = str(CAPTURE / "nvidia-smi-q.xml")
+        smi["gpus"] = _capture_gpus(CAPTURE / "nvidia-smi-query-probe.csv")
+        smi["topo"] = (CAPTURE / "nvidia-smi-topo.txt").read_text()
+    else:
+        xml = datadir / "nvidia-smi-q.xml"
+        _synth_xml(spec, xml)
+        smi["xml"] = str(xml)
+        smi["gpus"] = _gpu_rows(spec)
+        smi["topo"] = _topo(spec.count, spec.nvlink)
+    (bindir / "nvidia-smi.json").write_text(json.dumps(smi))
+    exe = bindir / "nvidia-smi"
+    exe.write_text(FAKE_NVIDIA_SMI.replace("{python}", sys.executable))
+    exe.chmod(0o755)
+    return smi["gpus"]
+
+
+def _dist(site: Path, name: str, version: str) -> None:
+    d = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    d.mkdir(parents=True, exist_ok=True)
+    # Metadata-Version 2.1 header lines as pip writes them (see tests/probes/data/h200_capture/meta/*.METADATA).
+    (d / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: staged for tests\n"
+        "Requires-Python: >=3.9\n\nlong description\n"
+    )
+
+
+SM120_HEURISTIC = """// Shaped after flashinfer csrc/nv_internal/tensorrt_llm/kernels/cutlass_kernels/cutlass_heuristic.cpp
+std::vector<CutlassGemmConfig> get_candidate_configs_sm120(CutlassGemmConfig::CandidateConfigTypeParam const config)
+{
+    if (config & CutlassGemmConfig::GROUPED_GEMM)
+    {
+        return {CutlassGemmConfig{CutlassTileConfigSM120::CtaShape128x128x128B, MainloopScheduleType::AUTO,
+                    EpilogueScheduleType::AUTO, ClusterShape::ClusterShape_1x1x1}};
+    }
+    return {CutlassGemmConfig{CutlassTileConfigSM120::CtaShape128x128x128B, MainloopScheduleType::AUTO,
+                EpilogueScheduleType::AUTO, ClusterShape::ClusterShape_1x1x1},
+        CutlassGemmConfig{CutlassTileConfigSM120::CtaShape128x128x256B, MainloopScheduleType::AUTO,
+            EpilogueScheduleType::AUTO, ClusterShape::ClusterShape_1x1x1},
+        CutlassGemmConfig{CutlassTileConfigSM120::CtaShape256x128x128B, MainloopScheduleType::AUTO,
+            EpilogueScheduleType::AUTO, ClusterShape::ClusterShape_1x1x1}};
+}
+
+std::vector<CutlassGemmConfig> get_candidate_configs_sm100(CutlassGemmConfig::CandidateConfigTypeParam const config)
+{
+    return {CutlassGemmConfig{CutlassTileConfigSM100::CtaShape64x64x128B, MainloopScheduleType::AUTO,
+        EpilogueScheduleType::AUTO, ClusterShape::ClusterShape_1x1x1}};
+}
+"""
+
+GEMM_PY = '''"""Shaped after flashinfer/gemm/gemm_base.py backend capability decorators."""
+
+
+@supported_compute_capability([100, 103, 110, 120, 121])
+def _cutlass_gemm_fp4_requirement(a, b):
+    return True
+
+
+@supported_compute_capability([100, 103])
+def _trtllm_gemm_fp4_requirement(a, b):
+    return True
+'''
+
+TORCH_INIT = '''"""Staged torch: only what the pyenv probe asks (version and CUDA arch list), read from version.py."""
+from .version import __version__, cuda as _cuda
+
+
+class _Version:
+    cuda = _cuda
+
+
+class cuda:
+    @staticmethod
+    def get_arch_list():
+        return ["sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+
+    @staticmethod
+    def is_available():
+        return False
+
+
+version = _Version
+'''
+
+DEFAULT_PACKAGES = {"torch": "2.9.0+cu128", "triton": "3.5.0", "flashinfer-python": FLASHINFER_VERSION,
+                    "vllm": "0.11.2"}
+
+
+def _stage_site(site: Path, packages: dict[str, str]) -> None:
+    for name, version in packages.items():
+        _dist(site, name, version)
+    if "torch" in packages:
+        (site / "torch").mkdir(parents=True, exist_ok=True)
+        cuda = packages["torch"].split("+cu")[-1] if "+cu" in packages["torch"] else None
+        cuda_s = f"'{cuda[:-1]}.{cuda[-1]}'" if cuda else "None"
+        # torch/version.py as torch 2.11 writes it (tests/probes/data/h200_capture/meta/torch_version.py).
+        (site / "torch" / "version.py").write_text(
+            f"from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'xpu']\n"
+            f"__version__ = '{packages['torch']}'\ndebug = False\ncuda: Optional[str] = {cuda_s}\n"
+            f"git_version = '0000000000000000000000000000000000000000'\nhip: Optional[str] = None\n"
+            f"xpu: Optional[str] = None\n"
+        )
+        (site / "torch" / "__init__.py").write_text(TORCH_INIT)
+    if "flashinfer-python" in packages:
+        fi = site / "flashinfer"
+        heur = fi / "data" / "csrc" / "nv_internal" / "tensorrt_llm" / "kernels" / "cutlass_kernels"
+        heur.mkdir(parents=True, exist_ok=True)
+        (heur / "cutlass_heuristic.cpp").write_text(SM120_HEURISTIC)
+        (fi / "__init__.py").write_text("")
+        (fi / "gemm").mkdir(exist_ok=True)
+        (fi / "gemm" / "gemm_base.py").write_text(GEMM_PY)
+    if "vllm" in packages:
+        cfg = site / "vllm" / "model_executor" / "layers" / "fused_moe" / "configs"
+        cfg.mkdir(parents=True, exist_ok=True)
+        body = (CACHES / "E=256,N=256,device_name=NVIDIA_RTX_PRO_6000_Blackwell_Workstation_Edition,dtype=fp8_w8a8,"
+                "block_shape=[128,128].json").read_text()
+        # Names as shipped by vLLM (other devices and other shapes than the seed case's E=256, N=256).
+        for name in ("E=128,N=384,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json",
+                     "E=256,N=256,device_name=NVIDIA_B200,dtype=fp8_w8a8,block_shape=[128,128].json",
+                     "E=128,N=768,device_name=NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition.json",
+                     "E=128,N=384,device_name=NVIDIA_RTX_PRO_6000_Blackwell_Workstation_Edition,dtype=fp8_w8a8.json"):
+            (cfg / name).write_text(body)
+
+
+ALL_CACHES = ("flashinfer_jit", "flashinfer_autotune", "trtllm", "vllm_tuned", "vllm_flashinfer", "triton",
+              "inductor", "tunableop")
+
+
+def _stage_caches(root: Path, home: Path, env: dict[str, str], caches: Iterable[str]) -> None:
+    caches = set(caches)
+    if "flashinfer_jit" in caches:
+        ops = home / ".cache" / "flashinfer" / FLASHINFER_VERSION / "120a" / "cached_ops"
+        for mod in ("fp4_gemm_cutlass_sm120", "norm", "sampling"):
+            (ops / mod).mkdir(parents=True, exist_ok=True)
+            (ops / mod / f"{mod}.so").write_bytes(b"\x7fELF staged")
+    if "flashinfer_autotune" in caches:
+        # flashinfer.autotune(cache=...) writes where the user says; under the JIT cache root is one such place.
+        d = home / ".cache" / "flashinfer"
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CACHES / "flashinfer_autotune.json", d / "autotune_fp4.json")
+    if "trtllm" in caches:
+        p = root / "trtllm" / "autotuner_cache.json"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CACHES / "trtllm_autotuner.json", p)
+        env["TLLM_AUTOTUNER_CACHE_PATH"] = str(p)
+    if "vllm_tuned" in caches:
+        d = root / "tuned_moe"
+        d.mkdir(parents=True, exist_ok=True)
+        for f in CACHES.glob("E=*.json"):
+            shutil.copy(f, d / f.name)
+        env["VLLM_TUNED_CONFIG_FOLDER"] = str(d)
+    if "vllm_flashinfer" in caches:
+        d = home / ".cache" / "vllm" / "flashinfer_autotune_cache" / FLASHINFER_VERSION / "120a" / ("0" * 64)
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CACHES / "flashinfer_autotune.json", d / "autotune_configs.json")
+    if "triton" in caches:
+        d = home / ".triton" / "cache" / "WP7THHW7AO4YBRMSLPS2KHMME5TLV6MDZZUW2P6D6PTUSKVQU2BQ"
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(H200 / "add.autotune.json", d / "add.autotune.json")
+    if "inductor" in caches:
+        src = next((CAPTURE / "files" / "inductor").rglob("*.best_config"))
+        d = Path(env["TORCHINDUCTOR_CACHE_DIR"]) / src.parent.name
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, d / src.name)
+    if "tunableop" in caches:
+        d = root / "tunableop"
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CAPTURE / "files" / "tunableop" / "tunableop_results0.csv", d / "tunableop_results0.csv")
+        env["PYTORCH_TUNABLEOP_FILENAME"] = str(d / "tunableop_results%d.csv")
+
+
+def stage_host(
+    tmp_path: Path,
+    variant: str = "rtx-pro-6000x8",
+    caches: Iterable[str] = ("flashinfer_jit",),
+    packages: dict[str, str] | None = None,
+) -> StagedHost:
+    """Build a staged GPU host under tmp_path. The default is the seed case: 8 x RTX PRO 6000 Blackwell Workstation
+    Edition at 330 W of 600 W and 98 % utilization, FlashInfer installed with only a JIT cache and no persisted
+    autotune results."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
+    root = Path(tmp_path) / "staged"
+    home, bindir, site, datadir = root / "home", root / "bin", root / "site-packages", root / "data"
+    for d in (home, bindir, site, datadir):
+        d.mkdir(parents=True, exist_ok=True)
+    gpus = _stage_nvidia_smi(variant, bindir, datadir)
+    py = bindir / "python3"
+    py.symlink_to(sys.executable)
+    path = [str(bindir)] + [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and not
+                            (Path(p) / "nvidia-smi").exists()]
+    env = {
+        "PATH": os.pathsep.join(path),
+        "HOME": str(home),
+        "PYTHONPATH": str(site),
+        "PYTHONNOUSERSITE": "1",
+        # Inductor's default is /tmp/torchinductor_<user>, shared by the whole machine: keep tests hermetic.
+        "TORCHINDUCTOR_CACHE_DIR": str(root / "torchinductor"),
+    }
+    _stage_site(site, DEFAULT_PACKAGES if packages is None else packages)
+    _stage_caches(root, home, env, caches)
+    return StagedHost(root=root, home=home, bin=bindir, site=site, env=env, variant=variant, python=str(py), gpus=gpus)

@@ -109,7 +109,7 @@ def build_timeline(events: Iterable[object]) -> Timeline:
     last_s = 0.0
     agents: dict[str, AgentSpan] = {}
     open_calls: dict[tuple[str, str], ToolSpan] = {}
-    call_usage: dict[str, Usage] = {}
+    call_usage: dict[str, list] = {}
     max_turn: dict[str, int] = {}
     finished_usage: set[str] = set()
     run_finished: RunFinished | None = None
@@ -150,8 +150,14 @@ def build_timeline(events: Iterable[object]) -> Timeline:
             a = span(ev.agent_id, at)
             a.model_calls += 1
             max_turn[ev.agent_id] = max(max_turn.get(ev.agent_id, 0), ev.turn)
-            u = ev.usage if ev.usage.calls else ev.usage.model_copy(update={"calls": 1})
-            call_usage[ev.agent_id] = call_usage.get(ev.agent_id, Usage()) + u
+            # plain sums: building a Usage per call would dominate on big transcripts
+            u, acc = ev.usage, call_usage.setdefault(ev.agent_id, [0, 0, 0, 0, 0.0, 0])
+            acc[0] += u.input_tokens
+            acc[1] += u.output_tokens
+            acc[2] += u.cache_read_tokens
+            acc[3] += u.cache_write_tokens
+            acc[4] += u.cost_usd
+            acc[5] += u.calls or 1
             a.end_s = max(a.end_s, at)
         elif isinstance(ev, AgentStarted):
             a = span(ev.agent_id, at)
@@ -185,8 +191,10 @@ def build_timeline(events: Iterable[object]) -> Timeline:
 
     for a in agents.values():
         a.turns = max_turn.get(a.agent_id, 0)
-        if a.agent_id not in finished_usage:
-            a.usage = call_usage.get(a.agent_id, Usage())
+        if a.agent_id not in finished_usage and a.agent_id in call_usage:
+            i, o, cr, cw, cost, calls = call_usage[a.agent_id]
+            a.usage = Usage(input_tokens=i, output_tokens=o, cache_read_tokens=cr, cache_write_tokens=cw,
+                            cost_usd=round(cost, 6), calls=calls)
         if a.status == UNFINISHED:
             # an interrupted agent ran at least until the last thing the run recorded
             a.end_s = max(a.end_s, last_s)
@@ -305,8 +313,11 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
     from rich.text import Text
 
     width = console.width or 100
+    labels = ["  " * a.depth + (a.agent_id.rsplit("/", 1)[-1] if a.depth else a.agent_id) for a in tl.agents]
+    label_w = min(30, max((len(x) for x in labels), default=5))
     if bar_width is None:
-        bar_width = max(10, min(40, width - 78))
+        # the other columns take about 60 cells with their gaps; the bar gets what is left
+        bar_width = max(10, min(40, width - 60 - label_w))
     head = Text()
     head.append(f"run {tl.run_id}", style="bold")
     head.append(f"  {tl.status}", style=_STATUS_STYLE.get(tl.status, ""))
@@ -320,7 +331,7 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
         console.print(Text(f"error: {tl.error}", style="red"))
 
     table = Table(box=None, pad_edge=False, show_edge=False, expand=False, header_style="bold")
-    table.add_column("agent", overflow="fold", max_width=34)
+    table.add_column("agent", no_wrap=True, overflow="ellipsis", max_width=30)
     table.add_column("status")
     table.add_column("start", justify="right")
     table.add_column("dur", justify="right")
@@ -331,8 +342,7 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
     table.add_column(f"0 {'─' * max(0, bar_width - 2 - len(_fmt_s(tl.duration_s)))} {_fmt_s(tl.duration_s)}",
                      no_wrap=True, min_width=bar_width)
     total = max(tl.duration_s, max((a.end_s for a in tl.agents), default=0.0))
-    for a in tl.agents:
-        label = "  " * a.depth + (a.agent_id.rsplit("/", 1)[-1] if a.depth else a.agent_id)
+    for a, label in zip(tl.agents, labels):
         tools = str(len(a.tool_calls)) + (f" ({a.tool_errors}✗)" if a.tool_errors else "")
         table.add_row(
             label,

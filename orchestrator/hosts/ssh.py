@@ -10,6 +10,7 @@ connection's limit, and a second connection is opened to carry the rest.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
 import shlex
@@ -30,6 +31,9 @@ from orchestrator.hosts.output import CappedBuffer
 from orchestrator.hosts.sshconfig import SshTarget
 from orchestrator.settings import Settings
 
+# paramiko logs refused channel opens and dropped sockets itself; they surface here as results or HostErrors
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
 _WALK_SOURCE = (Path(__file__).parent / "walk.py").read_text()
 # read_file as fixed shell code; the path and cap go in as positional arguments, never into the code
 _READ_SCRIPT = 'if [ ! -e "$1" ]; then exit 44; fi; exec head -c "$2" -- "$1"'
@@ -47,6 +51,10 @@ class _Conn:
     jump: "_Conn | None" = None
     open: int = 0
     """Channels open or being opened on this connection."""
+    established: int = 0
+    """Channels the server accepted and that are not closed yet."""
+    served: int = 0
+    """Commands finished on this connection."""
 
     @property
     def transport(self) -> paramiko.Transport | None:
@@ -67,7 +75,8 @@ def _fail_line(target: SshTarget, exc: BaseException) -> HostError:
     where = f"{target.hostname}:{target.port}"
     if isinstance(exc, HostError):
         return exc
-    if isinstance(exc, paramiko.AuthenticationException):
+    no_keys = isinstance(exc, paramiko.SSHException) and "No authentication methods" in str(exc)
+    if isinstance(exc, paramiko.AuthenticationException) or no_keys:
         return HostAuthFailed(
             f"{target.user}@{where} refused every key offered ({exc}): load the key into ssh-agent (`ssh-add KEY`) "
             f"or set IdentityFile for {target.alias} in your ssh config"
@@ -181,16 +190,19 @@ def _exec_blocking(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None, True
-        select.select([fd], [], [], 0.02 if pending else min(remaining, 0.5))
+        progressed = False
         if pending and chan.send_ready():
             sent = chan.send(pending[:32768])
             pending = pending[sent:]
+            progressed = True
             if not pending:
                 chan.shutdown_write()
         if chan.recv_ready():
             out.feed(chan.recv(65536))
+            progressed = True
         if chan.recv_stderr_ready():
             err.feed(chan.recv_stderr(65536))
+            progressed = True
         if chan.eof_received or chan.closed:
             while chan.recv_ready():
                 out.feed(chan.recv(65536))
@@ -199,6 +211,9 @@ def _exec_blocking(
             break
         if not transport.is_active():
             break
+        if not progressed:
+            # paramiko's stdout/stderr "or" pipe can miss a wake-up, so never sleep long on it
+            select.select([fd], [], [], min(remaining, 0.05 if not pending else 0.01))
     remaining = deadline - time.monotonic()
     if not chan.status_event.wait(max(remaining, 0.0)):
         return None, True
@@ -297,13 +312,15 @@ class SshHost:
                 chan = await anyio.to_thread.run_sync(
                     lambda: conn.transport.open_session(timeout=self.settings.ssh_connect_timeout_s)
                 )
+                conn.established += 1
                 return conn, chan
             except paramiko.ChannelException as exc:
                 async with self._cond:
                     conn.open -= 1
-                    if exc.code == paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED:
-                        conn.limit = max(1, conn.open)
-                        self._pool.want_more = True
+                    # "administratively prohibited" from most servers; OpenSSH answers "connect failed" when
+                    # MaxSessions is reached: either way this connection carries fewer channels than we tried
+                    conn.limit = max(1, min(conn.limit, conn.established))
+                    self._pool.want_more = True
                     self._cond.notify_all()
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 0.5)
@@ -318,6 +335,12 @@ class SshHost:
             assert self._cond is not None
             async with self._cond:
                 conn.open -= 1
+                conn.established -= 1
+                conn.served += 1
+                # the server frees a session a little after we close it, so a refusal can undercount its
+                # MaxSessions: creep back up (never past our own limit) and let the next refusal correct it
+                if conn.served % 4 == 0 and conn.limit < self.settings.ssh_max_channels:
+                    conn.limit += 1
                 self._cond.notify_all()
 
     async def _exec(self, argv: list[str], stdin: bytes | None, timeout_s: float, max_output: int) -> _Exec:

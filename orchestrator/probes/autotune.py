@@ -59,18 +59,21 @@ def report_from_output(
         if f.get("content") is None and f.get("skipped") and f["format"] not in MOE_FORMATS:
             cf.error = f"not read: {f['skipped']}"
         files.append(cf)
+    es, ns = _as_list((expert_shape or {}).get("E")), _as_list((expert_shape or {}).get("N"))
+
+    def moe_applies(cf) -> bool:
+        shape = cf.expert_shape or {}
+        return bool(cf.matches_device) and (not es or shape.get("E") in es) and (not ns or shape.get("N") in ns)
+
+    # A fused-MoE config counts only when it would be used here (this device, this expert shape when known).
     persisted = any(
-        cf.format in PERSISTED_FORMATS and cf.error is None and cf.matches_device is not False for cf in files
+        cf.format in PERSISTED_FORMATS and cf.error is None and cf.matches_device is not False
+        and (cf.format not in MOE_FORMATS or moe_applies(cf))
+        for cf in files
     )
     tuned: bool | None = None
     if any(loc.format in MOE_FORMATS and loc.exists for loc in locations):
-        es, ns = _as_list((expert_shape or {}).get("E")), _as_list((expert_shape or {}).get("N"))
-        tuned = any(
-            cf.format in MOE_FORMATS and cf.matches_device
-            and (not es or (cf.expert_shape or {}).get("E") in es)
-            and (not ns or (cf.expert_shape or {}).get("N") in ns)
-            for cf in files
-        )
+        tuned = any(cf.format in MOE_FORMATS and moe_applies(cf) for cf in files)
     return AutotuneReport(env=env, locations=locations, files=files, device_name=device_name, persisted_any=persisted,
                           tuned_config_for_device=tuned, expert_shape=expert_shape)
 

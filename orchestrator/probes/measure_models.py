@@ -59,6 +59,8 @@ class GemmPoint(BaseModel):
     repeats: int = 0
     buffers: int = 1
     """Input sets rotated through so that the L2 does not hold the operands between calls."""
+    timing: str | None = None
+    """cuda_graph (one pass replayed as a graph: no launch overhead), eager, or cpu."""
     flops: float
     bytes: float
     """Bytes one GEMM must move at least: A, B read once, C written once (bf16 output)."""

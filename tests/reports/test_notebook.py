@@ -14,12 +14,6 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "investigate.ipynb
 def _engine_missing() -> str | None:
     if importlib.util.find_spec("orchestrator.api") is None:
         return "orchestrator/api.py does not exist yet"
-    try:
-        from orchestrator.tools.registry import default_registry
-
-        default_registry()
-    except ImportError as exc:  # the lead removes this guard once the engine is assembled
-        return f"the engine is not assembled yet ({exc})"
     return None
 
 

@@ -171,8 +171,9 @@ def main():
     loc["files"] = len(paths)
     for p in paths:
         rel = os.path.relpath(os.path.dirname(p), vpath)
-        if rel != "." and rel.count(os.sep) <= 1 and rel not in loc["subdirs"]:
-            loc["subdirs"].append(rel)
+        top = "/".join(rel.split(os.sep)[:2])  # <flashinfer version>/<arch>
+        if rel != "." and top not in loc["subdirs"]:
+            loc["subdirs"].append(top)
         if p.endswith(".json"):
             add_file("vllm_flashinfer_autotune", p)
 

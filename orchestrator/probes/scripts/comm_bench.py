@@ -123,7 +123,8 @@ if nccl:
     except Exception:
         pass
 seen = {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")}
-emit({"done": True, "nccl_version": ver, "env": seen, "device": str(torch.cuda.get_device_name(rank)) if nccl else "cpu"})
+name = str(torch.cuda.get_device_name(rank)) if nccl else "cpu"
+emit({"done": True, "nccl_version": ver, "env": seen, "device": name})
 dist.destroy_process_group()
 '''
 
@@ -195,7 +196,8 @@ def merge(lines_by_rank, world):
             continue  # a rank did not finish this point
         n = min(len(d["trials"]) for d in ds)
         worst = [max(d["trials"][i] for d in ds) for i in range(n)]
-        points.append({"group_size": g, "groups": ds[0]["groups"], "bytes": nbytes, "dtype": ds[0]["dtype"], "ms": median(worst),
+        points.append({"group_size": g, "groups": ds[0]["groups"], "bytes": nbytes, "dtype": ds[0]["dtype"],
+                       "ms": median(worst),
                        "ms_min": min(worst), "repeats": n, "correct": all(d["correct"] for d in ds)})
     return points
 
@@ -304,7 +306,7 @@ def main(argv):
         seen = {k: v for k, v in (done[0].get("env") or {}).items() if v is not None}
         result["env"] = seen  # what the ranks actually saw
         result["devices"] = [d.get("device") for d in sorted(done, key=lambda d: d["rank"])]
-    result["points"] = merge(lines, world)
+    result["points"] = [dict(p, iters=cfg["iters"]) for p in merge(lines, world)]
     stopped = [d for d in lines[0] if d.get("stopped")]
     reasons = []
     if stopped:

@@ -7,7 +7,25 @@ import json
 import os
 import sys
 
-KINDS = (("sglang", "sglang"), ("tensorrt_llm", "tensorrt_llm"), ("trtllm", "tensorrt_llm"), ("vllm", "vllm"))
+# A server is recognized by its entry point, not by a word anywhere in its command line (grep, editors, tests).
+MODULES = (("sglang.launch_server", "sglang"), ("sglang.srt", "sglang"), ("tensorrt_llm", "tensorrt_llm"),
+           ("vllm.entrypoints", "vllm"), ("vllm.", "vllm"))
+SCRIPTS = {"vllm": "vllm", "trtllm-serve": "tensorrt_llm", "trtllm-llmapi-launch": "tensorrt_llm"}
+
+
+def server_kind(argv):
+    """vllm / sglang / tensorrt_llm when argv starts one of their servers, else None."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-m":
+            mod = argv[i + 1]
+            for prefix, kind in MODULES:
+                if mod == prefix or mod.startswith(prefix + ".") or mod.startswith(prefix):
+                    return kind
+    for arg in argv[:2]:
+        kind = SCRIPTS.get(os.path.basename(arg))
+        if kind:
+            return kind
+    return None
 
 
 def main():
@@ -27,7 +45,7 @@ def main():
         if not argv or int(pid) == os.getpid():
             continue
         joined = " ".join(argv)
-        kind = next((k for needle, k in KINDS if needle in joined), None)
+        kind = server_kind(argv)
         if kind is None:
             continue
         try:

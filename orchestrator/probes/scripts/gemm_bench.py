@@ -219,18 +219,45 @@ def buffers_for(m, n, k, dtype, l2_bytes, max_bytes):
 
 
 def time_point(torch, cuda, run, sets, repeats, warmup, deadline):
-    """Median ms of one GEMM: `repeats` passes over every input set, each pass timed as a whole."""
+    """Per-call ms of `repeats` passes over every input set, each pass timed as a whole; and how it was launched.
+
+    On the GPU one pass is captured in a CUDA graph when it can be, so that Python's launch overhead (several µs,
+    as long as a small decode GEMM) is not what gets timed; serving engines replay decode in graphs too.
+    """
     for i in range(warmup * len(sets) if warmup else 0):
         run(sets[i % len(sets)])
+    mode = "cpu"
+    replay = None
     if cuda:
         torch.cuda.synchronize()
+        mode = "eager"
+        try:
+            graph = torch.cuda.CUDAGraph()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for s in sets:
+                    run(s)
+            torch.cuda.current_stream().wait_stream(side)
+            with torch.cuda.graph(graph):
+                keep = [run(s) for s in sets]  # noqa: F841 - outputs live in the graph's pool
+            graph.replay()
+            torch.cuda.synchronize()
+            replay = graph.replay
+            mode = "cuda_graph"
+        except Exception:
+            replay = None
+            torch.cuda.synchronize()
     per_call = []
     for _ in range(repeats):
         if cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            for s in sets:
-                run(s)
+            if replay is not None:
+                replay()
+            else:
+                for s in sets:
+                    run(s)
             end.record()
             end.synchronize()
             per_call.append(start.elapsed_time(end) / len(sets))
@@ -241,7 +268,7 @@ def time_point(torch, cuda, run, sets, repeats, warmup, deadline):
             per_call.append((time.perf_counter() - t) * 1e3 / len(sets))
         if time.monotonic() > deadline and len(per_call) >= 3:
             break
-    return per_call
+    return per_call, mode
 
 
 def sweep(torch, params, cuda, dev, result, t0, deadline):
@@ -269,7 +296,7 @@ def sweep(torch, params, cuda, dev, result, t0, deadline):
             count = buffers_for(m, n, k, dt, l2, max_bytes) if cuda else 2
             sets, run = make_inputs(torch, dt, m, n, k, dev, count)
             t_start = time.monotonic() - t0
-            per_call = time_point(torch, cuda, run, sets, repeats, warmup, deadline)
+            per_call, mode = time_point(torch, cuda, run, sets, repeats, warmup, deadline)
             t_end = time.monotonic() - t0
         except Exception as exc:  # a dtype this torch/GPU cannot run: skip the dtype, keep the sweep
             msg = str(exc).strip().splitlines()
@@ -289,7 +316,7 @@ def sweep(torch, params, cuda, dev, result, t0, deadline):
         result["points"].append({
             "shape": sh.get("name", "%dx%d" % (n, k)), "dtype": dt, "m": m, "n": n, "k": k,
             "ms": med, "ms_min": min(per_call), "ms_max": max(per_call), "repeats": len(per_call),
-            "buffers": count, "flops": flops, "bytes": nbytes,
+            "buffers": count, "timing": mode, "flops": flops, "bytes": nbytes,
             "tflops": flops / (med / 1e3) / 1e12, "gbps": nbytes / (med / 1e3) / 1e9,
             "t0_s": round(t_start, 3), "t1_s": round(t_end, 3),
         })

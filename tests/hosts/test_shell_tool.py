@@ -1,0 +1,92 @@
+"""The shell/read_file/find_files tools on a real host: refusals are recorded and nothing reaches the host."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from orchestrator.context import AgentContext, CallInfo, RunContext, RunInputs
+from orchestrator.events import PolicyRefusal
+from orchestrator.hosts.ssh import SshHost
+from orchestrator.settings import Settings
+from orchestrator.tools.base import ToolRegistry, execute
+from orchestrator.tools.shell import register
+from support.sshd import sshd_factory  # noqa: F401
+
+
+class ListRecorder:
+    def __init__(self):
+        self.events = []
+
+    def emit(self, event):
+        self.events.append(event)
+
+
+class CountingHost:
+    """Delegates to a real host, counting every call that would reach it."""
+
+    def __init__(self, host):
+        self.inner, self.name, self.calls = host, host.name, 0
+
+    async def run(self, argv, **kw):
+        self.calls += 1
+        return await self.inner.run(argv, **kw)
+
+    async def read_file(self, path, **kw):
+        self.calls += 1
+        return await self.inner.read_file(path, **kw)
+
+    async def find(self, root, pattern="*", **kw):
+        self.calls += 1
+        return await self.inner.find(root, pattern, **kw)
+
+
+def _ctx(host) -> AgentContext:
+    registry = ToolRegistry()
+    register(registry)
+    run = RunContext(run_id="run-1", inputs=RunInputs(question="q"), settings=Settings(), recorder=ListRecorder(),
+                     registry=registry, agents={}, backend=None, host=host)  # type: ignore[arg-type]
+    ctx = AgentContext(run=run, agent_id="a1", defn=None, ordinal=1, tool_names=registry.names())  # type: ignore[arg-type]
+    return ctx.for_call(CallInfo(call_id="c1", evidence_id="ev-1.1", turn=1))
+
+
+SHAPES = [
+    "touch {m}", "ls; touch {m}", "ls && touch {m}", "ls || touch {m}", "ls | tee {m}", "ls > {m}",
+    "cat < /etc/hostname", "echo $(touch {m})", "echo `touch {m}`", "touch {m} &", "ls\ntouch {m}",
+    "X=1 touch {m}", "find / -maxdepth 0 -fprint {m}", "find / -maxdepth 0 -exec touch {m} +", "python3 -c 'open(\"{m}\",\"w\")'",
+    "sed -i s/a/b/ {m}", "cp /etc/hostname {m}", "dd of={m}", "/???/touch {m}", "env touch {m}",
+]
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"), reason="needs sshd")
+async def test_every_refused_shape_is_recorded_and_never_reaches_the_host(sshd_factory, tmp_path):
+    marker = tmp_path / "marker"
+    host = CountingHost(await SshHost(sshd_factory().target(), Settings()).connect())
+    ctx = _ctx(host)
+    tool = ctx.run.registry.get("shell")
+    for shape in SHAPES:
+        done = await execute(tool, "shell", {"command": shape.format(m=marker)}, ctx)
+        assert done.output.is_error and "refused by the read-only policy" in done.output.text, shape
+    assert host.calls == 0 and not marker.exists()
+    refusals = [e for e in ctx.run.recorder.events if isinstance(e, PolicyRefusal)]
+    assert len(refusals) == len(SHAPES)
+    assert refusals[0].agent_id == "a1" and refusals[0].call_id == "c1" and refusals[0].tool == "shell"
+    ok = await execute(tool, "shell", {"command": "cat /etc/hostname"}, ctx)
+    assert not ok.output.is_error and ok.output.untrusted and ok.output.host == host.name
+    assert "exit code 0" in ok.output.text and host.calls == 1
+    await host.inner.aclose()
+
+
+async def test_read_file_and_find_files_tools_on_the_local_host(tmp_path):
+    from orchestrator.hosts.local import LocalHost
+
+    (tmp_path / "a.json").write_text('{"k": 1}')
+    ctx = _ctx(LocalHost())
+    reg = ctx.run.registry
+    got = await execute(reg.get("read_file"), "read_file", {"path": str(tmp_path / "a.json")}, ctx)
+    assert got.output.text == '{"k": 1}' and got.output.untrusted and got.output.host == "local"
+    missing = await execute(reg.get("read_file"), "read_file", {"path": str(tmp_path / "nope")}, ctx)
+    assert missing.output.is_error and "does not exist" in missing.output.text
+    found = await execute(reg.get("find_files"), "find_files", {"root": str(tmp_path), "pattern": "*.json"}, ctx)
+    assert found.output.data["paths"] == [str(tmp_path / "a.json")]

@@ -1,0 +1,50 @@
+"""The probes over SSH (real sshd on loopback, staged env via SetEnv) return the same evidence as over local."""
+
+import shutil
+
+import pytest
+
+from orchestrator.hosts import open_host
+from orchestrator.hosts.local import LocalHost
+from orchestrator.probes.autotune import collect_autotune_caches
+from orchestrator.probes.gpu import collect_gpu_inventory
+from orchestrator.probes.kernels import collect_kernel_inventory
+from orchestrator.probes.logscan import scan_logs
+from orchestrator.probes.pyenv import collect_python_env
+from orchestrator.probes.signatures import SIGNATURES
+from orchestrator.settings import Settings
+from support.sshd import sshd_factory  # noqa: F401
+from support.staged_host import ALL_CACHES, RTX_PRO_6000, stage_host
+
+pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None and not
+                                                   __import__("os").path.exists("/usr/sbin/sshd"),
+                                                   reason="OpenSSH sshd not installed")]
+
+VOLATILE = {"host", "commands"}
+
+
+async def _evidence(host, log: str) -> list[dict]:
+    out = [
+        await collect_gpu_inventory(host),
+        await collect_python_env(host),
+        await collect_autotune_caches(host, device_name=RTX_PRO_6000, expert_shape={"E": [256], "N": [256]}),
+        await collect_kernel_inventory(host),
+        await scan_logs(host, [log], SIGNATURES),
+    ]
+    return [m.model_dump(exclude=VOLATILE) for m in out]
+
+
+async def test_probes_over_ssh_match_probes_over_local(tmp_path, sshd_factory):  # noqa: F811
+    s = stage_host(tmp_path, caches=ALL_CACHES)
+    log = tmp_path / "vllm.log"
+    log.write_text("x\nGPU does not have native support for FP4\n")
+    local = await _evidence(s.wrap(LocalHost()), str(log))
+    sshd = sshd_factory(env=s.env)
+    host = await open_host(sshd.alias, ssh_config=str(sshd.ssh_config), settings=Settings())
+    try:
+        remote = await _evidence(host, str(log))
+    finally:
+        await host.aclose()
+    for a, b in zip(local, remote):
+        assert a == b, a["kind"]
+    assert remote[0]["gpus"][0]["name"] == RTX_PRO_6000 and remote[4]["matches"][0]["line_no"] == 2

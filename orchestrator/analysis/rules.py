@@ -121,6 +121,48 @@ def fp4_without_tensor_cores(v: EvidenceView) -> list[Finding]:
         data={"title": f"No FP4 tensor cores on {g.caps.sm}"})]
 
 
+def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
+    """The host was looked at and has no usable NVIDIA GPU: say so, and how to investigate the GPU box instead."""
+    out = []
+    for ev, inv in v.unavailable():
+        if inv.kind == "gpu_inventory":
+            out.append(Finding(
+                id="no-gpu-on-host", category="environment", confidence=0.95, evidence=[ev.id],
+                claim=(f"The investigated host ({inv.host}) shows no usable NVIDIA GPU ({inv.reason}), so nothing about "
+                       "this workload's kernels, autotune results, power or clocks can be read here."),
+                recommendations=["Investigate the GPU server itself: `investigate QUESTION --host user@gpu-box` "
+                                 "(an ~/.ssh/config alias works), or run investigate on that machine",
+                                 "Pass `--observations obs.yaml` with the model, parallelism and tokens/s you measured "
+                                 "so the roofline and scaling analysis can run"],
+                data={"title": "No GPU on the investigated host", "informational": True}))
+            break
+    return out
+
+
+def dtype_native_support(v: EvidenceView) -> list[Finding]:
+    """Where a dtype the question names has native tensor cores, when the host's GPU is not known to decide it."""
+    if v.gpu is not None:
+        return []  # the GPU-specific rules (fp4-no-native-mma, arch-vs-peer) say it for the actual GPU
+    out = []
+    for ev in v.of_kind("knowledge"):
+        for hit in (ev.data or {}).get("hits", []):
+            if hit.get("type") != "dtype" or not hit.get("native_ccs"):
+                continue
+            dtype = hit["dtype"]
+            native = ", ".join(hit["native_ccs"])
+            out.append(Finding(
+                id=f"dtype-{dtype}-native-support", category="kernel", confidence=0.8, evidence=[ev.id],
+                claim=(f"{dtype.upper()} runs on tensor cores natively only on compute capability {native}; on any other "
+                       f"GPU {dtype.upper()} weights are dequantized to a wider type inside the kernel, so they save "
+                       f"memory traffic but do not raise the math ceiling [{hit['source']}]."),
+                recommendations=[f"Check the serving GPU's compute capability (`nvidia-smi --query-gpu=name,compute_cap "
+                                 f"--format=csv`) against {native}",
+                                 "On a GPU without native support, compare an FP8/BF16 checkpoint against the "
+                                 f"{dtype.upper()} one: {dtype.upper()} only helps memory-bound decode GEMMs there"],
+                data={"title": f"Native {dtype.upper()} tensor cores: CC {native} only", "informational": True}))
+    return out
+
+
 # --- autotune -----------------------------------------------------------------------------------------------------
 
 
@@ -446,10 +488,17 @@ def torch_arch(v: EvidenceView) -> list[Finding]:
     return []
 
 
+def measurements(v: EvidenceView) -> list[Finding]:
+    """GEMM and all-reduce measurements (`--measure`) against their rooflines; see measure_rules."""
+    from orchestrator.analysis.measure_rules import measure_findings
+
+    return measure_findings(v.evidence, v.observations)
+
+
 RULES: list[Rule] = [
-    hardware_peaks, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
+    hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
-    log_signatures, configuration_risks, pcie_allreduce, kernel_inventory, torch_arch,
+    log_signatures, configuration_risks, pcie_allreduce, kernel_inventory, torch_arch, measurements,
 ]
 
 

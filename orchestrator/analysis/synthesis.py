@@ -38,6 +38,9 @@ def _bound(findings: list[Finding]) -> tuple[str, str]:
     comm = by_id.get("parallelism-points-at-communication")
     if comm:
         return "communication", comm.claim
+    measured = by_id.get("comm-vs-gemm")
+    if measured and measured.data.get("dominant") == "communication":
+        return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim
     moe = by_id.get("moe-decode-memory-bound") or by_id.get("moe-decode-compute-bound")
     gemm = by_id.get("parallelism-rules-out-allreduce")
     stall = by_id.get("power-stall")
@@ -95,9 +98,10 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                 seen_n.add(n["name"])
                 numbers.append(Number.model_validate(n))
 
+    context_f = [f for f in findings if f.data.get("informational")]
     recs: list[Recommendation] = []
     seen_r: set[str] = set()
-    for f in causes_f:
+    for f in causes_f + (context_f if not causes_f else []):
         for action in f.recommendations:
             if action not in seen_r:
                 seen_r.add(action)
@@ -107,8 +111,12 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     top = [c.title for c in causes[:4]]
     hw = next((f for f in findings if f.id == "gpu-peaks"), None)
     lead = f"On {hw.claim.split(':')[0]}, " if hw else ""
-    verdict = (f"{lead}the evidence points to: " + "; ".join(top) + "." if top
-               else f"{lead}no cause is supported by the evidence; see the numbers and gaps.")
+    if top:
+        verdict = f"{lead}the evidence points to: " + "; ".join(top) + "."
+    else:
+        # nothing explains the slowness, but what was established still answers part of the question
+        context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
+        verdict = (f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context
     if bound != "unknown":
         verdict += f" Primary limiter: {bound}."
     if gaps:

@@ -249,15 +249,67 @@ def backends_for(cc: str | None, library: str | None = None, op: str | None = No
             and (op is None or b.op == op)]
 
 
+_STOPWORDS = frozenset(
+    "a an and are as at be but by do does for from how i in is it its my of on or so the this to too was what when "
+    "where which who why with slow slower fast faster performance perf low high bad poor".split()
+)
+# A word in a question stands for the spellings the knowledge base uses.
+_SYNONYMS = {
+    "fp4": ("fp4", "nvfp4", "mxfp4", "e2m1", "mxf4"),
+    "nvfp4": ("nvfp4", "fp4", "mxf4nvf4"),
+    "mxfp4": ("mxfp4", "fp4", "mxf4"),
+    "fp8": ("fp8", "e4m3", "e5m2", "f8f6f4"),
+    "bf16": ("bf16", "bfloat16"),
+    "moe": ("moe", "fused_moe", "expert"),
+    "blackwell": ("blackwell", "sm100", "sm120", "sm_100", "sm_120"),
+    "sm120": ("sm120", "sm_120", "12.0"),
+    "sm100": ("sm100", "sm_100", "10.0"),
+    "hopper": ("hopper", "sm90", "sm_90", "9.0"),
+}
+_DTYPE_WORDS = {"fp4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "bf16": "bf16", "fp16": "fp16"}
+
+
+def _terms(query: str) -> list[tuple[str, ...]]:
+    words = [w for w in re.split(r"[^a-z0-9_.]+", query.lower())
+             if w and w not in _STOPWORDS and (len(w) >= 3 or any(c.isdigit() for c in w))]
+    return [_SYNONYMS.get(w, (w,)) for w in dict.fromkeys(words)]
+
+
+def dtype_support(dtype: str) -> dict[str, Any]:
+    """Which architectures have native tensor cores for a dtype (fp4/fp8/bf16/fp16), with sources."""
+    key = _DTYPE_WORDS.get(dtype.lower(), dtype.lower())
+    native = [a for a in archs() if (a.fp4_tensor_cores if key == "fp4" else a.fp8_tensor_cores if key == "fp8"
+                                     else key in a.tensor_dtypes)]
+    lacking = [a for a in archs() if a not in native]
+    sources = sorted({src for a in native for src in a.sources})
+    return {
+        "type": "dtype",
+        "dtype": key,
+        "title": f"native {key} tensor cores",
+        "text": (f"Native {key} tensor-core MMA: " + ", ".join(f"CC {a.cc} ({a.family}: {'; '.join(a.mma_instructions) or a.sm})"
+                                                          for a in native)
+                 + (f". Without them (CC {', '.join(a.cc for a in lacking)}) {key} weights run through dequantizing or "
+                    "emulated kernels." if lacking else ".")),
+        "native_ccs": [a.cc for a in native],
+        "lacking_ccs": [a.cc for a in lacking],
+        "source": "; ".join(sources),
+    }
+
+
 def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
-    """Knowledge entries (arch facts, known issues, backends, caches, GPUs) matching every word of query."""
-    words = [w for w in re.split(r"\s+", query.lower().strip()) if w]
-    hits: list[dict[str, Any]] = []
+    """Knowledge entries (arch facts, known issues, backends, caches, GPUs) ranked by how many query terms they match.
+
+    Stopwords and words like "slow" are ignored; dtype and architecture words match their other spellings (fp4 also
+    finds nvfp4/mxfp4/e2m1). A dtype in the query adds which architectures support it natively.
+    """
+    terms = _terms(query)
+    scored: list[tuple[int, int, dict[str, Any]]] = []
 
     def consider(kind: str, title: str, body: str, source: str) -> None:
         hay = f"{title} {body} {source}".lower()
-        if words and all(w in hay for w in words):
-            hits.append({"type": kind, "title": title, "text": body, "source": source})
+        score = sum(1 for alts in terms if any(a in hay for a in alts))
+        if terms and score * 2 >= len(terms):  # at least half the query's terms
+            scored.append((score, len(scored), {"type": kind, "title": title, "text": body, "source": source}))
 
     for a in archs():
         for f in a.missing_vs_peer + a.notes:
@@ -272,4 +324,7 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
                  f"paths: {', '.join(c.paths)}; env: {', '.join(c.env_vars)}; {c.content} {' '.join(c.notes)}", c.source)
     for g in gpus():
         consider("gpu", g.name, f"{g.arch} CC {g.cc} {' '.join(g.aliases)} {' '.join(g.disputes)}", g.source)
-    return hits[:limit]
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    hits = [h for _, _, h in scored]
+    dtypes = dict.fromkeys(_DTYPE_WORDS[w] for alts in terms for w in alts[:1] if w in _DTYPE_WORDS)
+    return [dtype_support(d) for d in dtypes] + hits[: max(limit - len(dtypes), 0)]

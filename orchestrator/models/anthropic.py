@@ -214,6 +214,16 @@ class AnthropicModel:
         return f"AnthropicModel({self.name!r})"
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        try:
+            return await self._complete(request)
+        except ModelCallError as exc:
+            failure = exc
+        # Raised outside the except block so it carries no __context__: the SDK error holds the request, whose
+        # headers hold the key, and nothing that walks exception chains (loggers, tracebacks) should reach it.
+        failure.__context__ = None
+        raise failure
+
+    async def _complete(self, request: ModelRequest) -> ModelResponse:
         backend = self._backend
         settings = backend.settings
         gate = backend.gate
@@ -229,8 +239,9 @@ class AnthropicModel:
                 status = exc.status_code
                 record: dict[str, Any] = {"attempt": len(attempts) + 1, "status": status, "error": _error_type(exc)}
                 attempts.append(record)
-                if status == 400 and "tool_choice" in params and "tool_choice" in _error_message(exc):
-                    # Some models refuse forced tool use (e.g. with thinking on): ask again without forcing.
+                if status == 400 and "tool_choice" in params:
+                    # Some models refuse forced tool use (thinking always on, e.g. Sonnet 5.5): ask once more without
+                    # forcing; the final-turn prompt still tells the model which tool to call. A second 400 is fatal.
                     params.pop("tool_choice")
                     record["action"] = "retry without tool_choice"
                     continue

@@ -244,14 +244,23 @@ class LogScan(ProbeModel):
     matches: list[LogMatch] = Field(default_factory=list)
 
 
-PROBE_MODELS: dict[str, type[ProbeModel]] = {
-    m.model_fields["kind"].default: m
-    for m in (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan)
-}
+def _probe_models() -> dict[str, type[ProbeModel]]:
+    from orchestrator.probes.measure_models import MEASURE_MODELS
+
+    return {
+        m.model_fields["kind"].default: m
+        for m in (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan, *MEASURE_MODELS)
+    }
+
+
+PROBE_MODELS: dict[str, type[ProbeModel]] = {}
+"""Probe model by `kind`; filled on first use (the measurement models import this module)."""
 
 
 def parse_probe(data: dict[str, Any] | None) -> ProbeModel | None:
     """Turn a recorded `data` payload back into its probe model (None when it is not a known probe)."""
+    if not PROBE_MODELS:
+        PROBE_MODELS.update(_probe_models())
     if not data or data.get("kind") not in PROBE_MODELS:
         return None
     return PROBE_MODELS[data["kind"]].model_validate(data)

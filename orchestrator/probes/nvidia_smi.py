@@ -61,7 +61,7 @@ def _first_number(gpu: ET.Element, *paths: str) -> float | None:
 def parse_xml(xml_text: str) -> GpuInventory:
     """Parse `nvidia-smi -q -x` into a GpuInventory (topology left empty)."""
     try:
-        root = ET.fromstring(xml_text.split("<!DOCTYPE", 1)[0] + _strip_doctype(xml_text))
+        root = ET.fromstring(_strip_doctype(xml_text))
     except ET.ParseError as exc:
         raise NvidiaSmiParseError(f"nvidia-smi -q -x output is not XML: {exc}") from None
     if root.tag != "nvidia_smi_log":
@@ -124,9 +124,9 @@ def parse_xml(xml_text: str) -> GpuInventory:
 def _strip_doctype(xml_text: str) -> str:
     # ElementTree cannot resolve the external DTD nvidia-smi names; the DTD adds nothing we read.
     if "<!DOCTYPE" not in xml_text:
-        return ""
-    after = xml_text.split("<!DOCTYPE", 1)[1]
-    return after.split(">", 1)[1] if ">" in after else ""
+        return xml_text
+    head, after = xml_text.split("<!DOCTYPE", 1)
+    return head + (after.split(">", 1)[1] if ">" in after else "")
 
 
 def parse_query_csv(csv_text: str) -> list[dict[str, str]]:
@@ -143,10 +143,7 @@ def parse_query_csv(csv_text: str) -> list[dict[str, str]]:
 
 
 # --query-gpu names for the same value vary between the request and the header nvidia-smi prints back.
-_ALIASES = {
-    "clocks.sm": ("clocks.sm", "clocks.current.sm"),
-    "clocks.max.sm": ("clocks.max.sm", "clocks.max.sm"),
-}
+_ALIASES = {"clocks.sm": ("clocks.sm", "clocks.current.sm")}
 
 
 def _get(row: dict[str, str], key: str) -> str | None:

@@ -158,6 +158,17 @@ def summarize_logs(s: LogScan) -> str:
     return "\n".join(lines)
 
 
+def summarize(model: ProbeModel) -> str:
+    """The compact text of any probe model (what the tools return; also for `investigate probe`)."""
+    fn = {
+        "gpu_inventory": summarize_gpus, "power_sampling": summarize_power, "python_env": summarize_pyenv,
+        "autotune_caches": summarize_autotune, "kernel_inventory": summarize_kernels, "log_scan": summarize_logs,
+    }.get(model.kind)
+    if fn is None:
+        return f"{model.kind}: " + ("available" if model.available else f"unavailable: {model.reason}")
+    return fn(model)
+
+
 # --- tools ---------------------------------------------------------------------------------------------------------
 
 

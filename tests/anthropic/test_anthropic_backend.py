@@ -7,7 +7,7 @@ import pytest
 from support.fake_messages import FakeMessagesAPI, error, message, overloaded, rate_limited, text, tool_calls, unauthorized
 
 from orchestrator.agentdefs import AgentDef
-from orchestrator.messages import Message, ModelRequest, TextBlock, ToolResultBlock, ToolSpec, ToolUseBlock
+from orchestrator.messages import Message, ModelRequest, TextBlock, ToolResultBlock, ToolSpec
 from orchestrator.models.anthropic import AnthropicBackend, AnthropicConfigError, model_for_agent
 from orchestrator.models.base import ModelCallError
 from orchestrator.pricing import cost
@@ -120,6 +120,7 @@ async def test_401_fails_at_once_with_one_line_and_never_the_key(api):
     assert str(exc) == "anthropic: authentication failed (401): check ANTHROPIC_API_KEY"
     assert "\n" not in str(exc)
     assert len(api.requests) == 1
+    assert exc.__context__ is None and exc.__cause__ is None  # the SDK error (request headers hold the key) is not chained
     for text_ in (str(exc), repr(exc), repr(exc.attempts), repr(backend), repr(exc.__cause__), repr(exc.__context__)):
         assert "TESTKEY" not in text_
 
@@ -173,7 +174,7 @@ async def test_tool_choice_temperature_and_server_tools_pass_through(api):
 
 
 async def test_forced_tool_choice_refused_by_the_model_is_retried_without_forcing(api):
-    api.push(error(400, "invalid_request_error", "tool_choice forcing is not supported with thinking"), text("ok"))
+    api.push(error(400, "invalid_request_error", "Thinking may not be enabled when tool use is forced."), text("ok"))
     backend = backend_for(api)
     resp = await backend.model_for(agent(), "a", None).complete(request(tool_choice="read_file"))
     await backend.aclose()

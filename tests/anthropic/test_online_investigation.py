@@ -18,7 +18,7 @@ knowledge_mod = pytest.importorskip("orchestrator.tools.knowledge", reason="orch
 fanout_mod = pytest.importorskip("orchestrator.fanout", reason="orchestrator.fanout is not available yet")
 submit_mod = pytest.importorskip("orchestrator.tools.submit", reason="orchestrator.tools.submit is not available yet")
 
-from orchestrator.events import ModelCall, PolicyRefusal, RunFinished, ToolResult  # noqa: E402
+from orchestrator.events import AgentFinished, ModelCall, ModelError, PolicyRefusal, RunFinished, ToolResult  # noqa: E402
 from orchestrator.models.anthropic import AnthropicBackend  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
 from orchestrator.tools import fetch as fetch_mod  # noqa: E402
@@ -65,13 +65,15 @@ def submit_findings(req: RecordedRequest, summary: str, claim: str) -> Reply:
     )
 
 
-def make_handler(web: WebServer, remote_file: Path, hostile: bool = False):
+def make_handler(web: WebServer, remote_file: Path, hostile: bool = False, specs_down: bool = False):
     page = "injection_page.html" if hostile else "sphinx_page.html"
     storm = [overloaded(), rate_limited(retry_after="0.05")]  # the first two tensor-core-specs attempts
     lock = threading.Lock()
 
     def handler(req: RecordedRequest) -> Reply:
         agent, turn = agent_of(req), turn_of(req)
+        if agent == "tensor-core-specs" and specs_down:
+            return overloaded()
         if agent == "tensor-core-specs" and turn == 1:
             with lock:
                 if storm:
@@ -283,3 +285,24 @@ async def test_bad_key_fails_the_run_at_once_with_one_line_and_the_key_nowhere(t
     recorded = path.read_text()
     assert "authentication failed (401)" in recorded
     assert "TESTKEY" not in recorded and "TESTKEY" not in repr(result)
+
+
+async def test_a_subagent_whose_calls_keep_failing_ends_with_error_and_the_others_go_on(tmp_path, remote_file, agents_dir):
+    settings = Settings(fetch_allow_private=True, rate_gate_base_s=0.01, anthropic_max_retries=2)
+    path = tmp_path / "storm.jsonl"
+    with WebServer() as web, FakeMessagesAPI(handler=make_handler(web, remote_file, specs_down=True)) as api:
+        backend = AnthropicBackend(settings, api_key=KEY, base_url=api.base_url)
+        result = await api_mod.investigate(
+            "why is FP4 slow?", backend=backend, settings=settings, transcript=path,
+            agents_dirs=[agents_dir], registry=registry(),
+        )
+        await backend.aclose()
+    assert result.status == "ok", result.error
+    t = read_transcript(path)
+    status = {e.agent_id.split("/")[-1]: e.status for e in t.of_type(AgentFinished)}
+    specs = next(k for k in status if "tensor-core-specs" in k)
+    assert status[specs] == "error"
+    assert sorted(v for k, v in status.items() if k != specs) == ["ok", "ok", "ok"]
+    [err] = t.of_type(ModelError)
+    assert [a["status"] for a in err.attempts] == [529, 529, 529]
+    assert any("tensor-core-specs" in g.what or "tensor-core-specs" in g.why for g in result.diagnosis.gaps)

@@ -70,3 +70,12 @@ async def test_no_gpu_host_is_reported_not_failed(tmp_path):
     s = stage_host(tmp_path, variant="no-nvidia-smi")
     out = await _call(_ctx(s.wrap(LocalHost())), "gpu_inventory")
     assert not out.is_error and "unavailable" in out.text and out.data["available"] is False
+
+
+async def test_summarize_renders_every_probe_kind(tmp_path):
+    from orchestrator.probes import run_probes
+    from orchestrator.tools.probes import summarize
+
+    s = stage_host(tmp_path)
+    for m in await run_probes(s.wrap(LocalHost()), RunInputs(question="q"), Settings(power_sample_s=0.2)):
+        assert summarize(m).strip()

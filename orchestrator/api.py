@@ -67,11 +67,13 @@ class InvestigationResult:
         return self.diagnosis._repr_markdown_()
 
     def _repr_html_(self) -> str:
-        from orchestrator.report_html import render_html
+        import html
+
+        from orchestrator.report_html import render_html_fragment
 
         if self.diagnosis is None:
-            return f"<p><b>Run {self.status}</b>: {self.error}</p>"
-        return render_html(self.diagnosis, self.events)
+            return f"<p><b>Run {html.escape(self.status)}</b>: {html.escape(self.error or '')}</p>"
+        return render_html_fragment(self.diagnosis, self.events)
 
 
 def select_backend(*, offline: bool | None, model: str | None, settings: Settings) -> tuple[Backend, str | None]:
@@ -210,6 +212,9 @@ async def _execute(
             recorder.close()
             if host is not None:
                 await host.aclose()
+            closer = getattr(backend, "aclose", None)
+            if closer is not None:
+                await closer()
     return InvestigationResult(question=inputs.question, status=status, diagnosis=diagnosis, run_id=run_id,
                                transcript_path=path, events=list(recorder.events), error=error, notices=notices)
 

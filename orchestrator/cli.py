@@ -42,12 +42,10 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
     from orchestrator.transcript import TranscriptError
 
     types: list[type[BaseException]] = [BadInput, InputError, AgentDefError, HostError, ObservationsError, TranscriptError]
-    try:
-        from orchestrator.commands import UnknownGpu
+    from orchestrator.commands import UnknownGpu
+    from orchestrator.models.anthropic import AnthropicConfigError
 
-        types.append(UnknownGpu)
-    except ImportError:  # pragma: no cover - commands module always ships
-        pass
+    types += [UnknownGpu, AnthropicConfigError]
     return tuple(types)
 
 
@@ -180,10 +178,10 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
         render_timeline(timeline, _stdout())
 
 
-@app.command("report", help="Write a transcript's diagnosis as one self-contained HTML file.")
+@app.command("report", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")
 def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
-               output: Path = typer.Option(..., "-o", "--output", help="the HTML file to write")) -> None:
-    from orchestrator.diagnosis import Diagnosis
+               output: Path = typer.Option(..., "-o", "--output", help="the .html (or .md) file to write")) -> None:
+    from orchestrator.diagnosis import Diagnosis, to_markdown
     from orchestrator.events import DiagnosisSubmitted
     from orchestrator.report_html import render_html
     from orchestrator.transcript import read_transcript
@@ -192,7 +190,11 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
     submitted = t.of_type(DiagnosisSubmitted)
     if not submitted:
         raise BadInput(f"{transcript_path} holds no diagnosis (the run did not finish); try `investigate resume`")
-    output.write_text(render_html(Diagnosis.model_validate(submitted[-1].diagnosis), t.events), encoding="utf-8")
+    diagnosis = Diagnosis.model_validate(submitted[-1].diagnosis)
+    if output.suffix.lower() in (".md", ".markdown"):
+        output.write_text(to_markdown(diagnosis), encoding="utf-8")
+    else:
+        output.write_text(render_html(diagnosis, t.events), encoding="utf-8")
     sys.stderr.write(f"report: {output}\n")
 
 

@@ -212,19 +212,38 @@ def autotune_fallback(v: EvidenceView) -> list[Finding]:
     return out
 
 
+_SKIPPED_ON_MISMATCH = {"flashinfer_autotune", "vllm_flashinfer_autotune"}
+"""Formats whose loader ignores the whole file when its metadata does not match (FlashInfer autotuner.py)."""
+
+
 def autotune_mismatch(v: EvidenceView) -> list[Finding]:
+    """Persisted tuning results made under other versions or another GPU: skipped (FlashInfer) or stale (others)."""
     out = []
     for ev, rep in v.probes("autotune_caches"):
         bad = [f for f in rep.files if f.metadata_mismatch]
-        if not bad:
-            continue
-        fields = sorted({m for f in bad for m in f.metadata_mismatch})
-        out.append(Finding(
-            id="autotune-metadata-mismatch", category="autotune", confidence=0.75, evidence=[ev.id],
-            claim=(f"{len(bad)} autotune cache file(s) disagree with this host on {', '.join(fields)} "
-                   f"({bad[0].path}); FlashInfer skips a cache whose metadata does not match, so it is unused."),
-            recommendations=["Re-tune with the installed versions, or set the mismatching _metadata fields to \"*\" only if the kernels are truly identical [FlashInfer autotuner.py]"],
-            data={"title": "Autotune cache skipped on metadata mismatch"}))
+        skipped = [f for f in bad if f.format in _SKIPPED_ON_MISMATCH]
+        stale = [f for f in bad if f.format not in _SKIPPED_ON_MISMATCH]
+        if skipped:
+            fields = sorted({m for f in skipped for m in f.metadata_mismatch})
+            out.append(Finding(
+                id="autotune-metadata-mismatch", category="autotune", confidence=0.75, evidence=[ev.id],
+                claim=(f"{len(skipped)} FlashInfer autotune cache file(s) disagree with this host on "
+                       f"{', '.join(fields)} ({skipped[0].path}); FlashInfer skips a cache whose metadata does not "
+                       "match, so its tactics are unused and untuned shapes fall back."),
+                recommendations=["Re-tune with the installed versions, or set the mismatching _metadata fields to \"*\" only if the kernels are truly identical [FlashInfer autotuner.py]"],
+                data={"title": "Autotune cache skipped on metadata mismatch"}))
+        if stale:
+            fields = sorted({m for f in stale for m in f.metadata_mismatch})
+            formats = sorted({f.format for f in stale})
+            out.append(Finding(
+                id="tuned-config-stale", category="autotune", confidence=0.5, evidence=[ev.id],
+                claim=(f"{len(stale)} tuned config file(s) ({', '.join(formats)}) were made under a different "
+                       f"{', '.join(fields)} than this host runs ({stale[0].path}); they are still loaded, but "
+                       "their block sizes were timed against other kernels and may no longer be the best."),
+                recommendations=["Re-run the MoE tuning script with the installed versions (vLLM "
+                                 "benchmarks/kernels/benchmark_moe.py --tune; SGLang tuning_fused_moe_triton.py) "
+                                 "[vLLM fused_moe.py: triton_version is informational]"],
+                data={"title": "Tuned configs made under other versions", "secondary": True}))
     return out
 
 

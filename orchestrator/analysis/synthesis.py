@@ -48,7 +48,7 @@ def _bound(findings: list[Finding]) -> tuple[str, str]:
         bound = moe.data.get("bound", "memory")
         parts = [moe.data.get("short") or moe.claim]
         if gemm:
-            parts.insert(0, "The parallelism experiment puts the cost in the per-GPU GEMMs, not all-reduce.")
+            parts.append("The parallelism experiment puts the cost in the per-GPU GEMMs, not all-reduce.")
         if stall:
             parts.append("Power far below the limit at high occupancy agrees: the SMs wait on memory rather than compute.")
         return bound, " ".join(parts)
@@ -60,6 +60,20 @@ def _bound(findings: list[Finding]) -> tuple[str, str]:
     if "power-limited" in by_id:
         return "compute", by_id["power-limited"].claim
     return "unknown", "The evidence gathered does not show which resource limits throughput."
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of text (ending with its period), or all of it."""
+    cut = text.find(". ")
+    return text if cut < 0 else text[: cut + 1]
+
+
+def _strip_source(action: str) -> str:
+    """An action without its trailing [source] note, for the one-paragraph verdict."""
+    action = action.rstrip()
+    if action.endswith("]") and " [" in action:
+        action = action[: action.rindex(" [")]
+    return action.rstrip(".")
 
 
 def _gaps(evidence: list[Evidence], results: list[AgentResult]) -> list[Gap]:
@@ -108,17 +122,19 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                 recs.append(Recommendation(action=action, why=f"{_title(f)} (evidence {', '.join(f.evidence)})", addresses=_title(f)))
 
     bound, reasoning = _bound(findings)
-    top = [c.title for c in causes[:4]]
     hw = next((f for f in findings if f.id == "gpu-peaks"), None)
     lead = f"On {hw.claim.split(':')[0]}, " if hw else ""
-    if top:
-        verdict = f"{lead}the evidence points to: " + "; ".join(top) + "."
+    if causes:
+        limiter = (f"the primary limiter is {bound}: {_first_sentence(reasoning)}" if bound != "unknown"
+                   else "the evidence does not settle which resource limits throughput")
+        verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {c.title};" for i, c in
+                                                                  enumerate(causes[:4], 1)).rstrip(";") + "."
+        if recs:
+            verdict += f" Start with: {_strip_source(recs[0].action)}."
     else:
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
         verdict = (f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context
-    if bound != "unknown":
-        verdict += f" Primary limiter: {bound}."
     if gaps:
         verdict += f" {len(gaps)} gap(s) limit this diagnosis."
     return SubmittedDiagnosis(verdict=verdict, bound=bound, bound_reasoning=reasoning, causes=causes,

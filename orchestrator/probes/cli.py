@@ -1,0 +1,46 @@
+"""`investigate probe`: run the probes on a host without any agent, and print what they found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from orchestrator.context import RunInputs
+from orchestrator.observations import load_observations
+from orchestrator.probes.models import ProbeModel
+from orchestrator.settings import load_settings
+
+
+async def probe_main(*, host: str | None, ssh_config: str | None, python: str | None, observations: Path | None,
+                     logs: list[str], gemm: bool, comm: bool) -> list[ProbeModel]:
+    """The read-only probes, or only the GEMM / all-reduce measurements when asked (they load the GPU)."""
+    from orchestrator.hosts import open_host
+    from orchestrator.probes import run_probes
+    from orchestrator.probes.measure import run_comm_probe, run_gemm_probe
+
+    settings = load_settings()
+    obs = load_observations(observations) if observations else None
+    h = await open_host(host, ssh_config=ssh_config, settings=settings)
+    try:
+        if gemm or comm:
+            out: list[ProbeModel] = []
+            if gemm:
+                out.append(await run_gemm_probe(h, python=python, observations=obs, budget_s=settings.gemm_budget_s))
+            if comm:
+                out.append(await run_comm_probe(h, python=python, observations=obs, budget_s=settings.comm_budget_s))
+            return out
+        inputs = RunInputs(question="probe", host=host or "local", python=python, logs=logs,
+                           observations=obs.model_dump(mode="json", exclude_none=True) if obs else None)
+        return await run_probes(h, inputs, settings)
+    finally:
+        await h.aclose()
+
+
+def render_probes(probes: list[ProbeModel], console: Any) -> None:
+    from orchestrator.tools.measure import comm_text, gemm_text
+    from orchestrator.tools.probes import summarize
+
+    text = {"gemm_sweep": gemm_text, "comm_sweep": comm_text}
+    for p in probes:
+        console.rule(f"{p.kind} on {p.host}")
+        console.print(text.get(p.kind, summarize)(p), markup=False, highlight=False)

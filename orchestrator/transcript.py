@@ -132,29 +132,45 @@ def read_transcript(path: str | Path) -> Transcript:
             f"{p}: schema_version {version} is newer than this investigate understands ({SCHEMA_VERSION}); "
             "upgrade investigate (pip install -U investigate) to read it"
         )
-    records: list[tuple[int, dict[str, Any]]] = []
-    for n, line in enumerate(complete[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(f"{p}: line {n} is not valid JSON ({exc.msg} at column {exc.colno}); the file is damaged") from None
-        records.append((n, obj))
-    upgraded_from = None
     if version < SCHEMA_VERSION:
+        records: list[tuple[int, dict[str, Any]]] = []
+        for n, line in enumerate(complete[1:], start=2):
+            if line.strip():
+                records.append((n, _loads(p, n, line)))
         head, records = upgrade(version, head, records)
-        upgraded_from = version
+        events = [_validate(p, n, obj) for n, obj in records]
+        upgraded_from: int | None = version
+    else:
+        # the common case: pydantic parses and validates each line in one step (several times faster than
+        # json.loads + validate_python); a failing line is then examined to say what is wrong with it
+        events = []
+        for n, line in enumerate(complete[1:], start=2):
+            if not line.strip():
+                continue
+            try:
+                events.append(EVENT_ADAPTER.validate_json(line))
+            except ValidationError:
+                events.append(_validate(p, n, _loads(p, n, line)))
+        upgraded_from = None
     try:
         header = Header.model_validate(head)
     except ValidationError as exc:
         raise TranscriptError(f"{p}: line 1: invalid header ({exc.errors()[0]['msg']})") from None
-    events: list[Event] = []
-    for n, obj in records:
-        try:
-            events.append(EVENT_ADAPTER.validate_python(obj))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(x) for x in err["loc"])
-            raise TranscriptError(f"{p}: line {n}: invalid {obj.get('type', 'event')} event ({loc}: {err['msg']})") from None
     return Transcript(header=header, events=events, path=p, warnings=warnings, upgraded_from=upgraded_from)
+
+
+def _loads(p: Path, n: int, line: str) -> dict[str, Any]:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(f"{p}: line {n} is not valid JSON ({exc.msg} at column {exc.colno}); the file is damaged") from None
+
+
+def _validate(p: Path, n: int, obj: dict[str, Any]) -> Event:
+    try:
+        return EVENT_ADAPTER.validate_python(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        kind = obj.get("type", "event") if isinstance(obj, dict) else "event"
+        raise TranscriptError(f"{p}: line {n}: invalid {kind} event ({loc}: {err['msg']})") from None

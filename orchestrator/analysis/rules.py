@@ -185,12 +185,16 @@ def autotune_not_persisted(v: EvidenceView) -> list[Finding]:
             recs.append("Set TLLM_AUTOTUNER_CACHE_PATH so TensorRT-LLM keeps its tuned tactics [TensorRT-LLM autotuner.py]")
         if "triton" in v.libraries:
             recs.append("Set TRITON_CACHE_AUTOTUNING=1 (and TRITON_PRINT_AUTOTUNING=1 to see choices) [Triton autotuner.py]")
+        # Triton alone (no serving library) tunes only what a program asks it to: nothing persisted there is
+        # expected, and says little about a serving stack.
+        serving = [t for t in tuners if t != "triton"]
         out.append(Finding(
-            id="autotune-not-persisted", category="autotune", confidence=0.8, evidence=ids,
+            id="autotune-not-persisted", category="autotune", confidence=0.8 if serving else 0.4, evidence=ids,
             claim=(f"No persisted autotune results on {rep.host} although {', '.join(tuners)} is installed "
                    f"(looked in: {looked or 'the known cache locations'}; cache env vars: {env}). Tactics chosen at "
                    f"runtime are lost on restart and untuned shapes run the fallback tactic (-1)."),
-            recommendations=recs, data={"title": "Autotune results are not persisted"}))
+            recommendations=recs,
+            data={"title": "Autotune results are not persisted", "secondary": not serving}))
     return out
 
 

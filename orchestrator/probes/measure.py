@@ -68,7 +68,9 @@ def comm_params(observations: Observations | None, budget_s: float) -> dict[str,
     if sizes:
         params["sizes"] = sorted(sizes)
     if groups:
-        params["group_sizes"] = sorted(groups, reverse=True)
+        # groups of one move no data: their time is the harness's per-call overhead, the baseline the rules
+        # subtract (and "2 against 1" on a two-GPU machine)
+        params["group_sizes"] = sorted(groups | {1}, reverse=True)
     return params
 
 

@@ -34,7 +34,7 @@ def test_gemm_params_take_expert_shapes_and_decode_m_from_observations():
 def test_comm_params_take_message_sizes_and_tp_groups_from_observations():
     p = comm_params(OBS, 20)
     assert p["sizes"] == [6144 * 64 * 2, 6144 * 600 * 2]
-    assert p["group_sizes"] == [2]
+    assert p["group_sizes"] == [2, 1]  # groups of one: the per-call overhead baseline
     assert comm_params(None, 20) == {"backend": "auto", "budget_s": 20}
 
 

@@ -260,7 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     bad = _bad_input_types()
     try:
-        app(args=_route(argv), prog_name="investigate", standalone_mode=False)
+        rv = app(args=_route(argv), prog_name="investigate", standalone_mode=False)
+        if rv == 130:  # typer turns KeyboardInterrupt (Ctrl-C) into exit code 130 and returns it
+            sys.stderr.write("investigate: interrupted; the transcript ends with a cancelled run_finished event\n")
+            return 130
+        if isinstance(rv, int) and not isinstance(rv, bool):
+            return rv
     except click_exc.NoArgsIsHelpError:
         return 0
     except click_exc.UsageError as exc:

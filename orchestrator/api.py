@@ -19,7 +19,6 @@ from typing import Any, Callable, Iterable
 
 import anyio
 
-from orchestrator import __version__
 from orchestrator.agentdefs import AgentDef, load_agents
 from orchestrator.context import Backend, RunContext, RunInputs
 from orchestrator.diagnosis import AgentUsage, Diagnosis, EvidenceRef, Gap, RunUsage, SubmittedDiagnosis

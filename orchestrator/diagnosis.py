@@ -101,7 +101,8 @@ class SubmittedDiagnosis(_Strict):
     gaps: list[Gap] = Field(default_factory=list)
 
 
-def _fmt(v: float) -> str:
+def fmt_number(v: float) -> str:
+    """A number as people read it: thousands separated, no trailing zeros, 3 significant digits below 1."""
     if v == 0:
         return "0"
     if abs(v) >= 100:
@@ -112,9 +113,9 @@ def _fmt(v: float) -> str:
 
 
 def number_line(n: Number) -> str:
-    s = f"{n.name}: {_fmt(n.value)} {n.unit}"
+    s = f"{n.name}: {fmt_number(n.value)} {n.unit}"
     if n.peak:
-        s += f" of {_fmt(n.peak)} {n.unit} ({100 * n.value / n.peak:.1f} %)"
+        s += f" of {fmt_number(n.peak)} {n.unit} ({100 * n.value / n.peak:.1f} %)"
     if n.note:
         s += f" — {n.note}"
     return s + f" [{n.source}]"

@@ -32,7 +32,7 @@ import re
 from html import escape
 from typing import Iterable
 
-from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number
+from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number, fmt_number as _fmt
 from orchestrator.events import DiagnosisSubmitted, RunFinished, RunStarted, ToolResult
 from orchestrator.timeline import Timeline, build_timeline
 
@@ -56,16 +56,6 @@ def anchor(eid: str) -> str:
 
 def _e(s: object) -> str:
     return escape(str(s), quote=True)
-
-
-def _fmt(v: float) -> str:
-    if v == 0:
-        return "0"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    if abs(v) >= 1:
-        return f"{v:,.2f}".rstrip("0").rstrip(".")
-    return f"{v:.3g}"
 
 
 # ---------------------------------------------------------------- evidence

@@ -314,7 +314,7 @@ class SshHost:
                 )
                 conn.established += 1
                 return conn, chan
-            except paramiko.ChannelException as exc:
+            except paramiko.ChannelException:
                 async with self._cond:
                     conn.open -= 1
                     # "administratively prohibited" from most servers; OpenSSH answers "connect failed" when

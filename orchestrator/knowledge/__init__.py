@@ -328,3 +328,8 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
     hits = [h for _, _, h in scored]
     dtypes = dict.fromkeys(_DTYPE_WORDS[w] for alts in terms for w in alts[:1] if w in _DTYPE_WORDS)
     return [dtype_support(d) for d in dtypes] + hits[: max(limit - len(dtypes), 0)]
+
+
+def log_signatures() -> list[dict[str, str]]:
+    """The known issues' log patterns as the log scan takes them: id and a case-insensitive regex."""
+    return [{"id": i.id, "pattern": "(?i)" + pat} for i in known_issues() for pat in i.patterns]

@@ -20,7 +20,7 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
     from orchestrator.probes.logscan import scan_logs
     from orchestrator.probes.power import sample_power
     from orchestrator.probes.pyenv import collect_python_env
-    from orchestrator.probes.signatures import log_signatures
+    from orchestrator.knowledge import log_signatures
 
     gpus = await collect_gpu_inventory(host)
     first = gpus.gpus[0] if gpus.gpus else None

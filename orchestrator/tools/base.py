@@ -20,6 +20,7 @@ from orchestrator.models.base import RunAbort
 
 if TYPE_CHECKING:
     from orchestrator.context import AgentContext
+    from orchestrator.hosts.base import Host
 
 
 class ToolOutput(BaseModel):
@@ -59,6 +60,22 @@ def _spec(cls: type[Tool]) -> ToolSpec:
     schema = cls.Input.model_json_schema()
     schema.pop("title", None)
     return ToolSpec(name=cls.name, description=cls.description, input_schema=schema)
+
+
+def require_host(ctx: "AgentContext") -> "Host":
+    """The run's host, or a tool failure saying there is none (a replay or a host-less library call)."""
+    if ctx.run.host is None:
+        raise ToolFailure("no host is attached to this run: nothing to run on")
+    return ctx.run.host
+
+
+def record_refusal(ctx: "AgentContext", tool: str, subject: str, reason: str) -> None:
+    """Record a policy refusal (a refused command or address) in the transcript before answering the call."""
+    from orchestrator.events import PolicyRefusal
+
+    ctx.run.recorder.emit(PolicyRefusal(run_id=ctx.run.run_id, agent_id=ctx.agent_id,
+                                        call_id=ctx.call.call_id if ctx.call else "", tool=tool, subject=subject,
+                                        reason=reason))
 
 
 TRUNCATION_MARKER = "\n[... {omitted} characters omitted by the output cap ...]\n"

@@ -18,8 +18,7 @@ import anyio
 import httpx
 from pydantic import BaseModel, Field
 
-from orchestrator.events import PolicyRefusal
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput
+from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, record_refusal
 from orchestrator.tools.html_text import html_to_text
 from orchestrator.tools.netpolicy import FetchRefused, resolve_checked, split_url
 
@@ -173,16 +172,7 @@ class FetchTool(Tool):
                 allow_hosts=s.fetch_allow_hosts,
             )
         except FetchRefused as exc:
-            ctx.run.recorder.emit(
-                PolicyRefusal(
-                    run_id=ctx.run.run_id,
-                    agent_id=ctx.agent_id,
-                    call_id=ctx.call.call_id if ctx.call else "",
-                    tool=self.name,
-                    subject=args.url,
-                    reason=str(exc),
-                )
-            )
+            record_refusal(ctx, self.name, args.url, str(exc))
             return ToolOutput(text=f"refused by fetch policy: {args.url}: {exc}", is_error=True)
         except (httpx.HTTPError, OSError) as exc:
             raise ToolFailure(f"fetch {args.url} failed: {type(exc).__name__}: {exc}") from None

@@ -19,17 +19,11 @@ from orchestrator.probes.models import (
 )
 from orchestrator.probes.power import sample_power
 from orchestrator.probes.pyenv import collect_python_env
-from orchestrator.probes.signatures import log_signatures
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry
+from orchestrator.knowledge import log_signatures
+from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, require_host
 
 if TYPE_CHECKING:
     from orchestrator.context import AgentContext
-
-
-def _host(ctx: "AgentContext") -> Host:
-    if ctx.run.host is None:
-        raise ToolFailure("no host is attached to this run: nothing to probe")
-    return ctx.run.host
 
 
 def _output(model: ProbeModel, text: str, host: Host) -> ToolOutput:
@@ -185,7 +179,7 @@ class GpuInventoryTool(Tool):
     Input = GpuInventoryInput
 
     async def run(self, args: GpuInventoryInput, ctx: "AgentContext") -> ToolOutput:
-        host = _host(ctx)
+        host = require_host(ctx)
         inv = await collect_gpu_inventory(host)
         return _output(inv, summarize_gpus(inv), host)
 
@@ -201,7 +195,7 @@ class PowerSampleTool(Tool):
     Input = PowerSampleInput
 
     async def run(self, args: PowerSampleInput, ctx: "AgentContext") -> ToolOutput:
-        host = _host(ctx)
+        host = require_host(ctx)
         duration = args.duration_s or ctx.run.settings.power_sample_s
         p = await sample_power(host, duration_s=duration, interval_s=args.interval_s)
         return _output(p, summarize_power(p), host)
@@ -220,7 +214,7 @@ class PythonEnvTool(Tool):
     Input = PythonEnvInput
 
     async def run(self, args: PythonEnvInput, ctx: "AgentContext") -> ToolOutput:
-        host = _host(ctx)
+        host = require_host(ctx)
         env = await collect_python_env(host, args.python or ctx.run.inputs.python)
         return _output(env, summarize_pyenv(env), host)
 
@@ -241,7 +235,7 @@ class AutotuneCachesTool(Tool):
     Input = AutotuneCachesInput
 
     async def run(self, args: AutotuneCachesInput, ctx: "AgentContext") -> ToolOutput:
-        host = _host(ctx)
+        host = require_host(ctx)
         shape = _expert_shape(ctx)
         r = await collect_autotune_caches(host, args.python or ctx.run.inputs.python, device_name=args.device_name,
                                           expert_shape=shape, extra_paths=args.extra_paths)
@@ -270,7 +264,7 @@ class KernelInventoryTool(Tool):
     timeout_s = 240.0
 
     async def run(self, args: KernelInventoryInput, ctx: "AgentContext") -> ToolOutput:
-        host = _host(ctx)
+        host = require_host(ctx)
         k = await collect_kernel_inventory(host, arch=args.arch, python=args.python or ctx.run.inputs.python)
         return _output(k, summarize_kernels(k), host)
 
@@ -285,7 +279,7 @@ class LogScanTool(Tool):
     Input = LogScanInput
 
     async def run(self, args: LogScanInput, ctx: "AgentContext") -> ToolOutput:
-        host = _host(ctx)
+        host = require_host(ctx)
         paths = args.paths or list(ctx.run.inputs.logs)
         if not paths:
             raise ToolFailure("no log files to scan: pass paths, or run with --log PATH")

@@ -6,19 +6,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from orchestrator.events import PolicyRefusal
-from orchestrator.hosts.base import CommandResult, Host
+from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.policy import check_command
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry
+from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, record_refusal, require_host
 
 if TYPE_CHECKING:
     from orchestrator.context import AgentContext
-
-
-def _host(ctx: "AgentContext") -> Host:
-    if ctx.run.host is None:
-        raise ToolFailure("no host is attached to this run: nothing to run commands on")
-    return ctx.run.host
 
 
 def render_result(res: CommandResult) -> str:
@@ -48,19 +41,10 @@ class ShellTool(Tool):
     Input = ShellInput
 
     async def run(self, args: ShellInput, ctx: "AgentContext") -> ToolOutput:
-        host = _host(ctx)
+        host = require_host(ctx)
         decision = check_command(args.command)
         if not decision.allowed:
-            ctx.run.recorder.emit(
-                PolicyRefusal(
-                    run_id=ctx.run.run_id,
-                    agent_id=ctx.agent_id,
-                    call_id=ctx.call.call_id if ctx.call else "",
-                    tool=self.name,
-                    subject=args.command,
-                    reason=decision.reason,
-                )
-            )
+            record_refusal(ctx, self.name, args.command, decision.reason)
             return ToolOutput(text=f"refused by the read-only policy: {decision.reason}", is_error=True,
                               host=host.name)
         s = ctx.run.settings
@@ -79,7 +63,7 @@ class ReadFileTool(Tool):
     Input = ReadFileInput
 
     async def run(self, args: ReadFileInput, ctx: "AgentContext") -> ToolOutput:
-        host = _host(ctx)
+        host = require_host(ctx)
         cap = min(args.max_bytes or ctx.run.settings.file_max_bytes, ctx.run.settings.file_max_bytes)
         try:
             data = await host.read_file(args.path, max_bytes=cap)
@@ -108,7 +92,7 @@ class FindFilesTool(Tool):
     Input = FindFilesInput
 
     async def run(self, args: FindFilesInput, ctx: "AgentContext") -> ToolOutput:
-        host = _host(ctx)
+        host = require_host(ctx)
         paths = await host.find(args.root, args.pattern, max_results=args.max_results)
         more = len(paths) >= args.max_results
         head = f"{len(paths)} file(s) under {args.root} matching {args.pattern!r}" + (

@@ -6,7 +6,6 @@ import json
 import time
 
 import anyio
-import pytest
 
 from orchestrator.api import _execute
 from orchestrator.agentdefs import load_agents

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -13,7 +12,7 @@ from orchestrator.api import investigate, replay
 from orchestrator.events import RunStarted, ToolResult
 from orchestrator.settings import Settings
 from support.sshd import sshd_factory  # noqa: F401
-from support.staged_host import RTX_PRO_6000, stage_host
+from support.staged_host import stage_host
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
                                                    reason="OpenSSH sshd not installed")]

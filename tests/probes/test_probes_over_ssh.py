@@ -11,7 +11,7 @@ from orchestrator.probes.gpu import collect_gpu_inventory
 from orchestrator.probes.kernels import collect_kernel_inventory
 from orchestrator.probes.logscan import scan_logs
 from orchestrator.probes.pyenv import collect_python_env
-from orchestrator.probes.signatures import SIGNATURES
+from orchestrator.knowledge import log_signatures
 from orchestrator.settings import Settings
 from support.sshd import sshd_factory  # noqa: F401
 from support.staged_host import ALL_CACHES, RTX_PRO_6000, stage_host
@@ -29,7 +29,7 @@ async def _evidence(host, log: str) -> list[dict]:
         await collect_python_env(host),
         await collect_autotune_caches(host, device_name=RTX_PRO_6000, expert_shape={"E": [256], "N": [256]}),
         await collect_kernel_inventory(host),
-        await scan_logs(host, [log], SIGNATURES),
+        await scan_logs(host, [log], log_signatures()),
     ]
     return [m.model_dump(exclude=VOLATILE) for m in out]
 

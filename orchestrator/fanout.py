@@ -7,7 +7,6 @@ runs out of budget or is cancelled still yields an `AgentResult` with its status
 
 from __future__ import annotations
 
-import anyio
 from pydantic import BaseModel, Field
 
 from orchestrator.context import AgentContext
@@ -50,10 +49,11 @@ class TaskTool(Tool):
         if reused is not None and reused.status == "ok":
             result = self._reuse(ctx, agent_id, reused)
         else:
+            # the runner's wall-time limit is the subagent's own cancel scope (move_on_after inside run());
+            # it never raises for the subagent's failures, only for cancellation of the whole run
             runner = AgentRunner(run, defn, agent_id=agent_id, ordinal=ctx.call.child_ordinal,
                                  parent_id=ctx.agent_id, brief=args.brief)
-            with anyio.CancelScope():
-                result = await runner.run()
+            result = await runner.run()
         return ToolOutput(text=result.for_parent(), data={"kind": "agent_result", **result.model_dump(mode="json")},
                           is_error=result.status != "ok")
 

@@ -305,7 +305,7 @@ def _nice_step(raw: float) -> float:
 
 _CSS = """
 .inv-report{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1b1b;max-width:960px;
- margin:0 auto;padding:16px}
+ margin:0 auto;padding:16px;overflow-wrap:anywhere}
 .inv-report h1{font-size:1.5em;margin:.2em 0}.inv-report h2{font-size:1.2em;border-bottom:1px solid #ddd;
  margin-top:1.6em}
 .inv-report .verdict{font-size:1.1em;background:#f5f7fa;border-left:4px solid #1565c0;padding:8px 12px}

@@ -42,6 +42,14 @@ def walk(root, max_walk):
     return out, False
 
 
+def listdir(path):
+    """Sorted names in a directory; [] when it cannot be listed (permissions, vanished)."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
 def size_of(path):
     try:
         return os.path.getsize(path)
@@ -53,6 +61,8 @@ def read_small(path, cap, budget):
     size = size_of(path)
     if size is None:
         return None, size, "unreadable"
+    if not os.path.isfile(path):
+        return None, size, "not a regular file"
     if size > cap:
         return None, size, "larger than %d bytes" % cap
     if size > budget.left:
@@ -107,10 +117,10 @@ def main():
     paths, loc["truncated"] = walk(fi_root, max_walk)
     loc["files"] = len(paths)
     if os.path.isdir(fi_root):
-        for ver in sorted(os.listdir(fi_root)):
+        for ver in listdir(fi_root):
             vdir = os.path.join(fi_root, ver)
             if os.path.isdir(vdir):
-                for arch in sorted(os.listdir(vdir)):
+                for arch in listdir(vdir):
                     if os.path.isdir(os.path.join(vdir, arch)):
                         loc["subdirs"].append(ver + "/" + arch)
     for p in paths:
@@ -194,7 +204,7 @@ def main():
     paths, loc["truncated"] = walk(idir, max_walk)
     loc["files"] = len(paths)
     if os.path.isdir(idir):
-        loc["subdirs"] = sorted(d for d in os.listdir(idir) if os.path.isdir(os.path.join(idir, d)))
+        loc["subdirs"] = [d for d in listdir(idir) if os.path.isdir(os.path.join(idir, d))]
     for p in paths:
         if p.endswith(".autotune.json"):
             add_file("triton_autotune", p)
@@ -211,7 +221,11 @@ def main():
         dirs.append(os.path.dirname(tname))
     else:
         dirs.extend(params.get("cwds") or [])
-        dirs.extend([os.getcwd(), home])
+        try:
+            dirs.append(os.getcwd())
+        except OSError:  # the working directory was removed
+            pass
+        dirs.append(home)
     seen_dirs = set()
     for d in dirs:
         if d in seen_dirs:
@@ -219,10 +233,7 @@ def main():
         seen_dirs.add(d)
         loc = location("tunableop", os.path.join(d, os.path.basename(tname)),
                        "PYTORCH_TUNABLEOP_FILENAME" if env.get("PYTORCH_TUNABLEOP_FILENAME") else None)
-        try:
-            names = sorted(n for n in os.listdir(d) if fnmatch.fnmatch(n, pattern))
-        except OSError:
-            names = []
+        names = [n for n in listdir(d) if fnmatch.fnmatch(n, pattern)]
         loc["files"] = len(names)
         loc["exists"] = bool(names)
         for n in names:

@@ -20,6 +20,21 @@ TILE = re.compile(r"(?:CtaShape|TileShape|Tile_|tile_)(\d+x\d+(?:x\d+)?)", re.I)
 SUPPORTED = re.compile(r"@supported_compute_capability\(\s*\[([\d,\s]*)\]\s*\)\s*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)")
 
 
+def listdir(path):
+    """Sorted names in a directory; [] when it cannot be listed (permissions, vanished)."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def size_of(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def function_body(text, name):
     """The text of a C++ or Python function `name` (from its name to the matching close or the next def)."""
     i = text.find(name)
@@ -108,7 +123,7 @@ def main():
                         info["backends_for_arch"].append(m.group(2))
         info["tile_candidates"] = tiles
         if cuobjdump and sos:
-            sos.sort(key=lambda s: -os.path.getsize(s) if os.path.exists(s) else 0)
+            sos.sort(key=lambda s: -size_of(s))
             archs = set()
             for so in sos[:max_so]:
                 if time.time() - started > budget_s:
@@ -128,11 +143,11 @@ def main():
     jit = os.path.join(base, ".cache", "flashinfer")
     dirs = []
     if os.path.isdir(jit):
-        for ver in sorted(os.listdir(jit)):
+        for ver in listdir(jit):
             if os.path.isdir(os.path.join(jit, ver)):
-                for a in sorted(os.listdir(os.path.join(jit, ver))):
+                for a in listdir(os.path.join(jit, ver)):
                     ops = os.path.join(jit, ver, a, "cached_ops")
-                    n = len(os.listdir(ops)) if os.path.isdir(ops) else 0
+                    n = len(listdir(ops)) if os.path.isdir(ops) else 0
                     dirs.append({"dir": ver + "/" + a, "cached_ops": n})
     out["flashinfer_jit"] = {"root": jit, "dirs": dirs}
     print(json.dumps(out))

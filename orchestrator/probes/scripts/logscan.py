@@ -25,16 +25,38 @@ def main():
         if not os.path.isfile(path):
             out["missing"].append(raw)
             continue
+        try:
+            f = open(path, "r", encoding="utf-8", errors="replace")
+        except OSError:
+            out["missing"].append(raw)
+            continue
+        no = 0
+        try:
+            with f:
+                while True:
+                    # Bounded reads: a log with no newlines (or a binary file) must not be read into one string.
+                    line = f.readline(1 << 20)
+                    if not line:
+                        break
+                    if not line.endswith("\n"):
+                        while True:
+                            rest = f.readline(1 << 20)
+                            if not rest or rest.endswith("\n"):
+                                break
+                    no += 1
+                    out["lines"] += 1
+                    for sid, rx in sigs:
+                        if rx.search(line):
+                            if len(out["matches"]) >= max_matches:
+                                out["truncated"] = True
+                                break
+                            out["matches"].append({"path": raw, "line_no": no, "line": line.rstrip("\n")[:width],
+                                                   "signature_id": sid})
+        except OSError:
+            if no == 0:
+                out["missing"].append(raw)
+                continue
         out["files"].append(raw)
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            for no, line in enumerate(f, 1):
-                out["lines"] += 1
-                for sid, rx in sigs:
-                    if rx.search(line):
-                        if len(out["matches"]) >= max_matches:
-                            out["truncated"] = True
-                            break
-                        out["matches"].append({"path": raw, "line_no": no, "line": line.rstrip("\n")[:width], "signature_id": sid})
     print(json.dumps(out))
 
 

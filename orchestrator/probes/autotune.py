@@ -66,9 +66,10 @@ def report_from_output(
         return bool(cf.matches_device) and (not es or shape.get("E") in es) and (not ns or shape.get("N") in ns)
 
     # A fused-MoE config counts only when it would be used here (this device, this expert shape when known).
+    # Any other file counts when it holds at least one result (an empty cache persisted nothing).
     persisted = any(
         cf.format in PERSISTED_FORMATS and cf.error is None and cf.matches_device is not False
-        and (cf.format not in MOE_FORMATS or moe_applies(cf))
+        and (moe_applies(cf) if cf.format in MOE_FORMATS else cf.entries > 0)
         for cf in files
     )
     tuned: bool | None = None

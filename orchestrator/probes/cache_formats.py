@@ -6,7 +6,8 @@ Formats (sources in tests/probes/data/README.md):
    "('op', 'Runner', shapes...)": ["Runner", tactic], ...}; tactic -1 is the fallback.
 - TensorRT-LLM autotuner cache: {"metadata": {lib_version, device_name, device_capability},
   "cache_data": {key: {runner_id, tactic, min_time}}}.
-- vLLM / SGLang fused-MoE configs: file name E=..,N=..,device_name=..[,dtype=..][,block_shape=[..]].json, body
+- vLLM / SGLang fused-MoE configs: file name E=..,N=..,device_name=..[,dtype=..][,block_shape=[..]].json (SGLang adds
+  [,per_channel_quant=True][_down]; vLLM names every H200-family GPU NVIDIA_H200), body
   {"<M>": {BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, num_warps, num_stages}, ["triton_version"]}.
 - Triton `<fn>.autotune.json`: {"key": [...], "configs_timings": [[config, [median, p20, p80]], ...]}.
 - Inductor `*.best_config`: one JSON object of the chosen Triton config.
@@ -45,10 +46,18 @@ def device_file_name(name: str) -> str:
     return name.replace(" ", "_")
 
 
-def _same_device(found: str | None, device: str | None) -> bool | None:
+def vllm_device_file_name(name: str) -> str:
+    """The device name vLLM's fused-MoE lookup uses: spaces to underscores, and any H200-family GPU as NVIDIA_H200
+    (vllm/model_executor/layers/fused_moe/fused_moe.py get_config_file_name)."""
+    spelled = device_file_name(name)
+    return "NVIDIA_H200" if "H200" in spelled.split("_") else spelled
+
+
+def _same_device(found: str | None, device: str | None, fmt: str | None = None) -> bool | None:
     if not found or not device:
         return None
-    norm = lambda s: device_file_name(s.strip()).lower()  # noqa: E731
+    spell = vllm_device_file_name if fmt == "vllm_fused_moe" else device_file_name
+    norm = lambda s: spell(s.strip()).lower()  # noqa: E731
     return norm(found) == norm(device)
 
 
@@ -174,7 +183,8 @@ def parse_trtllm_autotuner(path: str, text: str, ctx: CacheContext) -> CacheFile
 
 _MOE_NAME = re.compile(
     r"^E=(?P<E>\d+),N=(?P<N>\d+),device_name=(?P<device>[^,]+?)"
-    r"(?:,dtype=(?P<dtype>[^,]+?))?(?:,block_shape=\[(?P<block>[\d,\s]*)\])?(?P<suffix>_down|_up)?\.json$"
+    r"(?:,dtype=(?P<dtype>[^,]+?))?(?:,block_shape=\[(?P<block>[\d,\s]*)\])?"
+    r"(?P<per_channel>,per_channel_quant=True)?(?P<suffix>_down|_up)?\.json$"
 )
 
 
@@ -188,6 +198,8 @@ def parse_moe_config_name(name: str) -> dict[str, Any] | None:
         out["dtype"] = m["dtype"]
     if m["block"] is not None:
         out["block_shape"] = [int(x) for x in m["block"].split(",") if x.strip()]
+    if m["per_channel"]:
+        out["per_channel_quant"] = True
     if m["suffix"]:
         out["part"] = m["suffix"][1:]
     return out
@@ -201,7 +213,7 @@ def parse_fused_moe_config(path: str, text: str | None, ctx: CacheContext, fmt: 
         cf.error = "file name is not E=..,N=..,device_name=...json"
         return cf
     cf.device_name = shape.pop("device_name")
-    cf.matches_device = _same_device(cf.device_name, ctx.device_name)
+    cf.matches_device = _same_device(cf.device_name, ctx.device_name, fmt)
     cf.expert_shape = shape
     if text is None:
         return cf

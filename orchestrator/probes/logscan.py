@@ -60,7 +60,7 @@ async def _scan_by_reading(host: Host, paths: list[str], sigs: list[dict[str, st
     for p in paths:
         try:
             raw = await host.read_file(p, max_bytes=50_000_000)
-        except FileNotFoundError:
+        except OSError:  # missing, unreadable, a directory: listed, not fatal
             scan.missing.append(p)
             continue
         n, matches = scan_text(p, raw.decode("utf-8", "replace"), sigs)

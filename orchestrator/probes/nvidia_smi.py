@@ -80,11 +80,12 @@ def parse_xml(xml_text: str) -> GpuInventory:
         major, minor = _text(gpu, "compute_capability/major"), _text(gpu, "compute_capability/minor")
         if major and minor:
             cc = f"{major}.{minor}"
-        minor_no = _text(gpu, "minor_number")
         numa = _text(gpu, "numa_node") or _text(gpu, "pci/numa_node")
         gpus.append(
             GpuInfo(
-                index=int(minor_no) if minor_no and minor_no.isdigit() else i,
+                # nvidia-smi lists GPUs in index order (the index --query-gpu and topo -m use). minor_number is
+                # the /dev/nvidiaN number: in a container given host GPU 3 it is 3 while the index is 0.
+                index=i,
                 name=_text(gpu, "product_name") or "unknown",
                 architecture=_text(gpu, "product_architecture"),
                 compute_cap=cc,

@@ -136,7 +136,11 @@ def main():
             add_file("trtllm_autotuner", trt)
 
     # Fused-MoE tuned configs: the override folder first, then the installed package's.
+    # vLLM looks up every H200-family GPU (H200 NVL, ...) as NVIDIA_H200; SGLang uses the exact name.
+    vllm_devices = ["NVIDIA_H200" if "H200" in d.split("_") else d for d in devices]
+
     def moe_dir(fmt, path, env_var):
+        wanted = vllm_devices if fmt == "vllm_fused_moe" else devices
         loc = location(fmt, path, env_var)
         paths, loc["truncated"] = walk(path, max_walk)
         names = [p for p in paths if p.endswith(".json") and os.path.basename(p).startswith("E=")]
@@ -149,7 +153,7 @@ def main():
                     seen.add(part[len("device_name="):])
             if any(("device_name=" + d + ",") in base or ("device_name=" + d + ".json") == base or
                    ("device_name=" + d + "_down.json") == base or ("device_name=" + d + "_up.json") == base
-                   for d in devices):
+                   for d in wanted):
                 add_file(fmt, p)
         loc["devices"] = sorted(seen)
         for p in paths:
@@ -286,7 +290,7 @@ def installed():
                     out[key] = version
         if "torch_cuda" not in out:
             try:
-                with open(os.path.join(entry, "torch", "version.py"), "r", encoding="utf-8") as f:
+                with open(os.path.join(entry, "torch", "version.py"), "r", encoding="utf-8", errors="replace") as f:
                     for line in f:
                         if line.startswith("cuda") and "=" in line:
                             value = line.split("=", 1)[1].strip().strip("'\"")

@@ -28,6 +28,35 @@ def server_kind(argv):
     return None
 
 
+def interpreter_path(argv, exe, cwd, path_var):
+    """The interpreter path the server was started with.
+
+    /proc/PID/exe has symlinks resolved, so a virtualenv's bin/python (a symlink to the base interpreter) reads as
+    the base interpreter, which does not see the virtualenv's packages. argv[0] keeps the path as invoked (for a
+    console script it is the shebang's interpreter), so it wins when it names the same binary.
+    """
+    first = argv[0]
+    cand = None
+    if "python" in os.path.basename(first):
+        if os.path.isabs(first):
+            cand = first
+        elif "/" in first and cwd:
+            cand = os.path.join(cwd, first)
+        else:
+            for d in (path_var or "").split(os.pathsep):
+                if d and os.path.isabs(d) and os.path.exists(os.path.join(d, first)):
+                    cand = os.path.join(d, first)
+                    break
+    if cand and os.path.exists(cand):
+        if not exe or os.path.realpath(cand) == os.path.realpath(exe):
+            return cand
+    if exe and "python" in os.path.basename(exe):
+        return exe
+    if "python" in os.path.basename(first):
+        return cand or first
+    return exe
+
+
 def main():
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     keys = set(params.get("env_keys") or [])
@@ -52,22 +81,23 @@ def main():
             exe = os.readlink("/proc/%s/exe" % pid)
         except OSError:
             exe = None
-        if not exe or "python" not in os.path.basename(exe):
-            first = argv[0]
-            exe = first if "python" in os.path.basename(first) else exe
         env = {}
+        path_var = None
         try:
             with open("/proc/%s/environ" % pid, "rb") as f:
                 for item in f.read().split(b"\0"):
                     k, _, v = item.decode("utf-8", "replace").partition("=")
                     if k in keys:
                         env[k] = v
+                    if k == "PATH":
+                        path_var = v
         except OSError:
             pass
         try:
             cwd = os.readlink("/proc/%s/cwd" % pid)
         except OSError:
             cwd = None
+        exe = interpreter_path(argv, exe, cwd, path_var)
         servers.append({"pid": int(pid), "kind": kind, "exe": exe, "cmdline": joined[:300], "env": env, "cwd": cwd})
     print(json.dumps({"servers": servers, "python3": sys.executable}))
 

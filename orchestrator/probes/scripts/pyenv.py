@@ -57,7 +57,7 @@ def torch_version_py(location):
     out = {}
     path = os.path.join(location, "torch", "version.py")
     try:
-        with open(path, "r", encoding="utf-8") as f:
+        with open(path, "r", encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError:
         return out

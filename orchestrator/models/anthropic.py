@@ -20,7 +20,7 @@ import anyio
 from orchestrator.messages import Block, Message, ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 from orchestrator.models.base import ModelCallError
 from orchestrator.models.rategate import RateGate, parse_retry_after
-from orchestrator.pricing import cost
+from orchestrator.pricing import cost, price_for
 from orchestrator.redact import redact
 from orchestrator.settings import Settings
 
@@ -183,17 +183,21 @@ def parse_response(resp: Any, *, model: str, settings: Settings) -> tuple[ModelR
         cache_write_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
         calls=1,
     )
-    usage.cost_usd = cost(resp.model or model, usage, settings.prices)
+    # The response names the model that answered (often a dated id); when the price table does not know that id,
+    # price the model that was asked for rather than count the call as free.
+    priced = resp.model if resp.model and price_for(resp.model, settings.prices) is not None else model
+    usage.cost_usd = cost(priced, usage, settings.prices)
     response = ModelResponse(
         content=content, stop_reason=resp.stop_reason or "end_turn", model=resp.model or model, usage=usage
     )
     return response, (raw if lossy else None)
 
 
-def _error_type(exc: anthropic.APIStatusError) -> str:
+def _error_type(exc: anthropic.APIStatusError, secret: str | None = None) -> str:
+    """The error's `type` as the server (or a proxy in between) sent it: scrubbed and short, it goes in records."""
     body = exc.body if isinstance(exc.body, dict) else {}
     err = body.get("error") if isinstance(body.get("error"), dict) else {}
-    return str(err.get("type") or type(exc).__name__)
+    return _scrub(str(err.get("type") or type(exc).__name__), secret, limit=80)
 
 
 def _error_message(exc: anthropic.APIStatusError) -> str:
@@ -237,7 +241,8 @@ class AnthropicModel:
                 resp = await client.messages.create(**params)
             except anthropic.APIStatusError as exc:
                 status = exc.status_code
-                record: dict[str, Any] = {"attempt": len(attempts) + 1, "status": status, "error": _error_type(exc)}
+                kind = _error_type(exc, backend.secret)
+                record: dict[str, Any] = {"attempt": len(attempts) + 1, "status": status, "error": kind}
                 attempts.append(record)
                 if status == 400 and "tool_choice" in params:
                     # Some models refuse forced tool use (thinking always on, e.g. Sonnet 5.5): ask once more without
@@ -249,12 +254,12 @@ class AnthropicModel:
                     raise ModelCallError(self._fatal_message(status, exc), attempts, fatal=True) from None
                 retryable = status in GATE_STATUS or status >= 500 or status == 408
                 if not retryable:
-                    detail = _scrub(_error_message(exc), backend.secret) or _error_type(exc)
+                    detail = _scrub(_error_message(exc), backend.secret) or kind
                     raise ModelCallError(f"anthropic: HTTP {status}: {detail}", attempts) from None
                 failures += 1
                 if failures > settings.anthropic_max_retries:
                     raise ModelCallError(
-                        f"anthropic: {_error_type(exc)} ({status}) persisted after {len(attempts)} attempts",
+                        f"anthropic: {kind} ({status}) persisted after {len(attempts)} attempts",
                         attempts,
                     ) from None
                 retry_after = parse_retry_after(exc.response.headers) if exc.response is not None else None

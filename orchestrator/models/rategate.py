@@ -8,6 +8,7 @@ resets the back-off. Clock, sleep and randomness are injectable so the arithmeti
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from email.utils import parsedate_to_datetime
@@ -22,16 +23,19 @@ def parse_retry_after(headers: Mapping[str, str], now_epoch: float | None = None
     ms = lower.get("retry-after-ms")
     if ms is not None:
         try:
-            return max(float(ms) / 1000.0, 0.0)
+            if math.isfinite(float(ms)):  # "nan"/"inf" parse as floats; they are no wait at all
+                return max(float(ms) / 1000.0, 0.0)
         except ValueError:
             pass
     value = lower.get("retry-after")
     if value is None:
         return None
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return max(seconds, 0.0) if math.isfinite(seconds) else None
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -72,7 +76,8 @@ class RateGate:
         """Close the gate after a 429/529; returns the wait this trip imposes (from now)."""
         self._trips += 1
         self.total_trips += 1
-        wait = retry_after_s if retry_after_s is not None else self.backoff(self._trips)
+        finite = retry_after_s is not None and math.isfinite(retry_after_s)
+        wait = retry_after_s if finite else self.backoff(self._trips)
         wait = min(max(wait, 0.0), self.max_wait_s)
         # Never shorten a wait another caller already imposed.
         self._reopen_at = max(self._reopen_at, self._clock() + wait)
@@ -87,10 +92,18 @@ class RateGate:
         return max(self._reopen_at - self._clock(), 0.0)
 
     async def wait(self) -> float:
-        """Block until the gate is open; returns the seconds waited."""
+        """Block until the gate is open; returns the seconds waited.
+
+        A caller that was held also waits a random extra slice of up to `base_s` (capped by `max_wait_s`), so the
+        callers a closed gate collected do not all retry in the same instant and trip it again together.
+        """
         waited = 0.0
         # Loop because another caller may push the reopen time further out while we sleep.
         while (left := self.remaining()) > 0:
             await self._sleep(left)
             waited += left
+        if waited:
+            spread = self._rng() * min(self.base_s, self.max_wait_s)
+            await self._sleep(spread)
+            waited += spread
         return waited

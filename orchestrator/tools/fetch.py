@@ -9,7 +9,10 @@ visible marker; what comes back is untrusted data.
 
 from __future__ import annotations
 
+import codecs
+import re
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
 MAX_REDIRECTS = 5
 REDIRECT_STATUS = {301, 302, 303, 307, 308}
 USER_AGENT = "investigate-fetch/0.1 (+read-only diagnostics)"
+ACCEPT_ENCODING = "gzip, deflate"
+"""Only what `_BoundedDecoder` undoes under the byte cap (httpx would offer br/zstd when those are installed)."""
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml", "application/javascript",
               "application/x-yaml", "application/yaml", "application/toml")
 
@@ -72,7 +77,7 @@ async def fetch_url(
                 ip = await resolve_checked(host, port, allow_private=allow_private, allow=allow_hosts)
                 pinned = httpx.URL(current).copy_with(host=str(ip))
                 headers = {"Host": httpx.URL(current).netloc.decode("ascii"), "User-Agent": USER_AGENT,
-                           "Accept": "text/html,text/plain;q=0.9,*/*;q=0.5"}
+                           "Accept": "text/html,text/plain;q=0.9,*/*;q=0.5", "Accept-Encoding": ACCEPT_ENCODING}
                 extensions: dict[str, Any] = {"sni_hostname": host} if scheme == "https" else {}
                 request = client.build_request("GET", pinned, headers=headers, extensions=extensions)
                 response = await client.send(request, stream=True)
@@ -90,21 +95,74 @@ async def fetch_url(
     raise ToolFailure(f"more than {MAX_REDIRECTS} redirects from {url}")
 
 
+class _BoundedDecoder:
+    """Undoes one gzip/deflate Content-Encoding, never producing more than asked for per call.
+
+    httpx's own decoders inflate a whole network chunk at once (64 KiB of gzip can be 64 MiB; stacked encodings
+    multiply), before any cap can be checked; here zlib's `max_length` bounds every step and the rest of the input
+    waits in `unconsumed_tail`.
+    """
+
+    def __init__(self, encoding: str):
+        self.encoding = encoding
+        self._obj = zlib.decompressobj(zlib.MAX_WBITS | 16 if encoding in ("gzip", "x-gzip") else zlib.MAX_WBITS)
+        self._started = False
+
+    def decode(self, data: bytes, limit: int) -> bytes:
+        """At most `limit` (>= 1) decoded bytes from the pending input plus `data`."""
+        if self._obj.eof:
+            return b""
+        data = self._obj.unconsumed_tail + data
+        try:
+            out = self._obj.decompress(data, limit)
+        except zlib.error:
+            if self.encoding != "deflate" or self._started:
+                raise ToolFailure(f"fetch: the {self.encoding}-encoded body is corrupt") from None
+            self._obj = zlib.decompressobj(-zlib.MAX_WBITS)  # "deflate" sent as a raw stream, without zlib header
+            self._started = True
+            return self.decode(data, limit)
+        self._started = True
+        return out
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._obj.unconsumed_tail) and not self._obj.eof
+
+
+def _decoder_for(response: httpx.Response) -> _BoundedDecoder | None:
+    value = response.headers.get("content-encoding", "")
+    codings = [c.strip().lower() for c in value.split(",") if c.strip() and c.strip().lower() != "identity"]
+    if not codings:
+        return None
+    if len(codings) == 1 and codings[0] in ("gzip", "x-gzip", "deflate"):
+        return _BoundedDecoder(codings[0])
+    raise ToolFailure(f"fetch: unsupported Content-Encoding {value!r} (only one layer of gzip or deflate)")
+
+
 async def _read_capped(
     response: httpx.Response, url: str, final_url: str, redirects: list[str], max_bytes: int, deadline: float
 ) -> Fetched:
     chunks: list[bytes] = []
     size = 0
     cut_by_size = cut_by_time = False
+    decoder = _decoder_for(response)
     with anyio.move_on_after(max(deadline - anyio.current_time(), 0)) as scope:
-        async for chunk in response.aiter_bytes():
-            if size + len(chunk) >= max_bytes:
-                chunks.append(chunk[: max_bytes - size])
-                size = max_bytes
-                cut_by_size = True
+        # Raw bytes, decoded here under the cap: one byte past the cap tells "cut" from "exactly the cap".
+        async for raw in response.aiter_raw():
+            while True:
+                chunk = decoder.decode(raw, max_bytes - size + 1) if decoder else raw
+                raw = b""
+                if size + len(chunk) > max_bytes:
+                    chunks.append(chunk[: max_bytes - size])
+                    size = max_bytes
+                    cut_by_size = True
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if not (decoder and decoder.pending):
+                    break
+            if cut_by_size:
                 break
-            chunks.append(chunk)
-            size += len(chunk)
     cut_by_time = scope.cancelled_caught
     return Fetched(
         url=url,
@@ -118,11 +176,32 @@ async def _read_capped(
     )
 
 
-def _charset(content_type: str) -> str:
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+def _header_charset(content_type: str) -> str | None:
     for part in content_type.split(";")[1:]:
         key, _, value = part.strip().partition("=")
         if key.lower() == "charset" and value:
             return value.strip("\"'")
+    return None
+
+
+def _charset(content_type: str, body: bytes = b"", is_html: bool = False) -> str:
+    """The body's encoding as a browser picks it: byte-order mark, then the header, then an HTML `<meta>`, UTF-8."""
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return name
+    declared = _header_charset(content_type)
+    if declared:
+        return declared
+    if is_html:
+        m = _META_CHARSET.search(body[:2048])
+        if m:
+            name = m.group(1).decode("ascii").lower()
+            # A document that says "utf-16" in ASCII bytes is not UTF-16 (WHATWG: treat as UTF-8).
+            return "utf-8" if name.startswith("utf-16") else name
     return "utf-8"
 
 
@@ -135,8 +214,8 @@ def render(fetched: Fetched, max_bytes: int, timeout_s: float) -> tuple[str, boo
     if not textual:
         return f"(binary content {ctype}, {len(fetched.body)} bytes; not shown)", False
     try:
-        decoded = fetched.body.decode(_charset(fetched.content_type), errors="replace")
-    except LookupError:
+        decoded = fetched.body.decode(_charset(fetched.content_type, fetched.body, is_html), errors="replace")
+    except (LookupError, UnicodeError):  # unknown charset, or a codec (idna, punycode) that cannot "replace"
         decoded = fetched.body.decode("utf-8", errors="replace")
     text = html_to_text(decoded) if is_html else decoded
     if fetched.cut_by_size:

@@ -19,10 +19,40 @@ class FetchRefused(Exception):
     """A URL was refused by policy before any connection; the message is the one-line reason."""
 
 
+# IPv6 prefixes whose low 32 bits (or, for 6to4, bits 16..48) name an IPv4 address that a translator or tunnel on
+# the path will connect to: the embedded address is what must be checked (Python's `is_global` calls most of these
+# public). NAT64 well-known (RFC 6052) and local-use (RFC 8215) prefixes, IPv4-compatible (::/96, deprecated) and
+# IPv4-translated (::ffff:0:0:0/96, SIIT) forms.
+_EMBEDS_IPV4_LOW32 = [
+    ipaddress.ip_network("64:ff9b::/96"),
+    ipaddress.ip_network("64:ff9b:1::/48"),
+    ipaddress.ip_network("::/96"),
+    ipaddress.ip_network("::ffff:0:0:0/96"),
+]
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
+    if ip in _SIX_TO_FOUR:
+        return ip.sixtofour
+    for net in _EMBEDS_IPV4_LOW32:
+        if ip in net and int(ip) & 0xFFFFFFFF > 1:  # ::, ::1 keep their own meaning
+            return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def address_refusal(ip: IPAddress) -> str | None:
     """Why `ip` may not be fetched from, or None when it is a public address."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None:
+            reason = address_refusal(embedded)
+            return f"{ip} embeds {embedded} ({reason})" if reason else None
+        if ip in _SITE_LOCAL:
+            return f"{ip} is a site-local address"
     if ip.is_unspecified:
         return f"{ip} is an unspecified address"
     if ip.is_loopback:

@@ -16,6 +16,8 @@ DATA = Path(__file__).resolve().parent / "data"
 class WebServer:
     def __init__(self):
         self.hits: list[str] = []
+        self.routes: dict[str, tuple[int, bytes, dict[str, str]]] = {}
+        """Extra pages a test registers: path -> (status, raw body, headers incl. content-type)."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,7 +40,14 @@ class WebServer:
                 parts = urlsplit(self.path)
                 query = parse_qs(parts.query)
                 try:
-                    if parts.path.startswith("/data/"):
+                    if parts.path in server.routes:
+                        status, body, headers = server.routes[parts.path]
+                        self.send_response(status)
+                        for k, v in {"content-length": str(len(body)), **headers}.items():
+                            self.send_header(k, v)
+                        self.end_headers()
+                        self.wfile.write(body)
+                    elif parts.path.startswith("/data/"):
                         self._send(200, (DATA / parts.path[len("/data/") :]).read_bytes())
                     elif parts.path == "/text":
                         self._send(200, b"plain text body\n", "text/plain")

@@ -34,7 +34,7 @@ async def test_open_gate_does_not_wait():
 
 async def test_trip_honours_retry_after_and_every_caller_waits_for_it():
     clock = FakeClock()
-    g = gate(clock)
+    g = gate(clock, rng=lambda: 0.0)  # no release jitter: the wait is exactly the retry-after
     assert g.trip(7.5) == 7.5
     assert await g.wait() == pytest.approx(7.5)
     assert await g.wait() == 0.0  # reopened

@@ -245,6 +245,8 @@ class AgentRunner:
             if await self._handle(response, turn):
                 return "ok", None
             if not response.message().tool_uses():
+                if response.stop_reason == "pause_turn":
+                    continue  # a server tool (web search/fetch) paused a long turn: send it back to continue
                 if self.is_lead:
                     # a lead that stops talking without a diagnosis gets one forced turn to submit it
                     await self._final_turn("you ended without calling submit_diagnosis")

@@ -86,3 +86,14 @@ async def test_agent_ending_with_text_returns_it_as_summary(tmp_path):
     result = await run(tmp_path, agents, backend)
     fin = [e for e in result.events if isinstance(e, AgentFinished) and e.agent_id == "terse-1"][0]
     assert fin.status == "ok" and fin.result["summary"] == "nothing to see"
+
+
+async def test_a_paused_turn_is_sent_back_to_continue_not_taken_as_the_answer(tmp_path):
+    agents = write_agents(tmp_path / "agents", {"searcher": {}})
+    paused = respond(stop_reason="pause_turn")
+    paused.content = []
+    model = ScriptedModel([paused, respond(call("submit_findings", summary="after the pause"))])
+    result = await run(tmp_path, agents, DoublesBackend({"lead": lead(["searcher"]), "searcher": model}))
+    fin = [e for e in result.events if isinstance(e, AgentFinished) and e.agent_id == "searcher-1"][0]
+    assert fin.status == "ok" and fin.result["summary"] == "after the pause"
+    assert len(model.requests) == 2 and model.requests[1].messages[-1].role == "assistant"

@@ -20,6 +20,15 @@ def compute_peak(spec: knowledge.GpuSpec, caps: knowledge.ArchCaps | None, dtype
     return spec.tflops.get(t), t
 
 
+def weight_only(caps: knowledge.ArchCaps | None, dtype: str | None) -> bool:
+    """Whether a quantized checkpoint runs weight-only on this architecture (no tensor cores for its dtype):
+    FP4 without FP4 MMA, FP8 without FP8 MMA. Such kernels dequantize the weights and run BF16 activations."""
+    if caps is None or not dtype:
+        return False
+    t = knowledge.tensor_dtype(dtype)
+    return (t == "fp4" and not caps.fp4_tensor_cores) or (t == "fp8" and not caps.fp8_tensor_cores)
+
+
 def best_run(obs: Observations) -> RunObservation | None:
     runs = [r for r in obs.runs if r.decode_batch]
     if not runs:
@@ -48,7 +57,9 @@ def moe_args_from(obs: Observations, spec: knowledge.GpuSpec, caps: knowledge.Ar
         return None
     layers = m.num_moe_layers or m.num_layers or 1
     expert_tp, ep = (1, run.ep) if run.ep > 1 else (run.tp, 1)
+    extra = {"act_dtype": "bf16"} if weight_only(caps, dtype) else {}
     return {
+        **extra,
         "batch": int(run.decode_batch or 1), "num_experts": m.num_experts, "top_k": m.top_k, "hidden": m.hidden_size,
         "intermediate": m.moe_intermediate_size, "dtype": dtype, "peak_tflops": peak, "bandwidth_gbs": spec.mem_bw_gbs,
         "tp": expert_tp, "ep": ep, "layers": max(1, layers // max(run.pp, 1)),

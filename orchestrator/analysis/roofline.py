@@ -116,6 +116,8 @@ class MoeDecodeRoofline(BaseModel):
     """batch / step floor: the MoE GEMMs alone cannot do better."""
     tile_m: int
     tile_waste: float
+    act_dtype: str | None = None
+    """Activation dtype when it differs from the weights' usual pairing (weight-only kernels run BF16 activations)."""
     """Fraction of MMA rows wasted when tokens per expert are padded up to tile_m."""
 
 
@@ -136,6 +138,7 @@ def tile_waste(rows: float, tile_m: int) -> float:
 def moe_decode_roofline(
     *, batch: int, num_experts: int, top_k: int, hidden: int, intermediate: int, dtype: str,
     peak_tflops: float, bandwidth_gbs: float, tp: int = 1, ep: int = 1, layers: int = 1, tile_m: int = 16,
+    act_dtype: str | None = None,
 ) -> MoeDecodeRoofline:
     """Per-GPU roofline of one decode step's MoE GEMMs.
 
@@ -145,7 +148,7 @@ def moe_decode_roofline(
     if min(batch, num_experts, top_k, hidden, intermediate, tp, ep, layers) <= 0:
         raise ValueError("batch, experts, top_k, hidden, intermediate, tp, ep, layers must be positive")
     b_w = bytes_per_elem(dtype)
-    b_a = bytes_per_elem(activation_dtype(dtype))
+    b_a = bytes_per_elem(act_dtype or activation_dtype(dtype))
     tpe = batch * top_k / num_experts
     touched = experts_touched(batch, num_experts, top_k)
     elems_per_expert = 3 * hidden * intermediate / tp
@@ -167,5 +170,5 @@ def moe_decode_roofline(
         flops_per_layer=flops, intensity=intensity, ridge=ridge, bound="memory" if intensity < ridge else "compute",
         time_floor_per_layer_us=t * 1e6, time_floor_per_step_ms=step_ms,
         tokens_per_s_ceiling=batch / (step_ms / 1e3) if step_ms > 0 else 0.0,
-        tile_m=tile_m, tile_waste=tile_waste(tpe, tile_m),
+        tile_m=tile_m, tile_waste=tile_waste(tpe, tile_m), act_dtype=act_dtype,
     )

@@ -17,8 +17,60 @@ from orchestrator.findings import Finding
 
 Rule = Callable[[EvidenceView], list[Finding]]
 
-FP4_DTYPES = {"nvfp4", "mxfp4", "fp4", "w4a4", "w4a16"}
+FP4_DTYPES = {"nvfp4", "mxfp4", "fp4", "w4a4"}
+"""Quantizations whose GEMMs need FP4 tensor cores to run natively (w4a16 is weight-only everywhere: not here)."""
+FP8_DTYPES = {"fp8", "e4m3", "e5m2", "fp8_w8a8", "mxfp8"}
 FLASHINFER = "flashinfer-python"
+
+
+def _lowp_class(dtype: str | None) -> str | None:
+    """'fp4' / 'fp8' for quantizations that need those tensor cores to run natively, else None."""
+    if not dtype:
+        return None
+    d = dtype.lower()
+    return "fp4" if d in FP4_DTYPES else "fp8" if d in FP8_DTYPES else None
+
+
+def _runs_weight_only(g: HostGpu | None, dtype: str | None) -> bool:
+    """The workload's quantization has no tensor cores on this GPU, so it runs weight-only (dequantizing kernels)."""
+    cls = _lowp_class(dtype)
+    if g is None or g.caps is None or cls is None:
+        return False
+    return not (g.caps.fp4_tensor_cores if cls == "fp4" else g.caps.fp8_tensor_cores)
+
+
+def _moe_model(v: EvidenceView) -> bool | None:
+    """Whether the observed model is MoE: True/False when the observations say, None when they do not."""
+    oe = v.observations_evidence
+    m = oe[1].model if oe else None
+    if m is None:
+        return None
+    if m.num_experts is not None:
+        return m.num_experts > 1
+    if m.top_k or m.moe_intermediate_size or m.num_moe_layers:
+        return True
+    if m.hidden_size or m.intermediate_size:
+        return False  # the user described the model's shape and gave no expert field: a dense model
+    return None
+
+
+def _triton_moe_configs_matter(v: EvidenceView) -> tuple[bool, str]:
+    """Whether Triton fused-MoE tuned configs (vLLM/SGLang E=..,N=..,device_name=..json) are read for this workload.
+
+    They are not for a dense model, nor for FP4 MoE (CUTLASS / FlashInfer / Marlin FP4 MoE kernels) or a
+    quantization that runs weight-only on this GPU (Marlin MoE): those kernels do not read these files.
+    """
+    if _moe_model(v) is False:
+        return False, "the model is dense (no experts), so no fused-MoE kernel runs"
+    dtype, _ = v.workload_dtype()
+    g = v.gpu
+    if _runs_weight_only(g, dtype):
+        return False, (f"a {dtype} MoE on CC {g.cc} has no {_lowp_class(dtype).upper()} tensor cores and runs through "
+                       "weight-only Marlin MoE kernels, which do not read these files")
+    if _lowp_class(dtype) == "fp4":
+        return False, (f"a {dtype} MoE runs through FP4 MoE kernels (CUTLASS / FlashInfer / Marlin), which do not read "
+                       "the Triton fused-MoE configs")
+    return True, ""
 
 
 def _num(name: str, value: float, unit: str, source: str, peak: float | None = None, note: str = "") -> dict:
@@ -57,9 +109,16 @@ def hardware_peaks(v: EvidenceView) -> list[Finding]:
                     data={"title": "Hardware ceilings", "numbers": nums, "informational": True})]
 
 
-def _backend_recs(cc: str | None) -> list[str]:
+def _op_class(op: str) -> str | None:
+    return "fp4" if "fp4" in op else "fp8" if "fp8" in op else "bf16" if "bf16" in op else None
+
+
+def _backend_recs(cc: str | None, dtype: str | None = None) -> list[str]:
     recs = []
+    want = _lowp_class(dtype) or ("bf16" if dtype else None)
     for b in knowledge.backends_for(cc):
+        if want and _op_class(b.op) not in (None, want):
+            continue  # a backend for another dtype than the workload's
         caps = knowledge.arch_caps(cc)
         peer = knowledge.arch_caps(caps.peer_cc) if caps and caps.peer_cc else None
         arch_specific = peer is None or peer.cc_int not in b.ccs
@@ -95,7 +154,7 @@ def arch_vs_peer(v: EvidenceView) -> list[Finding]:
             cutlass = next((n for n in caps.notes if "reduced subset" in n.text), None)
             claim_extra = f" {cutlass.text}" if cutlass else ""
             data["extra"] = claim_extra
-            recs = _backend_recs(g.cc)
+            recs = _backend_recs(g.cc, v.workload_dtype()[0])
         out.append(Finding(id=fid, category="kernel", confidence=0.85, evidence=g.evidence,
                            claim=f"{_gpu_label(g)}: {fact.text}{data.get('extra', '')} [{fact.source}]",
                            recommendations=recs, data=data))
@@ -103,22 +162,33 @@ def arch_vs_peer(v: EvidenceView) -> list[Finding]:
 
 
 def fp4_without_tensor_cores(v: EvidenceView) -> list[Finding]:
-    """An FP4 workload on a GPU whose tensor cores have no FP4 MMA runs through dequantizing kernels."""
+    """An FP4 or FP8 workload on a GPU whose tensor cores lack that dtype runs through weight-only dequantizing
+    kernels (Marlin-style: low-precision weights, BF16 activations and math)."""
     g = v.gpu
     dtype, ids = v.workload_dtype()
-    if g is None or g.caps is None or dtype not in FP4_DTYPES or g.caps.fp4_tensor_cores:
+    cls = _lowp_class(dtype)
+    if g is None or g.caps is None or not _runs_weight_only(g, dtype):
         return []
-    best = "fp8" if g.caps.fp8_tensor_cores else "bf16"
-    peak = g.spec.tflops.get(best) if g.spec else None
-    peak_txt = f" ({peak:,.0f} TFLOPS dense {best.upper()})" if peak else ""
+    bf16 = g.spec.tflops.get("bf16") if g.spec else None
+    fp8 = g.spec.tflops.get("fp8") if g.spec and g.caps.fp8_tensor_cores and cls == "fp4" else None
+    ceiling = f"the BF16 peak ({bf16:,.0f} TFLOPS dense)" if bf16 else "the BF16 peak"
+    if fp8:
+        ceiling += f", at most the FP8 peak ({fp8:,.0f} TFLOPS) where a W4A8 kernel exists"
+    alt = "BF16 or FP8" if cls == "fp4" and g.caps.fp8_tensor_cores else "BF16 (or INT8 W8A8)"
+    recs = [f"Keep the {dtype} weights for decode (memory-bound: fewer weight bytes per token is the win here); for "
+            f"compute-heavy load (long prefills, large batches) compare a {alt} checkpoint, whose GEMMs use the "
+            f"tensor cores natively on CC {g.cc} [{g.caps.sources[0]}]"]
+    if "vllm" in v.libraries:
+        recs.append(f"vLLM: the Marlin weight-only {cls.upper()} path is expected on CC {g.cc}; confirm in the startup "
+                    "log which linear/MoE backend was picked [vLLM Marlin kernels]")
     return [Finding(
-        id="fp4-no-native-mma", category="hardware", confidence=0.85, evidence=g.evidence + ids,
-        claim=(f"{_gpu_label(g)} has no FP4 tensor cores ({g.caps.sm}: {', '.join(g.caps.tensor_dtypes)}): a {dtype} "
-               f"model runs as weight-only FP4 dequantized to {best.upper()}/BF16 (Marlin-style), so FP4 saves memory "
-               f"traffic but its math ceiling is the {best.upper()} peak{peak_txt}."),
-        recommendations=[f"On CC {g.cc} compare an {best.upper()} checkpoint against the FP4 one; FP4 only helps the memory-bound decode GEMMs [vllm#31085; CUTLASS blackwell_functionality.md]",
-                         "vLLM: the Marlin weight-only FP4 path is expected here; check the log for which MoE backend was picked"],
-        data={"title": f"No FP4 tensor cores on {g.caps.sm}"})]
+        id=f"{cls}-no-native-mma", category="kernel", confidence=0.85, evidence=g.evidence + ids,
+        claim=(f"{_gpu_label(g)} has no {cls.upper()} tensor cores ({g.caps.sm}: {', '.join(g.caps.tensor_dtypes)}): "
+               f"a {dtype} model runs as weight-only {cls.upper()}, the weights dequantized to BF16 inside the kernel "
+               f"(Marlin-style, BF16 activations), so {cls.upper()} saves memory traffic but its math ceiling is "
+               f"{ceiling}."),
+        recommendations=recs,
+        data={"title": f"No {cls.upper()} tensor cores on {g.caps.sm}: {dtype} runs weight-only"})]
 
 
 def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
@@ -188,13 +258,18 @@ def autotune_not_persisted(v: EvidenceView) -> list[Finding]:
         # Triton alone (no serving library) tunes only what a program asks it to: nothing persisted there is
         # expected, and says little about a serving stack.
         serving = [t for t in tuners if t != "triton"]
+        dtype, dids = v.workload_dtype()
+        weight_only = _runs_weight_only(v.gpu, dtype)
+        extra = (f" This {dtype} workload runs weight-only Marlin kernels on CC {v.gpu.cc}, which pick their tiles by "
+                 "heuristics rather than an autotuner, so this matters less here." if weight_only else "")
         out.append(Finding(
-            id="autotune-not-persisted", category="autotune", confidence=0.8 if serving else 0.4, evidence=ids,
+            id="autotune-not-persisted", category="autotune",
+            confidence=0.4 if weight_only or not serving else 0.8, evidence=ids + (dids if weight_only else []),
             claim=(f"No persisted autotune results on {rep.host} although {', '.join(tuners)} is installed "
                    f"(looked in: {looked or 'the known cache locations'}; cache env vars: {env}). Tactics chosen at "
-                   f"runtime are lost on restart and untuned shapes run the fallback tactic (-1)."),
+                   f"runtime are lost on restart and untuned shapes run the fallback tactic (-1).{extra}"),
             recommendations=recs,
-            data={"title": "Autotune results are not persisted", "secondary": not serving}))
+            data={"title": "Autotune results are not persisted", "secondary": not serving or weight_only}))
     return out
 
 
@@ -220,13 +295,32 @@ _SKIPPED_ON_MISMATCH = {"flashinfer_autotune", "vllm_flashinfer_autotune"}
 """Formats whose loader ignores the whole file when its metadata does not match (FlashInfer autotuner.py)."""
 
 
+_MOE_CONFIG_FORMATS = {"vllm_fused_moe", "sglang_fused_moe"}
+
+
+def _config_is_for_this_model(v: EvidenceView, f) -> bool:
+    """A tuned fused-MoE config file can matter for this workload: Triton fused-MoE configs are read at all, and the
+    file's expert count is the model's (when both are known). Other formats always can."""
+    if f.format not in _MOE_CONFIG_FORMATS:
+        return True
+    if not _triton_moe_configs_matter(v)[0]:
+        return False
+    oe = v.observations_evidence
+    e_model = oe[1].model.num_experts if oe and oe[1].model else None
+    e_file = (f.expert_shape or {}).get("E")
+    try:
+        return e_model is None or e_file is None or int(e_file) == int(e_model)
+    except (TypeError, ValueError):
+        return True
+
+
 def autotune_mismatch(v: EvidenceView) -> list[Finding]:
     """Persisted tuning results made under other versions or another GPU: skipped (FlashInfer) or stale (others)."""
     out = []
     for ev, rep in v.probes("autotune_caches"):
         bad = [f for f in rep.files if f.metadata_mismatch]
         skipped = [f for f in bad if f.format in _SKIPPED_ON_MISMATCH]
-        stale = [f for f in bad if f.format not in _SKIPPED_ON_MISMATCH]
+        stale = [f for f in bad if f.format not in _SKIPPED_ON_MISMATCH and _config_is_for_this_model(v, f)]
         if skipped:
             fields = sorted({m for f in skipped for m in f.metadata_mismatch})
             out.append(Finding(
@@ -256,20 +350,28 @@ def moe_config_missing(v: EvidenceView) -> list[Finding]:
     for ev, rep in v.probes("autotune_caches"):
         if rep.tuned_config_for_device is not False:
             continue
+        matters, why_not = _triton_moe_configs_matter(v)
+        if _moe_model(v) is False:
+            continue  # a dense model runs no fused MoE
         dev = rep.device_name or (v.gpu.name if v.gpu else "this device")
         shape = rep.expert_shape or {}
         shape_txt = ", ".join(f"{k}={val}" for k, val in shape.items()) or "the model's expert shape"
         others = sorted({f.device_name for f in rep.files if f.format in ("vllm_fused_moe", "sglang_fused_moe")
                          and f.device_name and f.device_name != dev.replace(" ", "_")})
         other_txt = f" Configs exist for other device names: {', '.join(others[:4])}." if others else ""
+        oe = v.observations_evidence
+        if not matters:
+            other_txt += f" It matters little here: {why_not}."
         out.append(Finding(
-            id="moe-config-missing", category="autotune", confidence=0.7, evidence=[ev.id],
+            id="moe-config-missing", category="autotune", confidence=0.7 if matters else 0.3,
+            evidence=[ev.id] + ([oe[0].id] if oe and not matters else []),
             claim=(f"No fused-MoE tuned config for device_name={dev.replace(' ', '_')} and {shape_txt}: the Triton "
                    f"fused MoE runs its default config (the device name must match exactly).{other_txt}"),
             recommendations=[
                 "vLLM: tune with benchmarks/kernels/benchmark_moe.py --tune for this model/TP and set VLLM_TUNED_CONFIG_FOLDER [vLLM fused_moe.py]",
-                "SGLang: tune with tuning_fused_moe_triton.py and set SGLANG_MOE_CONFIG_DIR [SGLang fused_moe_triton_config.py]"],
-            data={"title": "No tuned fused-MoE config for this device"}))
+                "SGLang: tune with tuning_fused_moe_triton.py and set SGLANG_MOE_CONFIG_DIR [SGLang fused_moe_triton_config.py]"]
+            if matters else [],
+            data={"title": "No tuned fused-MoE config for this device", "secondary": not matters}))
     return out
 
 
@@ -297,6 +399,38 @@ def _moe_from_evidence(v: EvidenceView) -> tuple[MoeDecodeRoofline, list[str], f
         return None
     kwargs, run = args
     return moe_decode_roofline(**kwargs), [ev.id] + g.evidence, run.total_tok_s or run.output_tok_s, run.name
+
+
+NEAR_MEMORY_FLOOR = 0.8
+"""At or above this share of the expert-weight memory floor the MoE GEMMs are near their roof."""
+
+_MOE_OPS = {"fp4": ("fused_moe_fp4",), "fp8": ("fused_moe_fp8",), "bf16": ("fused_moe_bf16",)}
+_WEIGHT_ONLY_OPS = {"fp4": "fp4_weight_only", "fp8": "fp8_weight_only"}
+
+
+def _observed_gpus(v: EvidenceView) -> int | None:
+    oe = v.observations_evidence
+    runs = oe[1].runs if oe else []
+    if runs:
+        return max(r.gpus for r in runs)
+    return v.gpu.count if v.gpu else None
+
+
+def _moe_backend_rec(v: EvidenceView, r: MoeDecodeRoofline) -> str:
+    """Which MoE backends to benchmark for this dtype on this GPU, from the knowledge base's backend table."""
+    judge = f"Judge the MoE kernels by achieved GB/s against the {r.bandwidth_gbs:,.0f} GB/s memory roof, not TFLOPS"
+    g = v.gpu
+    cls = _lowp_class(r.dtype) or "bf16"
+    if g is None or g.caps is None:
+        return judge + ", and prefer backends with small-M decode tiles [KNOWLEDGE.md: roofline for MoE decode]"
+    ops = (_WEIGHT_ONLY_OPS[cls],) if _runs_weight_only(g, r.dtype) else _MOE_OPS.get(cls, ())
+    found = [b for op in ops for b in knowledge.backends_for(g.cc, op=op)]
+    if not found:
+        return judge + f" [KNOWLEDGE.md: roofline for MoE decode]"
+    names = "; ".join(f"{b.library} {b.backend}" for b in found)
+    sources = "; ".join(dict.fromkeys(b.source for b in found))
+    return (f"{judge}: benchmark the {r.dtype} MoE backends that support CC {g.cc} at the decode batch sizes "
+            f"({names}) [{sources}]")
 
 
 def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
@@ -328,13 +462,47 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
     if r.tile_waste > 0.05:
         claim += f" With {r.tile_m}-row MMA tiles {r.tile_waste * 100:.0f} % of the tile rows are padding."
         nums.append(_num("MMA tile rows wasted", r.tile_waste * 100, "%", src, note=f"tile M={r.tile_m}"))
-    recs = ["Judge the MoE kernels by achieved GB/s against the memory roof and pick backends with small-M decode tiles (b12x / Marlin on SM12x) [KNOWLEDGE.md: roofline for MoE decode]",
-            "Raise tokens per expert where latency allows (larger decode batch), or use EP so each GPU streams fewer experts (vLLM --enable-expert-parallel) [KNOWLEDGE.md: roofline for MoE decode]"]
+    frac = achieved / r.tokens_per_s_ceiling if achieved and r.tokens_per_s_ceiling else None
+    if frac is not None and frac >= NEAR_MEMORY_FLOOR and r.bound == "memory":
+        claim += (" That is close to the floor: the expert GEMMs already stream weights near the memory roof, so kernel "
+                  "tuning has little left; only fewer weight bytes per token (more tokens per expert, lower-precision "
+                  "weights, EP) raises throughput.")
+    recs = [_moe_backend_rec(v, r)]
+    gpus = _observed_gpus(v)
+    raise_tpe = "Raise tokens per expert where latency allows (larger decode batch)"
+    if gpus and gpus > 1:
+        raise_tpe += ", or use EP so each GPU streams fewer, fuller experts (vLLM --enable-expert-parallel)"
+    recs.append(raise_tpe + " [KNOWLEDGE.md: roofline for MoE decode]")
     return [Finding(id="moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound",
                     category="roofline", confidence=0.8, evidence=ids, claim=claim, recommendations=recs,
                     data={"short": f"~{r.tokens_per_expert:.1f} tokens per expert give the MoE GEMMs ~{r.intensity:.0f} FLOP/B against a ridge of ~{r.ridge:.0f} FLOP/B: {r.bound}-bound.",
                           "title": f"Decode MoE GEMMs are {r.bound}-bound (intensity far below the ridge)" if r.bound == "memory"
                           else "Decode MoE GEMMs are compute-bound", "numbers": nums, "bound": r.bound})]
+
+
+def _nvlink(v: EvidenceView) -> bool | None:
+    """Whether the inventory shows NVLink between the GPUs (None: no topology evidence)."""
+    for _, inv in v.probes("gpu_inventory"):
+        if inv.topology is not None and inv.topology.links:
+            return inv.topology.nvlink
+    return None
+
+
+def _comm_recs(v: EvidenceView) -> list[str]:
+    """What to do about all-reduce cost, for the interconnect the inventory shows."""
+    common = "Profile one decode step with Nsight Systems (nsys profile) to see the time in NCCL / all-reduce kernels against the GEMMs"
+    nv = _nvlink(v)
+    if nv is False:
+        return ["Reduce the TP degree across PCIe: TP within NUMA-local groups, PP or DP across (EP for MoE) [rtx6kpro#25]",
+                "Check the NCCL transport (NCCL_DEBUG=INFO) and whether vLLM's custom all-reduce is enabled (it needs P2P; "
+                "vLLM disables it for more than 2 PCIe-only GPUs)", common]
+    if nv is True:
+        return ["The GPUs share NVLink, so bandwidth is rarely the limit at decode message sizes: check that the "
+                "low-latency all-reduce paths are on (vLLM custom all-reduce / symmetric memory, NCCL NVLS; "
+                "NCCL_DEBUG=INFO shows the algorithm) and that CUDA graphs capture the decode step",
+                "Check for synchronization stalls (stragglers, CPU-side scheduling) rather than link bandwidth", common]
+    return ["Check the GPU topology (nvidia-smi topo -m): over PCIe keep TP groups small and NUMA-local; over NVLink "
+            "check that the low-latency all-reduce paths are enabled (NCCL_DEBUG=INFO)", common]
 
 
 def parallelism_scaling(v: EvidenceView) -> list[Finding]:
@@ -351,8 +519,9 @@ def parallelism_scaling(v: EvidenceView) -> list[Finding]:
             out.append(Finding(
                 id="parallelism-rules-out-allreduce", category="observation", confidence=0.8, evidence=[ev.id],
                 claim=c.reasoning,
-                recommendations=["Spend the effort on the per-GPU GEMM kernels (backend choice, tuned tactics), not on all-reduce tuning [KNOWLEDGE.md: reading parallelism experiments]",
-                                 "Check EP for the MoE layers (vLLM --enable-expert-parallel): fewer, fuller experts per GPU [vLLM docs: expert parallel deployment]"],
+                recommendations=["Spend the effort on the per-GPU GEMM kernels (backend choice, tuned tactics), not on all-reduce tuning [KNOWLEDGE.md: reading parallelism experiments]"]
+                + (["Check EP for the MoE layers (vLLM --enable-expert-parallel): fewer, fuller experts per GPU [vLLM docs: expert parallel deployment]"]
+                   if _moe_model(v) is not False else []),
                 data={"title": ("The halving" if 1.7 <= c.ratio <= 2.4 else f"The {c.ratio:.1f}x drop")
                       + " under wider GEMM shards rules out all-reduce; the per-GPU GEMMs cost",
                       "numbers": nums, "bound_hint": "gemm"}))
@@ -360,11 +529,20 @@ def parallelism_scaling(v: EvidenceView) -> list[Finding]:
             out.append(Finding(
                 id="parallelism-points-at-communication", category="communication", confidence=0.7, evidence=[ev.id],
                 claim=c.reasoning,
-                recommendations=["Reduce TP degree across PCIe (TP within NVLink/NUMA-local groups, PP or DP across)",
-                                 "Check NCCL transport (NCCL_DEBUG=INFO) and whether custom all-reduce is enabled"],
+                recommendations=_comm_recs(v),
                 data={"title": "Throughput grows as all-reduce groups shrink: communication", "numbers": nums,
                       "bound_hint": "communication"}))
     return out
+
+
+def _inventory_clocks(v: EvidenceView) -> tuple[float, float, list[str], str] | None:
+    """Mean SM clock, max SM clock and active clocks-event reasons from the inventory, with its evidence id."""
+    for ev, inv in v.probes("gpu_inventory"):
+        g = [x for x in inv.gpus if x.sm_clock_mhz and x.sm_clock_max_mhz]
+        if g:
+            reasons = sorted({r for x in inv.gpus for r in x.clocks_throttle_reasons if r and "idle" not in r.lower()})
+            return (sum(x.sm_clock_mhz for x in g) / len(g), max(x.sm_clock_max_mhz for x in g), reasons, ev.id)
+    return None
 
 
 def power_vs_limit(v: EvidenceView) -> list[Finding]:
@@ -394,15 +572,35 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
             continue
         num = _num("power draw", reading.power_w, "W", ids[0], peak=reading.limit_w,
                    note=f"at {reading.busy * 100:.0f} % busy" if reading.busy is not None else "")
-        if reading.pattern == "stall":
+        comm = bool(oe) and any(c.verdict == "communication" for c in analyze_observations(oe[1]).comparisons)
+        if reading.pattern == "stall" and comm:
+            out.append(Finding(
+                id="power-stall", category="power", confidence=0.7, evidence=list(dict.fromkeys(ids + [oe[0].id])),
+                claim=reading.reasoning + " With throughput rising as all-reduce groups shrink, the waiting is on "
+                      "communication or synchronization, not on the GEMMs.",
+                recommendations=["Profile one decode step with Nsight Systems (nsys profile): expect long NCCL / all-reduce kernels and idle gaps between GEMMs [KNOWLEDGE.md: reading parallelism experiments]"],
+                data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit at high occupancy: SMs wait on communication",
+                      "numbers": [num]}))
+        elif reading.pattern == "stall":
             out.append(Finding(id="power-stall", category="power", confidence=0.7, evidence=ids, claim=reading.reasoning,
-                               recommendations=["Profile the MoE GEMMs with Nsight Compute (ncu --set full): expect low tensor-pipe utilization and long memory/barrier stalls [KNOWLEDGE.md: reading parallelism experiments]"],
+                               recommendations=["Profile the hot GEMMs with Nsight Compute (ncu --set full): expect low tensor-pipe utilization and long memory/barrier stalls [KNOWLEDGE.md: reading parallelism experiments]"],
                                data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit at high occupancy: SMs stall",
                                      "numbers": [num]}))
         else:
-            out.append(Finding(id="power-limited", category="power", confidence=0.6, evidence=ids, claim=reading.reasoning,
-                               recommendations=["Check clocks-event reasons (nvidia-smi -q -d PERFORMANCE) for SW power cap"],
-                               data={"title": "Near the power limit: compute-heavy, clocks may be capped", "numbers": [num]}))
+            claim, cids, nums = reading.reasoning, list(ids), [num]
+            clocks = _inventory_clocks(v)
+            if clocks:
+                cur, mx, reasons, cev = clocks
+                cids.append(cev)
+                nums.append(_num("SM clock (inventory snapshot)", cur, "MHz", cev, peak=mx))
+                claim += (f" The inventory snapshot shows SM clocks at {cur:,.0f} of {mx:,.0f} MHz"
+                          + (f" with clocks-event reasons {', '.join(reasons)}" if reasons else "")
+                          + (": clocks are held down." if cur < 0.95 * mx or reasons else
+                             ": not throttled at that moment (it may not have been taken under the same load)."))
+            out.append(Finding(id="power-limited", category="power", confidence=0.6, evidence=list(dict.fromkeys(cids)),
+                               claim=claim,
+                               recommendations=["Check clocks-event reasons under load (nvidia-smi -q -d PERFORMANCE) for SW power cap / HW slowdown"],
+                               data={"title": "Near the power limit: compute-heavy, clocks may be capped", "numbers": nums}))
         break  # one power reading is enough; observations come first, then the sampler
     return out
 
@@ -419,12 +617,36 @@ def log_signatures(v: EvidenceView) -> list[Finding]:
                 continue
             f = out.get(iss.id)
             if f is None:
-                out[iss.id] = Finding(
-                    id=f"log-{iss.id}", category="log", confidence=0.8, evidence=[ev.id],
-                    claim=(f"Log line matches known issue '{iss.title}' ({mt.path}:{mt.line_no}: "
-                           f"{mt.line.strip()[:160]!r}). Cause: {iss.cause} [{iss.source}]"),
-                    recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix],
-                    data={"title": iss.title, "numbers": []})
+                g = v.gpu
+                here = iss.applies_to_cc(g.cc if g else None)
+                line = f"({mt.path}:{mt.line_no}: {mt.line.strip()[:160]!r})"
+                ids = [ev.id]
+                if here is False and iss.elsewhere is not None:
+                    # the documented cause concerns other GPUs: say what the line means on this one
+                    alt = iss.elsewhere
+                    ids += g.evidence
+                    f = Finding(
+                        id=f"log-{iss.id}", category="log", confidence=0.7, evidence=ids,
+                        claim=(f"Log line {line} on {_gpu_label(g)}: {alt.cause} (The same line on CC "
+                               f"{', '.join(iss.applies_to.ccs)} is the known issue '{iss.title}' [{iss.source}]; "
+                               f"that cause does not apply to CC {g.cc}.)"),
+                        recommendations=list(alt.fix), data={"title": alt.title, "numbers": []})
+                elif here is False:
+                    ids += g.evidence
+                    f = Finding(
+                        id=f"log-{iss.id}", category="log", confidence=0.4, evidence=ids,
+                        claim=(f"Log line {line} matches the signature of '{iss.title}', documented for CC "
+                               f"{', '.join(iss.applies_to.ccs)}; this GPU is CC {g.cc}, so that cause ({iss.cause}) "
+                               f"is not established here [{iss.source}]."),
+                        recommendations=[], data={"title": f"Log line resembles a CC {'/'.join(iss.applies_to.ccs)} issue",
+                                                  "numbers": [], "secondary": True})
+                else:
+                    f = Finding(
+                        id=f"log-{iss.id}", category="log", confidence=0.8, evidence=ids,
+                        claim=f"Log line matches known issue '{iss.title}' {line}. Cause: {iss.cause} [{iss.source}]",
+                        recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix],
+                        data={"title": iss.title, "numbers": []})
+                out[iss.id] = f
             elif ev.id not in f.evidence:
                 f.evidence.append(ev.id)
     return list(out.values())
@@ -440,7 +662,7 @@ def configuration_risks(v: EvidenceView) -> list[Finding]:
     for iss in knowledge.known_issues():
         if not iss.configuration_risk or iss.id in logged or not iss.applies_to.ccs:
             continue
-        if not iss.applies(g.cc, set(v.libraries)):
+        if not iss.applies(g.cc, set(v.libraries), v.workload_dtype()[0]):
             continue
         libs = [lib for lib in iss.applies_to.libraries if lib in v.libraries]
         ids = g.evidence + sorted({v.libraries[lib][1] for lib in libs})
@@ -536,6 +758,7 @@ def run_rules(view: EvidenceView, rules: list[Rule] | None = None) -> list[Findi
         except Exception:  # one broken rule must not cost the whole diagnosis
             continue
         for f in found:
+            f.data.setdefault("rule", getattr(rule, "__name__", "rule"))
             f.evidence = [e for e in dict.fromkeys(f.evidence) if e in known]
             if f.evidence and f.id not in seen:
                 seen.add(f.id)

@@ -14,6 +14,9 @@ _CATEGORY_RANK = {"observation": 0, "communication": 1, "roofline": 2, "kernel":
                   "power": 5, "hardware": 6, "environment": 7, "other": 8}
 
 
+_GEMM_SIDE = {"roofline", "kernel", "autotune"}
+
+
 def _title(f: Finding) -> str:
     return str(f.data.get("title") or f.id or f.category)
 
@@ -26,6 +29,10 @@ def collect_findings(evidence: list[Evidence], observations: Observations | None
     seen = {f.id for f in found}
     for r in results:
         for f in r.findings:
+            if f.data.get("rule"):
+                # a rule's finding over one agent's evidence: the rules just ran over all evidence (a superset, with
+                # the observations), and what they no longer claim with the fuller context must not come back
+                continue
             ev = [e for e in f.evidence if e in known]
             if ev and (not f.id or f.id not in seen):
                 seen.add(f.id)
@@ -100,8 +107,13 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
             bound="unknown", bound_reasoning="No evidence shows the limiting resource.",
             gaps=gaps or [Gap(what="evidence", why=why)])
 
+    bound, reasoning = _bound(findings)
     causes_f = [f for f in findings if not f.data.get("informational")]
-    causes_f.sort(key=lambda f: (bool(f.data.get("secondary")) or f.confidence < 0.5, _CATEGORY_RANK.get(f.category, 8), -f.confidence))
+    # When the evidence puts the limit in communication, per-GPU GEMM findings (roofline, kernels, tuning) are
+    # true but not what limits throughput: rank them after the communication and power findings.
+    behind = _GEMM_SIDE if bound == "communication" else set()
+    causes_f.sort(key=lambda f: (bool(f.data.get("secondary")) or f.confidence < 0.5 or f.category in behind,
+                                 _CATEGORY_RANK.get(f.category, 8), -f.confidence))
     causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
 
     numbers: list[Number] = []
@@ -121,12 +133,11 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                 seen_r.add(action)
                 recs.append(Recommendation(action=action, why=f"{_title(f)} (evidence {', '.join(f.evidence)})", addresses=_title(f)))
 
-    bound, reasoning = _bound(findings)
     hw = next((f for f in findings if f.id == "gpu-peaks"), None)
     lead = f"On {hw.claim.split(':')[0]}, " if hw else ""
     if causes:
         limiter = (f"the primary limiter is {bound}: {_first_sentence(reasoning)}" if bound != "unknown"
-                   else "the evidence does not settle which resource limits throughput")
+                   else "the evidence does not settle which resource limits throughput.")
         verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {c.title};" for i, c in
                                                                   enumerate(causes[:4], 1)).rstrip(";") + "."
         if recs:
@@ -134,7 +145,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     else:
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
-        verdict = (f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context
+        verdict = ((f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context).rstrip()
     if gaps:
         verdict += f" {len(gaps)} gap(s) limit this diagnosis."
     return SubmittedDiagnosis(verdict=verdict, bound=bound, bound_reasoning=reasoning, causes=causes,

@@ -118,6 +118,16 @@ class AppliesTo(_Strict):
     ccs: list[str] = Field(default_factory=list)
     """Empty: any compute capability."""
     libraries: list[str] = Field(default_factory=list)
+    dtypes: list[str] = Field(default_factory=list)
+    """Workload quantizations (observations' model.quantization) the issue concerns; empty: any."""
+
+
+class IssueElsewhere(_Strict):
+    """What a known issue's log line means on a GPU outside `applies_to.ccs` (where its documented cause is not shown)."""
+
+    title: str
+    cause: str
+    fix: list[str]
 
 
 class KnownIssue(_Strict):
@@ -129,6 +139,7 @@ class KnownIssue(_Strict):
     fix: list[str]
     applies_to: AppliesTo = Field(default_factory=AppliesTo)
     configuration_risk: bool = False
+    elsewhere: IssueElsewhere | None = None
     source: str
 
     def compiled(self) -> list[re.Pattern[str]]:
@@ -137,9 +148,22 @@ class KnownIssue(_Strict):
     def matches(self, line: str) -> bool:
         return any(p.search(line) for p in self.compiled())
 
-    def applies(self, cc: str | None, libraries: set[str]) -> bool:
-        """Whether this issue can apply on a GPU of cc with these libraries installed."""
-        if self.applies_to.ccs and (cc is None or cc not in self.applies_to.ccs):
+    def applies_to_cc(self, cc: str | None) -> bool | None:
+        """Whether the issue's documented cause concerns this compute capability (None: cc unknown)."""
+        if not self.applies_to.ccs:
+            return True
+        if cc is None:
+            return None
+        caps = arch_caps(cc)
+        return (caps.cc if caps else str(cc)) in self.applies_to.ccs
+
+    def applies_to_dtype(self, dtype: str | None) -> bool:
+        """False only when the workload's quantization is known and the issue concerns other ones."""
+        return not self.applies_to.dtypes or dtype is None or dtype.lower() in self.applies_to.dtypes
+
+    def applies(self, cc: str | None, libraries: set[str], dtype: str | None = None) -> bool:
+        """Whether this issue can apply on a GPU of cc with these libraries installed (and this workload dtype)."""
+        if self.applies_to_cc(cc) is not True or not self.applies_to_dtype(dtype):
             return False
         return not self.applies_to.libraries or any(lib in libraries for lib in self.applies_to.libraries)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator import knowledge
-from orchestrator.analysis.moe_inputs import compute_peak
+from orchestrator.analysis.moe_inputs import compute_peak, weight_only
 from orchestrator.analysis.roofline import UnknownDtype, gemm_roofline
 
 
@@ -61,13 +61,18 @@ def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
     s = _spec_or_raise(gpu)
     caps = knowledge.arch_caps(s.cc)
     peak, tensor = compute_peak(s, caps, dtype)
+    if weight_only(caps, dtype) and s.tflops.get("bf16"):
+        peak, tensor = s.tflops["bf16"], "bf16"  # weight-only kernels (Marlin-style) run BF16 MMAs
     if not peak or not s.mem_bw_gbs:
         raise UnknownGpu(f"{s.name} has no verified {tensor.upper()} peak or bandwidth; try another dtype or GPU")
+    # without tensor cores for the dtype the kernels are weight-only: dequantized weights, BF16 activations
+    act = "bf16" if weight_only(caps, dtype) else None
     try:
-        r = gemm_roofline(m, n, k, dtype, peak, s.mem_bw_gbs)
+        r = gemm_roofline(m, n, k, dtype, peak, s.mem_bw_gbs, act_dtype=act)
     except UnknownDtype as exc:
         raise ValueError(str(exc)) from None
-    runs_at = "" if knowledge.tensor_dtype(dtype) == tensor else f" (no native {dtype} MMA on CC {s.cc}: {tensor.upper()} peak)"
+    runs_at = ("" if knowledge.tensor_dtype(dtype) == tensor else
+               f" (no native {dtype} MMA on CC {s.cc}: weight-only, dequantized to BF16: BF16 peak)")
     return "\n".join([
         f"GEMM M={m} N={n} K={k} {dtype} on {s.name} (CC {s.cc})",
         f"  FLOPs:               {r.flops:,.0f} (2MNK)",

@@ -126,6 +126,13 @@ def test_specs_renderer_shows_sources_and_unknown_gpu_names_closest():
         render_specs("RTX 6000 Pro Blackwel")
 
 
-def test_roofline_renderer_on_h200_uses_fp8_peak_for_fp4():
+def test_roofline_renderer_on_h200_runs_fp4_weight_only_at_the_bf16_peak_with_bf16_activations():
     out = render_roofline("NVIDIA H200", "nvfp4", 16, 4096, 7168)
-    assert "memory" in out and "FP8 peak" in out and "1,979" in out
+    assert "memory" in out and "BF16 peak" in out and "989" in out and "weight-only" in out
+    # NVFP4 weights (0.5625 B/elem) with BF16 activations and output
+    assert f"{int(4096 * 7168 * 0.5625 + 16 * 7168 * 2 + 16 * 4096 * 2):,}" in out
+
+
+def test_roofline_renderer_on_b200_runs_nvfp4_natively():
+    out = render_roofline("NVIDIA B200", "nvfp4", 16, 4096, 7168)
+    assert "weight-only" not in out and "9,000" in out

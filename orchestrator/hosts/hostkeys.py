@@ -21,16 +21,48 @@ def fingerprint(key: paramiko.PKey) -> str:
     return key.fingerprint
 
 
-def load_known(files: list[str]) -> paramiko.HostKeys:
-    """Every known_hosts file that exists, merged (hashed entries included)."""
+def _load_with_revoked(files: list[str]) -> tuple[paramiko.HostKeys, list[paramiko.PKey]]:
+    """Every known_hosts file that exists, merged (hashed entries included), and the keys marked `@revoked`.
+
+    Line by line, as OpenSSH reads them: a line paramiko cannot parse (an `@cert-authority` line, a key type it does
+    not know, bad base64) is skipped, never the whole file; with the file skipped a host whose key CHANGED would look
+    new, and `accept-new` would take the new key.
+    """
     keys = paramiko.HostKeys()
+    revoked: list[paramiko.PKey] = []
     for f in files:
-        if os.path.isfile(f):
+        try:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            continue  # OpenSSH skips unreadable files too
+        for lineno, raw in enumerate(lines, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            marker = None
+            if line.startswith("@"):
+                parts = line.split(None, 1)
+                if len(parts) != 2:
+                    continue
+                marker, line = parts
             try:
-                keys.load(f)
-            except (OSError, paramiko.SSHException):
-                continue  # OpenSSH skips unreadable lines and files too
-    return keys
+                entry = paramiko.hostkeys.HostKeyEntry.from_line(line, lineno)
+            except Exception:
+                continue
+            if entry is None:
+                continue
+            if marker == "@revoked":
+                revoked.append(entry.key)
+            elif marker is None:
+                keys._entries.append(entry)
+            # @cert-authority: host certificates are not supported; such a line vouches for nothing here
+    return keys, revoked
+
+
+def load_known(files: list[str]) -> paramiko.HostKeys:
+    """Every known_hosts file that exists, merged (hashed entries included); unparsable lines are skipped."""
+    return _load_with_revoked(files)[0]
 
 
 def known_types(target: SshTarget) -> list[str]:
@@ -56,8 +88,14 @@ def _append(target: SshTarget, key: paramiko.PKey) -> None:
 def verify(target: SshTarget, key: paramiko.PKey) -> None:
     """Accept the server's key or raise HostKeyRefused with one line naming the problem and the fix."""
     name = target.known_hosts_name
-    entry = load_known(target.known_hosts_files).lookup(name)
+    known_keys, revoked = _load_with_revoked(target.known_hosts_files)
+    entry = known_keys.lookup(name)
     mode = target.strict_host_key_checking
+    if any(r == key for r in revoked):
+        raise HostKeyRefused(
+            f"host key for {name} ({key.get_name()} {fingerprint(key)}) is marked @revoked in known_hosts; "
+            "nothing was run. Ask the host's owner for its current key"
+        )
     if entry is not None and key.get_name() in entry:
         known = entry[key.get_name()]
         if known == key:

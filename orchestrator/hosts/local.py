@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import time
 
@@ -13,6 +14,7 @@ from anyio.abc import ByteReceiveStream
 from orchestrator.hosts import walk
 from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.output import CappedBuffer
+from orchestrator.hosts.policy import unsafe_read
 
 READ_CHUNK = 65536
 
@@ -37,8 +39,10 @@ def _kill_group(pid: int) -> None:
 class LocalHost:
     """This machine. Commands run in their own process group so a timeout kills everything they started."""
 
-    def __init__(self, name: str = "local"):
+    def __init__(self, name: str = "local", *, io_timeout_s: float = 60.0):
         self.name = name
+        self.io_timeout_s = io_timeout_s
+        """Deadline for read_file and find: a thread stuck on a hung mount or a pipe is abandoned after it."""
 
     async def run(
         self,
@@ -97,15 +101,34 @@ class LocalHost:
     async def read_file(self, path: str, *, max_bytes: int = 1_000_000) -> bytes:
         """Return up to max_bytes of the file at path."""
 
+        why = unsafe_read(path)
+        if why is not None:
+            raise PermissionError(f"not opened: {why}")
+
         def _read() -> bytes:
+            # only regular files are opened: opening a device (/dev/watchdog arms the watchdog) or a FIFO (blocks)
+            # can change or hang the machine; stat follows symlinks as open would
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                if stat.S_ISDIR(os.stat(path).st_mode):
+                    raise IsADirectoryError(f"{path} is a directory")
+                raise OSError(f"{path} is not a regular file (a device, pipe or socket): not opened")
             with open(path, "rb") as fh:
                 return fh.read(max_bytes)
 
-        return await anyio.to_thread.run_sync(_read)
+        try:
+            with anyio.fail_after(self.io_timeout_s):
+                return await anyio.to_thread.run_sync(_read, abandon_on_cancel=True)
+        except TimeoutError:
+            raise TimeoutError(f"reading {path} timed out after {self.io_timeout_s:g} s") from None
 
     async def find(self, root: str, pattern: str = "*", *, max_results: int = 10_000) -> list[str]:
         """Files under root whose basename matches pattern (see `walk.walk`)."""
-        paths, _ = await anyio.to_thread.run_sync(walk.walk, root, pattern, max_results)
+        try:
+            with anyio.fail_after(self.io_timeout_s):
+                paths, _ = await anyio.to_thread.run_sync(walk.walk, root, pattern, max_results,
+                                                          abandon_on_cancel=True)
+        except TimeoutError:
+            raise TimeoutError(f"listing {root} timed out after {self.io_timeout_s:g} s") from None
         return paths
 
     async def aclose(self) -> None:

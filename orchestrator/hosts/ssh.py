@@ -28,6 +28,7 @@ from orchestrator.hosts import hostkeys
 from orchestrator.hosts.base import CommandResult, HostError, HostLost
 from orchestrator.hosts.errors import HostAuthFailed, HostUnreachable
 from orchestrator.hosts.output import CappedBuffer
+from orchestrator.hosts.policy import unsafe_read
 from orchestrator.hosts.sshconfig import SshTarget
 from orchestrator.settings import Settings
 
@@ -36,8 +37,13 @@ logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 _WALK_SOURCE = (Path(__file__).parent / "walk.py").read_text()
 # read_file as fixed shell code; the path and cap go in as positional arguments, never into the code
-_READ_SCRIPT = 'if [ ! -e "$1" ]; then exit 44; fi; exec head -c "$2" -- "$1"'
+# only regular files are opened: opening a device (/dev/watchdog arms the watchdog) can change the machine
+_READ_SCRIPT = 'if [ ! -e "$1" ]; then exit 44; fi; if [ ! -f "$1" ]; then exit 45; fi; exec head -c "$2" -- "$1"'
 _NOT_FOUND = 44
+_NOT_REGULAR = 45
+# seconds past a command's deadline that its worker thread may take to notice it (a blocked exec request) before
+# the command is abandoned as timed out
+_DEADLINE_GRACE_S = 2.0
 MAX_CONNECTIONS = 2
 """Connections per host: the first, plus one more when the server's MaxSessions is below our channel limit."""
 
@@ -192,11 +198,20 @@ def _exec_blocking(
             return None, True
         progressed = False
         if pending and chan.send_ready():
-            sent = chan.send(pending[:32768])
-            pending = pending[sent:]
+            try:
+                sent = chan.send(pending[:32768])
+            except OSError:
+                if not chan.closed or not transport.is_active():
+                    raise
+                # the command exited (and sshd closed the channel) without reading all of its input, as `python3 -`
+                # does where there is no python3: that is its business, its output and exit status still count
+                pending = b""
+                sent = 0
+            else:
+                pending = pending[sent:]
+                if not pending:
+                    chan.shutdown_write()
             progressed = True
-            if not pending:
-                chan.shutdown_write()
         if chan.recv_ready():
             out.feed(chan.recv(65536))
             progressed = True
@@ -315,20 +330,29 @@ class SshHost:
                 conn.established += 1
                 return conn, chan
             except paramiko.ChannelException:
-                async with self._cond:
-                    conn.open -= 1
-                    # "administratively prohibited" from most servers; OpenSSH answers "connect failed" when
-                    # MaxSessions is reached: either way this connection carries fewer channels than we tried
-                    conn.limit = max(1, min(conn.limit, conn.established))
-                    self._pool.want_more = True
-                    self._cond.notify_all()
+                with anyio.CancelScope(shield=True):
+                    async with self._cond:
+                        conn.open -= 1
+                        # "administratively prohibited" from most servers; OpenSSH answers "connect failed" when
+                        # MaxSessions is reached: either way this connection carries fewer channels than we tried
+                        conn.limit = max(1, min(conn.limit, conn.established))
+                        self._pool.want_more = True
+                        self._cond.notify_all()
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 0.5)
             except (paramiko.SSHException, EOFError, OSError, AttributeError):
                 # the transport died between the check and the open: the next pass reconnects once
-                async with self._cond:
-                    conn.open -= 1
-                    self._cond.notify_all()
+                with anyio.CancelScope(shield=True):
+                    async with self._cond:
+                        conn.open -= 1
+                        self._cond.notify_all()
+            except BaseException:
+                # cancelled (run_sync checkpoints before it starts the thread) or anything else: give the slot back
+                with anyio.CancelScope(shield=True):
+                    async with self._cond:
+                        conn.open -= 1
+                        self._cond.notify_all()
+                raise
 
     async def _release(self, conn: _Conn) -> None:
         with anyio.CancelScope(shield=True):
@@ -356,9 +380,14 @@ class SshHost:
         finished = False
         self.commands_sent += 1
         try:
-            code, timed_out = await anyio.to_thread.run_sync(
-                _exec_blocking, chan, shlex.join(argv), stdin, deadline, out, err, stop, abandon_on_cancel=True
-            )
+            # the thread keeps the deadline itself, except where paramiko waits without one (the exec request's
+            # reply from a stalled server): past the deadline and a grace the thread is abandoned, stop is set and
+            # the channel closed below, and the command counts as timed out
+            code, timed_out = None, True
+            with anyio.move_on_after(max(deadline - time.monotonic(), 0) + _DEADLINE_GRACE_S):
+                code, timed_out = await anyio.to_thread.run_sync(
+                    _exec_blocking, chan, shlex.join(argv), stdin, deadline, out, err, stop, abandon_on_cancel=True
+                )
             finished = True
         except (EOFError, OSError, paramiko.SSHException) as exc:
             finished = True
@@ -398,10 +427,15 @@ class SshHost:
 
     async def read_file(self, path: str, *, max_bytes: int = 1_000_000) -> bytes:
         """Up to max_bytes of a remote file, in one round trip."""
+        why = unsafe_read(path)
+        if why is not None:
+            raise PermissionError(f"not opened on {self.name}: {why}")
         argv = ["sh", "-c", _READ_SCRIPT, "sh", path, str(max_bytes)]
         res = await self._exec(argv, None, self.settings.command_timeout_s, max_bytes)
         if res.exit_code == _NOT_FOUND:
             raise FileNotFoundError(f"{path} does not exist on {self.name}")
+        if res.exit_code == _NOT_REGULAR:
+            raise OSError(f"{path} on {self.name} is not a regular file (a directory, device or pipe): not opened")
         if res.timed_out:
             raise TimeoutError(f"reading {path} on {self.name} timed out")
         if res.exit_code != 0:
@@ -418,12 +452,18 @@ class SshHost:
                 return list(json.loads(res.out.raw())["paths"])
             except (ValueError, KeyError, TypeError):
                 pass
-        # no python3 there: POSIX find gives the same set, sorted here as the walk sorts
-        res = await self._exec(["find", root, "-name", pattern, "!", "-type", "d", "-print"], None,
+        # no python3 there: POSIX find gives the same set, sorted here as the walk sorts. find reads an argument
+        # starting with `-`, `!`, `(`, `)` or `,` as its expression, not a path (root `-delete` would delete the
+        # remote home directory), so such a root goes in as `./ROOT` and comes back without the `./`
+        guarded = root.startswith(("-", "!", "(", ")", ","))
+        start = "./" + root if guarded else root
+        res = await self._exec(["find", start, "-name", pattern, "!", "-type", "d", "-print"], None,
                                self.settings.command_timeout_s, cap)
         if res.timed_out:
             raise TimeoutError(f"listing {root} on {self.name} timed out")
         lines = [line for line in res.out.raw().decode("utf-8", "replace").splitlines() if line]
+        if guarded:
+            lines = [line[2:] if line.startswith("./") else line for line in lines]
         return sorted(lines)[:max_results]
 
     async def aclose(self) -> None:

@@ -90,3 +90,52 @@ def test_capped_buffer_keeps_head_and_tail_with_count():
     text = buf.text()
     assert text.startswith("H" * 20) and text.endswith("T" * 10)
     assert "[... 70 bytes omitted by the output cap ...]" in text
+
+
+async def test_read_file_opens_only_regular_files_and_never_blocks_on_a_fifo(tmp_path):
+    import threading
+
+    import pytest
+
+    link = tmp_path / "looks-like-a-log"
+    link.symlink_to("/dev/zero")  # a device behind an innocent name
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def unblock() -> None:  # without the check, open() on the FIFO blocks until a writer comes
+        time.sleep(3)
+        with open(fifo, "wb"):
+            pass
+
+    threading.Thread(target=unblock, daemon=True).start()
+    host = LocalHost()
+    for path in (link, fifo):
+        started = time.monotonic()
+        with pytest.raises(OSError) as err:
+            await host.read_file(str(path), max_bytes=16)
+        assert "regular file" in str(err.value)
+        assert time.monotonic() - started < 1
+    with pytest.raises(PermissionError):
+        await host.read_file("/proc/kmsg")
+
+
+async def test_read_file_and_find_have_a_deadline(tmp_path):
+    import pytest
+
+    host = LocalHost(io_timeout_s=0.5)
+    # a slow filesystem stands in as a walk that never ends
+    import orchestrator.hosts.walk as walk_mod
+
+    def slow_walk(root, pattern="*", max_results=10000):
+        time.sleep(3)
+        return [], False
+
+    original = walk_mod.walk
+    walk_mod.walk = slow_walk
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await host.find(str(tmp_path))
+        assert time.monotonic() - started < 2
+    finally:
+        walk_mod.walk = original

@@ -255,3 +255,138 @@ async def test_unreachable_host_and_bad_destinations_are_one_line_errors(tmp_pat
     assert "--ssh-config" in str(err.value)
     assert isinstance(await open_host(None), LocalHost)
     assert isinstance(await open_host("local"), LocalHost)
+
+
+async def test_find_fallback_never_hands_find_a_root_it_would_read_as_an_expression(sshd_factory, tmp_path):
+    # no python3 on the remote PATH, so find() falls back to `find ROOT ...`; a `find` that logs its argv and refuses
+    # to run when its first argument is an expression (`find -delete ...` deletes the remote working directory)
+    bin_dir, log = tmp_path / "bin", tmp_path / "find.argv"
+    bin_dir.mkdir()
+    (bin_dir / "find").write_text(
+        f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {log}\n"
+        "case \"$1\" in -*|'!'|'('|')'|,*) exit 99;; esac\n"
+        "exec /usr/bin/find \"$@\"\n"
+    )
+    (bin_dir / "find").chmod(0o755)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "a.json").write_text("{}")
+    host = await _open(sshd_factory(env={"PATH": str(bin_dir)}))
+    assert await host.find(str(tmp_path / "cache"), "*.json") == [str(tmp_path / "cache" / "a.json")]
+    for root in ("-delete", "!", "(", "-fprint"):
+        assert await host.find(root, "*") == []
+        assert not log.read_text().splitlines()[0].startswith(("-", "!", "(")), log.read_text()
+    await host.aclose()
+
+
+async def test_cancel_while_a_channel_slot_is_taken_gives_the_slot_back(sshd_factory):
+    host = await _open(sshd_factory())
+    for _ in range(5):
+        scope = anyio.CancelScope()
+
+        async def victim() -> None:
+            with scope:
+                await host.run(["true"])
+
+        async def canceller() -> None:
+            scope.cancel()  # runs while the victim is inside _acquire, between taking a slot and opening a channel
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(victim)
+            tg.start_soon(canceller)
+        assert all(c.open == 0 for c in host._pool.conns), [c.open for c in host._pool.conns]
+    assert (await host.run(["true"])).ok
+    await host.aclose()
+
+
+async def test_a_server_that_stalls_on_the_exec_request_times_out_instead_of_hanging(sshd_factory, monkeypatch):
+    import paramiko
+    import signal as sig
+
+    from support.sshd import _descendants
+
+    sshd = sshd_factory()
+    host = await _open(sshd)
+    stopped: list[int] = []
+    original = paramiko.Channel.exec_command
+
+    def stall_then_exec(chan, command):
+        # the connection's sshd processes freeze after the channel opened: the exec request is never answered
+        for pid in _descendants(sshd.proc.pid):
+            os.kill(pid, sig.SIGSTOP)
+            stopped.append(pid)
+        return original(chan, command)
+
+    monkeypatch.setattr(paramiko.Channel, "exec_command", stall_then_exec)
+    try:
+        started = time.monotonic()
+        with anyio.fail_after(15):
+            res = await host.run(["true"], timeout_s=1)
+        assert res.timed_out and res.exit_code is None
+        assert time.monotonic() - started < 6
+        assert all(c.open == 0 for c in host._pool.conns)
+    finally:
+        for pid in stopped:
+            try:
+                os.kill(pid, sig.SIGCONT)
+            except ProcessLookupError:
+                pass
+    monkeypatch.setattr(paramiko.Channel, "exec_command", original)
+    assert (await host.run(["echo", "ok"], timeout_s=10)).stdout == "ok\n"
+    await host.aclose()
+
+
+async def test_read_file_over_ssh_opens_only_regular_files(sshd_factory, tmp_path):
+    link = tmp_path / "looks-like-a-log"
+    link.symlink_to("/dev/zero")  # a device behind an innocent name: opening devices can arm a watchdog
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    host = await _open(sshd_factory())
+    for path in (link, fifo, tmp_path):
+        started = time.monotonic()
+        with pytest.raises(OSError) as err:
+            await host.read_file(str(path), max_bytes=16)
+        assert not isinstance(err.value, TimeoutError) and "regular file" in str(err.value)
+        assert time.monotonic() - started < 5
+    for path in ("/dev/watchdog", "/proc/kmsg", "/proc/1/root/dev/watchdog"):
+        with pytest.raises(PermissionError):
+            await host.read_file(path)
+    await host.aclose()
+
+
+async def test_known_hosts_lines_paramiko_cannot_parse_are_skipped_not_the_whole_file(sshd_factory):
+    sshd = sshd_factory()
+    kind, b64 = sshd.host_key.with_suffix(".pub").read_text().split()[:2]
+    # a CA line (common in fleets) and a key type paramiko does not know, before the real entry
+    sshd.known_hosts.write_text(f"@cert-authority *.example.com {kind} {b64}\nother ssh-foo AAAA\n"
+                                + sshd.host_key_line())
+    host = await _open(sshd)
+    assert (await host.run(["true"])).ok
+    await host.aclose()
+    # a key marked @revoked is refused whatever StrictHostKeyChecking says
+    sshd.known_hosts.write_text(f"@revoked * {kind} {b64}\n")
+    for mode in ("yes", "accept-new", "no"):
+        with pytest.raises(HostKeyRefused) as err:
+            await _open(sshd, strict_host_key_checking=mode)
+        assert "revoked" in str(err.value)
+    assert sshd.known_hosts.read_text() == f"@revoked * {kind} {b64}\n"
+
+
+async def test_a_command_that_exits_without_reading_its_stdin_still_reports_its_exit(sshd_factory, monkeypatch):
+    # as `python3 -` does where there is no python3: find() must then fall back, not fail "in transit". A busy client
+    # sends its first stdin chunk after the command already exited and sshd closed the channel; make that certain
+    import paramiko
+
+    original = paramiko.Channel.send
+
+    def late_send(chan, data):
+        deadline = time.monotonic() + 3
+        while not chan.closed and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return original(chan, data)
+
+    monkeypatch.setattr(paramiko.Channel, "send", late_send)
+    host = await _open(sshd_factory())
+    res = await host.run(["no-such-program-xyz"], stdin="x" * 2_000, timeout_s=20)
+    assert res.exit_code == 127 and not res.timed_out and "no-such-program-xyz" in res.stderr
+    monkeypatch.setattr(paramiko.Channel, "send", original)
+    await host.aclose()

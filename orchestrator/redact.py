@@ -26,7 +26,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
     (
         "secret-assignment",
         re.compile(
-            r"(?i)\b([A-Z0-9_]*(?:_KEY|_TOKEN|_SECRET|PASSWORD|PASSWD)|password|passwd|api_key|token|secret)"
+            # not after "/": "/etc/passwd: ..." is a path, not an assignment
+            r"(?i)(?<![\w/-])([A-Z0-9_]*(?:_KEY|_TOKEN|_SECRET|PASSWORD|PASSWD)|password|passwd|api_key|token|secret)"
             r"(\"?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s\"',;]+)"
         ),
         r"\1\2" + REDACTED,

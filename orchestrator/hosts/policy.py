@@ -151,6 +151,27 @@ def unsafe_read(path: str) -> str | None:
     return None
 
 
+# Credentials an investigation never needs, and whose content must not reach a model provider or a transcript.
+_SECRET_PARTS = ("/.ssh/", "/.aws/", "/.gnupg/", "/.docker/config.json", "/.kube/config", "/.config/gcloud/",
+                 "/.netrc", "/.git-credentials", "/.pgpass", "/.vault-token", "/etc/shadow", "/etc/gshadow",
+                 "/etc/ssh/ssh_host_", "/.cache/huggingface/token", "/.huggingface/token", "/.pypirc")
+_SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".kdbx")
+_SECRET_NAMES = frozenset({"id_rsa", "id_ecdsa", "id_ed25519", "id_dsa", "credentials", ".env"})
+# Recursive searches rooted here would sweep credentials into the output.
+_BROAD_ROOTS = frozenset({"/", "/root", "/home", "/etc", "~", "."})
+
+
+def secret_path(path: str) -> str | None:
+    """Why path names credentials the investigation must not read, or None."""
+    norm = _normpath(path)
+    probe = norm if norm.startswith("/") else "/" + norm
+    base = posixpath.basename(norm)
+    if (any(part in probe + ("/" if not probe.endswith("/") else "") for part in _SECRET_PARTS)
+            or base.endswith(_SECRET_SUFFIXES) or base in _SECRET_NAMES):
+        return f"{path!r} holds credentials: investigations never read keys, tokens or password files"
+    return None
+
+
 def _read_operands(arg: str) -> list[str]:
     """The strings in one argument that a program could open: the argument, an `--opt=VALUE`, a `-fVALUE`."""
     out = [arg]
@@ -164,12 +185,17 @@ def _read_operands(arg: str) -> list[str]:
 def _check_reads(program: str, args: list[str]) -> str | None:
     if program in _NAME_ONLY:
         return None
+    recursive = program in ("grep", "egrep", "fgrep") and any(
+        a in ("-r", "-R", "--recursive", "--dereference-recursive")
+        or (a.startswith("-") and not a.startswith("--") and ("r" in a[1:] or "R" in a[1:])) for a in args)
     for arg in args:
+        if recursive and not arg.startswith("-") and _normpath(arg).rstrip("/") in _BROAD_ROOTS | {""}:
+            return f"{program}: a recursive search of {arg!r} would sweep credentials into the output; search a narrower directory (e.g. /var/log)"
         for candidate in _read_operands(arg):
-            if "/" in candidate or candidate in (".", ".."):
-                why = unsafe_read(candidate)
-                if why is not None:
-                    return f"{program}: {why}"
+            path_like = "/" in candidate or candidate in (".", "..")
+            why = (unsafe_read(candidate) if path_like else None) or secret_path(candidate)
+            if why is not None:
+                return f"{program}: {why}"
     return None
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from orchestrator.messages import ToolSpec
 from orchestrator.models.base import RunAbort
+from orchestrator.redact import redact
 
 if TYPE_CHECKING:
     from orchestrator.context import AgentContext
@@ -127,7 +128,8 @@ async def execute(tool: Tool | None, name: str, raw_args: dict[str, Any], ctx: "
         raise
     except Exception as exc:  # a tool bug or host failure must still answer the call
         out = ToolOutput(text=f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
-    text, truncated = cap_text(out.text, settings.tool_output_chars)
+    # secrets in host output (env dumps, config files) reach neither the model nor the transcript
+    text, truncated = cap_text(redact(out.text), settings.tool_output_chars)
     out.text = text
     return ExecutedCall(out, truncated, time.monotonic() - started)
 

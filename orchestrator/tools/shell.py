@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from orchestrator.hosts.base import CommandResult
-from orchestrator.hosts.policy import check_command
+from orchestrator.hosts.policy import check_command, secret_path
 from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, record_refusal, require_host
 
 if TYPE_CHECKING:
@@ -64,6 +64,10 @@ class ReadFileTool(Tool):
 
     async def run(self, args: ReadFileInput, ctx: "AgentContext") -> ToolOutput:
         host = require_host(ctx)
+        why = secret_path(args.path)
+        if why is not None:
+            record_refusal(ctx, self.name, args.path, why)
+            return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
         cap = min(args.max_bytes or ctx.run.settings.file_max_bytes, ctx.run.settings.file_max_bytes)
         try:
             data = await host.read_file(args.path, max_bytes=cap)

@@ -164,3 +164,8 @@ def test_version_1_transcript_is_upgraded_by_named_steps(tmp_path):
 def test_missing_transcript_is_a_clear_error(tmp_path):
     with pytest.raises(TranscriptError, match="not found"):
         read_transcript(tmp_path / "nope.jsonl")
+
+
+def test_paths_named_like_secrets_are_not_taken_for_assignments():
+    assert redact("refused: file:///etc/passwd: scheme file: is not allowed") == \
+        "refused: file:///etc/passwd: scheme file: is not allowed"

@@ -152,3 +152,22 @@ def test_quoted_arguments_stay_one_argument():
 
 def test_argv_with_an_operator_inside_an_argument_is_refused():
     assert not check_argv(["ls", "a;touch /tmp/x"]).allowed
+
+
+SECRET_READS = [
+    "cat /root/.ssh/id_ed25519", "head -n 5 /home/u/.ssh/authorized_keys", "cat ~/.aws/credentials", "tail /etc/shadow",
+    "cat id_rsa", "cat server.key", "cat /srv/tls/cert.pem", "cat .env", "cat /root/.cache/huggingface/token",
+    "grep -r token /root", "grep -R x /", "grep -rn api_key .", "grep -ri key /home", "cat /root/.netrc",
+]
+
+
+@pytest.mark.parametrize("command", SECRET_READS)
+def test_reading_credentials_is_refused(command):
+    decision = check_command(command)
+    assert not decision.allowed and ("credentials" in decision.reason), decision.reason
+
+
+@pytest.mark.parametrize("command", ["cat /etc/hosts", "grep -rn 'default MoE config' /var/log/vllm",
+                                     "ls -la /root/.ssh", "head -c 4096 /root/.cache/flashinfer/0.5.3/x.json"])
+def test_ordinary_reads_stay_allowed(command):
+    assert check_command(command).allowed

@@ -90,3 +90,28 @@ async def test_read_file_and_find_files_tools_on_the_local_host(tmp_path):
     assert missing.output.is_error and "does not exist" in missing.output.text
     found = await execute(reg.get("find_files"), "find_files", {"root": str(tmp_path), "pattern": "*.json"}, ctx)
     assert found.output.data["paths"] == [str(tmp_path / "a.json")]
+
+
+async def test_read_file_refuses_credentials_before_reaching_the_host(tmp_path):
+    from orchestrator.hosts.local import LocalHost
+
+    key = tmp_path / ".ssh" / "id_ed25519"
+    key.parent.mkdir()
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n-----END OPENSSH PRIVATE KEY-----\n")
+    host = CountingHost(LocalHost())
+    ctx = _ctx(host)
+    out = await execute(ctx.run.registry.get("read_file"), "read_file", {"path": str(key)}, ctx)
+    assert out.output.is_error and "credentials" in out.output.text and "secret" not in out.output.text
+    assert host.calls == 0
+    assert [e.subject for e in ctx.run.recorder.events if isinstance(e, PolicyRefusal)] == [str(key)]
+
+
+async def test_secrets_in_host_output_are_redacted_before_the_model_sees_them(tmp_path):
+    from orchestrator.hosts.local import LocalHost
+
+    conf = tmp_path / "serve.env"
+    conf.write_text("MODEL=glm\nHF_TOKEN=hf_abcdefghijklmnopqrstu\nANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnop\n")
+    ctx = _ctx(LocalHost())
+    out = await execute(ctx.run.registry.get("read_file"), "read_file", {"path": str(conf)}, ctx)
+    assert "MODEL=glm" in out.output.text
+    assert "hf_abcdefghijklmnopqrstu" not in out.output.text and "abcdefghijklmnop" not in out.output.text

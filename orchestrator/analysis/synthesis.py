@@ -58,6 +58,9 @@ def _bound(findings: list[Finding]) -> tuple[str, str]:
             parts.append("The parallelism experiment puts the cost in the per-GPU GEMMs, not all-reduce.")
         if stall:
             parts.append("Power far below the limit at high occupancy agrees: the SMs wait on memory rather than compute.")
+        if measured and measured.data.get("dominant") == "comparable":
+            parts.append(f"The measured all-reduce latency is comparable ({measured.data['ratio']:.0%}) to this "
+                         "memory floor, so TP communication is a second limiter of the same size.")
         return bound, " ".join(parts)
     if gemm:
         return "unknown", ("The parallelism experiment puts the cost in the per-GPU GEMMs, but no roofline evidence "

@@ -114,7 +114,8 @@ def test_findings_cite_the_evidence(findings):
     vs = next(f for f in findings if f.id == "comm-vs-gemm")
     assert vs.evidence == [COMM_ID, GEMM_ID]
     assert vs.data["message_bytes"] == 2048 * 8 * 2 and vs.data["allreduces_per_step"] == 96
-    assert vs.data["dominant"] == "communication"
+    # ~18 µs net per all-reduce x 96 against a ~1.2 ms GEMM floor: within 2x of each other
+    assert vs.data["dominant"] == "comparable" and 0.5 < vs.data["ratio"] < 2
 
 
 def test_fp8_against_bf16_at_the_decode_m_says_how_much_of_the_byte_advantage_it_delivers(findings):

@@ -103,3 +103,15 @@ def test_wrong_allreduce_sums_are_reported():
     ev = _comm_ev(0.02, 0.06)
     ev.data["points"][0]["correct"] = False
     assert "comm-allreduce-wrong-sum" in _ids(measure_findings([ev], None))
+
+
+
+def test_allreduce_within_a_factor_of_two_of_the_gemm_floor_is_called_comparable():
+    base = next(f for f in measure_findings([_comm_ev(0.02, 0.06)], OBS) if f.id == "comm-vs-gemm")
+    # the counted time is the measured one minus the groups-of-one baseline: scale the measurements so that the
+    # counted time equals the GEMM floor
+    wanted = base.data["allreduce_s"] / base.data["ratio"] + base.data["harness_overhead_s"]
+    scale = wanted / base.data["allreduce_raw_s"]
+    cmp_ = next(f for f in measure_findings([_comm_ev(0.02 * scale, 0.06 * scale)], OBS) if f.id == "comm-vs-gemm")
+    assert 0.5 < cmp_.data["ratio"] < 2 and cmp_.data["dominant"] == "comparable"
+    assert "comparable" in cmp_.claim and cmp_.recommendations

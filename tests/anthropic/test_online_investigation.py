@@ -12,12 +12,11 @@ from support.fake_messages import FakeMessagesAPI, RecordedRequest, Reply, overl
 
 from conftest import WebServer
 
-api_mod = pytest.importorskip("orchestrator.api", reason="orchestrator.api (the lead's) is not available yet")
-shell_mod = pytest.importorskip("orchestrator.tools.shell", reason="orchestrator.tools.shell is not available yet")
-knowledge_mod = pytest.importorskip("orchestrator.tools.knowledge", reason="orchestrator.tools.knowledge is not available")
-fanout_mod = pytest.importorskip("orchestrator.fanout", reason="orchestrator.fanout is not available yet")
-submit_mod = pytest.importorskip("orchestrator.tools.submit", reason="orchestrator.tools.submit is not available yet")
-
+import orchestrator.api as api_mod  # noqa: E402
+from orchestrator import fanout as fanout_mod  # noqa: E402
+from orchestrator.tools import knowledge as knowledge_mod  # noqa: E402
+from orchestrator.tools import shell as shell_mod  # noqa: E402
+from orchestrator.tools import submit as submit_mod  # noqa: E402
 from orchestrator.events import AgentFinished, ModelCall, ModelError, PolicyRefusal, RunFinished, ToolResult  # noqa: E402
 from orchestrator.models.anthropic import AnthropicBackend  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
@@ -221,10 +220,6 @@ async def test_online_investigation_records_usage_and_replays_offline_to_the_sam
 
     # The same transcript replays with no server and no network to the same diagnosis.
     replayed = await api_mod.replay(path, registry=registry())
-    if replayed.status != "ok" and "evidence recorded:" in (replayed.error or ""):
-        # Known lead-side bug (reported): loop.py lists a subagent's evidence ids in the order its concurrent tool
-        # calls *finished*, so the task result text differs between the run and its replay.
-        pytest.xfail(f"evidence ids recorded in completion order: {replayed.error}")
     assert replayed.status == "ok", replayed.error
     assert replayed.diagnosis.model_dump(exclude={"usage"}) == diag.model_dump(exclude={"usage"})
 

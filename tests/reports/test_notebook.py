@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "investigate.ipynb"
-
-
-def _engine_missing() -> str | None:
-    if importlib.util.find_spec("orchestrator.api") is None:
-        return "orchestrator/api.py does not exist yet"
-    return None
 
 
 def _outputs(cell) -> tuple[str, dict]:
@@ -29,11 +22,9 @@ def _outputs(cell) -> tuple[str, dict]:
 
 @pytest.mark.slow
 def test_example_notebook_runs_an_investigation_and_tabulates_agent_timings(tmp_path):
-    missing = _engine_missing()
-    if missing:
-        pytest.skip(missing)
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    import nbclient
+    import nbformat
+
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbclient.NotebookClient(nb, timeout=180, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -97,6 +97,27 @@ def _failure(res: CommandResult, what: str) -> str:
     return f"{what} exited {res.exit_code} without a JSON result" + (f": {tail[-1][:300]}" if tail else "")
 
 
+SweepT = TypeVar("SweepT", GemmSweep, CommSweep)
+
+
+async def _run_script(host: Host, script: str, model: type[SweepT], params: dict[str, Any], python: str | None,
+                      timeout_s: float) -> tuple[SweepT, bool]:
+    """Send a fixed measurement script to the host's interpreter and parse its one JSON document into `model`.
+
+    The flag says whether the script's own result came back (False: an unavailable sweep saying why not)."""
+    interp = python or "python3"
+    cmd = f"{interp} - <{script}.py> {json.dumps(params)}"
+    res = await host.run([interp, "-", json.dumps(params)], stdin=scripts.load(script), timeout_s=timeout_s)
+    data = _parse_json(res)
+    if data is None:
+        return model(host=host.name, available=False, reason=_failure(res, script), commands=[cmd]), False
+    try:
+        return model.model_validate({**data, "host": host.name, "commands": [cmd]}), True
+    except ValidationError as exc:
+        return model(host=host.name, available=False, commands=[cmd],
+                     reason=f"{script} printed JSON that does not fit: {_where(exc)}"), False
+
+
 async def run_gemm_probe(
     host: Host,
     python: str | None = None,
@@ -106,20 +127,10 @@ async def run_gemm_probe(
     params: dict[str, Any] | None = None,
 ) -> GemmSweep:
     """Time GEMMs on the host's GPU and attach fractions of peak and of the roofline (peaks: given, else looked up)."""
-    interp = python or "python3"
-    p = gemm_params(_obs(observations), budget_s)
-    p.update(params or {})
-    argv = [interp, "-", json.dumps(p)]
-    cmd = f"{interp} - <gemm_bench.py> {json.dumps(p)}"
-    res = await host.run(argv, stdin=scripts.load("gemm_bench"), timeout_s=budget_s + STARTUP_S)
-    data = _parse_json(res)
-    if data is None:
-        return GemmSweep(host=host.name, available=False, reason=_failure(res, "gemm_bench"), commands=[cmd])
-    try:
-        sweep = GemmSweep.model_validate({**data, "host": host.name, "commands": [cmd]})
-    except ValidationError as exc:
-        return GemmSweep(host=host.name, available=False, commands=[cmd],
-                         reason=f"gemm_bench printed JSON that does not fit: {_where(exc)}")
+    p = {**gemm_params(_obs(observations), budget_s), **(params or {})}
+    sweep, ran = await _run_script(host, "gemm_bench", GemmSweep, p, python, budget_s + STARTUP_S)
+    if not ran:
+        return sweep
     return attach_gemm_arithmetic(sweep, peaks or peaks_for(sweep.gpu_name))
 
 
@@ -131,20 +142,10 @@ async def run_comm_probe(
     params: dict[str, Any] | None = None,
 ) -> CommSweep:
     """Measure all-reduce latency and bus bandwidth across the host's GPUs (gloo across CPU processes without)."""
-    interp = python or "python3"
-    p = comm_params(_obs(observations), budget_s)
-    p.update(params or {})
-    argv = [interp, "-", json.dumps(p)]
-    cmd = f"{interp} - <comm_bench.py> {json.dumps(p)}"
-    res = await host.run(argv, stdin=scripts.load("comm_bench"), timeout_s=budget_s + 2 * STARTUP_S)
-    data = _parse_json(res)
-    if data is None:
-        return CommSweep(host=host.name, available=False, reason=_failure(res, "comm_bench"), commands=[cmd])
-    try:
-        sweep = CommSweep.model_validate({**data, "host": host.name, "commands": [cmd]})
-    except ValidationError as exc:
-        return CommSweep(host=host.name, available=False, commands=[cmd],
-                         reason=f"comm_bench printed JSON that does not fit: {_where(exc)}")
+    p = {**comm_params(_obs(observations), budget_s), **(params or {})}
+    sweep, ran = await _run_script(host, "comm_bench", CommSweep, p, python, budget_s + 2 * STARTUP_S)
+    if not ran:
+        return sweep
     sweep = attach_comm_arithmetic(sweep)
     if sweep.topology_raw:
         sweep = sweep.model_copy(update={"topology": parse_topology(sweep.topology_raw)})

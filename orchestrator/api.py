@@ -161,7 +161,13 @@ async def _execute(
         path = Path(transcript) if transcript else default_path(inputs.question, run_id)
     # the host is opened (and its key checked) before anything is recorded: a bad host is bad input
     host = await host_opener() if host_opener else None
-    recorder = Recorder(run_id, path)
+    try:
+        recorder = Recorder(run_id, path)
+    except OSError as exc:
+        if host is not None:
+            await host.aclose()
+        raise InputError(f"cannot write the transcript {path}: {exc.strerror or exc}; "
+                         "pass a writable path to --transcript") from None
     if progress:
         recorder.subscribe(progress)
     run = RunContext(run_id=run_id, inputs=inputs, settings=settings, recorder=recorder, registry=registry,

@@ -78,3 +78,10 @@ def test_bad_agent_definition_names_the_file(tmp_path):
     d.mkdir()
     (d / "broken.md").write_text("---\nname: broken\n---\nbody\n")
     assert_one_line_exit_2(investigate("why slow", "--agents", str(d), "--offline"), "broken.md", "description")
+
+
+def test_unwritable_transcript_path_is_one_line_exit_2(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = investigate("why slow", "--offline", "--no-progress", "--transcript", str(blocker / "t.jsonl"))
+    assert_one_line_exit_2(proc, "cannot write the transcript", "--transcript")

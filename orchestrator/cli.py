@@ -60,7 +60,7 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path]) -> None:
         if report:
             from orchestrator.report_html import render_html
 
-            report.write_text(render_html(result.diagnosis, result.events), encoding="utf-8")
+            _write(report, render_html(result.diagnosis, result.events))
         if as_json:
             sys.stdout.write(result.diagnosis.model_dump_json(indent=2) + "\n")
         else:
@@ -71,6 +71,13 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path]) -> None:
         sys.stderr.write(f"report: {report}\n")
     if result.status != "ok":
         raise RunFailedExit(f"run {result.status}: {result.error}")
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write {path}: {exc.strerror or exc}; pass a writable path") from None
 
 
 def _progress(no_progress: bool):
@@ -192,9 +199,9 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         raise BadInput(f"{transcript_path} holds no diagnosis (the run did not finish); try `investigate resume`")
     diagnosis = Diagnosis.model_validate(submitted[-1].diagnosis)
     if output.suffix.lower() in (".md", ".markdown"):
-        output.write_text(to_markdown(diagnosis), encoding="utf-8")
+        _write(output, to_markdown(diagnosis))
     else:
-        output.write_text(render_html(diagnosis, t.events), encoding="utf-8")
+        _write(output, render_html(diagnosis, t.events))
     sys.stderr.write(f"report: {output}\n")
 
 

@@ -85,3 +85,9 @@ def test_unwritable_transcript_path_is_one_line_exit_2(tmp_path):
     blocker.write_text("x")
     proc = investigate("why slow", "--offline", "--no-progress", "--transcript", str(blocker / "t.jsonl"))
     assert_one_line_exit_2(proc, "cannot write the transcript", "--transcript")
+
+
+def test_unwritable_report_path_is_one_line_exit_2(tmp_path):
+    shipped = os.path.join(os.path.dirname(__file__), "..", "..", "transcripts", "seed-rtx-pro-6000-fp4.jsonl")
+    proc = investigate("report", shipped, "-o", str(tmp_path / "missing-dir" / "r.html"))
+    assert_one_line_exit_2(proc, "cannot write", "r.html")

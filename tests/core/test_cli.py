@@ -91,3 +91,12 @@ def test_unwritable_report_path_is_one_line_exit_2(tmp_path):
     shipped = os.path.join(os.path.dirname(__file__), "..", "..", "transcripts", "seed-rtx-pro-6000-fp4.jsonl")
     proc = investigate("report", shipped, "-o", str(tmp_path / "missing-dir" / "r.html"))
     assert_one_line_exit_2(proc, "cannot write", "r.html")
+
+
+def test_unreachable_host_is_one_line_exit_2_and_no_transcript(tmp_path):
+    from support.sshd import free_port
+
+    proc = investigate("why slow", "--offline", "--no-progress", "--host", f"nobody@127.0.0.1:{free_port()}",
+                       "--transcript", str(tmp_path / "t.jsonl"))
+    assert_one_line_exit_2(proc, "127.0.0.1")
+    assert not (tmp_path / "t.jsonl").exists()

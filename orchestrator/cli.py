@@ -43,7 +43,7 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
 
     types: list[type[BaseException]] = [BadInput, InputError, AgentDefError, HostError, ObservationsError, TranscriptError]
     from orchestrator.commands import UnknownGpu
-    from orchestrator.models.anthropic import AnthropicConfigError
+    from orchestrator.models.base import AnthropicConfigError
 
     types += [UnknownGpu, AnthropicConfigError]
     return tuple(types)

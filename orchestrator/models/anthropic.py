@@ -18,7 +18,7 @@ import anthropic
 import anyio
 
 from orchestrator.messages import Block, Message, ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
-from orchestrator.models.base import ModelCallError
+from orchestrator.models.base import AnthropicConfigError, ModelCallError
 from orchestrator.models.rategate import RateGate, parse_retry_after
 from orchestrator.pricing import cost, price_for
 from orchestrator.redact import redact
@@ -47,10 +47,6 @@ FATAL_STATUS = {
 }
 GATE_STATUS = {429, 529}
 """Statuses that mean "the service wants everyone to slow down": they close the shared gate."""
-
-
-class AnthropicConfigError(ValueError):
-    """The backend cannot start (no API key); the message is one line naming the fix."""
 
 
 def resolve_model(name: str) -> str:

@@ -25,6 +25,10 @@ class ModelCallError(Exception):
         """True when retrying cannot help and the whole run should stop (bad key, malformed request)."""
 
 
+class AnthropicConfigError(ValueError):
+    """The backend cannot start (no API key); the message is one line naming the fix."""
+
+
 class ReplayDivergence(RunAbort):
     """A replayed run asked something the transcript did not record."""
 

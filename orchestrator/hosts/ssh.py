@@ -184,10 +184,11 @@ def _exec_blocking(
 ) -> tuple[int | None, bool]:
     """Run command on chan until it ends, the deadline passes or stop is set; returns (exit status, timed out)."""
     chan.settimeout(max(deadline - time.monotonic(), 0.001))
-    chan.exec_command(command)
     pending = stdin or b""
-    if not pending:
-        chan.shutdown_write()
+    # Without input the remote shell gives the command /dev/null rather than us sending EOF: a quick command can
+    # exit and sshd close the channel before our EOF arrives, and OpenSSH drops the whole connection for an EOF on
+    # a channel it has already freed ("ieof packet referred to nonexistent channel").
+    chan.exec_command(command if pending else command + " </dev/null")
     fd = chan.fileno()
     transport = chan.get_transport()
     while True:
@@ -209,7 +210,7 @@ def _exec_blocking(
                 sent = 0
             else:
                 pending = pending[sent:]
-                if not pending:
+                if not pending and not chan.closed and not chan.eof_received:
                     chan.shutdown_write()
             progressed = True
         if chan.recv_ready():

@@ -390,3 +390,23 @@ async def test_a_command_that_exits_without_reading_its_stdin_still_reports_its_
     assert res.exit_code == 127 and not res.timed_out and "no-such-program-xyz" in res.stderr
     monkeypatch.setattr(paramiko.Channel, "send", original)
     await host.aclose()
+
+
+async def test_bursts_of_quick_commands_never_drop_the_connection(sshd_factory):
+    # A quick command can exit and sshd close its channel before the client's EOF arrives; OpenSSH then drops the
+    # whole connection ("ieof packet referred to nonexistent channel"). Commands without input get /dev/null
+    # instead of an EOF, so bursts of them leave the connection alive.
+    sshd = sshd_factory(max_sessions=10)
+    for _ in range(6):
+        host = await _open(sshd)
+        results = []
+
+        async def one(i):
+            results.append((i, await host.run(["echo", str(i)], timeout_s=30)))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(one, i)
+        assert sorted((i, r.stdout) for i, r in results) == [(i, f"{i}\n") for i in range(50)]
+        assert all(r.ok for _, r in results) and host.reconnects == 0
+        await host.aclose()

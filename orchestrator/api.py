@@ -35,7 +35,7 @@ from orchestrator.events import (
     ToolResult,
 )
 from orchestrator.findings import AgentResult
-from orchestrator.loop import AgentRunner, FatalRunError, first_leaf
+from orchestrator.loop import AgentRunner, FatalRunError, RunInterrupted, first_leaf
 from orchestrator.models.base import ModelCallError, ReplayDivergence
 from orchestrator.observations import Observations, load_observations, parse_observations
 from orchestrator.settings import Settings, load_settings
@@ -204,17 +204,25 @@ async def _execute(
     except KeyboardInterrupt:
         status, error = "cancelled", "the run was interrupted"
         raise
+    except RunInterrupted as exc:
+        status, error = "cancelled", "the run was interrupted"
+        raise exc.original from None
     except (ReplayDivergence, FatalRunError, ModelCallError) as exc:
         status, error = "error", str(exc)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         raise
+    except BaseException:  # SystemExit, or the coroutine closed by an interrupted event loop
+        status, error = "cancelled", "the run was interrupted"
+        raise
     finally:
+        # the last line first, with no await before it: it must be written even when this coroutine is only
+        # being closed (a KeyboardInterrupt that stopped the event loop), where nothing async can run
+        recorder.emit(RunFinished(run_id=run_id, status=status, error=error, usage=run.total_usage(),
+                                  usage_by_agent=dict(run.usage_by_agent),
+                                  duration_s=round(time.monotonic() - started, 4)))
+        recorder.close()
         with anyio.CancelScope(shield=True):
-            recorder.emit(RunFinished(run_id=run_id, status=status, error=error, usage=run.total_usage(),
-                                      usage_by_agent=dict(run.usage_by_agent),
-                                      duration_s=round(time.monotonic() - started, 4)))
-            recorder.close()
             if host is not None:
                 await host.aclose()
             closer = getattr(backend, "aclose", None)

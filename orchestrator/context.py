@@ -106,15 +106,17 @@ class RunContext:
             total = total + u
         return total
 
-    def run_budget_exceeded(self) -> str | None:
-        """Which run-wide budget is spent, if any."""
+    def run_budget_exceeded(self, next_tokens: int = 0, next_usd: float = 0.0) -> str | None:
+        """Which run-wide budget is spent, or would be by `next_tokens`/`next_usd` more, if any."""
         s = self.settings
         if s.run_budget_tokens is None and s.run_budget_usd is None:
             return None
         total = self.total_usage()
-        if s.run_budget_tokens is not None and total.total_tokens >= s.run_budget_tokens:
+        if s.run_budget_tokens is not None and (total.total_tokens >= s.run_budget_tokens
+                                                or total.total_tokens + next_tokens > s.run_budget_tokens):
             return f"run token budget of {s.run_budget_tokens} spent"
-        if s.run_budget_usd is not None and total.cost_usd >= s.run_budget_usd:
+        if s.run_budget_usd is not None and (total.cost_usd >= s.run_budget_usd
+                                             or total.cost_usd + next_usd > s.run_budget_usd):
             return f"run cost budget of ${s.run_budget_usd:g} spent"
         return None
 
@@ -130,6 +132,8 @@ class AgentContext:
     call: CallInfo | None = None
     final: bool = False
     """True during the agent's forced "report what you have" turn."""
+    deadline: float | None = None
+    """When this agent's own wall time (less its final-turn reserve) runs out, on the anyio clock."""
     outbox: dict[str, Any] = field(default_factory=dict)
     """Shared with per-call copies: the submit tools put the agent's result here (`submitted`)."""
     _evidence_n: itertools.count = field(default_factory=lambda: itertools.count(1))

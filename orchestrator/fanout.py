@@ -52,7 +52,7 @@ class TaskTool(Tool):
             # the runner's wall-time limit is the subagent's own cancel scope (move_on_after inside run());
             # it never raises for the subagent's failures, only for cancellation of the whole run
             runner = AgentRunner(run, defn, agent_id=agent_id, ordinal=ctx.call.child_ordinal,
-                                 parent_id=ctx.agent_id, brief=args.brief)
+                                 parent_id=ctx.agent_id, brief=args.brief, parent_deadline=ctx.deadline)
             result = await runner.run()
         return ToolOutput(text=result.for_parent(), data={"kind": "agent_result", **result.model_dump(mode="json")},
                           is_error=result.status != "ok")

@@ -49,6 +49,18 @@ class FatalRunError(RunAbort):
     """An error that must stop the whole run (bad API key, replay divergence), not just one agent."""
 
 
+class RunInterrupted(RunAbort):
+    """A KeyboardInterrupt or SystemExit raised inside a tool call's task, carried up as an ordinary exception.
+
+    Raised as itself in a child task, asyncio would let it escape the event loop and abandon the run with no
+    final transcript event; as a RunAbort it unwinds every agent, and the run re-raises the original at the top.
+    """
+
+    def __init__(self, original: BaseException):
+        super().__init__(f"interrupted ({type(original).__name__})")
+        self.original = original
+
+
 def first_leaf(exc: BaseException) -> BaseException:
     """The first non-group exception inside an exception group, preferring a RunAbort."""
     leaves: list[BaseException] = []
@@ -136,6 +148,7 @@ class _State:
     turns: int = 0
     usage: Usage = field(default_factory=Usage)
     last_call_tokens: int = 0
+    last_call_usd: float = 0.0
     evidence_ids: list[str] = field(default_factory=list)
     text: str = ""
 
@@ -177,8 +190,10 @@ class AgentRunner:
     """Runs one agent; `run()` never raises except for cancellation and fatal run errors."""
 
     def __init__(self, run: RunContext, defn: AgentDef, *, agent_id: str, ordinal: int, parent_id: str | None = None,
-                 brief: str = ""):
+                 brief: str = "", parent_deadline: float | None = None):
         self.run_ctx = run
+        self.parent_deadline = parent_deadline
+        """When the parent's own wall time runs out (anyio clock): a subagent must have reported by then."""
         self.defn = defn
         self.brief = brief
         self.is_lead = defn.role == "lead"
@@ -207,16 +222,27 @@ class AgentRunner:
                               tools=list(self.tools), limits=self.limits.as_dict()))
         status: AgentStatus = "ok"
         error: str | None = None
-        reserve = min(self.run_ctx.settings.final_turn_reserve_s, self.limits.timeout_s * 0.25)
+        timeout = self.limits.timeout_s
+        if self.parent_deadline is not None:
+            # the parent's wall time ends first: finish (final turn included) a little before it, so that the
+            # parent gets this agent's report instead of cancelling it mid-way
+            left = self.parent_deadline - anyio.current_time()
+            timeout = min(timeout, max(left - min(0.5, 0.05 * max(left, 0.0)), 0.0))
+        reserve = min(self.run_ctx.settings.final_turn_reserve_s, timeout * 0.25)
         try:
-            with anyio.move_on_after(self.limits.timeout_s - reserve) as scope:
+            self.ctx.deadline = anyio.current_time() + timeout - reserve
+            with anyio.move_on_after(timeout - reserve) as scope:
                 status, error = await self._loop()
             if scope.cancelled_caught:
-                status, error = "timeout", f"wall-time limit of {self.limits.timeout_s:g} s reached"
-                with anyio.move_on_after(reserve):
-                    await self._final_turn(error)
+                status, error = "timeout", f"wall-time limit of {timeout:g} s reached"
+                if self.ctx.outbox.get("submitted") is None:  # already reported: no second report turn
+                    with anyio.move_on_after(reserve):
+                        await self._final_turn(error)
         except anyio.get_cancelled_exc_class():
             self._finish("cancelled", "cancelled by the caller", started)
+            raise
+        except RunInterrupted:
+            self._finish("cancelled", "interrupted", started)
             raise
         except (ReplayDivergence, FatalRunError):
             self._finish("error", "run stopped", started)
@@ -228,6 +254,9 @@ class AgentRunner:
             status, error = "error", str(exc)
         except Exception as exc:  # an agent bug must not take the run down: it becomes this agent's status
             status, error = "error", f"{type(exc).__name__}: {exc}"
+        except BaseException:  # KeyboardInterrupt, SystemExit, or the coroutine closed: still record the end
+            self._finish("cancelled", "interrupted", started)
+            raise
         return self._finish(status, error, started)
 
     async def _loop(self) -> tuple[AgentStatus, str | None]:
@@ -257,10 +286,12 @@ class AgentRunner:
                 return "ok", None
 
     def _budget_reason(self) -> str | None:
-        used = self.state.usage.total_tokens
-        if used and used + self.state.last_call_tokens > self.limits.max_tokens_budget:
+        # the next call costs about as much as the last one, and the forced report turn after it about as much
+        # again: stop while there is still room for the report turn, not when the report turn would overshoot
+        used, last = self.state.usage.total_tokens, self.state.last_call_tokens
+        if used and used + 2 * last > self.limits.max_tokens_budget:
             return f"token budget of {self.limits.max_tokens_budget} about to be exceeded ({used} used)"
-        return self.run_ctx.run_budget_exceeded()
+        return self.run_ctx.run_budget_exceeded(next_tokens=2 * last, next_usd=2 * self.state.last_call_usd)
 
     async def _final_turn(self, reason: str) -> None:
         prompt = FINAL_TURN_PROMPT.format(reason=reason, tool=self.submit_tool)
@@ -293,6 +324,7 @@ class AgentRunner:
         s.turns = turn
         s.usage = s.usage + response.usage
         s.last_call_tokens = response.usage.total_tokens
+        s.last_call_usd = response.usage.cost_usd
         self.run_ctx.add_usage(self.agent_id, response.usage)
         self.run_ctx.recorder.emit(ModelCall(
             run_id=self.run_ctx.run_id, agent_id=self.agent_id, turn=turn, model=response.model or self.model.name,
@@ -335,6 +367,8 @@ class AgentRunner:
                     executed = run.backend.tool_replay.result_for(self.agent_id, use.id, use.name, use.input)
                 else:
                     executed = await execute(self.tools.get(use.name), use.name, use.input, self.ctx.for_call(info))
+            except (KeyboardInterrupt, SystemExit) as exc:
+                raise RunInterrupted(exc) from exc
             finally:
                 # runs on cancellation too: every call gets a recorded result
                 results[i] = self._record_result(use, info, executed)

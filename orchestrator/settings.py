@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 APP = "investigate"
@@ -40,9 +40,11 @@ class _TomlSource(PydanticBaseSettingsSource):
         if not path.is_file():
             return {}
         try:
-            return tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
+            return tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"config file {path} is not valid TOML ({exc}); fix or remove it") from exc
+        except OSError as exc:
+            raise ValueError(f"config file {path} cannot be read ({exc.strerror or exc}); fix or remove it") from exc
 
 
 class Settings(BaseSettings):
@@ -138,5 +140,16 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from file, environment and the given overrides (None values are ignored)."""
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    """Settings from file, environment and the given overrides (None values are ignored).
+
+    A bad value or an unknown key raises ValueError with one line naming the setting and where to fix it.
+    """
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = ".".join(str(x) for x in err["loc"]) or "settings"
+        top = str(err["loc"][0]) if err["loc"] else name
+        msg = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
+        raise ValueError(f"invalid setting {name}: {msg}; fix it in {config_path()} or "
+                         f"INVESTIGATE_{top.upper()}") from None

@@ -391,9 +391,9 @@ async def resume(
     )
 
 
-def load_transcript(path: str | Path) -> Transcript:
-    """Read a transcript for analysis (e.g. in a notebook)."""
-    return read_transcript(path)
+def load_transcript(path: str | Path, *, strict: bool = False) -> Transcript:
+    """Read a transcript for analysis (e.g. in a notebook); damaged lines become `warnings` unless strict."""
+    return read_transcript(path, strict=strict)
 
 
 def _sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

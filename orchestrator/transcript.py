@@ -97,8 +97,12 @@ class Transcript:
         return [e for e in self.events if isinstance(e, cls)]
 
 
-def read_transcript(path: str | Path) -> Transcript:
-    """Read and validate a transcript; a file cut off mid-line yields its complete lines and a warning."""
+def read_transcript(path: str | Path, *, strict: bool = True) -> Transcript:
+    """Read and validate a transcript; a file cut off mid-line yields its complete lines and a warning.
+
+    A damaged line inside the file is an error naming the line when `strict` (replay and resume need every event);
+    otherwise it becomes a warning naming the line and the rest is read (`show`, notebooks).
+    """
     from orchestrator.transcript_upgrade import upgrade
 
     p = Path(path)
@@ -132,13 +136,23 @@ def read_transcript(path: str | Path) -> Transcript:
             f"{p}: schema_version {version} is newer than this investigate understands ({SCHEMA_VERSION}); "
             "upgrade investigate (pip install -U investigate) to read it"
         )
+    def lenient(fn, *args):
+        """fn(*args), or None with a warning naming the line when not strict."""
+        try:
+            return fn(*args)
+        except TranscriptError as exc:
+            if strict:
+                raise
+            warnings.append(f"{exc}; skipped it")
+            return None
+
     if version < SCHEMA_VERSION:
         records: list[tuple[int, dict[str, Any]]] = []
         for n, line in enumerate(complete[1:], start=2):
-            if line.strip():
-                records.append((n, _loads(p, n, line)))
+            if line.strip() and (obj := lenient(_loads, p, n, line)) is not None:
+                records.append((n, obj))
         head, records = upgrade(version, head, records)
-        events = [_validate(p, n, obj) for n, obj in records]
+        events = [e for n, obj in records if (e := lenient(_validate, p, n, obj)) is not None]
         upgraded_from: int | None = version
     else:
         # the common case: pydantic parses and validates each line in one step (several times faster than
@@ -150,7 +164,9 @@ def read_transcript(path: str | Path) -> Transcript:
             try:
                 events.append(EVENT_ADAPTER.validate_json(line))
             except ValidationError:
-                events.append(_validate(p, n, _loads(p, n, line)))
+                obj = lenient(_loads, p, n, line)
+                if obj is not None and (event := lenient(_validate, p, n, obj)) is not None:
+                    events.append(event)
         upgraded_from = None
     try:
         header = Header.model_validate(head)

@@ -169,3 +169,18 @@ def test_missing_transcript_is_a_clear_error(tmp_path):
 def test_paths_named_like_secrets_are_not_taken_for_assignments():
     assert redact("refused: file:///etc/passwd: scheme file: is not allowed") == \
         "refused: file:///etc/passwd: scheme file: is not allowed"
+
+
+def test_lenient_reader_names_a_damaged_line_and_reads_the_rest(tmp_path):
+    rec = Recorder(RUN, tmp_path / "t.jsonl")
+    for e in one_of_each():
+        rec.emit(e)
+    rec.close()
+    lines = (tmp_path / "t.jsonl").read_text().splitlines()
+    lines[3] = lines[3][:-20]  # damaged in the middle
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n")
+    t = read_transcript(tmp_path / "bad.jsonl", strict=False)
+    assert len(t.events) == len(one_of_each()) - 1
+    assert len(t.warnings) == 1 and "line 4 is not valid JSON" in t.warnings[0] and "skipped" in t.warnings[0]
+    with pytest.raises(TranscriptError, match="line 4"):
+        read_transcript(tmp_path / "bad.jsonl")

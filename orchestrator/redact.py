@@ -18,6 +18,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
         "-----BEGIN PRIVATE KEY-----" + REDACTED + "-----END PRIVATE KEY-----",
     ),
     ("anthropic-key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"), "sk-ant-" + REDACTED),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{20,}"), "sk-" + REDACTED),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{20,}"), "hf_" + REDACTED),
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), "AKIA" + REDACTED),
     ("github-token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"), "gh_" + REDACTED),
     ("slack-token", re.compile(r"\bxox[bpase]-[A-Za-z0-9\-]{10,}"), "xox-" + REDACTED),
@@ -27,8 +29,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
         "secret-assignment",
         re.compile(
             # not after "/": "/etc/passwd: ..." is a path, not an assignment
-            r"(?i)(?<![\w/-])([A-Z0-9_]*(?:_KEY|_TOKEN|_SECRET|PASSWORD|PASSWD)|password|passwd|api_key|token|secret)"
-            r"(\"?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s\"',;]+)"
+            # --api-key=..., API_KEY=..., {'api_key': '...'}, "password": "..."
+            r"(?i)(?<![\w/-])(-{0,2}[A-Z0-9_-]*(?:[_-]KEY|[_-]TOKEN|[_-]SECRET|PASSWORD|PASSWD)|password|passwd|"
+            r"api[_-]key|token|secret)"
+            r"([\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s\"',;}]+)"
         ),
         r"\1\2" + REDACTED,
     ),
@@ -37,7 +41,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
 
 # Every pattern above needs one of these substrings; most strings have none and skip the substitutions.
 _TRIGGER = re.compile(
-    r"PRIVATE KEY|sk-ant-|AKIA|ASIA|gh[pousr]_|github_pat_|xox[bpase]-|bearer|://|key|token|secret|passw",
+    r"PRIVATE KEY|sk-|hf_|AKIA|ASIA|gh[pousr]_|github_pat_|xox[bpase]-|bearer|://|key|token|secret|passw",
     re.IGNORECASE,
 )
 

@@ -184,3 +184,13 @@ def test_lenient_reader_names_a_damaged_line_and_reads_the_rest(tmp_path):
     assert len(t.warnings) == 1 and "line 4 is not valid JSON" in t.warnings[0] and "skipped" in t.warnings[0]
     with pytest.raises(TranscriptError, match="line 4"):
         read_transcript(tmp_path / "bad.jsonl")
+
+
+@pytest.mark.parametrize("text,secret", [
+    ("vllm serve --api-key=abcdef123456", "abcdef123456"),
+    ("{'api_key': 'abc123xyz'}", "abc123xyz"),
+    ("HF token hf_abcdefghijklmnopqrstuvwxyz1234", "abcdefghijklmnopqrstuvwxyz1234"),
+    ("key sk-proj-abcdefghijklmnopqrstuvwx", "abcdefghijklmnopqrstuvwx"),
+])
+def test_more_secret_shapes_are_redacted(text, secret):
+    assert secret not in redact(text) and "[REDACTED]" in redact(text)

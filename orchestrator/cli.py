@@ -80,6 +80,37 @@ def _write(path: Path, text: str) -> None:
         raise BadInput(f"cannot write {path}: {exc.strerror or exc}; pass a writable path") from None
 
 
+def _settings():
+    from orchestrator.settings import load_settings
+
+    try:
+        return load_settings()
+    except ValueError as exc:
+        raise BadInput(str(exc).splitlines()[0]) from None
+
+
+def _check_text(path: Path, what: str) -> None:
+    """A file read as UTF-8 text later: say which one is not, rather than fail deep inside with no name."""
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{what} {path} is not UTF-8 text (byte {exc.start}); pass a UTF-8 text file") from None
+    except OSError:
+        pass  # the reader reports a missing or unreadable file in its own words
+
+
+def _check_inputs(observations: Optional[Path], agents: List[Path] = ()) -> None:
+    import os
+
+    if observations is not None and observations.is_file():
+        _check_text(observations, "observations file")
+    dirs = [Path(p) for p in os.environ.get("INVESTIGATE_AGENTS_DIR", "").split(os.pathsep) if p] + list(agents)
+    for d in dirs:
+        if d.is_dir():
+            for f in sorted(d.glob("*.md")):
+                _check_text(f, "agent definition")
+
+
 def _progress(no_progress: bool):
     if no_progress:
         return None
@@ -100,7 +131,7 @@ def _run_with_progress(fn, no_progress: bool, **kwargs):
 @app.command("ask", help="Investigate QUESTION (the default command: `investigate \"why is FP4 slow\"`).")
 def ask(
     question: str = typer.Argument(..., help="The question, e.g. \"why is FP4 slow?\""),
-    host: Optional[str] = typer.Option(None, "--host", help="ssh-config alias or [user@]host[:port]; default: this machine"),
+    host: Optional[str] = typer.Option(None, "--host", help="ssh-config alias or \\[user@]host[:port]; default: this machine"),
     ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", help="ssh config file to use instead of ~/.ssh/config"),
     python: Optional[str] = typer.Option(None, "--python", help="the serving interpreter on the host"),
     observations: Optional[Path] = typer.Option(None, "--observations", help="YAML/JSON observations file"),
@@ -115,7 +146,6 @@ def ask(
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress display on stderr"),
 ) -> None:
     from orchestrator.api import investigate
-    from orchestrator.settings import load_settings
 
     if model and offline:
         raise BadInput("--model and --offline exclude each other; pass one")
@@ -123,10 +153,8 @@ def ask(
         raise BadInput(f"observations file {observations} not found; pass an existing YAML or JSON file")
     if ssh_config is not None and not ssh_config.is_file():
         raise BadInput(f"ssh config {ssh_config} not found; pass an existing file to --ssh-config")
-    try:
-        settings = load_settings()
-    except ValueError as exc:
-        raise BadInput(str(exc).splitlines()[0]) from None
+    _check_inputs(observations, agents)
+    settings = _settings()
     result = _run_with_progress(
         investigate, no_progress, question=question, host=host, ssh_config=str(ssh_config) if ssh_config else None,
         python=python, observations=observations, logs=log, model=model, offline=offline or None,
@@ -197,7 +225,15 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
     submitted = t.of_type(DiagnosisSubmitted)
     if not submitted:
         raise BadInput(f"{transcript_path} holds no diagnosis (the run did not finish); try `investigate resume`")
-    diagnosis = Diagnosis.model_validate(submitted[-1].diagnosis)
+    from pydantic import ValidationError
+
+    try:
+        diagnosis = Diagnosis.model_validate(submitted[-1].diagnosis)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise BadInput(f"{transcript_path}: the recorded diagnosis is malformed at {where} ({err['msg']}); "
+                       "re-synthesize it with `investigate replay --offline`") from None
     if output.suffix.lower() in (".md", ".markdown"):
         _write(output, to_markdown(diagnosis))
     else:
@@ -218,8 +254,12 @@ def probe_cmd(
 ) -> None:
     from orchestrator.probes.cli import probe_main
 
+    if ssh_config is not None and not ssh_config.is_file():
+        raise BadInput(f"ssh config {ssh_config} not found; pass an existing file to --ssh-config")
+    _check_inputs(observations)
+    settings = _settings()
     probes = _run_probe(probe_main, host=host, ssh_config=str(ssh_config) if ssh_config else None, python=python,
-                        observations=observations, logs=log, gemm=gemm, comm=comm)
+                        observations=observations, logs=log, gemm=gemm, comm=comm, settings=settings)
     if as_json:
         sys.stdout.write(json.dumps([p.model_dump(mode="json") for p in probes], indent=2) + "\n")
     else:
@@ -265,8 +305,9 @@ def _one_line(msg: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    bad = _bad_input_types()
+    bad: tuple[type[BaseException], ...] = (BadInput,)
     try:
+        bad = _bad_input_types()  # imports: a Ctrl-C here is an interruption like any other, not a traceback
         rv = app(args=_route(argv), prog_name="investigate", standalone_mode=False)
         if rv == 130:  # typer turns KeyboardInterrupt (Ctrl-C) into exit code 130 and returns it
             sys.stderr.write("investigate: interrupted; the transcript ends with a cancelled run_finished event\n")

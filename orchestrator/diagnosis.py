@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -112,45 +113,68 @@ def fmt_number(v: float) -> str:
     return f"{v:.3g}"
 
 
-def number_line(n: Number) -> str:
-    s = f"{n.name}: {fmt_number(n.value)} {n.unit}"
-    if n.peak:
-        s += f" of {fmt_number(n.peak)} {n.unit} ({100 * n.value / n.peak:.1f} %)"
+def number_line(n: Number, esc=lambda s: s) -> str:
+    """One Number as text; `esc` escapes the free-text parts (Markdown needs it)."""
+    s = f"{esc(n.name)}: {fmt_number(n.value)} {esc(n.unit)}"
+    if n.peak is not None and n.peak > 0:  # no percentage of a missing, zero or nonsensical peak
+        s += f" of {fmt_number(n.peak)} {esc(n.unit)} ({100 * n.value / n.peak:.1f} %)"
     if n.note:
-        s += f" — {n.note}"
-    return s + f" [{n.source}]"
+        s += f" — {esc(n.note)}"
+    return s + f" [{esc(n.source)}]"
 
 
-def _cell(s: str) -> str:
+# Free text in a diagnosis comes from models and hosts: in Markdown it must stay text. Backslash-escape what would
+# start emphasis, code, links, raw HTML or entities; intraword underscores (sm_120a) are left alone.
+# A lone "[x]" stays as written: without "](" or "][" after it (or a definition, which needs a line start) it is no link.
+_MD_INLINE = re.compile(r"[\\`*<]|\](?=[(\[])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|&(?=#?\w+;)|~(?=~)")
+_MD_BLOCK_START = re.compile(r"^(\d{1,9}(?=[.)])|(?=[#>+=\[-]))")
+
+
+def md_text(s: object) -> str:
+    """Untrusted text as one line of literal Markdown inline content."""
+    s = " ".join(str(s).split())
+    s = _MD_INLINE.sub(lambda m: "\\" + m.group(0), s)
+    m = _MD_BLOCK_START.match(s)
+    if m is not None:  # a leading "#", ">", "-", "1.", "[x]:" ... would open a block
+        s = s[:m.end()] + "\\" + s[m.end():]
+    if s.endswith("#"):  # a heading's closing sequence would be dropped
+        s = s[:-1] + "\\#"
+    return s
+
+
+def _cell(s: object) -> str:
     # a pipe would end a Markdown table cell
-    return s.replace("|", "\\|").replace("\n", " ")
+    return md_text(s).replace("|", "\\|")
 
 
 def to_markdown(d: Diagnosis) -> str:
-    out = [f"# Diagnosis: {d.question}", "", d.verdict, "", f"**Bound:** {d.bound} — {d.bound_reasoning}".rstrip(" —"), ""]
+    e = md_text
+    out = [f"# Diagnosis: {e(d.question)}", "", e(d.verdict), "",
+           f"**Bound:** {d.bound} — {e(d.bound_reasoning)}".rstrip(" —"), ""]
     if d.causes:
         out += ["## Causes (ranked)", ""]
         for i, c in enumerate(d.causes, 1):
-            out.append(f"{i}. **{c.title}** (confidence {c.confidence:.2f}; evidence {', '.join(c.evidence)})  ")
-            out.append(f"   {c.explanation}")
+            out.append(f"{i}. **{e(c.title)}** (confidence {c.confidence:.2f}; evidence "
+                       f"{', '.join(e(x) for x in c.evidence)})  ")
+            out.append(f"   {e(c.explanation)}")
         out.append("")
     if d.numbers:
-        out += ["## Numbers", ""] + [f"- {number_line(n)}" for n in d.numbers] + [""]
+        out += ["## Numbers", ""] + [f"- {number_line(n, e)}" for n in d.numbers] + [""]
     if d.recommendations:
         out += ["## Recommendations", ""]
         for r in d.recommendations:
-            tail = f" (addresses: {r.addresses})" if r.addresses else ""
-            out.append(f"- **{r.action}** — {r.why}{tail}")
+            tail = f" (addresses: {e(r.addresses)})" if r.addresses else ""
+            out.append(f"- **{e(r.action)}** — {e(r.why)}{tail}")
         out.append("")
     if d.gaps:
-        out += ["## Gaps", ""] + [f"- {g.what}: {g.why}" for g in d.gaps] + [""]
+        out += ["## Gaps", ""] + [f"- {e(g.what)}: {e(g.why)}" for g in d.gaps] + [""]
     if d.evidence:
         out += ["## Evidence", ""]
         for eid, ev in d.evidence.items():
             err = " (error)" if ev.is_error else ""
-            host = f" on {ev.host}" if ev.host else ""
-            excerpt = ev.excerpt.replace("\n", " ")
-            out.append(f"- `{eid}` {ev.agent} · {ev.tool}{host}{err}: {excerpt}")
+            host = f" on {e(ev.host)}" if ev.host else ""
+            code = f"`{eid}`" if "`" not in eid and eid.strip() == eid and eid else e(eid)
+            out.append(f"- {code} {e(ev.agent)} · {e(ev.tool)}{host}{err}: {e(ev.excerpt)}")
         out.append("")
     t = d.usage.total
     if t.calls:
@@ -160,7 +184,7 @@ def to_markdown(d: Diagnosis) -> str:
         out += ["| agent | status | calls | tokens | cost | time |", "|---|---|--:|--:|--:|--:|"]
         for a in d.usage.agents:
             u = a.usage
-            out.append(f"| {_cell(a.agent_id)} | {a.status} | {u.calls} | {u.total_tokens} | ${u.cost_usd:.4f} | "
+            out.append(f"| {_cell(a.agent_id)} | {_cell(a.status)} | {u.calls} | {u.total_tokens} | ${u.cost_usd:.4f} | "
                        f"{a.duration_s:.1f} s |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"

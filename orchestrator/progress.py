@@ -12,6 +12,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from orchestrator.events import (
     AgentFinished,
@@ -116,8 +117,9 @@ class Progress:
         for r in self.rows.values():
             took = (r.ended or now) - r.started
             status = r.status if not r.errors else f"{r.status} ({r.errors} tool errors)"
-            t.add_row(r.agent_id, status, str(r.turns), str(r.tools), _tokens(r.usage), f"${r.usage.cost_usd:.4f}",
-                      f"{took:.1f}s", r.last)
+            # agent ids and tool names are data (a model names its tools), never rich markup
+            t.add_row(*(Text(c) for c in (r.agent_id, status, str(r.turns), str(r.tools), _tokens(r.usage),
+                                          f"${r.usage.cost_usd:.4f}", f"{took:.1f}s", r.last)))
         return t
 
     def close(self) -> None:

@@ -359,7 +359,7 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
                  '<th class="num">peak</th><th>achieved vs peak</th><th>source</th></tr>')
         for n in d.numbers:
             pct = bar = ""
-            if n.peak:
+            if n.peak is not None and n.peak > 0:  # a zero or negative peak is no ceiling
                 frac = n.value / n.peak
                 pct = f" ({100 * frac:.1f} %)"
                 bar = _bar(frac)

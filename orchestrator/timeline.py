@@ -258,13 +258,15 @@ def _concurrency(tl: Timeline) -> None:
     """Fill each agent's overlaps and the run's peak concurrency with one sweep over start/end points."""
     points: list[tuple[float, int, int]] = []
     for i, a in enumerate(tl.agents):
+        # at one instant: ends of spans that had length, then starts, then ends of zero-length spans. Touching is
+        # not overlapping, and a zero-length span ends after it started (else it would stay "running" for good).
         points.append((a.start_s, 1, i))
-        points.append((a.end_s, 0, i))  # ends sort before starts at the same instant: touching is not overlapping
+        points.append((a.end_s, 0 if a.end_s > a.start_s else 2, i))
     points.sort()
     active: set[int] = set()
     overlaps: list[set[int]] = [set() for _ in tl.agents]
-    for _, is_start, i in points:
-        if is_start:
+    for _, kind, i in points:
+        if kind == 1:
             for j in active:
                 overlaps[i].add(j)
                 overlaps[j].add(i)
@@ -314,10 +316,6 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
 
     width = console.width or 100
     labels = ["  " * a.depth + (a.agent_id.rsplit("/", 1)[-1] if a.depth else a.agent_id) for a in tl.agents]
-    label_w = min(30, max((len(x) for x in labels), default=5))
-    if bar_width is None:
-        # the other columns take about 60 cells with their gaps; the bar gets what is left
-        bar_width = max(10, min(40, width - 60 - label_w))
     head = Text()
     head.append(f"run {tl.run_id}", style="bold")
     head.append(f"  {tl.status}", style=_STATUS_STYLE.get(tl.status, ""))
@@ -330,32 +328,46 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
     if tl.error:
         console.print(Text(f"error: {tl.error}", style="red"))
 
-    table = Table(box=None, pad_edge=False, show_edge=False, expand=False, header_style="bold")
-    table.add_column("agent", no_wrap=True, overflow="ellipsis", max_width=30)
-    table.add_column("status")
-    table.add_column("start", justify="right")
-    table.add_column("dur", justify="right")
-    table.add_column("turns", justify="right")
-    table.add_column("tools", justify="right")
-    table.add_column("tokens", justify="right")
-    table.add_column("cost", justify="right")
-    table.add_column(f"0 {'─' * max(0, bar_width - 2 - len(_fmt_s(tl.duration_s)))} {_fmt_s(tl.duration_s)}",
-                     no_wrap=True, min_width=bar_width)
-    total = max(tl.duration_s, max((a.end_s for a in tl.agents), default=0.0))
+    headers = ["agent", "status", "start", "dur", "turns", "tools", "tokens", "cost"]
+    rows: list[list[str]] = []
     for a, label in zip(tl.agents, labels):
         tools = str(len(a.tool_calls)) + (f" ({a.tool_errors}✗)" if a.tool_errors else "")
-        table.add_row(
-            label,
-            Text(a.status, style=_STATUS_STYLE.get(a.status, "")),
-            _fmt_s(a.start_s),
-            _fmt_s(a.duration_s),
-            str(a.turns),
-            tools,
-            _fmt_tokens(a.usage.total_tokens),
-            f"${a.usage.cost_usd:.3f}",
-            Text(gantt_bar(a.start_s, a.end_s, total, bar_width), style=_STATUS_STYLE.get(a.status, "")),
-        )
+        rows.append([label, a.status, _fmt_s(a.start_s), _fmt_s(a.duration_s), str(a.turns), tools,
+                     _fmt_tokens(a.usage.total_tokens), f"${a.usage.cost_usd:.3f}"])
+    # every column but the bar at its natural width, two cells between columns; the bar gets what is left
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    widths[0] = min(widths[0], 30)
+    others = sum(widths) + 2 * len(widths)
+    if bar_width is None:
+        bar_width = min(40, width - others)
+    separate = bar_width < 10  # too narrow beside the numbers: the bars go in a table of their own below
+    if separate:
+        bar_width = max(0, min(60, width - widths[0] - 2))
+    total = max(tl.duration_s, max((a.end_s for a in tl.agents), default=0.0))
+    dur = _fmt_s(tl.duration_s)
+    bar_head = f"0 {'─' * max(0, bar_width - 3 - len(dur))} {dur}"
+
+    def bar(a: AgentSpan) -> Text:
+        return Text(gantt_bar(a.start_s, a.end_s, total, bar_width), style=_STATUS_STYLE.get(a.status, ""))
+
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=False, header_style="bold")
+    for i, h in enumerate(headers):
+        # agent ids and statuses are data, never rich markup: every cell is a Text
+        table.add_column(h, justify="left" if i < 2 else "right", no_wrap=True, min_width=widths[i],
+                         max_width=30 if i == 0 else None, overflow="ellipsis" if i == 0 else "fold")
+    if not separate:
+        table.add_column(bar_head, no_wrap=True, min_width=bar_width)
+    for a, r in zip(tl.agents, rows):
+        cells = [Text(r[0]), Text(r[1], style=_STATUS_STYLE.get(a.status, ""))] + [Text(c) for c in r[2:]]
+        table.add_row(*cells, *([] if separate else [bar(a)]))
     console.print(table)
+    if separate and bar_width >= 10:
+        gantt = Table(box=None, pad_edge=False, show_edge=False, expand=False, header_style="bold")
+        gantt.add_column("agent", no_wrap=True, min_width=widths[0], max_width=30, overflow="ellipsis")
+        gantt.add_column(bar_head, no_wrap=True, min_width=bar_width)
+        for a, r in zip(tl.agents, rows):
+            gantt.add_row(Text(r[0]), bar(a))
+        console.print(gantt)
     if tl.peak_agents and tl.max_concurrency > 1:
         console.print(Text(f"concurrent at peak: {', '.join(tl.peak_agents)}", overflow="fold"))
     for a in tl.agents:

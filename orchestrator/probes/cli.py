@@ -12,13 +12,13 @@ from orchestrator.settings import load_settings
 
 
 async def probe_main(*, host: str | None, ssh_config: str | None, python: str | None, observations: Path | None,
-                     logs: list[str], gemm: bool, comm: bool) -> list[ProbeModel]:
+                     logs: list[str], gemm: bool, comm: bool, settings: Any = None) -> list[ProbeModel]:
     """The read-only probes, or only the GEMM / all-reduce measurements when asked (they load the GPU)."""
     from orchestrator.hosts import open_host
     from orchestrator.probes import run_probes
     from orchestrator.probes.measure import run_comm_probe, run_gemm_probe
 
-    settings = load_settings()
+    settings = settings if settings is not None else load_settings()
     obs = load_observations(observations) if observations else None
     h = await open_host(host, ssh_config=ssh_config, settings=settings)
     try:
@@ -37,10 +37,12 @@ async def probe_main(*, host: str | None, ssh_config: str | None, python: str | 
 
 
 def render_probes(probes: list[ProbeModel], console: Any) -> None:
+    from rich.text import Text
+
     from orchestrator.tools.measure import comm_text, gemm_text
     from orchestrator.tools.probes import summarize
 
     text = {"gemm_sweep": gemm_text, "comm_sweep": comm_text}
     for p in probes:
-        console.rule(f"{p.kind} on {p.host}")
+        console.rule(Text(f"{p.kind} on {p.host}"))  # a host like [fe80::1] is not rich markup
         console.print(text.get(p.kind, summarize)(p), markup=False, highlight=False)

@@ -203,7 +203,7 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     from orchestrator.timeline import build_timeline, render_timeline
     from orchestrator.transcript import read_transcript
 
-    t = read_transcript(transcript_path)
+    t = read_transcript(transcript_path, strict=False)  # a damaged line is named and the rest still shown
     for w in t.warnings:
         sys.stderr.write(f"warning: {w}\n")
     timeline = build_timeline(t.events)
@@ -216,19 +216,21 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
 @app.command("report", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")
 def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
                output: Path = typer.Option(..., "-o", "--output", help="the .html (or .md) file to write")) -> None:
-    from orchestrator.diagnosis import Diagnosis, to_markdown
+    from orchestrator.diagnosis import to_markdown
     from orchestrator.events import DiagnosisSubmitted
     from orchestrator.report_html import render_html
     from orchestrator.transcript import read_transcript
 
     t = read_transcript(transcript_path)
-    submitted = t.of_type(DiagnosisSubmitted)
-    if not submitted:
-        raise BadInput(f"{transcript_path} holds no diagnosis (the run did not finish); try `investigate resume`")
     from pydantic import ValidationError
 
+    from orchestrator.report_html import diagnosis_from_events
+
+    if not t.of_type(DiagnosisSubmitted):
+        sys.stderr.write(f"notice: {transcript_path} holds no diagnosis (the run did not finish): the report shows "
+                         "what ran and what is missing; `investigate resume` finishes the run\n")
     try:
-        diagnosis = Diagnosis.model_validate(submitted[-1].diagnosis)
+        diagnosis = diagnosis_from_events(t.events)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])

@@ -100,3 +100,22 @@ def test_unreachable_host_is_one_line_exit_2_and_no_transcript(tmp_path):
                        "--transcript", str(tmp_path / "t.jsonl"))
     assert_one_line_exit_2(proc, "127.0.0.1")
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_report_of_an_interrupted_run_shows_what_ran_and_show_reads_past_a_damaged_line(tmp_path):
+    shipped = os.path.join(os.path.dirname(__file__), "..", "..", "transcripts", "seed-rtx-pro-6000-fp4.jsonl")
+    lines = open(shipped).read().splitlines()
+    cut = [ln for ln in lines if '"type":"diagnosis_submitted"' not in ln and '"type":"run_finished"' not in ln]
+    cut[5] = cut[5][:-30]  # and one damaged line in the middle
+    path = tmp_path / "interrupted.jsonl"
+    path.write_text("\n".join(cut) + "\n")
+
+    show = investigate("show", str(path))
+    assert show.returncode == 0 and "line 6 is not valid JSON" in show.stderr and "kernel-research-1" in show.stdout
+
+    path.write_text("\n".join(ln for i, ln in enumerate(cut) if i != 5) + "\n")
+    out = tmp_path / "r.html"
+    rep = investigate("report", str(path), "-o", str(out))
+    assert rep.returncode == 0, rep.stderr
+    assert "holds no diagnosis" in rep.stderr and out.is_file()
+    assert "unfinished" in out.read_text() or "did not" in out.read_text()

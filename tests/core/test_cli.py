@@ -62,7 +62,7 @@ def test_report_of_missing_transcript_is_one_line_exit_2(tmp_path):
 def test_malformed_transcript_names_the_line(tmp_path):
     bad = tmp_path / "t.jsonl"
     bad.write_text('{"type":"header","schema_version":2,"tool_version":"0","run_id":"x"}\n{"type": oops}\n')
-    assert_one_line_exit_2(investigate("show", str(bad)), "line 2 is not valid JSON")
+    assert_one_line_exit_2(investigate("replay", str(bad)), "line 2 is not valid JSON")
 
 
 def test_model_and_offline_together_is_bad_usage():

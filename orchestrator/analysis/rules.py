@@ -696,6 +696,10 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
     return []
 
 
+def _lib_label(lib) -> str:
+    return f"{lib.name} {lib.version}" if lib.version else lib.name
+
+
 def kernel_inventory(v: EvidenceView) -> list[Finding]:
     g = v.gpu
     out = []
@@ -705,14 +709,14 @@ def kernel_inventory(v: EvidenceView) -> list[Finding]:
             if lib.compiled_archs and arch and not any(a.rstrip("a").startswith(arch.rstrip("a")) for a in lib.compiled_archs):
                 out.append(Finding(
                     id=f"kernels-missing-{lib.name}", category="kernel", confidence=0.7, evidence=[ev.id],
-                    claim=(f"{lib.name} {lib.version or ''} ships no {arch} binaries (has {', '.join(lib.compiled_archs[:6])}): "
+                    claim=(f"{_lib_label(lib)} ships no {arch} binaries (has {', '.join(lib.compiled_archs[:6])}): "
                            "its kernels JIT from PTX or fall back."),
                     recommendations=[f"Install a {lib.name} build compiled for {arch}"],
                     data={"title": f"{lib.name} has no {arch} kernels"}))
             if lib.tile_candidates and g and g.caps and g.caps.peer_cc:
                 out.append(Finding(
                     id=f"kernels-tiles-{lib.name}", category="kernel", confidence=0.6, evidence=[ev.id],
-                    claim=(f"{lib.name} {lib.version or ''} offers {len(lib.tile_candidates)} tile candidate(s) for {arch} "
+                    claim=(f"{_lib_label(lib)} offers {len(lib.tile_candidates)} tile candidate(s) for {arch} "
                            f"({', '.join(lib.tile_candidates[:8])}); the autotuner can only choose among these."),
                     data={"title": f"{lib.name}: {len(lib.tile_candidates)} tiles for {arch}",
                           "numbers": [_num(f"{lib.name} tile candidates for {arch}", len(lib.tile_candidates), "tiles", ev.id)]}))

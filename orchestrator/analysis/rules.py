@@ -155,7 +155,9 @@ def arch_vs_peer(v: EvidenceView) -> list[Finding]:
             claim_extra = f" {cutlass.text}" if cutlass else ""
             data["extra"] = claim_extra
             recs = _backend_recs(g.cc, v.workload_dtype()[0])
-        out.append(Finding(id=fid, category="kernel", confidence=0.85, evidence=g.evidence,
+        if fact.weight < 0.6:
+            data["secondary"] = True
+        out.append(Finding(id=fid, category="kernel", confidence=fact.weight, evidence=g.evidence,
                            claim=f"{_gpu_label(g)}: {fact.text}{data.get('extra', '')} [{fact.source}]",
                            recommendations=recs, data=data))
     return out

@@ -60,6 +60,10 @@ class Fact(_Strict):
     text: str
     source: str
     feature: str | None = None
+    weight: float = Field(0.85, ge=0.0, le=1.0)
+    """How much the fact explains a slow GEMM when it applies (the confidence of the finding it becomes)."""
+    note: str | None = None
+    """Why the weight is what it is."""
 
 
 class ArchCaps(_Strict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import select
 import shlex
@@ -157,6 +158,18 @@ def connect_blocking(target: SshTarget, settings: Settings, *, depth: int = 0) -
         if isinstance(exc, HostError):
             raise
         raise _fail_line(target, exc) from exc
+
+
+# The command runs under coreutils `timeout` where the host has it: OpenSSH refuses the SSH "signal" request for
+# root sessions, so without it a command we gave up on (a `tail -f`, a hung nvidia-smi) would run on after its
+# channel closed. The remote limit sits a little past ours, so the client reports the timeout first.
+_WATCHDOG = 'T=$1; shift; if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 "$T" "$@"; fi; exec "$@"'
+
+
+def remote_command(argv: list[str], timeout_s: float) -> str:
+    """The command line sent to sshd: argv quoted for the remote shell, under a remote time limit when possible."""
+    seconds = int(math.ceil(timeout_s)) + 2
+    return f"/bin/sh -c {shlex.quote(_WATCHDOG)} sh {seconds} {shlex.join(argv)}"
 
 
 def _signal_kill(chan: paramiko.Channel) -> None:
@@ -387,7 +400,8 @@ class SshHost:
             code, timed_out = None, True
             with anyio.move_on_after(max(deadline - time.monotonic(), 0) + _DEADLINE_GRACE_S):
                 code, timed_out = await anyio.to_thread.run_sync(
-                    _exec_blocking, chan, shlex.join(argv), stdin, deadline, out, err, stop, abandon_on_cancel=True
+                    _exec_blocking, chan, remote_command(argv, timeout_s), stdin, deadline, out, err, stop,
+                    abandon_on_cancel=True,
                 )
             finished = True
         except (EOFError, OSError, paramiko.SSHException) as exc:

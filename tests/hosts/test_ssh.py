@@ -410,3 +410,22 @@ async def test_bursts_of_quick_commands_never_drop_the_connection(sshd_factory):
         assert sorted((i, r.stdout) for i, r in results) == [(i, f"{i}\n") for i in range(50)]
         assert all(r.ok for _, r in results) and host.reconnects == 0
         await host.aclose()
+
+
+async def test_a_timed_out_remote_command_does_not_outlive_its_limit(sshd_factory):
+    # OpenSSH refuses the SSH signal request for root sessions; the remote `timeout` wrapper ends the command anyway
+    import subprocess
+
+    host = await _open(sshd_factory())
+    res = await host.run(["sleep", "47.31"], timeout_s=1)
+    assert res.timed_out and res.exit_code is None
+
+    def running() -> bool:
+        return subprocess.run(["pgrep", "-f", "sleep 47.31"], capture_output=True).returncode == 0
+
+    deadline = time.monotonic() + 10
+    while running() and time.monotonic() < deadline:
+        await anyio.sleep(0.2)
+    assert not running(), "the remote sleep outlived its timeout"
+    assert (await host.run(["echo", "still serving"])).stdout == "still serving\n"
+    await host.aclose()

@@ -108,22 +108,24 @@ def _finish(cf: CacheFile, entries: list[TunedEntry]) -> CacheFile:
     return cf
 
 
-def _json(cf: CacheFile, text: str) -> Any:
+def _json_object(cf: CacheFile, text: str, expected: str = "a JSON object", required: str | None = None) -> dict | None:
+    """The file's JSON object, or None with cf.error saying what is wrong (not JSON, or not the expected shape)."""
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         cf.error = f"not valid JSON: {exc}"
         return None
+    if not isinstance(data, dict) or (required is not None and required not in data):
+        cf.error = f"expected {expected}"
+        return None
+    return data
 
 
 def parse_flashinfer_autotune(path: str, text: str, ctx: CacheContext, fmt: str = "flashinfer_autotune") -> CacheFile:
     """FlashInfer autotuner cache JSON: entries, fallback tactics, metadata vs installed versions and GPU."""
     cf = CacheFile(format=fmt, path=path, size_bytes=len(text.encode()))
-    data = _json(cf, text)
+    data = _json_object(cf, text)
     if data is None:
-        return cf
-    if not isinstance(data, dict):
-        cf.error = "expected a JSON object"
         return cf
     meta = data.get("_metadata") or {}
     cf.metadata = meta if isinstance(meta, dict) else {}
@@ -152,11 +154,8 @@ def parse_flashinfer_autotune(path: str, text: str, ctx: CacheContext, fmt: str 
 def parse_trtllm_autotuner(path: str, text: str, ctx: CacheContext) -> CacheFile:
     """TensorRT-LLM autotuner cache: metadata vs installed tensorrt-llm and GPU; entries with tactic -1 fell back."""
     cf = CacheFile(format="trtllm_autotuner", path=path, size_bytes=len(text.encode()))
-    data = _json(cf, text)
+    data = _json_object(cf, text, "{'metadata': ..., 'cache_data': ...}", required="cache_data")
     if data is None:
-        return cf
-    if not isinstance(data, dict) or "cache_data" not in data:
-        cf.error = "expected {'metadata': ..., 'cache_data': ...}"
         return cf
     cf.metadata = data.get("metadata") or {}
     cf.metadata_mismatch = _mismatch(cf.metadata, {"lib_version": ctx.packages.get("tensorrt-llm")})
@@ -217,9 +216,8 @@ def parse_fused_moe_config(path: str, text: str | None, ctx: CacheContext, fmt: 
     cf.expert_shape = shape
     if text is None:
         return cf
-    data = _json(cf, text)
-    if not isinstance(data, dict):
-        cf.error = cf.error or "expected a JSON object keyed by batch size"
+    data = _json_object(cf, text, "a JSON object keyed by batch size")
+    if data is None:
         return cf
     if "triton_version" in data:
         cf.metadata["triton_version"] = data["triton_version"]
@@ -235,11 +233,8 @@ def parse_fused_moe_config(path: str, text: str | None, ctx: CacheContext, fmt: 
 def parse_triton_autotune(path: str, text: str, ctx: CacheContext) -> CacheFile:
     """Triton `<fn>.autotune.json`: the key and the fastest config (by median time)."""
     cf = CacheFile(format="triton_autotune", path=path, size_bytes=len(text.encode()))
-    data = _json(cf, text)
+    data = _json_object(cf, text, "{'key': ..., 'configs_timings': ...}", required="configs_timings")
     if data is None:
-        return cf
-    if not isinstance(data, dict) or "configs_timings" not in data:
-        cf.error = "expected {'key': ..., 'configs_timings': ...}"
         return cf
     fn = os.path.basename(path).removesuffix(".autotune.json")
     timings = [ct for ct in data.get("configs_timings") or [] if isinstance(ct, list) and len(ct) == 2]
@@ -263,9 +258,8 @@ def _median(t: Any) -> float:
 def parse_inductor_best_config(path: str, text: str, ctx: CacheContext) -> CacheFile:
     """Inductor `*.best_config`: the Triton config autotuning chose for one generated kernel."""
     cf = CacheFile(format="inductor", path=path, size_bytes=len(text.encode()))
-    data = _json(cf, text)
-    if not isinstance(data, dict):
-        cf.error = cf.error or "expected a JSON object"
+    data = _json_object(cf, text)
+    if data is None:
         return cf
     op = os.path.basename(path).removesuffix(".best_config")
     return _finish(cf, [TunedEntry(op=op, tactic=data)])

@@ -170,6 +170,17 @@ def registry() -> ToolRegistry:
     return reg
 
 
+async def investigate_online(api: FakeMessagesAPI, settings: Settings, path: Path, agents_dir: Path,
+                             question: str = "why is FP4 slow?"):
+    """One investigation through the real SDK against the fake Messages API, recorded to path."""
+    backend = AnthropicBackend(settings, api_key=KEY, base_url=api.base_url)
+    try:
+        return await api_mod.investigate(question, backend=backend, settings=settings, transcript=path,
+                                         agents_dirs=[agents_dir], registry=registry())
+    finally:
+        await backend.aclose()
+
+
 @pytest.fixture
 def remote_file(tmp_path):
     path = tmp_path / "E=256,N=2048,device_name=NVIDIA_B200,dtype=fp4.json"
@@ -181,12 +192,7 @@ async def test_online_investigation_records_usage_and_replays_offline_to_the_sam
     settings = Settings(fetch_allow_private=True, rate_gate_base_s=0.01, power_sample_s=0.2)
     path = tmp_path / "run.jsonl"
     with WebServer() as web, FakeMessagesAPI(handler=make_handler(web, remote_file)) as api:
-        backend = AnthropicBackend(settings, api_key=KEY, base_url=api.base_url)
-        result = await api_mod.investigate(
-            "why is FP4 slow on B200?", backend=backend, settings=settings, transcript=path,
-            agents_dirs=[agents_dir], registry=registry(),
-        )
-        await backend.aclose()
+        result = await investigate_online(api, settings, path, agents_dir, "why is FP4 slow on B200?")
     assert result.status == "ok", result.error
     diag = result.diagnosis
     assert diag.verdict.startswith("FP4 GEMMs run on a fallback tile set")
@@ -232,12 +238,7 @@ async def test_injected_instructions_are_refused_by_policy_and_the_content_is_un
     settings = Settings(fetch_allow_private=True, rate_gate_base_s=0.01, power_sample_s=0.2)
     path = tmp_path / "hostile.jsonl"
     with WebServer() as web, FakeMessagesAPI(handler=make_handler(web, remote_file, hostile=True)) as api:
-        backend = AnthropicBackend(settings, api_key=KEY, base_url=api.base_url)
-        result = await api_mod.investigate(
-            "why is FP4 slow?", backend=backend, settings=settings, transcript=path,
-            agents_dirs=[agents_dir], registry=registry(),
-        )
-        await backend.aclose()
+        result = await investigate_online(api, settings, path, agents_dir, "why is FP4 slow?")
     assert result.status == "ok", result.error
     t = read_transcript(path)
 
@@ -268,12 +269,7 @@ async def test_bad_key_fails_the_run_at_once_with_one_line_and_the_key_nowhere(t
     settings = Settings(rate_gate_base_s=0.01)
     path = tmp_path / "denied.jsonl"
     with FakeMessagesAPI(handler=lambda req: unauthorized()) as api:
-        backend = AnthropicBackend(settings, api_key=KEY, base_url=api.base_url)
-        result = await api_mod.investigate(
-            "why is FP4 slow?", backend=backend, settings=settings, transcript=path,
-            agents_dirs=[agents_dir], registry=registry(),
-        )
-        await backend.aclose()
+        result = await investigate_online(api, settings, path, agents_dir, "why is FP4 slow?")
     assert result.status == "error" and result.diagnosis is None
     assert result.error == "anthropic: authentication failed (401): check ANTHROPIC_API_KEY"
     assert len(api.requests) == 1  # no retries, no subagents
@@ -286,12 +282,7 @@ async def test_a_subagent_whose_calls_keep_failing_ends_with_error_and_the_other
     settings = Settings(fetch_allow_private=True, rate_gate_base_s=0.01, anthropic_max_retries=2)
     path = tmp_path / "storm.jsonl"
     with WebServer() as web, FakeMessagesAPI(handler=make_handler(web, remote_file, specs_down=True)) as api:
-        backend = AnthropicBackend(settings, api_key=KEY, base_url=api.base_url)
-        result = await api_mod.investigate(
-            "why is FP4 slow?", backend=backend, settings=settings, transcript=path,
-            agents_dirs=[agents_dir], registry=registry(),
-        )
-        await backend.aclose()
+        result = await investigate_online(api, settings, path, agents_dir, "why is FP4 slow?")
     assert result.status == "ok", result.error
     t = read_transcript(path)
     status = {e.agent_id.split("/")[-1]: e.status for e in t.of_type(AgentFinished)}

@@ -34,6 +34,8 @@ class EvidenceView:
         for ev in self.evidence:
             if ev.is_error:
                 continue  # an error result is never cited as support
+            if ev.args.get("host") is not None:
+                continue  # a multi-host fan-out call (tools' `host` argument): compared by analysis/fleet.py
             try:
                 model = parse_probe(ev.data)
             except Exception:  # a payload that does not fit its model is not evidence of anything

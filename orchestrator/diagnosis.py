@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from orchestrator.messages import Usage
 
@@ -138,7 +138,15 @@ class Diagnosis(_Strict):
     evidence: dict[str, EvidenceRef] = Field(default_factory=dict)
     usage: RunUsage = Field(default_factory=RunUsage)
     fleet: list[FleetTable] | None = None
-    """Multi-host runs: the comparison of facts that should be identical across hosts (None: one host)."""
+    """Multi-host runs: the comparison of facts that should be identical across hosts (None: one host, and then
+    left out of the dump, so one-host diagnoses and their recordings keep their shape)."""
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_fleet(self, handler):
+        out = handler(self)
+        if isinstance(out, dict) and out.get("fleet") is None:
+            out.pop("fleet", None)
+        return out
 
     def cited_ids(self) -> set[str]:
         ids = {e for c in self.causes for e in c.evidence}

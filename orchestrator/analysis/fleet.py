@@ -364,9 +364,9 @@ def fleet_findings(evidence: list[Evidence], entries: Iterable[Any] | None = Non
                 claim=(f"{o.host} differs from the {peers} on {len(rows)} fact(s) that should be identical across "
                        f"replicas: {diffs}{more}. Of {len(t.hosts)} hosts compared, {o.host} is the odd one out."),
                 confidence=0.8 if heavy >= 3 else 0.65 if heavy >= 2 else 0.5,
-                evidence=ev, recommendations=recs, category="fleet",
-                data={"title": f"{o.host} is the odd host: {', '.join(r.label for r in rows[:3])} differ from its "
-                               "peers", "host": o.host, "score": o.score, "group": t.group},
+                evidence=ev, recommendations=recs, category="fleet", severity="high" if heavy >= 3 else "medium",
+                title=f"{o.host} is the odd host: {', '.join(r.label for r in rows[:3])} differ from its peers",
+                data={"host": o.host, "score": o.score, "group": t.group},
             ))
     return out
 
@@ -399,9 +399,9 @@ def slurm_findings(evidence: list[Evidence]) -> list[Finding]:
                 confidence=0.85, evidence=[ev.id], category="hardware",
                 recommendations=[f"Act on the drain reason of {n['name']} (\"{reason}\"), then return it to service "
                                  f"with `scontrol update NodeName={n['name']} State=RESUME`."],
-                data={"title": (f"Slurm node {n['name']} is drained: {reason}" if bad[0].startswith("DRAIN")
-                                else f"Slurm node {n['name']} is {state.lower()}: {reason}"),
-                      "node": n["name"], "state": state},
+                title=(f"Slurm node {n['name']} is drained: {reason}" if bad[0].startswith("DRAIN")
+                       else f"Slurm node {n['name']} is {state.lower()}: {reason}"),
+                severity="high", data={"node": n["name"], "state": state},
             ))
     return out
 

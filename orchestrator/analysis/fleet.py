@@ -32,6 +32,7 @@ FactValue = str | int | float | bool
 COMPARED: list[tuple[str, float, str]] = [
     ("gpu.*.power.draw_w", 0, ""), ("gpu.*.clocks.sm_mhz", 0, ""), ("gpu.*.clocks.mem_mhz", 0, ""),
     ("gpu.*.temperature_c", 0, ""), ("gpu.*.utilization_pct", 0, ""), ("gpu.*.memory_used_mib", 0, ""),
+    ("gpu.*.memory.used_mib", 0, ""), ("gpu.*.numa_node", 0, ""),
     ("gpu.*.processes.*", 0, ""), ("gpu.*.clocks_event.gpu_idle", 0, ""), ("gpu.*.bus_id", 0, ""),
     ("gpu.*.uuid", 0, ""), ("gpu.*.index", 0, ""), ("metrics.*", 0, ""), ("obs.*", 0, ""),
     ("gpu.*.name", 3, "GPU {1} model"),
@@ -51,7 +52,7 @@ COMPARED: list[tuple[str, float, str]] = [
     ("gpu.*.fabric.*", 2, "GPU {1} fabric {2}"),
     ("gpu.*.mig_mode", 2, "GPU {1} MIG mode"),
     ("gpu.*.persistence_mode", 1, "GPU {1} persistence mode"),
-    ("gpu.*.memory_total_mib", 2, "GPU {1} memory"),
+    ("gpu.*.memory_total_mib", 2, "GPU {1} memory"), ("gpu.*.memory.total_mib", 2, "GPU {1} memory (MiB)"),
     ("gpu.*", 1, "GPU {1} {2}"),
     ("xid.*", 3, "Xid {1}"),
     ("kernel.*", 3, "kernel log {1}"),
@@ -64,6 +65,7 @@ COMPARED: list[tuple[str, float, str]] = [
     ("engine.*", 2, "engine {1}"),
     ("cache.*", 1, "cache {1}"),
     ("measure.*", 2, "measured {1}"),
+    ("torch.*", 2, "torch {1}"), ("kernels.*", 1, "kernels {1} {2}"),
     ("slurm.*", 0, ""),
 ]
 MEASURED_TOLERANCE = 0.10
@@ -162,7 +164,28 @@ def _pyenv_facts(data: dict[str, Any]) -> dict[str, FactValue]:
     return out
 
 
-_FALLBACK = {"gpu_inventory": _inventory_facts, "python_env": _pyenv_facts}
+def _gemm_facts(data: dict[str, Any]) -> dict[str, FactValue]:
+    """`measure.gemm.<dtype>.<shape>.m<M>.tflops`: the measured throughput of each point (compared with a
+    tolerance around the fleet's median)."""
+    out: dict[str, FactValue] = {}
+    for p in data.get("points") or []:
+        if p.get("tflops") is not None:
+            out[f"measure.gemm.{p.get('dtype')}.{p.get('shape') or p.get('name') or 'gemm'}.m{p.get('m')}.tflops"] = \
+                round(float(p["tflops"]), 3)
+    return out
+
+
+def _comm_facts(data: dict[str, Any]) -> dict[str, FactValue]:
+    """`measure.allreduce.g<group>.<bytes>B.ms`: the measured all-reduce latency of each point."""
+    out: dict[str, FactValue] = {}
+    for p in data.get("points") or []:
+        if p.get("ms") is not None:
+            out[f"measure.allreduce.g{p.get('group_size')}.{p.get('bytes')}B.ms"] = round(float(p["ms"]), 4)
+    return out
+
+
+_FALLBACK = {"gpu_inventory": _inventory_facts, "python_env": _pyenv_facts, "gemm_sweep": _gemm_facts,
+             "comm_sweep": _comm_facts}
 
 
 def evidence_facts(ev: Evidence) -> dict[str, FactValue]:

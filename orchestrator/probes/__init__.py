@@ -36,9 +36,9 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
     )
     out.append(await collect_kernel_inventory(host, arch=arch_of(first.compute_cap) if first else None,
                                               python=inputs.python))
+    if inputs.logs:
+        out.append(await scan_logs(host, inputs.logs, log_signatures()))
     from orchestrator.probes.node import collect_node_health
 
     out.append(await collect_node_health(host, list(inputs.logs)))
-    if inputs.logs:
-        out.append(await scan_logs(host, inputs.logs, log_signatures()))
     return out

@@ -10,6 +10,9 @@ TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
+# Fixtures every test directory may use without importing them (a test module never imports another's fixtures).
+pytest_plugins = ["support.sshd"]
+
 # Tests never talk to the real API: a stray key in the environment must not select the anthropic backend.
 os.environ.pop("ANTHROPIC_API_KEY", None)
 os.environ.pop("ANTHROPIC_AUTH_TOKEN", None)

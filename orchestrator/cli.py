@@ -298,13 +298,16 @@ def specs_cmd(gpu: str = typer.Argument(..., metavar="GPU")) -> None:
 @app.command("roofline", help="Where a GEMM sits on a GPU's roofline.")
 def roofline_cmd(
     gpu: str = typer.Option(..., "--gpu"),
-    dtype: str = typer.Option(..., "--dtype", help="bf16, fp16, fp8, nvfp4, mxfp4, ..."),
+    dtype: str = typer.Option(..., "--dtype", help="bf16, fp16, fp8, nvfp4, mxfp4, ... (`knowledge/dtypes.yaml`)"),
     m: int = typer.Option(..., "-m", min=1),
     n: int = typer.Option(..., "-n", min=1),
     k: int = typer.Option(..., "-k", min=1),
 ) -> None:
+    from orchestrator import knowledge
     from orchestrator.commands import render_roofline
 
+    if knowledge.dtype_info(dtype) is None:
+        raise BadInput(f"unknown dtype {dtype!r}; pass one of {', '.join(knowledge.dtype_names())} to --dtype")
     sys.stdout.write(render_roofline(gpu, dtype, m, n, k).rstrip() + "\n")
 
 

@@ -159,26 +159,62 @@ def split_command(command: str) -> list[str]:
         return command.split()
 
 
+_WRAPPERS = {"exec", "nohup", "env", "time", "sudo", "numactl", "taskset", "mpirun", "mpiexec", "srun", "uv", "run",
+             "stdbuf", "setsid", "python", "python3", "trtllm-llmapi-launch", "docker", "podman"}
+
+
+def _segments(argv: list[str]) -> list[list[str]]:
+    """A shell line's simple commands (split on ;, &&, ||, |, &)."""
+    out, cur = [], []
+    for a in argv:
+        if a in (";", "&&", "||", "|", "&"):
+            out.append(cur)
+            cur = []
+        else:
+            cur.append(a)
+    out.append(cur)
+    return [c for c in out if c]
+
+
+def _leading(argv: list[str], j: int) -> bool:
+    """Everything before argv[j] is an env assignment, a wrapper (nohup, mpirun, ...), its option or a number."""
+    import os
+    import re
+
+    for a in argv[:j]:
+        base = os.path.basename(a)
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a) or a.startswith("-") or a.isdigit():
+            continue
+        if base in _WRAPPERS or base.startswith("python"):
+            continue
+        return False
+    return True
+
+
 def engine_kind(argv: list[str]) -> str | None:
-    """vllm / sglang / trtllm / tgi from a command line (same rules as the probe script)."""
+    """vllm / sglang / trtllm / tgi from a command line (same rules as the probe script), else None."""
     import os
 
-    for i, arg in enumerate(argv[:-1]):
-        if arg == "-m":
-            mod = argv[i + 1]
-            for prefix, kind in (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"),
-                                 ("sglang.srt.server", "sglang"), ("tensorrt_llm.commands.serve", "trtllm"),
-                                 ("text_generation_server", "tgi")):
-                if mod.startswith(prefix):
-                    return kind
-    for j, arg in enumerate(argv):
-        base = os.path.basename(arg)
-        if base == "vllm" and j + 1 < len(argv) and argv[j + 1] == "serve":
-            return "vllm"
-        if base == "trtllm-serve":
-            return "trtllm"
-        if base in ("text-generation-launcher", "text-generation-server"):
-            return "tgi"
+    for seg in _segments(argv):
+        for i, arg in enumerate(seg[:-1]):
+            if arg == "-m" and i > 0 and os.path.basename(seg[i - 1]).startswith("python"):
+                mod = seg[i + 1]
+                for prefix, kind in (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"),
+                                     ("sglang.srt.server", "sglang"), ("tensorrt_llm.commands.serve", "trtllm"),
+                                     ("text_generation_server", "tgi")):
+                    if mod.startswith(prefix):
+                        return kind
+        for j, arg in enumerate(seg):
+            base = os.path.basename(arg)
+            kind = None
+            if base == "vllm" and j + 1 < len(seg) and seg[j + 1] == "serve":
+                kind = "vllm"
+            elif base == "trtllm-serve":
+                kind = "trtllm"
+            elif base in ("text-generation-launcher", "text-generation-server"):
+                kind = "tgi"
+            if kind and _leading(seg, j):
+                return kind
     return None
 
 

@@ -184,6 +184,7 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
     """LogFacts from (path, line_no, line) of engine logs (the probe's selected lines, in file order)."""
     f = LogFacts()
     gen: list[float] = []
+    eager_explicit = False
     for path, no, line in lines:
         where = f"log {path}:{no}"
         for rx in RX_VERSION:
@@ -245,8 +246,11 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
                 if m.lastindex and m.lastindex >= 2 and m.group(2):
                     f.graph_memory_gib = float(m.group(2))
         m = RX_EAGER.search(line)
-        if m and "cuda graph: False" not in line and f.eager_line is None:
-            f.eager_line = f"{where}: {line.strip()[:300]}"
+        if m and "cuda graph: False" not in line:
+            explicit = "=True" not in m.group(0)
+            if f.eager_line is None or (explicit and not eager_explicit):
+                f.eager_line = f"{where}: {line.strip()[:300]}"
+                eager_explicit = explicit
         if RX_PREEMPT.search(line):
             f.preemption_lines += 1
             m = re.search(r"#retracted_reqs: (\d+)", line)

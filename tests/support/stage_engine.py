@@ -66,6 +66,9 @@ class H(http.server.BaseHTTPRequestHandler):
 
 
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
+# A safety net: a staged engine never outlives its test by long, even if nobody stops it.
+import threading
+threading.Timer(float(os.environ.get("FAKE_ENGINE_TTL_S", "600")), lambda: os._exit(0)).start()
 ready = os.environ.get("FAKE_ENGINE_READY")
 if ready:
     open(ready, "w").write(str(port))
@@ -185,3 +188,25 @@ def _kind(command: list[str]) -> str:
     if "text-generation" in joined:
         return "tgi"
     return "vllm"
+
+
+# --- the scenario stager ------------------------------------------------------------------------------------------
+
+from support.stagers import StageContext, StageError, stager  # noqa: E402
+
+
+@stager("engines")
+def stage_engines_for_case(ctx: StageContext, arg) -> None:
+    """`engines: [{command: "vllm serve MODEL --enforce-eager ...", metrics: FILE-or-text, env: {K: V}}]`: real
+    processes with these command lines (a free --port is appended unless the command names one), serving the
+    metrics text on 127.0.0.1 at the engine's metrics path, with the planted secret env; stopped after the case."""
+    if not isinstance(arg, list) or not all(isinstance(e, dict) and e.get("command") for e in arg):
+        raise StageError("engines: expected a list of {command: ..., metrics: ..., env: {...}}")
+    specs = []
+    for e in arg:
+        bad = set(e) - {"command", "metrics", "env", "port"}
+        if bad:
+            raise StageError(f"engines: unknown field(s) {', '.join(sorted(bad))}")
+        specs.append({**e, "metrics": ctx.text(e["metrics"]) if e.get("metrics") is not None else None})
+    started = start_engines(ctx.staged, specs)
+    ctx.cleanups.append(started.stop)

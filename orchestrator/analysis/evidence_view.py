@@ -28,6 +28,8 @@ class HostGpu:
 class EvidenceView:
     evidence: list[Evidence]
     observations: Observations | None = None
+    question: str = ""
+    """The run's question, when the caller has it (the serving rules say which phase it is about)."""
     _probes: dict[str, list[tuple[Evidence, ProbeModel]]] = field(default_factory=dict, init=False)
     notices: list[tuple[str, str]] = field(default_factory=list, init=False)
     """(what, why) of evidence that failed validation and rules or catalog entries that raised: become gaps."""

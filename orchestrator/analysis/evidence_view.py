@@ -28,6 +28,8 @@ class HostGpu:
 class EvidenceView:
     evidence: list[Evidence]
     observations: Observations | None = None
+    question: str = ""
+    """The run's question, when the caller has it (the serving rules say which phase it is about)."""
     _probes: dict[str, list[tuple[Evidence, ProbeModel]]] = field(default_factory=dict, init=False)
     _fanout: list[tuple[Evidence, ProbeModel]] = field(default_factory=list, init=False)
     """Probe results of multi-host fan-out calls (a tool's `host` argument): in `models()` (per-host facts, gaps)

@@ -101,7 +101,7 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
 def synthesize(question: str, observations: Observations | None, evidence: list[Evidence],
                results: list[AgentResult]) -> SubmittedDiagnosis:
     """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
-    view = EvidenceView(evidence, observations)
+    view = EvidenceView(evidence, observations, question=question)
     findings = collect_findings(evidence, observations, results, view)
     gaps = _gaps(evidence, results, view)
     if not findings:

@@ -33,6 +33,13 @@ COMPARED: list[tuple[str, float, str]] = [
     ("gpu.*.power.draw_w", 0, ""), ("gpu.*.clocks.sm_mhz", 0, ""), ("gpu.*.clocks.mem_mhz", 0, ""),
     ("gpu.*.temperature_c", 0, ""), ("gpu.*.utilization_pct", 0, ""), ("gpu.*.memory_used_mib", 0, ""),
     ("gpu.*.memory.used_mib", 0, ""), ("gpu.*.numa_node", 0, ""),
+    # the node prong's facts that follow load or count events since boot: not a configuration difference
+    ("gpu.*.pstate", 0, ""), ("gpu.*.clocks_event_us.*", 0, ""), ("gpu.*.clocks.sm_vs_max", 0, ""),
+    ("gpu.*.clocks_event.active", 0, ""), ("gpu.*.pcie.gen", 0, ""), ("gpu.*.pcie.lspci_speed_gts", 0, ""),
+    ("gpu.*.pcie.lspci_gen", 0, ""), ("gpu.*.pcie.replays", 0, ""), ("gpu.*.xid.worst_line", 0, ""),
+    ("gpu.*.xid.worst_meaning", 0, ""), ("gpu.*.xid.worst_action", 0, ""), ("gpu.*.ecc.*.sbe", 0, ""),
+    ("gpu.*.retired_pages.sbe", 0, ""), ("gpu.*.remapped_rows.correctable", 0, ""),
+    ("gpu.*.clocks.default_app_sm_mhz", 0, ""), ("gpu.*.power.enforced_vs_default", 0, ""),
     ("gpu.*.processes.*", 0, ""), ("gpu.*.clocks_event.gpu_idle", 0, ""), ("gpu.*.bus_id", 0, ""),
     ("gpu.*.uuid", 0, ""), ("gpu.*.index", 0, ""), ("metrics.*", 0, ""), ("obs.*", 0, ""),
     ("gpu.*.name", 3, "GPU {1} model"),

@@ -31,9 +31,10 @@ async def test_fleet_names_the_sick_twin_and_records_the_unreachable_host_as_a_g
     assert result.status == "ok", result.error
     d = result.diagnosis
     # each usable host was probed, its evidence labelled with it
-    inv_hosts = {e.host for e in result.events if isinstance(e, ToolResult) and e.tool == "gpu_inventory"
-                 and not e.is_error}
-    assert inv_hosts == {"node1", "node2", "node3", "node4"}
+    for tool in ("node_health", "python_env"):
+        probed = {e.host for e in result.events if isinstance(e, ToolResult) and e.tool == tool and not e.is_error
+                  and e.data and e.data.get("available", True)}
+        assert probed == {"node1", "node2", "node3", "node4"}, tool
     # the unreachable host is a gap, the run still succeeded
     assert any(g.what.startswith("host node5") and re.search(r"connect|refused", g.why) for g in d.gaps), d.gaps
     # the comparison names the staged outlier, and nothing else

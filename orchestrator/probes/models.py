@@ -353,11 +353,14 @@ class LogScan(ProbeModel):
 
 
 def _probe_models() -> dict[str, type[ProbeModel]]:
+    from orchestrator.probes.engine_models import EngineReport
     from orchestrator.probes.measure_models import MEASURE_MODELS
+    from orchestrator.probes.node_models import NODE_MODELS
 
     return {
         m.model_fields["kind"].default: m
-        for m in (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan, *MEASURE_MODELS)
+        for m in (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan, *MEASURE_MODELS,
+                  *NODE_MODELS, EngineReport)
     }
 
 

@@ -66,6 +66,8 @@ class StageContext:
     logs: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     """Free space for stagers that cooperate (e.g. a fake nvidia-smi spec the node stagers edit)."""
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+    """Called by the harness when the case is done (stagers that start processes stop them here)."""
 
     @property
     def root(self) -> Path:
@@ -223,4 +225,4 @@ def stage_env(ctx: StageContext, arg: Any) -> None:
 
 
 # Stager modules of the node and serving-engine prongs register theirs on import:
-# from support import stage_node, stage_engine  # noqa: E402,F401  (add when the modules land)
+from support import stage_engine  # noqa: E402,F401

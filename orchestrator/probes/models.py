@@ -164,6 +164,8 @@ class CacheFile(BaseModel):
     """E, N, dtype, block_shape for fused-MoE config files."""
     error: str | None = None
     """Why the file could not be parsed."""
+    cache: str | None = None
+    """The caches.yaml cache (`name`) whose location held the file."""
 
 
 class CacheLocation(BaseModel):
@@ -177,6 +179,44 @@ class CacheLocation(BaseModel):
     """Fused-MoE config locations: the device names configs exist for (as spelled in the file names)."""
     subdirs: list[str] = Field(default_factory=list)
     """Version/arch subdirectories (FlashInfer JIT cache, vLLM FlashInfer autotune cache, SGLang triton_X_Y_Z)."""
+    cache: str | None = None
+    """The caches.yaml cache (`name`) this location belongs to."""
+    bytes: int | None = None
+    fstype: str | None = None
+    """File system holding the location (or its nearest existing parent), from /proc/mounts."""
+    in_tmp: bool | None = None
+    """On tmpfs/ramfs or under /tmp, /dev/shm, /run: a reboot or container restart wipes it."""
+    truncated: bool = False
+    """The walk stopped at its file limit (counts are lower bounds)."""
+
+
+class CacheState(BaseModel):
+    """One cache of knowledge/caches.yaml on this host, summed over its locations (the cache.<name>.* facts)."""
+
+    name: str
+    library: str
+    kind: str
+    """autotune | tuned_config | jit."""
+    format: str
+    path: str
+    """Where it is (the first existing location), else where the library would put it."""
+    present: bool
+    """A location exists and holds at least one file."""
+    files: int = 0
+    bytes: int = 0
+    env_set: bool = False
+    """A variable that moves this cache is set (in the serving process's environment or the probe's)."""
+    in_tmp: bool = False
+    """It lives (or would be written) on tmpfs or under /tmp, /dev/shm, /run: a restart wipes it."""
+    persisted: bool = False
+    """It survives a restart and is usable: present, not in_tmp, and (autotune and tuned-config caches) holding at
+    least one result the library would use here (this device, no metadata mismatch that skips it, entries > 0)."""
+    result_files: int = 0
+    usable_files: int = 0
+    mismatched_files: int = 0
+    """Result files for another device or whose metadata disagrees with the installed versions."""
+    limit_bytes: int | None = None
+    """Size beyond which the library evicts (CUDA_CACHE_MAXSIZE or its default)."""
 
 
 class AutotuneReport(ProbeModel):
@@ -192,6 +232,28 @@ class AutotuneReport(ProbeModel):
     """Whether a fused-MoE tuned config exists for this exact device name (and expert shape, when known)."""
     expert_shape: dict[str, Any] | None = None
     """E and N looked for, from the observations."""
+    caches: list[CacheState] = Field(default_factory=list)
+    """Per-cache state (knowledge/caches.yaml `caches`), the source of the cache.* facts."""
+
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """Flat facts for the catalog's signals.
+
+        `cache.<name>.{present, files, bytes, persisted, env_set, in_tmp, path, kind, library, result_files,
+        usable_files, mismatched_files, limit_bytes}` for every cache in knowledge/caches.yaml that the probe looked
+        for (names: flashinfer_jit, trtllm_autotuner, vllm_fused_moe, sglang_fused_moe, vllm_flashinfer_autotune,
+        triton, inductor, tunableop, deep_gemm, vllm_torch_compile, cuda_compute_cache, user_given), plus
+        `cache.persisted_any` and `cache.tuned_config_for_device` (when known).
+        """
+        if not self.available:
+            return {}
+        out: dict[str, str | int | float | bool] = {"cache.persisted_any": self.persisted_any}
+        if self.tuned_config_for_device is not None:
+            out["cache.tuned_config_for_device"] = self.tuned_config_for_device
+        for c in self.caches:
+            for key, value in c.model_dump(exclude={"name", "format"}).items():
+                if value is not None:
+                    out[f"cache.{c.name}.{key}"] = value
+        return out
 
 
 # --- kernel inventory --------------------------------------------------------------------------------------------

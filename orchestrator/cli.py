@@ -111,6 +111,17 @@ def _check_inputs(observations: Optional[Path], agents: List[Path] = ()) -> None
                 _check_text(f, "agent definition")
 
 
+def _with_bench(observations: Optional[Path], bench: List[Path]):
+    """The observations with the --bench files' runs added (each file parsed, and refused, before the run)."""
+    from orchestrator.benchresults import load_bench
+    from orchestrator.observations import Observations, load_observations
+
+    runs = [r for path in bench for r in load_bench(path)]
+    obs = load_observations(observations) if observations is not None else Observations()
+    obs.bench = [*obs.bench, *runs]
+    return obs
+
+
 def _progress(no_progress: bool):
     if no_progress:
         return None
@@ -136,6 +147,8 @@ def ask(
     python: Optional[str] = typer.Option(None, "--python", help="the serving interpreter on the host"),
     observations: Optional[Path] = typer.Option(None, "--observations", help="YAML/JSON observations file"),
     log: List[str] = typer.Option([], "--log", help="server log path on the host (repeatable)"),
+    bench: List[Path] = typer.Option([], "--bench", help="benchmark result file: vllm bench serve JSON, SGLang "
+                                     "bench_serving JSONL, genai-perf profile export (repeatable)"),
     model: Optional[str] = typer.Option(None, "--model", help="Claude model id or alias (anthropic backend)"),
     offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
     agents: List[Path] = typer.Option([], "--agents", help="directory of extra agent definitions (repeatable)"),
@@ -154,10 +167,11 @@ def ask(
     if ssh_config is not None and not ssh_config.is_file():
         raise BadInput(f"ssh config {ssh_config} not found; pass an existing file to --ssh-config")
     _check_inputs(observations, agents)
+    obs_input = _with_bench(observations, bench) if bench else observations
     settings = _settings()
     result = _run_with_progress(
         investigate, no_progress, question=question, host=host, ssh_config=str(ssh_config) if ssh_config else None,
-        python=python, observations=observations, logs=log, model=model, offline=offline or None,
+        python=python, observations=obs_input, logs=log, model=model, offline=offline or None,
         agents_dirs=agents, measure=measure, transcript=transcript, settings=settings,
     )
     for n in result.notices:

@@ -295,37 +295,35 @@ class AutotuneReport(ProbeModel):
     def facts(self) -> dict[str, str | int | float | bool]:
         """Flat facts for the catalog's signals.
 
-        `cache.<name>.{present, files, bytes, persisted, env_set, in_tmp, path, kind, library, result_files,
-        usable_files, mismatched_files, limit_bytes}` for every cache in knowledge/caches.yaml that the probe looked
-        for (names: flashinfer_jit, trtllm_autotuner, vllm_fused_moe, sglang_fused_moe, vllm_flashinfer_autotune,
-        triton, inductor, tunableop, deep_gemm, vllm_torch_compile, cuda_compute_cache, user_given), plus
-        `cache.persisted_any` and `cache.tuned_config_for_device` (when known).
+        - `cache.<name>.{present, files, bytes, persisted, env_set, in_tmp, path, kind, library, result_files,
+          usable_files, mismatched_files, entries, fallback_entries, limit_bytes}` for every cache of
+          knowledge/caches.yaml the probe looked for (flashinfer_jit, trtllm_autotuner, vllm_fused_moe,
+          sglang_fused_moe, vllm_flashinfer_autotune, triton, inductor, tunableop, deep_gemm, vllm_torch_compile,
+          cuda_compute_cache, user_given): see CacheState;
+        - `cache.format.<format>.{files, entries, fallback_entries, metadata_mismatch, location_exists}` per parsed
+          file format;
+        - `cache.persisted_any`, `cache.tuned_config_for_device` (when known), `cache.device_name`;
+        - `env.<NAME>` for the cache environment variables found set.
         """
         if not self.available:
             return {}
         out: dict[str, str | int | float | bool] = {"cache.persisted_any": self.persisted_any}
         if self.tuned_config_for_device is not None:
             out["cache.tuned_config_for_device"] = self.tuned_config_for_device
+        if self.device_name:
+            out["cache.device_name"] = self.device_name
         for c in self.caches:
             for key, value in c.model_dump(exclude={"name", "format"}).items():
                 if value is not None:
                     out[f"cache.{c.name}.{key}"] = value
-        return out
-
-    def facts(self) -> dict[str, str | int | float | bool]:
-        """`cache.persisted_any`, `cache.tuned_config_for_device`, `cache.<format>.{files, entries,
-        fallback_entries, metadata_mismatch}`, `cache.<format>.location_exists`, and `env.<NAME>` for the cache
-        environment variables found set."""
-        out: dict[str, str | int | float | bool] = {"cache.persisted_any": self.persisted_any}
-        if self.tuned_config_for_device is not None:
-            out["cache.tuned_config_for_device"] = self.tuned_config_for_device
-        if self.device_name:
-            out["cache.device_name"] = self.device_name
+            mine = [f for f in self.files if f.cache == c.name]
+            out[f"cache.{c.name}.entries"] = sum(f.entries for f in mine)
+            out[f"cache.{c.name}.fallback_entries"] = sum(f.fallback_entries for f in mine)
         for loc in self.locations:
-            key = f"cache.{loc.format}.location_exists"
+            key = f"cache.format.{loc.format}.location_exists"
             out[key] = bool(out.get(key)) or loc.exists
         for f in self.files:
-            p = f"cache.{f.format}."
+            p = f"cache.format.{f.format}."
             out[p + "files"] = int(out.get(p + "files", 0)) + 1
             out[p + "entries"] = int(out.get(p + "entries", 0)) + f.entries
             out[p + "fallback_entries"] = int(out.get(p + "fallback_entries", 0)) + f.fallback_entries

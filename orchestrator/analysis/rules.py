@@ -690,10 +690,14 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
     return rule(v)
 
 
+from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
+
+
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
     catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency,
+    fleet_rule,  # multi-host runs (analysis/fleet.py)
 ]
 
 

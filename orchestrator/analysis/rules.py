@@ -289,11 +289,11 @@ def autotune_fallback(v: EvidenceView) -> list[Finding]:
     return out
 
 
-_SKIPPED_ON_MISMATCH = {"flashinfer_autotune", "vllm_flashinfer_autotune"}
-"""Formats whose loader ignores the whole file when its metadata does not match (FlashInfer autotuner.py)."""
+_SKIPPED_ON_MISMATCH = knowledge.skipped_on_mismatch_formats()
+"""Formats whose loader ignores the whole file when its metadata does not match (knowledge/caches.yaml)."""
 
 
-_MOE_CONFIG_FORMATS = {"vllm_fused_moe", "sglang_fused_moe"}
+_MOE_CONFIG_FORMATS = knowledge.moe_formats()
 
 
 def _config_is_for_this_model(v: EvidenceView, f) -> bool:

@@ -92,3 +92,28 @@ async def test_host_sources_exclude_each_other(tmp_path):
     f.write_text("a\nb\n")
     with pytest.raises(InputError, match="exclude each other"):
         await investigate("q", host=["a", "b"], hosts_file=f, offline=True, transcript=False)
+
+
+def test_cli_several_hosts_exit_0_with_the_gap_and_show_renders_the_table(fleet, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "INVESTIGATE_POWER_SAMPLE_S": "0.3"}
+    path = tmp_path / "cli.jsonl"
+    args = [sys.executable, "-m", "orchestrator.cli", "why is node4 slow?", "--ssh-config", str(fleet["config"]),
+            "--offline", "--json", "--no-progress", "--transcript", str(path)]
+    for h in ("node1", "node2", "node4", "node5"):
+        args += ["--host", h]
+    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert any(g["what"] == "host node5" for g in d["gaps"])
+    assert d["fleet"][0]["hosts"] == ["node1", "node2", "node4"]
+    assert [o["host"] for o in d["fleet"][0]["outliers"]] == ["node4"]
+    shown = subprocess.run([sys.executable, "-m", "orchestrator.cli", "show", str(path)], capture_output=True,
+                           text=True, env=env, timeout=120)
+    assert shown.returncode == 0 and "Fleet comparison" in shown.stdout and "node4: 450" in shown.stdout, shown.stdout

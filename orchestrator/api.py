@@ -153,8 +153,9 @@ async def _execute(
     progress: Callable[[Event], None] | None = None,
     reuse: Transcript | None = None,
     notices: Iterable[str] = (),
+    run_id: str | None = None,
 ) -> InvestigationResult:
-    run_id = uuid.uuid4().hex
+    run_id = run_id or uuid.uuid4().hex
     if transcript is False:
         path = None
     else:
@@ -287,10 +288,12 @@ async def investigate(
     settings: Settings | None = None,
     registry: ToolRegistry | None = None,
     progress: Callable[[Event], None] | None = None,
+    run_id: str | None = None,
 ) -> InvestigationResult:
     """Investigate a question about inference performance; returns the diagnosis-bearing result.
 
     `transcript`: a path, None for a new file under the user state directory, or False for none.
+    `run_id`: the run's id (default: a new one); the CLI picks it to name the transcript before the run starts.
     `backend`: a backend object (e.g. `DoublesBackend`) overriding the choice by key/`offline`/`model`.
     """
     if not question or not question.strip():
@@ -310,7 +313,7 @@ async def investigate(
     return await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
         registry=registry, transcript=transcript, host_opener=_host_opener(host, ssh_config, settings),
-        progress=progress, notices=notices,
+        progress=progress, notices=notices, run_id=run_id,
     )
 
 
@@ -371,8 +374,12 @@ async def resume(
     settings: Settings | None = None,
     registry: ToolRegistry | None = None,
     progress: Callable[[Event], None] | None = None,
+    ssh_config: str | None = None,
+    run_id: str | None = None,
 ) -> InvestigationResult:
-    """Finish an interrupted run: subagents that finished are re-used, the rest run again on the recorded host."""
+    """Finish an interrupted run: subagents that finished are re-used, the rest run again on the recorded host.
+
+    `ssh_config` replaces the recorded ssh config file (e.g. when the host's key or address changed since)."""
     old = read_transcript(path)
     inputs, recorded_settings = _inputs_from(old)
     settings = settings or Settings.model_validate({k: v for k, v in recorded_settings.items() if k in Settings.model_fields})
@@ -384,10 +391,12 @@ async def resume(
 
         registry = default_registry()
     host = None if inputs.host == "local" else inputs.host
+    if ssh_config:
+        inputs = inputs.model_copy(update={"ssh_config": ssh_config})
     return await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=_agents_from(old), registry=registry,
         transcript=transcript, host_opener=_host_opener(host, inputs.ssh_config, settings), progress=progress,
-        reuse=old,
+        reuse=old, run_id=run_id,
     )
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from orchestrator import knowledge
-from orchestrator.analysis.moe_inputs import compute_peak, weight_only
-from orchestrator.analysis.roofline import UnknownDtype, gemm_roofline
 
 
 class UnknownGpu(ValueError):
@@ -58,6 +56,10 @@ def render_specs(name: str) -> str:
 
 def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
     """Where one GEMM sits on a GPU's roofline."""
+    # imported here: `specs` (and the CLI's start-up) need none of it
+    from orchestrator.analysis.moe_inputs import compute_peak, weight_only
+    from orchestrator.analysis.roofline import UnknownDtype, gemm_roofline
+
     s = _spec_or_raise(gpu)
     caps = knowledge.arch_caps(s.cc)
     peak, tensor = compute_peak(s, caps, dtype)

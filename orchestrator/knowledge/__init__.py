@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: CLI start-up
 
 
 class GpuSpec(_Strict):
@@ -174,7 +174,7 @@ class KnownIssue(_Strict):
 
 def _load(name: str) -> Any:
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: CLI start-up time
 
 
 @lru_cache(maxsize=None)

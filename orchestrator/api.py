@@ -136,6 +136,12 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
     for aid, res in run.results.items():
         if res.status != "ok" and aid != "lead" and aid not in named and res.name not in named:
             gaps.append(Gap(what=aid, why=f"{res.status}: {res.error or 'no result'}"))
+    for ev in run.evidence.of_kind("log_scan"):  # a --log path that was not there is a gap, whoever synthesized
+        for p in (ev.data or {}).get("missing") or []:
+            if p not in named:
+                gaps.append(Gap(what=f"--log {p}", why=f"not found on {ev.host or run.inputs.host}; nothing in it "
+                                                       "was read"))
+                named += " " + p
     body = submitted.model_dump()
     body["gaps"] = [g.model_dump() for g in gaps]
     return Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
@@ -360,10 +366,16 @@ async def replay(
         from orchestrator.tools.registry import default_registry
 
         registry = default_registry()
-    return await _execute(
+    result = await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=_agents_from(old), registry=registry,
         transcript=transcript, host_opener=None, progress=progress, reuse=old if resynth else None,
     )
+    if not resynth and result.diagnosis is not None:
+        # an exact replay answers in milliseconds: the diagnosis shows how long each agent took when it ran
+        took = {e.agent_id: e.duration_s for e in old.of_type(AgentFinished)}
+        for a in result.diagnosis.usage.agents:
+            a.duration_s = took.get(a.agent_id, a.duration_s)
+    return result
 
 
 async def resume(

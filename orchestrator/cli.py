@@ -139,6 +139,8 @@ def _check_writable(path: Optional[Path], option: str, what: str, *, create_pare
         reason = "it is a directory"
     elif path.exists():
         reason = None if os.access(path, os.W_OK) else "permission denied"
+    elif path.parent.exists() and not path.parent.is_dir():
+        reason = f"{path.parent} is not a directory"
     elif not create_parents and not path.parent.is_dir():
         reason = f"folder {path.parent} does not exist"
     else:
@@ -502,7 +504,8 @@ def _did_you_mean(argv: list[str]) -> Optional[str]:
     close = difflib.get_close_matches(first.lower(), SUBCOMMANDS, n=1, cutoff=0.6)
     if not close:
         return None
-    positionals = [a for a in argv[1:] if not a.startswith("-")]
+    # arguments that are neither options nor (as far as we can tell without the command) an option's value
+    positionals = [a for prev, a in zip(argv, argv[1:]) if not a.startswith("-") and not prev.startswith("-")]
     if not positionals or Path(positionals[0]).exists():
         return close[0]
     return None

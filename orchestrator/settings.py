@@ -194,7 +194,9 @@ def load_settings(**overrides: Any) -> Settings:
         if err["type"] == "extra_forbidden":
             raise ValueError(f"unknown setting {name}; remove it from {config_path()} (or the INVESTIGATE_ "
                              "environment)") from None
-        msg = err["msg"].removeprefix("Value error, ")
+        kind = err["type"]
+        msg = ("must be a whole number" if kind.startswith("int_") else "must be a number" if kind.startswith("float_")
+               else "must be true or false" if kind.startswith("bool_") else err["msg"].removeprefix("Value error, "))
         value = err.get("input")
         shown = "" if isinstance(value, (dict, list)) or value is None else f" = {_short(value)}"
         raise ValueError(f"invalid setting {name}{shown}: {msg}; fix it in {config_path()} or "

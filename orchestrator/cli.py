@@ -481,13 +481,16 @@ def specs_cmd(gpu: str = typer.Argument(..., metavar="GPU")) -> None:
 @app.command("roofline", help="Where a GEMM sits on a GPU's roofline.")
 def roofline_cmd(
     gpu: str = typer.Option(..., "--gpu", metavar="GPU"),
-    dtype: str = typer.Option(..., "--dtype", metavar="DTYPE", help="bf16, fp16, fp8, int8, nvfp4, mxfp4, ... (a wrong one lists them)"),
+    dtype: str = typer.Option(..., "--dtype", metavar="DTYPE", help="bf16, fp16, fp8, int8, nvfp4, mxfp4, ... (knowledge/dtypes.yaml; a wrong one lists them)"),
     m: int = typer.Option(..., "-m", metavar="M", min=1),
     n: int = typer.Option(..., "-n", metavar="N", min=1),
     k: int = typer.Option(..., "-k", metavar="K", min=1),
 ) -> None:
+    from orchestrator import knowledge
     from orchestrator.commands import render_roofline
 
+    if knowledge.dtype_info(dtype) is None:
+        raise BadInput(f"unknown dtype {dtype!r}; pass one of {', '.join(knowledge.dtype_names())} to --dtype")
     sys.stdout.write(render_roofline(gpu, dtype, m, n, k).rstrip() + "\n")
 
 

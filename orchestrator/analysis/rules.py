@@ -17,18 +17,13 @@ from orchestrator.findings import Finding
 
 Rule = Callable[[EvidenceView], list[Finding]]
 
-FP4_DTYPES = {"nvfp4", "mxfp4", "fp4", "w4a4"}
-"""Quantizations whose GEMMs need FP4 tensor cores to run natively (w4a16 is weight-only everywhere: not here)."""
-FP8_DTYPES = {"fp8", "e4m3", "e5m2", "fp8_w8a8", "mxfp8"}
 FLASHINFER = "flashinfer-python"
 
 
 def _lowp_class(dtype: str | None) -> str | None:
-    """'fp4' / 'fp8' for quantizations that need those tensor cores to run natively, else None."""
-    if not dtype:
-        return None
-    d = dtype.lower()
-    return "fp4" if d in FP4_DTYPES else "fp8" if d in FP8_DTYPES else None
+    """'fp4' / 'fp8' for quantizations that need those tensor cores to run natively, else None (the dtype table,
+    knowledge/dtypes.yaml: w4a16 is weight-only everywhere, so None)."""
+    return knowledge.lowp_class(dtype)
 
 
 def _runs_weight_only(g: HostGpu | None, dtype: str | None) -> bool:
@@ -36,7 +31,7 @@ def _runs_weight_only(g: HostGpu | None, dtype: str | None) -> bool:
     cls = _lowp_class(dtype)
     if g is None or g.caps is None or cls is None:
         return False
-    return not (g.caps.fp4_tensor_cores if cls == "fp4" else g.caps.fp8_tensor_cores)
+    return knowledge.native_mma(cls, g.caps.cc) is False
 
 
 def _moe_model(v: EvidenceView) -> bool | None:

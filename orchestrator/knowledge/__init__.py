@@ -456,8 +456,8 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
     for a in archs():
         for f in a.missing_vs_peer + a.notes:
             consider("arch", f"CC {a.cc} ({a.sm}, {a.family})", f.text, f.source)
-    for i in known_issues():
-        consider("issue", f"{i.id}: {i.title}", f"{i.symptom} Cause: {i.cause} Fix: {' '.join(i.fix)}", i.source)
+    for e in _catalog().entries:
+        consider("issue", f"{e.id}: {e.title}", f"{e.claim} {e.explanation} Fix: {' '.join(e.fix)}", "; ".join(e.sources))
     for b in backends():
         ccs = ", ".join(str(c) for c in b.ccs)
         consider("backend", f"{b.library} {b.op} {b.backend}", f"supported CCs: {ccs}. {b.note or ''}".strip(), b.source)
@@ -473,5 +473,8 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
 
 
 def log_signatures() -> list[dict[str, str]]:
-    """The known issues' log patterns as the log scan takes them: id and a case-insensitive regex."""
-    return [{"id": i.id, "pattern": "(?i)" + pat} for i in known_issues() for pat in i.patterns]
+    """Every failure-mode catalog log pattern as the log scan takes it: entry id and a case-insensitive regex."""
+    return _catalog().log_signatures()
+
+
+from orchestrator.knowledge.catalog import catalog as _catalog  # noqa: E402  (the catalog imports nothing from here)

@@ -163,3 +163,13 @@ def _no_prong_agents(tmp_path):
     (d / "lead.md").write_text("---\nname: lead\ndescription: test lead\nrole: lead\ntools: [observations]\nplan:\n"
                                "  - {tool: observations, args: {}}\n---\nlead\n")
     return d
+
+
+def test_probe_gemm_where_nothing_can_run_exits_1_with_the_reason(tmp_path):
+    proc = investigate("probe", "--gemm", "--json", tmp_path=tmp_path, env={"INVESTIGATE_GEMM_BUDGET_S": "20"},
+                       timeout=180)
+    (sweep,) = json.loads(proc.stdout)
+    if sweep["available"]:
+        pytest.skip("this machine can run the GEMM benchmark (a GPU and torch): nothing to refuse")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == [f"investigate: the GEMM benchmark could not run: {sweep['reason']}"]

@@ -205,6 +205,17 @@ def _settings():
 # running and printing
 
 
+def _with_bench(obs, bench: List[Path]):
+    """The observations with the --bench files' runs added (each file parsed, and refused, before the run)."""
+    from orchestrator.benchresults import load_bench
+    from orchestrator.observations import Observations
+
+    runs = [r for path in bench for r in load_bench(path)]
+    obs = obs if obs is not None else Observations()
+    obs.bench = [*obs.bench, *runs]
+    return obs
+
+
 def _progress(no_progress: bool):
     if no_progress:
         return None
@@ -282,11 +293,24 @@ def _new_transcript_path(transcript: Optional[Path], question: str) -> tuple[Pat
 @app.command("ask", help="Investigate QUESTION (the default command: `investigate \"why is FP4 slow\"`).")
 def ask(
     question: str = typer.Argument(..., metavar="QUESTION", help="The question, e.g. \"why is FP4 slow?\""),
-    host: Optional[str] = typer.Option(None, "--host", metavar="DEST", help="ssh-config alias or [user@]host[:port]; default: this machine"),
+    host: List[str] = typer.Option([], "--host", metavar="DEST", help="ssh-config alias or [user@]host[:port]; "
+                                   "default: this machine (repeatable: several hosts in one investigation)"),
+    hosts_file: Optional[Path] = typer.Option(None, "--hosts", metavar="FILE", help="file of hosts: one destination "
+                                              "per line, or YAML with roles (prefill/decode/router)"),
+    slurm: Optional[str] = typer.Option(None, "--slurm", metavar="NODES", help="Slurm nodelist or partition (or . for "
+                                        "this allocation): probe each node through srun"),
+    k8s: Optional[str] = typer.Option(None, "--k8s", metavar="SELECTOR", help="pod label selector: probe each pod "
+                                      "through kubectl exec"),
+    k8s_namespace: Optional[str] = typer.Option(None, "--namespace", metavar="NS", help="Kubernetes namespace of the "
+                                                "--k8s pods"),
+    k8s_container: Optional[str] = typer.Option(None, "--container", metavar="NAME", help="container of the --k8s "
+                                                "pods to exec into"),
     ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", metavar="FILE", help="ssh config file to use instead of ~/.ssh/config"),
     python: Optional[str] = typer.Option(None, "--python", metavar="PATH", help="the serving interpreter on the host"),
     observations: Optional[Path] = typer.Option(None, "--observations", metavar="FILE", help="YAML/JSON observations file"),
     log: List[str] = typer.Option([], "--log", metavar="PATH", help="server log path on the host (repeatable)"),
+    bench: List[Path] = typer.Option([], "--bench", metavar="FILE", help="benchmark result file: vllm bench serve "
+                                     "JSON, SGLang bench_serving JSONL, genai-perf profile export (repeatable)"),
     model: Optional[str] = typer.Option(None, "--model", metavar="ID", help="Claude model id or alias (anthropic backend)"),
     offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
     agents: List[Path] = typer.Option([], "--agents", metavar="DIR", help="directory of extra agent definitions (repeatable)"),
@@ -301,22 +325,30 @@ def ask(
     if model and offline:
         raise BadInput("--model and --offline exclude each other; pass one")
     ssh = _check_ssh_config(ssh_config)
+    if hosts_file is not None and not hosts_file.is_file():
+        raise BadInput(f"hosts file {hosts_file} not found; pass an existing file to --hosts")
+    if (k8s_namespace or k8s_container) and not k8s:
+        raise BadInput("--namespace and --container go with --k8s SELECTOR; pass --k8s too")
     obs = _load_observations(observations)
+    if bench:
+        obs = _with_bench(obs, bench)
     _check_agents(agents)
     _check_writable(report, "--report", "report")
     _check_writable(transcript, "--transcript", "transcript", create_parents=True)
     settings = _settings()
-    missing_logs = _missing_local_logs(log, host)
-    for p in missing_logs:
+    local = not (host or hosts_file or slurm or k8s)
+    for p in _missing_local_logs(log, None if local else "remote"):
         sys.stderr.write(f"warning: --log {p} not found on this machine; it is listed under the diagnosis's gaps\n")
 
     from orchestrator.api import investigate
 
     path, run_id = _new_transcript_path(transcript, question)
     result = _run_with_progress(
-        investigate, no_progress, question=question, host=host, ssh_config=ssh, python=python, observations=obs,
-        logs=log, model=model, offline=offline or None, agents_dirs=agents, measure=measure, transcript=path,
-        settings=settings, run_id=run_id,
+        investigate, no_progress, question=question, host=(host[0] if len(host) == 1 else host or None),
+        hosts_file=str(hosts_file) if hosts_file else None, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
+        k8s_container=k8s_container, ssh_config=ssh, python=python, observations=obs, logs=log, model=model,
+        offline=offline or None, agents_dirs=agents, measure=measure, transcript=path, settings=settings,
+        run_id=run_id,
     )
     _emit_result(result, as_json=as_json, report=report, no_progress=no_progress)
 

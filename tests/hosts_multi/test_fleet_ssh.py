@@ -117,3 +117,22 @@ def test_cli_several_hosts_exit_0_with_the_gap_and_show_renders_the_table(fleet,
     shown = subprocess.run([sys.executable, "-m", "orchestrator.cli", "show", str(path)], capture_output=True,
                            text=True, env=env, timeout=120)
     assert shown.returncode == 0 and "Fleet comparison" in shown.stdout and "node4: 450" in shown.stdout, shown.stdout
+
+
+async def test_unknown_host_key_is_a_gap_and_hosts_open_within_the_bound(tmp_path, sshd_factory):  # noqa: F811
+    from orchestrator.hosts.multi import entries_from_dests, open_hosts
+
+    ok = [sshd_factory(name=f"ok{i}") for i in range(3)]
+    stranger = sshd_factory(name="stranger", trust=False)  # its key is in no known_hosts
+    cfg = write_config(tmp_path / "ssh_config", ok + [stranger])
+    hs = await open_hosts(entries_from_dests(["ok0", "stranger", "ok1", "ok2"]), ssh_config=str(cfg),
+                          settings=Settings(hosts_in_flight=2))
+    try:
+        assert list(hs.hosts) == ["ok0", "ok1", "ok2"] and hs.primary is hs.hosts["ok0"]
+        err = {e.name: e.error for e in hs.entries}
+        assert err["ok0"] is None and re.search(r"key|known", err["stranger"], re.I), err
+        assert hs.gate.peak <= 2
+        res = await hs.hosts["ok1"].run(["echo", "hi"])
+        assert res.stdout.strip() == "hi"
+    finally:
+        await hs.aclose()

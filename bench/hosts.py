@@ -55,12 +55,12 @@ def _cache_nvidia_smi(bindir: Path, cache: Path) -> None:
 def _run_once(n: int, in_flight: int, tmp: Path) -> dict:
     """One investigation (in this process): n=1 is the one-host run."""
     import anyio
-
-    from orchestrator.api import investigate
-    from orchestrator.settings import Settings
     from support.fleet import SICK, write_config
     from support.sshd import start_sshd
     from support.staged_host import VARIANTS, stage_host
+
+    from orchestrator.api import investigate
+    from orchestrator.settings import Settings
 
     VARIANTS[SICK] = dataclasses.replace(VARIANTS["rtx-pro-6000x8"], power_limit_w=450.0)
     healthy = stage_host(tmp / "healthy")

@@ -165,7 +165,7 @@ class K8sHost:
             res.timed_out, res.exit_code = True, None
         return res
 
-    async def connect(self) -> "K8sHost":
+    async def connect(self) -> K8sHost:
         res = await self.run(["true"], timeout_s=self.settings.ssh_connect_timeout_s)
         if not res.ok:
             err = " ".join(res.stderr.split())[:300] or f"kubectl exited {res.exit_code}"

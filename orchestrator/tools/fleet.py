@@ -29,7 +29,7 @@ class FleetHostsTool(Tool):
     )
     Input = NoInput
 
-    async def run(self, args: NoInput, ctx: "AgentContext") -> ToolOutput:
+    async def run(self, args: NoInput, ctx: AgentContext) -> ToolOutput:
         hosts = ctx.run.inputs.hosts
         if not hosts:
             raise ToolFailure("this run has one host; fleet_hosts describes runs over several (--host repeated, "
@@ -52,8 +52,13 @@ class SlurmNodesTool(Tool):
     )
     Input = NoInput
 
-    async def run(self, args: NoInput, ctx: "AgentContext") -> ToolOutput:
-        from orchestrator.hosts.slurm import job_env, show_job, show_nodes, slurm_available
+    async def run(self, args: NoInput, ctx: AgentContext) -> ToolOutput:
+        from orchestrator.hosts.slurm import (
+            job_env,
+            show_job,
+            show_nodes,
+            slurm_available,
+        )
 
         nodes = [h.dest for h in ctx.run.inputs.hosts if h.via == "slurm"]
         if not nodes:
@@ -87,7 +92,7 @@ HOST_TOOLS = frozenset({
 """Tools that look at a host: in a multi-host run their schema offers `host` (any tool accepts it, see base.py)."""
 
 
-def with_host_arg(spec: "ToolSpec", hosts: list[str]) -> "ToolSpec":
+def with_host_arg(spec: ToolSpec, hosts: list[str]) -> ToolSpec:
     """The tool's spec with an optional `host` argument naming one of the run's usable hosts."""
     schema = dict(spec.input_schema)
     props = dict(schema.get("properties") or {})

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from support.fleet import dead_block, needs_sshd, write_config
 
 from orchestrator.api import InputError, investigate, replay
 from orchestrator.events import ToolResult
 from orchestrator.hosts.base import HostError
 from orchestrator.settings import Settings
-
-from support.fleet import dead_block, needs_sshd, write_config
 
 pytestmark = [pytest.mark.ssh, needs_sshd]
 
@@ -61,7 +60,7 @@ async def test_fleet_names_the_sick_twin_and_records_the_unreachable_host_as_a_g
     assert again.diagnosis.model_dump(exclude={"usage"}) == d.model_dump(exclude={"usage"})
 
 
-async def test_identical_hosts_have_no_outlier(tmp_path, sshd_factory):  # noqa: F811
+async def test_identical_hosts_have_no_outlier(tmp_path, sshd_factory):
     from support.staged_host import stage_host
 
     staged = stage_host(tmp_path / "twins")
@@ -77,7 +76,7 @@ async def test_identical_hosts_have_no_outlier(tmp_path, sshd_factory):  # noqa:
     assert "odd host" not in _words(d)
 
 
-async def test_every_host_unreachable_is_bad_input(tmp_path, sshd_factory):  # noqa: F811
+async def test_every_host_unreachable_is_bad_input(tmp_path, sshd_factory):
     from support.sshd import free_port
 
     like = sshd_factory(name="alive")
@@ -119,7 +118,7 @@ def test_cli_several_hosts_exit_0_with_the_gap_and_show_renders_the_table(fleet,
     assert shown.returncode == 0 and "Fleet comparison" in shown.stdout and "node4: 450" in shown.stdout, shown.stdout
 
 
-async def test_unknown_host_key_is_a_gap_and_hosts_open_within_the_bound(tmp_path, sshd_factory):  # noqa: F811
+async def test_unknown_host_key_is_a_gap_and_hosts_open_within_the_bound(tmp_path, sshd_factory):
     from orchestrator.hosts.multi import entries_from_dests, open_hosts
 
     ok = [sshd_factory(name=f"ok{i}") for i in range(3)]
@@ -130,7 +129,7 @@ async def test_unknown_host_key_is_a_gap_and_hosts_open_within_the_bound(tmp_pat
     try:
         assert list(hs.hosts) == ["ok0", "ok1", "ok2"] and hs.primary is hs.hosts["ok0"]
         err = {e.name: e.error for e in hs.entries}
-        assert err["ok0"] is None and re.search(r"key|known", err["stranger"], re.I), err
+        assert err["ok0"] is None and re.search(r"key|known", err["stranger"], re.IGNORECASE), err
         assert hs.gate.peak <= 2
         res = await hs.hosts["ok1"].run(["echo", "hi"])
         assert res.stdout.strip() == "hi"

@@ -10,7 +10,13 @@ import anyio
 import pytest
 
 from orchestrator.hosts.base import CommandResult
-from orchestrator.hosts.multi import GatedHost, HostGate, HostsFileError, entries_from_dests, parse_hosts_text
+from orchestrator.hosts.multi import (
+    GatedHost,
+    HostGate,
+    HostsFileError,
+    entries_from_dests,
+    parse_hosts_text,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,14 +11,14 @@ import uuid
 from pathlib import Path
 
 import pytest
+from support.fleet import SICK
+from support.staged_host import VARIANTS, stage_host
 
 from orchestrator.api import InputError, investigate
 from orchestrator.events import ToolResult
 from orchestrator.hosts.errors import HostConfigError
 from orchestrator.hosts.k8s import K8sHost, get_pods_argv, parse_pods, pod_problem
 from orchestrator.settings import Settings
-from support.fleet import SICK
-from support.staged_host import VARIANTS, stage_host
 
 DATA = Path(__file__).parent / "data"
 PODS = (DATA / "kubectl-get-pods.json").read_text()

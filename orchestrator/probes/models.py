@@ -382,12 +382,27 @@ class LogMatch(BaseModel):
     signature_id: str
 
 
+class UnclassifiedLine(BaseModel):
+    """A WARNING/ERROR (or known-library trouble) line no catalog signature matched, with its repeat count."""
+
+    path: str
+    line_no: int
+    line: str
+    count: int = 1
+    """Lines with the same text once numbers, ids and timestamps are masked."""
+    level: Literal["error", "warning", "library"] = "warning"
+
+
 class LogScan(ProbeModel):
     kind: Literal["log_scan"] = "log_scan"
     files: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     lines_scanned: int = 0
     matches: list[LogMatch] = Field(default_factory=list)
+    unclassified: list[UnclassifiedLine] = Field(default_factory=list)
+    """WARNING/ERROR and known-library trouble lines no signature matched: deduplicated, counted, capped."""
+    unclassified_total: int = 0
+    """How many such lines there were in all (before deduplication and the cap)."""
 
     def log_lines(self) -> list[tuple[str, str, int, str]]:
         """Every matched line once (the `--log` files are server logs)."""

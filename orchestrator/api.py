@@ -295,6 +295,11 @@ async def investigate(
     """
     if not question or not question.strip():
         raise InputError("the question is empty; ask something like 'why is FP4 slow?'")
+    if python is not None:
+        from orchestrator.probes.interpreter import name_refusal
+
+        if (why := name_refusal(python)) is not None:
+            raise InputError(why)
     settings = settings or load_settings()
     notices: list[str] = []
     if backend is None:

@@ -154,6 +154,7 @@ def ask(
     if ssh_config is not None and not ssh_config.is_file():
         raise BadInput(f"ssh config {ssh_config} not found; pass an existing file to --ssh-config")
     _check_inputs(observations, agents)
+    _check_python(python)
     settings = _settings()
     result = _run_with_progress(
         investigate, no_progress, question=question, host=host, ssh_config=str(ssh_config) if ssh_config else None,
@@ -259,6 +260,7 @@ def probe_cmd(
     if ssh_config is not None and not ssh_config.is_file():
         raise BadInput(f"ssh config {ssh_config} not found; pass an existing file to --ssh-config")
     _check_inputs(observations)
+    _check_python(python)
     settings = _settings()
     probes = _run_probe(probe_main, host=host, ssh_config=str(ssh_config) if ssh_config else None, python=python,
                         observations=observations, logs=log, gemm=gemm, comm=comm, settings=settings)
@@ -268,6 +270,15 @@ def probe_cmd(
         from orchestrator.probes.cli import render_probes
 
         render_probes(probes, _stdout())
+
+
+def _check_python(python: Optional[str]) -> None:
+    """--python names an interpreter (python, python3, python3.N; absolute or on PATH), nothing else."""
+    from orchestrator.probes.interpreter import name_refusal
+
+    why = name_refusal(python) if python is not None else None
+    if why is not None:
+        raise BadInput(f"--python {why.split(' refused: ', 1)[-1]}" if " refused: " in why else why)
 
 
 def _run_probe(fn, **kwargs):

@@ -178,7 +178,8 @@ _DECODE_AWK = (
 )
 _WATCHDOG = (
     'T=$1; I=$2; M=$3; shift 3; if [ "$I" = n ]; then exec </dev/null; fi; '
-    'if [ "$M" = x ]; then w=$(LC_ALL=C awk -v f=%c -v g=%s -v X=x -v h=0123456789abcdef "' + _DECODE_AWK + '" "$@") '
+    'if [ "$M" = x ]; then A=awk; command -v awk >/dev/null 2>&1 || A=/usr/bin/awk; [ -x "$A" ] || '
+    '[ "$A" = awk ] || A=/bin/awk; w=$(LC_ALL=C "$A" -v f=%c -v g=%s -v X=x -v h=0123456789abcdef "' + _DECODE_AWK + '" "$@") '
     '|| exit 125; eval "set -- $w"; fi; '
     'if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 "$T" "$@"; fi; exec "$@"'
 )

@@ -20,6 +20,8 @@ from orchestrator.probes.models import (
 from orchestrator.probes.power import sample_power
 from orchestrator.probes.pyenv import collect_python_env
 from orchestrator.knowledge import log_signatures
+from orchestrator.hosts.policy import extra_path_refusal
+from orchestrator.hosts.resolve import check_on_host
 from orchestrator.probes.interpreter import name_refusal
 from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, record_refusal, require_host
 
@@ -260,6 +262,15 @@ class AutotuneCachesTool(Tool):
         host = require_host(ctx)
         if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
             return refused
+        if args.extra_paths:  # walked and parsed on the host: never a credential directory (issue 15)
+            why = next((w for w in map(extra_path_refusal, args.extra_paths) if w), None)
+            if why is None:
+                why, resolved = await check_on_host(host, ["cat"], list(args.extra_paths))
+                why = why or next((extra_path_refusal(real) for kind, real in resolved
+                                   if kind != "n" and extra_path_refusal(real)), None)
+            if why is not None:
+                record_refusal(ctx, self.name, " ".join(args.extra_paths), why)
+                return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
         shape = _expert_shape(ctx)
         r = await collect_autotune_caches(host, args.python or ctx.run.inputs.python, device_name=args.device_name,
                                           expert_shape=shape, extra_paths=args.extra_paths)

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 import anyio
 
+from orchestrator.redact import scrub_model, scrub_text
 from orchestrator.agentdefs import AgentDef, load_agents
 from orchestrator.context import Backend, RunContext, RunInputs
 from orchestrator.diagnosis import AgentUsage, Diagnosis, EvidenceRef, Gap, RunUsage, SubmittedDiagnosis
@@ -138,7 +139,9 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
             gaps.append(Gap(what=aid, why=f"{res.status}: {res.error or 'no result'}"))
     body = submitted.model_dump()
     body["gaps"] = [g.model_dump() for g in gaps]
-    return Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
+    # one place for what leaves the run: secrets redacted, terminal control removed (issue 15)
+    return scrub_model(Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run),
+                                 usage=_run_usage(run)))
 
 
 async def _execute(
@@ -306,7 +309,7 @@ async def investigate(
         backend, notice = select_backend(offline=offline, model=model, settings=settings)
         if notice:
             notices.append(notice)
-    inputs = RunInputs(question=question.strip(), host=host or "local", observations=_observations(observations),
+    inputs = RunInputs(question=scrub_text(question.strip()), host=host or "local", observations=_observations(observations),
                        logs=list(logs), python=python, measure=measure, ssh_config=ssh_config)
     if registry is None:
         from orchestrator.tools.registry import default_registry

@@ -20,6 +20,8 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click_exc
 from rich.console import Console
 
+from orchestrator.redact import scrub_model, scrub_text
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence.")
 
@@ -57,14 +59,15 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path]) -> None:
     from orchestrator.diagnosis import render_terminal
 
     if result.diagnosis is not None:
+        diagnosis = scrub_model(result.diagnosis)  # issue 15: redacted and terminal-safe, whatever produced it
         if report:
             from orchestrator.report_html import render_html
 
-            _write(report, render_html(result.diagnosis, result.events))
+            _write(report, render_html(diagnosis, _scrub_events(result.events)))
         if as_json:
-            sys.stdout.write(result.diagnosis.model_dump_json(indent=2) + "\n")
+            sys.stdout.write(diagnosis.model_dump_json(indent=2) + "\n")
         else:
-            render_terminal(result.diagnosis, _stdout())
+            render_terminal(diagnosis, _stdout())
     if result.transcript_path:
         sys.stderr.write(f"transcript: {result.transcript_path}\n")
     if report and result.diagnosis is not None:
@@ -73,9 +76,17 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path]) -> None:
         raise RunFailedExit(f"run {result.status}: {result.error}")
 
 
+def _scrub_events(events):
+    from orchestrator.redact import scrub_model as _scrub
+
+    return [_scrub(e) for e in events]
+
+
 def _write(path: Path, text: str) -> None:
+    from orchestrator.sanitize import sanitize
+
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_text(sanitize(text), encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"cannot write {path}: {exc.strerror or exc}; pass a writable path") from None
 
@@ -162,7 +173,7 @@ def ask(
         agents_dirs=agents, measure=measure, transcript=transcript, settings=settings,
     )
     for n in result.notices:
-        sys.stderr.write(f"notice: {n}\n")
+        sys.stderr.write(f"notice: {scrub_text(n)}\n")
     _emit_result(result, as_json=as_json, report=report)
 
 
@@ -206,8 +217,8 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
 
     t = read_transcript(transcript_path, strict=False)  # a damaged line is named and the rest still shown
     for w in t.warnings:
-        sys.stderr.write(f"warning: {w}\n")
-    timeline = build_timeline(t.events)
+        sys.stderr.write(f"warning: {scrub_text(w)}\n")
+    timeline = scrub_model(build_timeline(t.events))
     if as_json:
         sys.stdout.write(timeline.model_dump_json(indent=2) + "\n")
     else:
@@ -238,9 +249,9 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         raise BadInput(f"{transcript_path}: the recorded diagnosis is malformed at {where} ({err['msg']}); "
                        "re-synthesize it with `investigate replay --offline`") from None
     if output.suffix.lower() in (".md", ".markdown"):
-        _write(output, to_markdown(diagnosis))
+        _write(output, to_markdown(scrub_model(diagnosis)))
     else:
-        _write(output, render_html(diagnosis, t.events))
+        _write(output, render_html(scrub_model(diagnosis), _scrub_events(t.events)))
     sys.stderr.write(f"report: {output}\n")
 
 
@@ -264,6 +275,7 @@ def probe_cmd(
     settings = _settings()
     probes = _run_probe(probe_main, host=host, ssh_config=str(ssh_config) if ssh_config else None, python=python,
                         observations=observations, logs=log, gemm=gemm, comm=comm, settings=settings)
+    probes = [scrub_model(p) for p in probes]
     if as_json:
         sys.stdout.write(json.dumps([p.model_dump(mode="json") for p in probes], indent=2) + "\n")
     else:
@@ -313,7 +325,7 @@ def _route(argv: list[str]) -> list[str]:
 
 
 def _one_line(msg: str) -> str:
-    return " ".join(str(msg).split())
+    return scrub_text(" ".join(str(msg).split()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -122,6 +122,17 @@ def _check_inputs(observations: Optional[Path], agents: List[Path] = ()) -> None
                 _check_text(f, "agent definition")
 
 
+def _with_bench(observations: Optional[Path], bench: List[Path]):
+    """The observations with the --bench files' runs added (each file parsed, and refused, before the run)."""
+    from orchestrator.benchresults import load_bench
+    from orchestrator.observations import Observations, load_observations
+
+    runs = [r for path in bench for r in load_bench(path)]
+    obs = load_observations(observations) if observations is not None else Observations()
+    obs.bench = [*obs.bench, *runs]
+    return obs
+
+
 def _progress(no_progress: bool):
     if no_progress:
         return None
@@ -147,6 +158,8 @@ def ask(
     python: Optional[str] = typer.Option(None, "--python", help="the serving interpreter on the host"),
     observations: Optional[Path] = typer.Option(None, "--observations", help="YAML/JSON observations file"),
     log: List[str] = typer.Option([], "--log", help="server log path on the host (repeatable)"),
+    bench: List[Path] = typer.Option([], "--bench", help="benchmark result file: vllm bench serve JSON, SGLang "
+                                     "bench_serving JSONL, genai-perf profile export (repeatable)"),
     model: Optional[str] = typer.Option(None, "--model", help="Claude model id or alias (anthropic backend)"),
     offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
     agents: List[Path] = typer.Option([], "--agents", help="directory of extra agent definitions (repeatable)"),
@@ -166,10 +179,11 @@ def ask(
         raise BadInput(f"ssh config {ssh_config} not found; pass an existing file to --ssh-config")
     _check_inputs(observations, agents)
     _check_python(python)
+    obs_input = _with_bench(observations, bench) if bench else observations
     settings = _settings()
     result = _run_with_progress(
         investigate, no_progress, question=question, host=host, ssh_config=str(ssh_config) if ssh_config else None,
-        python=python, observations=observations, logs=log, model=model, offline=offline or None,
+        python=python, observations=obs_input, logs=log, model=model, offline=offline or None,
         agents_dirs=agents, measure=measure, transcript=transcript, settings=settings,
     )
     for n in result.notices:
@@ -307,13 +321,16 @@ def specs_cmd(gpu: str = typer.Argument(..., metavar="GPU")) -> None:
 @app.command("roofline", help="Where a GEMM sits on a GPU's roofline.")
 def roofline_cmd(
     gpu: str = typer.Option(..., "--gpu"),
-    dtype: str = typer.Option(..., "--dtype", help="bf16, fp16, fp8, nvfp4, mxfp4, ..."),
+    dtype: str = typer.Option(..., "--dtype", help="bf16, fp16, fp8, nvfp4, mxfp4, ... (`knowledge/dtypes.yaml`)"),
     m: int = typer.Option(..., "-m", min=1),
     n: int = typer.Option(..., "-n", min=1),
     k: int = typer.Option(..., "-k", min=1),
 ) -> None:
+    from orchestrator import knowledge
     from orchestrator.commands import render_roofline
 
+    if knowledge.dtype_info(dtype) is None:
+        raise BadInput(f"unknown dtype {dtype!r}; pass one of {', '.join(knowledge.dtype_names())} to --dtype")
     sys.stdout.write(render_roofline(gpu, dtype, m, n, k).rstrip() + "\n")
 
 

@@ -72,7 +72,7 @@ class OfflineModel:
             summary = (f"{self.defn.name}: {len(findings)} finding(s) from {len(mine)} tool result(s)"
                        + (f", {len(errors)} failed ({', '.join(e.tool for e in errors)})" if errors else ""))
             name = "submit_findings"
-            payload = {"summary": summary, "findings": [f.model_dump(mode="json") for f in findings]}
+            payload = {"summary": summary, "findings": [f.wire() for f in findings]}
         return ModelResponse(content=[ToolUseBlock(id=self._id(request.turn, 0), name=name, input=payload)],
                              stop_reason="tool_use", model=self.name, usage=Usage(calls=1))
 

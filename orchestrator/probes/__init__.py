@@ -38,4 +38,7 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
                                               python=inputs.python))
     if inputs.logs:
         out.append(await scan_logs(host, inputs.logs, log_signatures()))
+    from orchestrator.probes.node import collect_node_health
+
+    out.append(await collect_node_health(host, list(inputs.logs)))
     return out

@@ -24,6 +24,25 @@ class ProbeModel(BaseModel):
     commands: list[str] = Field(default_factory=list)
     """Commands or files the probe read, for the evidence excerpt."""
 
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """Flat dotted facts for the failure-mode catalog (see orchestrator/analysis/signals.py); {} by default.
+
+        Namespaces: `gpu.<index>.*`, `host.*`, `env.<NAME>`, `nccl.*`, `lib.<name>.version`, `engine.*`,
+        `metrics.*`, `obs.*`, `cache.*` (PLAN of issue 11). Values that are unknown are left out, never None.
+        """
+        return {}
+
+    def log_lines(self) -> list[tuple[str, str, int, str]]:
+        """(source, path, line number, line) for the catalog's `log` signals; source is server, kernel, nccl or
+        engine. [] by default."""
+        return []
+
+
+def norm_lib(name: str) -> str:
+    """A distribution name as the knowledge base spells it (lower case, dashes; flashinfer -> flashinfer-python)."""
+    n = name.lower().replace("_", "-")
+    return {"flashinfer": "flashinfer-python", "tensorrt-llm": "tensorrt-llm"}.get(n, n)
+
 
 # --- GPU inventory ---------------------------------------------------------------------------------------------
 
@@ -79,6 +98,31 @@ class GpuInventory(ProbeModel):
     def count(self) -> int:
         return len(self.gpus)
 
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """`gpu.<index>.{name, bus_id, cc, architecture, power.draw_w, power.limit_w, clocks.sm_mhz,
+        clocks.max_sm_mhz, clocks.mem_mhz, utilization_pct, temperature_c, memory.total_mib, memory.used_mib,
+        numa_node, clocks_event.<reason>}` (reasons listed as active are True) and `host.{gpu_count,
+        driver_version, cuda_version, nvlink}`."""
+        out: dict[str, str | int | float | bool] = {"host.gpu_count": self.count}
+        if self.driver_version:
+            out["host.driver_version"] = self.driver_version
+        if self.cuda_version:
+            out["host.cuda_version"] = self.cuda_version
+        if self.topology is not None and self.topology.links:
+            out["host.nvlink"] = self.topology.nvlink
+        for g in self.gpus:
+            p = f"gpu.{g.index}."
+            vals = {"name": g.name, "bus_id": g.pci_bus_id, "cc": g.compute_cap, "architecture": g.architecture,
+                    "power.draw_w": g.power_draw_w, "power.limit_w": g.power_limit_w,
+                    "clocks.sm_mhz": g.sm_clock_mhz, "clocks.max_sm_mhz": g.sm_clock_max_mhz,
+                    "clocks.mem_mhz": g.mem_clock_mhz, "utilization_pct": g.utilization_pct,
+                    "temperature_c": g.temperature_c, "memory.total_mib": g.memory_total_mib,
+                    "memory.used_mib": g.memory_used_mib, "numa_node": g.numa_node}
+            out.update({p + k: v for k, v in vals.items() if v is not None})
+            for reason in g.clocks_throttle_reasons:
+                out[p + "clocks_event." + reason.strip().lower().replace(" ", "_")] = True
+        return out
+
 
 # --- power and clocks --------------------------------------------------------------------------------------------
 
@@ -127,20 +171,25 @@ class PythonEnv(ProbeModel):
     torch_arch_list: list[str] = Field(default_factory=list)
     """torch.cuda.get_arch_list() if torch imports, else from the installed build's metadata."""
 
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """`lib.<normalized distribution name>.version`, `python.version`, `torch.cuda`, `torch.arch_list`
+        (comma-separated)."""
+        out: dict[str, str | int | float | bool] = {
+            f"lib.{norm_lib(name)}.version": ver for name, ver in self.packages.items() if ver}
+        if self.python_version:
+            out["python.version"] = self.python_version
+        if self.torch_cuda:
+            out["torch.cuda"] = self.torch_cuda
+        if self.torch_arch_list:
+            out["torch.arch_list"] = ",".join(self.torch_arch_list)
+        return out
+
 
 # --- autotune caches ---------------------------------------------------------------------------------------------
 
-CacheFormat = Literal[
-    "flashinfer_autotune",
-    "flashinfer_jit",
-    "trtllm_autotuner",
-    "vllm_fused_moe",
-    "sglang_fused_moe",
-    "vllm_flashinfer_autotune",
-    "triton_autotune",
-    "inductor",
-    "tunableop",
-]
+CacheFormat = str
+"""A cache format named in knowledge/caches.yaml (`format`); parsers register per format in probes/cache_formats.py.
+A plain string so that a new format is a data change, not a schema change."""
 
 
 class TunedEntry(BaseModel):
@@ -201,6 +250,28 @@ class AutotuneReport(ProbeModel):
     expert_shape: dict[str, Any] | None = None
     """E and N looked for, from the observations."""
 
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """`cache.persisted_any`, `cache.tuned_config_for_device`, `cache.<format>.{files, entries,
+        fallback_entries, metadata_mismatch}`, `cache.<format>.location_exists`, and `env.<NAME>` for the cache
+        environment variables found set."""
+        out: dict[str, str | int | float | bool] = {"cache.persisted_any": self.persisted_any}
+        if self.tuned_config_for_device is not None:
+            out["cache.tuned_config_for_device"] = self.tuned_config_for_device
+        if self.device_name:
+            out["cache.device_name"] = self.device_name
+        for loc in self.locations:
+            key = f"cache.{loc.format}.location_exists"
+            out[key] = bool(out.get(key)) or loc.exists
+        for f in self.files:
+            p = f"cache.{f.format}."
+            out[p + "files"] = int(out.get(p + "files", 0)) + 1
+            out[p + "entries"] = int(out.get(p + "entries", 0)) + f.entries
+            out[p + "fallback_entries"] = int(out.get(p + "fallback_entries", 0)) + f.fallback_entries
+            out[p + "metadata_mismatch"] = bool(out.get(p + "metadata_mismatch")) or bool(f.metadata_mismatch)
+        for k, v in self.env.items():
+            out[f"env.{k}"] = v
+        return out
+
 
 # --- kernel inventory --------------------------------------------------------------------------------------------
 
@@ -225,6 +296,21 @@ class KernelInventory(ProbeModel):
     libraries: list[LibraryKernels] = Field(default_factory=list)
     cuobjdump: bool = False
 
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """`lib.<name>.version`, `kernels.arch`, `kernels.<name>.compiled_archs` (comma-separated),
+        `kernels.<name>.tile_candidates` (count)."""
+        out: dict[str, str | int | float | bool] = {}
+        if self.arch:
+            out["kernels.arch"] = self.arch
+        for lib in self.libraries:
+            n = norm_lib(lib.name)
+            if lib.version:
+                out[f"lib.{n}.version"] = lib.version
+            if lib.compiled_archs:
+                out[f"kernels.{n}.compiled_archs"] = ",".join(lib.compiled_archs)
+            out[f"kernels.{n}.tile_candidates"] = len(lib.tile_candidates)
+        return out
+
 
 # --- log scan ----------------------------------------------------------------------------------------------------
 
@@ -243,13 +329,23 @@ class LogScan(ProbeModel):
     lines_scanned: int = 0
     matches: list[LogMatch] = Field(default_factory=list)
 
+    def log_lines(self) -> list[tuple[str, str, int, str]]:
+        """Every matched line once (the `--log` files are server logs)."""
+        seen: dict[tuple[str, int], tuple[str, str, int, str]] = {}
+        for m in self.matches:
+            seen.setdefault((m.path, m.line_no), ("server", m.path, m.line_no, m.line))
+        return list(seen.values())
+
 
 def _probe_models() -> dict[str, type[ProbeModel]]:
+    from orchestrator.probes.engine_models import EngineReport
     from orchestrator.probes.measure_models import MEASURE_MODELS
+    from orchestrator.probes.node_models import NODE_MODELS
 
     return {
         m.model_fields["kind"].default: m
-        for m in (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan, *MEASURE_MODELS)
+        for m in (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan, *MEASURE_MODELS,
+                  *NODE_MODELS, EngineReport)
     }
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: CLI start-up
 
 
 class GpuSpec(_Strict):
@@ -286,7 +286,7 @@ class KnownIssue(_Strict):
 
 def _load(name: str) -> Any:
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: CLI start-up time
 
 
 @lru_cache(maxsize=None)

@@ -51,6 +51,7 @@ LOG_LINE = re.compile(
     r"Prefix cach|radix|torch\.compile|compile took|Compil|DeepGEMM|deep_gemm|JIT|autotun|Autotun|TunableOp|"
     r"Inductor|inductor|Triton|triton cache|FlashInfer|flashinfer|Using attention|Using default cuda graphs|"
     r"capacity_scheduler|CapacitySchedulerPolicy|max_batch_size|max_num_tokens|free_gpu_memory_fraction|"
+    r"Directly load the compiled|TensorRT-LLM|Args \{|Forcing attention|"
     r"WARNING|WARN |ERROR|Error|Traceback)")
 CMD_LINE = re.compile(r"(\bvllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|"
                       r"\btrtllm-serve\b|\btext-generation-launcher\b)")

@@ -10,7 +10,7 @@ from orchestrator.findings import AgentResult, Finding
 from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
-_CATEGORY_RANK = {"observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
+_CATEGORY_RANK = {"fleet": 0, "observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
                   "power": 5, "hardware": 6, "environment": 7, "other": 8,
                   "engine": 2, "workload": 2, "jit-cache": 5}  # serving engine: its config explains serving latency
 

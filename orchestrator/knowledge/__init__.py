@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: CLI start-up
 
 
 class GpuSpec(_Strict):
@@ -286,7 +286,7 @@ class KnownIssue(_Strict):
 
 def _load(name: str) -> Any:
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: CLI start-up time
 
 
 @lru_cache(maxsize=None)
@@ -561,7 +561,7 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
         for f in a.missing_vs_peer + a.notes:
             consider("arch", f"CC {a.cc} ({a.sm}, {a.family})", f.text, f.source)
     for e in _catalog().entries:
-        consider("issue", f"{e.id}: {e.title}", f"{e.claim} {e.explanation} Fix: {' '.join(e.fix)}", "; ".join(e.sources))
+        consider("issue", f"{e.id}: {e.title}", f"{e.claim} {e.explanation} Fix: {' '.join(e.all_fixes())}", "; ".join(e.sources))
     for b in backends():
         ccs = ", ".join(str(c) for c in b.ccs)
         consider("backend", f"{b.library} {b.op} {b.backend}", f"supported CCs: {ccs}. {b.note or ''}".strip(), b.source)

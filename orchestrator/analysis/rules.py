@@ -15,6 +15,7 @@ from orchestrator.analysis.observations import analyze_observations, read_power
 from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_roofline
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import entry as catalog_entry
+from orchestrator.analysis.signals import entry_words, fill
 
 Rule = Callable[[EvidenceView], list[Finding]]
 
@@ -447,6 +448,13 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
              f"{r.experts_touched:.0f} experts touched per step), so the MoE GEMMs have arithmetic intensity "
              f"~{r.intensity:.0f} FLOP/B against a ridge point of ~{r.ridge:.0f} FLOP/B "
              f"({r.ridge / r.intensity:.0f}x below): they are {r.bound}-bound and must be judged by GB/s, not TFLOPS.")
+    oe = v.observations_evidence
+    comm_limited = bool(oe) and any(c.verdict == "communication" for c in analyze_observations(oe[1]).comparisons)
+    if comm_limited:
+        # the GEMMs' roofline class is not the workload's bound: the experiment puts the limit in the all-reduce
+        claim = claim.replace(f"they are {r.bound}-bound and must be judged by GB/s, not TFLOPS.",
+                              "on the roofline they sit on the memory side (judge them by GB/s, not TFLOPS), but the "
+                              "parallelism experiment puts the limit in the all-reduce, not in them.")
     if achieved and r.tokens_per_s_ceiling:
         # weights actually streamed per second at the observed throughput
         step_s = r.batch / achieved
@@ -461,6 +469,12 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
         claim += f" With {r.tile_m}-row MMA tiles {r.tile_waste * 100:.0f} % of the tile rows are padding."
         nums.append(_num("MMA tile rows wasted", r.tile_waste * 100, "%", src, note=f"tile M={r.tile_m}"))
     frac = achieved / r.tokens_per_s_ceiling if achieved and r.tokens_per_s_ceiling else None
+    if frac is not None and frac < FAR_BELOW_ROOF and r.batch <= SMALL_BATCH:
+        return [_far_below_every_roof(v, r, ids, nums, achieved, run, frac)]
+    if frac is not None and frac < FAR_BELOW_ROOF:
+        # a large batch far below the expert-weight floor: attention's KV-cache reads may be the memory traffic
+        claim += (f" The expert GEMMs' floor explains only {frac * 100:.2g} % of each step: attention (KV-cache reads), "
+                  "the dense layers or per-step latency take the rest.")
     if frac is not None and frac >= NEAR_MEMORY_FLOOR and r.bound == "memory":
         claim += (" That is close to the floor: the expert GEMMs already stream weights near the memory roof, so kernel "
                   "tuning has little left; only fewer weight bytes per token (more tokens per expert, lower-precision "
@@ -471,11 +485,46 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
     if gpus and gpus > 1:
         raise_tpe += ", or use EP so each GPU streams fewer, fuller experts (vLLM --enable-expert-parallel)"
     recs.append(raise_tpe + " [KNOWLEDGE.md: roofline for MoE decode]")
+    if comm_limited:
+        return [Finding(id="moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound",
+                        category="roofline", confidence=0.6, evidence=ids, claim=claim, recommendations=recs[:1],
+                        title="Decode MoE GEMMs sit far below the ridge, but the limit is in communication",
+                        numbers=nums, secondary=True)]
     return [Finding(id="moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound",
                     category="roofline", confidence=0.8, evidence=ids, claim=claim, recommendations=recs,
                     data={"short": f"~{r.tokens_per_expert:.1f} tokens per expert give the MoE GEMMs ~{r.intensity:.0f} FLOP/B against a ridge of ~{r.ridge:.0f} FLOP/B: {r.bound}-bound.",
                           "title": f"Decode MoE GEMMs are {r.bound}-bound (intensity far below the ridge)" if r.bound == "memory"
                           else "Decode MoE GEMMs are compute-bound", "numbers": nums, "bound": r.bound})]
+
+
+FAR_BELOW_ROOF = 0.05
+"""Below this share of the MoE GEMMs' memory floor, moving weights explains too little of a decode step for the
+workload to be memory-bound: the time goes to latency (launches, synchronisation, host) or communication."""
+
+
+def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str], nums: list[dict],
+                          achieved: float, run: str, frac: float) -> Finding:
+    """Throughput so far below the roofline that neither weight streaming nor math explains the step time."""
+    e = catalog_entry("decode-far-below-every-roof")
+    step_ms = r.batch / achieved * 1e3
+    gpus = _observed_gpus(v) or 1
+    nv = _nvlink(v)
+    comm = gpus > 1 and nv is not True
+    where = (f"the {gpus} GPUs' all-reduces over {'PCIe' if nv is False else 'an interconnect the evidence does not show'} "
+             "and per-step latency (launches, synchronisation, host scheduling)") if comm else \
+        "per-step latency: kernel launches, synchronisation and host-side scheduling"
+    values = {"tokens_per_expert": f"{r.tokens_per_expert:.2g}", "batch": r.batch, "top_k": r.top_k,
+              "experts": r.num_experts, "intensity": f"{r.intensity:.0f}", "ridge": f"{r.ridge:.0f}",
+              "achieved": f"{achieved:,.0f}", "run": run or "the observed run",
+              "fraction": f"{frac * 100:.2g}", "floor_ms": f"{r.time_floor_per_step_ms:.3g}",
+              "step_ms": f"{step_ms:.3g}", "bandwidth": f"{r.bandwidth_gbs:,.0f}",
+              "gbs": f"{frac * r.bandwidth_gbs:,.3g}", "where": where}
+    claim = f"{fill(e.claim, values)} {fill(e.explanation, values)} [{e.source}]"
+    return Finding(id="decode-far-below-every-roof", entry=e.id, category="roofline", confidence=e.confidence,
+                   evidence=ids, claim=claim, title=fill(e.title, values), numbers=nums,
+                   recommendations=[f"{fill(fx, values)} [{e.source}]" for fx in e.fix],
+                   bound="communication" if comm and nv is False else "latency", severity=e.severity,
+                   short=fill(e.reasoning or "", values))
 
 
 def _nvlink(v: EvidenceView) -> bool | None:
@@ -486,21 +535,19 @@ def _nvlink(v: EvidenceView) -> bool | None:
     return None
 
 
-def _comm_recs(v: EvidenceView) -> list[str]:
-    """What to do about all-reduce cost, for the interconnect the inventory shows."""
-    common = "Profile one decode step with Nsight Systems (nsys profile) to see the time in NCCL / all-reduce kernels against the GEMMs"
+def _link_flag(v: EvidenceView) -> str:
+    """`pcie`, `nvlink` or `unknown_link`: which interconnect the inventory shows, for the fixes that depend on it."""
     nv = _nvlink(v)
-    if nv is False:
-        return ["Reduce the TP degree across PCIe: TP within NUMA-local groups, PP or DP across (EP for MoE) [rtx6kpro#25]",
-                "Check the NCCL transport (NCCL_DEBUG=INFO) and whether vLLM's custom all-reduce is enabled (it needs P2P; "
-                "vLLM disables it for more than 2 PCIe-only GPUs)", common]
-    if nv is True:
-        return ["The GPUs share NVLink, so bandwidth is rarely the limit at decode message sizes: check that the "
-                "low-latency all-reduce paths are on (vLLM custom all-reduce / symmetric memory, NCCL NVLS; "
-                "NCCL_DEBUG=INFO shows the algorithm) and that CUDA graphs capture the decode step",
-                "Check for synchronization stalls (stragglers, CPU-side scheduling) rather than link bandwidth", common]
-    return ["Check the GPU topology (nvidia-smi topo -m): over PCIe keep TP groups small and NUMA-local; over NVLink "
-            "check that the low-latency all-reduce paths are enabled (NCCL_DEBUG=INFO)", common]
+    return "pcie" if nv is False else "nvlink" if nv is True else "unknown_link"
+
+
+def _comm_recs(v: EvidenceView) -> list[str]:
+    """What to do about all-reduce cost, for the interconnect the inventory shows (catalog: tp-scaling-implicates-allreduce)."""
+    return entry_words("tp-scaling-implicates-allreduce", flags={_link_flag(v)})["recommendations"]
+
+
+SMALL_BATCH = 32
+"""At or below this many concurrent sequences a decode step's all-reduce messages are small: latency, not bandwidth."""
 
 
 def parallelism_scaling(v: EvidenceView) -> list[Finding]:
@@ -508,29 +555,42 @@ def parallelism_scaling(v: EvidenceView) -> list[Finding]:
     if oe is None:
         return []
     ev, obs = oe
+    by_name = {r.name: r for r in obs.runs}
     out = []
     for c in analyze_observations(obs).comparisons:
         if c.verdict == "inconclusive":
             continue
         nums = [_num(f"throughput {c.a}", c.a_tok_s, "tok/s", ev.id), _num(f"throughput {c.b}", c.b_tok_s, "tok/s", ev.id)]
         if c.verdict == "gemm":
+            drop = "The halving" if 1.7 <= c.ratio <= 2.4 else f"The {c.ratio:.1f}x drop"
+            w = entry_words("tp-scaling-rules-out-allreduce", {"drop": drop},
+                            flags={"moe"} if _moe_model(v) is not False else set())
             out.append(Finding(
-                id="parallelism-rules-out-allreduce", category="observation", confidence=0.8, evidence=[ev.id],
-                claim=c.reasoning,
-                recommendations=["Spend the effort on the per-GPU GEMM kernels (backend choice, tuned tactics), not on all-reduce tuning [KNOWLEDGE.md: reading parallelism experiments]"]
-                + (["Check EP for the MoE layers (vLLM --enable-expert-parallel): fewer, fuller experts per GPU [vLLM docs: expert parallel deployment]"]
-                   if _moe_model(v) is not False else []),
-                data={"title": ("The halving" if 1.7 <= c.ratio <= 2.4 else f"The {c.ratio:.1f}x drop")
-                      + " under wider GEMM shards rules out all-reduce; the per-GPU GEMMs cost",
-                      "numbers": nums, "bound_hint": "gemm"}))
+                id="parallelism-rules-out-allreduce", category="observation", confidence=w["confidence"],
+                evidence=[ev.id], claim=c.reasoning, recommendations=w["recommendations"], title=w["title"],
+                numbers=nums, bound="gemm", entry=w["entry"]))
         else:
+            run = by_name.get(c.a)
+            batch = (run.batch or run.concurrency) if run else None
+            link = _link_flag(v)
+            flags = {link} | ({"small_batch"} if batch is not None and batch <= SMALL_BATCH else set())
+            w = entry_words("tp-scaling-implicates-allreduce",
+                            {"wide": c.b, "narrow": c.a, "narrow_tp": c.a_tp, "wide_tp": c.b_tp,
+                             "speedup": f"{1 / c.ratio:.2f}", "batch": batch}, flags=flags)
+            extra = [w["explanation"]] if link == "pcie" else []
+            if "small_batch" in flags:
+                extra.append(fill(catalog_entry("tp-scaling-implicates-allreduce").notes or "", {"batch": batch}))
             out.append(Finding(
-                id="parallelism-points-at-communication", category="communication", confidence=0.7, evidence=[ev.id],
-                claim=c.reasoning,
-                recommendations=_comm_recs(v),
-                data={"title": "Throughput grows as all-reduce groups shrink: communication", "numbers": nums,
-                      "bound_hint": "communication"}))
+                id="parallelism-points-at-communication", category="communication", confidence=w["confidence"],
+                evidence=[ev.id] + (_inventory_ids(v) if link != "unknown_link" else []),
+                claim=" ".join([w["claim"]] + [x for x in extra if x]) + f" [{w['source']}]",
+                recommendations=w["recommendations"], title=w["title"], numbers=nums, bound="communication",
+                entry=w["entry"]))
     return out
+
+
+def _inventory_ids(v: EvidenceView) -> list[str]:
+    return [ev.id for ev, inv in v.probes("gpu_inventory") if inv.topology is not None and inv.topology.links][:1]
 
 
 def _inventory_clocks(v: EvidenceView) -> tuple[float, float, list[str], str] | None:

@@ -561,7 +561,7 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
         for f in a.missing_vs_peer + a.notes:
             consider("arch", f"CC {a.cc} ({a.sm}, {a.family})", f.text, f.source)
     for e in _catalog().entries:
-        consider("issue", f"{e.id}: {e.title}", f"{e.claim} {e.explanation} Fix: {' '.join(e.fix)}", "; ".join(e.sources))
+        consider("issue", f"{e.id}: {e.title}", f"{e.claim} {e.explanation} Fix: {' '.join(e.all_fixes())}", "; ".join(e.sources))
     for b in backends():
         ccs = ", ".join(str(c) for c in b.ccs)
         consider("backend", f"{b.library} {b.op} {b.backend}", f"supported CCs: {ccs}. {b.note or ''}".strip(), b.source)

@@ -11,7 +11,8 @@ from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
 _CATEGORY_RANK = {"fleet": 0, "observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
-                  "power": 5, "hardware": 6, "environment": 7, "other": 8}
+                  "power": 5, "hardware": 6, "environment": 7, "other": 8,
+                  "engine": 2, "workload": 2, "jit-cache": 5}  # serving engine: its config explains serving latency
 
 
 _GEMM_SIDE = {"roofline", "kernel", "autotune"}
@@ -98,6 +99,11 @@ def _bound(findings: list[Finding]) -> tuple[str, str, Finding | None]:
             parts.append(f"The measured all-reduce latency is comparable ({measured.data['ratio']:.0%}) to this "
                          "memory floor, so TP communication is a second limiter of the same size.")
         return bound, " ".join(parts), None
+    # Serving latency against its roofline floor (analysis/serving_rules.py): the phase the question asks about.
+    serving = [f for f in findings if f.id in ("serving-decode-vs-roofline", "serving-prefill-vs-roofline") and f.bound]
+    serving.sort(key=lambda f: (not f.data.get("asked"), f.id != "serving-decode-vs-roofline"))
+    if serving and not gemm:
+        return serving[0].bound or "unknown", serving[0].short or serving[0].claim, serving[0]
     if gemm:
         return "unknown", ("The parallelism experiment puts the cost in the per-GPU GEMMs, but no roofline evidence "
                            "separates memory- from compute-bound."), None

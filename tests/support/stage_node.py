@@ -28,7 +28,8 @@ spec keys (all optional):
   numa_cpus: ["0-47", "48-95"]            /sys/devices/system/node/nodeN/cpulist
   fabricmanager: active | inactive | failed   (systemctl is-active; absent: systemctl not installed)
   processes: [{gpus: [0, 1], kind: vllm | sglang | other, name: python3, memory_mib: 70000, env: {...},
-               cpus: [1]}]               real processes; `cpus` pins them (sched_setaffinity)
+               cpus: [1]}]               real processes (an engine: one worker per GPU, named as the engine
+                                         names them; other: one process); `cpus` pins them (sched_setaffinity)
 Per-GPU edits: name, power_limit_w, default_power_limit_w, max_power_limit_w, power_draw_w, clocks_event: [...],
   sm_clock_mhz, max_sm_clock_mhz, app_sm_clock_mhz, utilization_pct, temperature_c, pstate,
   ecc: {mode, volatile_dbe, aggregate_dbe, volatile_sbe, aggregate_sbe}, retired: {sbe, dbe, pending},
@@ -71,12 +72,11 @@ COUNTER_OF = {"sw_power_cap": "sw_power_cap", "sync_boost": "sync_boost", "sw_th
 SLEEPER = ("import os, time\np = os.getppid()\nwhile os.getppid() == p:\n    time.sleep(0.5)\n")
 """A process that lives as long as the test process that started it (it exits when reparented)."""
 
-ENGINE_ARGV = {
-    "vllm": ["-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-3.1-70B-Instruct",
-             "--tensor-parallel-size", "8"],
-    "sglang": ["-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-235B-A22B", "--tp", "8"],
-    "other": ["train.py", "--config", "finetune.yaml"],
-}
+PROCTITLE = {"vllm": "VLLM::Worker_TP{rank}", "sglang": "sglang::scheduler_TP{rank}"}
+"""The engines' GPU processes name themselves (setproctitle): vLLM's workers `VLLM::Worker_TP0`, SGLang's
+schedulers `sglang::scheduler_TP0`; nvidia-smi lists those, not the API server. Staged the same way, they are also
+invisible to the `discover` probe of concurrently running tests (it looks for server entry points only)."""
+OTHER_ARGV = ["python3", "train.py", "--config", "finetune.yaml"]
 
 DEFAULT_CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.8.0-60-generic root=UUID=00000000-0000-0000-0000-000000000000 ro console=tty1 console=ttyS0"
 
@@ -451,13 +451,18 @@ def stage_node_files(staged, spec: dict[str, Any]) -> None:
     staged.env["INVESTIGATE_NODE_ROOT"] = str(root)
 
 
-def spawn_process(staged, kind: str, env: dict[str, str] | None = None, cpus: list[int] | None = None) -> int:
-    """A real process whose command line reads like `kind` (vllm, sglang, other) and whose environment is `env`."""
-    argv = [sys.executable, "-c", SLEEPER, *ENGINE_ARGV.get(kind, ENGINE_ARGV["other"])]
+def spawn_process(staged, kind: str, env: dict[str, str] | None = None, cpus: list[int] | None = None,
+                  rank: int = 0) -> int:
+    """A real process named like `kind`'s GPU worker (vllm, sglang; else `python3 train.py`) with environment `env`."""
+    title = PROCTITLE.get(kind)
+    if title:
+        argv = [title.format(rank=rank), "-c", SLEEPER]
+    else:
+        argv = [OTHER_ARGV[0], "-c", SLEEPER, *OTHER_ARGV[1:]]
     full_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **(env or {})}
     preexec = (lambda: os.sched_setaffinity(0, set(cpus))) if cpus else None
-    proc = subprocess.Popen(argv, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, preexec_fn=preexec)
+    proc = subprocess.Popen(argv, executable=sys.executable, env=full_env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=preexec)
     staged.procs.append(proc)
     return proc.pid
 
@@ -470,10 +475,14 @@ def stage_node(staged, spec: dict[str, Any] | None = None) -> None:
     pids: dict[int, list[tuple[int, str, float]]] = {}
     for p in spec.get("processes") or []:
         cpus = [c for c in (p.get("cpus") or []) if c in available] or None
-        pid = spawn_process(staged, p.get("kind", "vllm"), p.get("env"), cpus)
-        name = p.get("name") or ("python3" if p.get("kind") == "other" else "VLLM::Worker_TP0")
-        for g in p.get("gpus", [0]):
-            pids.setdefault(int(g), []).append((pid, name, float(p.get("memory_mib", 70000))))
+        kind = p.get("kind", "vllm")
+        # an engine runs one worker per GPU; another tenant is one process
+        groups = [[g] for g in p.get("gpus", [0])] if kind in PROCTITLE else [list(p.get("gpus", [0]))]
+        for rank, gpus in enumerate(groups):
+            pid = spawn_process(staged, kind, p.get("env"), cpus, rank)
+            name = p.get("name") or (PROCTITLE[kind].format(rank=rank) if kind in PROCTITLE else "python3")
+            for g in gpus:
+                pids.setdefault(int(g), []).append((pid, name, float(p.get("memory_mib", 70000))))
     xml = node_xml(spec, pids)
     datadir = staged.root / "nodedata"
     datadir.mkdir(parents=True, exist_ok=True)

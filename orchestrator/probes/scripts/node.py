@@ -203,7 +203,11 @@ def server_kind(argv):
         kind = SCRIPTS.get(os.path.basename(arg))
         if kind:
             return kind
-    if argv and ENGINE_NAME.search(argv[0]):
+    if argv and ENGINE_NAME.search(argv[0]):  # a worker named by setproctitle (VLLM::Worker_TP0, sglang::scheduler)
+        low = argv[0].lower()
+        for word, kind in (("vllm", "vllm"), ("sglang", "sglang"), ("trtllm", "tensorrt_llm")):
+            if word in low:
+                return kind
         return "engine worker"
     return None
 
@@ -267,7 +271,7 @@ def processes(out, xml):
                 continue
             argv = proc_argv(pid)
             kind = server_kind(argv) if argv else None
-            if kind and kind != "engine worker":
+            if kind and not ENGINE_NAME.search(argv[0]):
                 kinds[pid] = kind
     result = []
     for pid in sorted(gpu_pids | set(kinds)):

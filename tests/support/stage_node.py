@@ -18,7 +18,8 @@ spec keys (all optional):
   gpus: {<index>: {...}}                 per-GPU edits (below); `all: {...}` applies to every GPU first
   nvlink: {links: 18, speed: 26.562, gpus: {<index>: {down: [2, 5], crc: {3: 1200}, replay: {..}, recovery: {..},
            all_inactive: true}}}          NVLink (also puts NV<links> in topo -m); omit for PCIe-only GPUs
-  topo: {cpus: ["0-47", "48-95"], link: NODE}   per-NUMA-node CPU lists (GPUs split evenly), PCIe link kind
+  topo: {cpus: ["0", "1"], link: NODE}   per-NUMA-node CPU lists (GPUs split evenly; default: this machine's CPUs
+                                         in two nodes), PCIe link kind between GPUs of one node (SYS across)
   kernel: {lines: [...], restricted: false, journal: true|false, kern_log: true|false, source: dmesg}
   lspci: {gpus: {<index>: {speed: 2.5, width: 16}}, acs: true, denied: false}  (absent key: lspci not installed)
   rdma: [{name: mlx5_0, state: "4: ACTIVE", rate: "400 Gb/sec (4X NDR)", link_layer: InfiniBand}]
@@ -299,10 +300,35 @@ Legend:
 """
 
 
+def machine_numa(count: int) -> list[str]:
+    """CPU lists of staged NUMA nodes made of this machine's CPUs (an unpinned process may use all of them, as on a
+    real host): two nodes when there are GPUs and CPUs to split, else one."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if count < 2 or len(cpus) < 2:
+        return [_cpulist(cpus)]
+    half = len(cpus) // 2
+    return [_cpulist(cpus[:half]), _cpulist(cpus[half:])]
+
+
+def _cpulist(cpus: list[int]) -> str:
+    out, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            out.append(str(start) if start == c else f"{start}-{c}")
+            start = None
+    return ",".join(out)
+
+
+def numa_cpus(spec: dict[str, Any]) -> list[str]:
+    return (spec.get("topo") or {}).get("cpus") or spec.get("numa_cpus") or machine_numa(int(spec.get("count", 1)))
+
+
 def topo_text(spec: dict[str, Any], count: int) -> str:
     """`nvidia-smi topo -m` as the capture prints it (ANSI underline on the header row)."""
     topo = spec.get("topo") or {}
-    cpus = topo.get("cpus") or spec.get("numa_cpus") or ["0-31"]
+    cpus = numa_cpus(spec)
     nv = spec.get("nvlink")
     per_node = max(count // len(cpus), 1)
     cols = [f"GPU{i}" for i in range(count)]
@@ -423,7 +449,7 @@ def stage_node_files(staged, spec: dict[str, Any]) -> None:
     (root / "proc" / "sys" / "kernel").mkdir(parents=True, exist_ok=True)
     (root / "proc" / "cmdline").write_text(spec.get("cmdline", DEFAULT_CMDLINE) + "\n")
     (root / "proc" / "sys" / "kernel" / "dmesg_restrict").write_text("1\n" if k.get("restricted") else "0\n")
-    for i, cpus in enumerate(spec.get("numa_cpus") or (spec.get("topo") or {}).get("cpus") or ["0-31"]):
+    for i, cpus in enumerate(spec.get("numa_cpus") or numa_cpus(spec)):
         d = root / "sys" / "devices" / "system" / "node" / f"node{i}"
         d.mkdir(parents=True, exist_ok=True)
         (d / "cpulist").write_text(cpus + "\n")

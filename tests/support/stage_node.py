@@ -58,12 +58,16 @@ MODELS = {
     # name, default / max power limit, max SM clock, PCIe gen
     "h200": ("NVIDIA H200", 700.0, 1980, 5),
     "h100": ("NVIDIA H100 80GB HBM3", 700.0, 1980, 5),
+    "h100-pcie": ("NVIDIA H100 PCIe", 350.0, 1755, 5),
     "b200": ("NVIDIA B200", 1000.0, 1965, 6),
     "a100": ("NVIDIA A100-SXM4-80GB", 400.0, 1410, 4),
+    "l40s": ("NVIDIA L40S", 350.0, 2520, 4),
+    "rtx-pro-6000": ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 600.0, 2617, 5),
 }
 
 LSPCI_NAMES = {"h200": "GH100 [H200 SXM 141GB]", "h100": "GH100 [H100 SXM5 80GB]", "b200": "GB100 [B200]",
-               "a100": "GA100 [A100 SXM4 80GB]"}
+               "a100": "GA100 [A100 SXM4 80GB]", "h100-pcie": "GH100 [H100 PCIe]", "l40s": "AD102GL [L40S]",
+               "rtx-pro-6000": "GB202GL [RTX PRO 6000 Blackwell Workstation Edition]"}
 
 REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
            "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
@@ -493,13 +497,11 @@ def spawn_process(staged, kind: str, env: dict[str, str] | None = None, cpus: li
     return proc.pid
 
 
-def stage_node(staged, spec: dict[str, Any] | None = None) -> None:
-    """Stage the node on a StagedHost: nvidia-smi (-q -x, nvlink, topo), kernel log, lspci, host files, processes."""
-    spec = dict(spec or {})
-    count = int(spec.setdefault("count", 1))
+def spawn_processes(staged, procs: list[dict[str, Any]]) -> dict[int, list[tuple[int, str, float]]]:
+    """Start the spec's GPU processes; GPU index -> [(pid, nvidia-smi process name, MiB)]."""
     available = os.sched_getaffinity(0)
     pids: dict[int, list[tuple[int, str, float]]] = {}
-    for p in spec.get("processes") or []:
+    for p in procs or []:
         cpus = [c for c in (p.get("cpus") or []) if c in available] or None
         kind = p.get("kind", "vllm")
         # an engine runs one worker per GPU; another tenant is one process
@@ -509,6 +511,17 @@ def stage_node(staged, spec: dict[str, Any] | None = None) -> None:
             name = p.get("name") or (PROCTITLE[kind].format(rank=rank) if kind in PROCTITLE else "python3")
             for g in gpus:
                 pids.setdefault(int(g), []).append((pid, name, float(p.get("memory_mib", 70000))))
+    return pids
+
+
+def stage_node(staged, spec: dict[str, Any] | None = None,
+               pids: dict[int, list[tuple[int, str, float]]] | None = None) -> dict[int, list[tuple[int, str, float]]]:
+    """Stage the node on a StagedHost: nvidia-smi (-q -x, nvlink, topo), kernel log, lspci, host files, processes
+    (spawned unless `pids` of processes started before are given). Returns the GPU processes."""
+    spec = dict(spec or {})
+    count = int(spec.setdefault("count", 1))
+    if pids is None:
+        pids = spawn_processes(staged, spec.get("processes") or [])
     xml = node_xml(spec, pids)
     datadir = staged.root / "nodedata"
     datadir.mkdir(parents=True, exist_ok=True)
@@ -531,6 +544,7 @@ def stage_node(staged, spec: dict[str, Any] | None = None) -> None:
         exe.write_text(FAKE_NVIDIA_SMI.replace("{python}", sys.executable))
         exe.chmod(0o755)
     stage_node_files(staged, spec)
+    return pids
 
 
 def _query_rows(xml: str) -> list[dict[str, str]]:
@@ -549,3 +563,111 @@ def _query_rows(xml: str) -> list[dict[str, str]]:
             "utilization.gpu": f"{g.utilization_pct or 0:.0f} %", "temperature.gpu": f"{g.temperature_c or 0:.0f}",
         })
     return rows
+
+
+# --- scenario stagers (tests/support/stagers.py registry) ---------------------------------------------------------
+# Each merges its argument into one node spec kept on the StageContext and re-stages the node from it, so a case
+# can give them in any order; processes are started once.
+
+try:
+    from support.stagers import StageContext, StageError, stager
+except ImportError:  # the registry is not in this tree yet
+    stager = None  # type: ignore[assignment]
+
+
+def _model_of(name: str) -> str:
+    low = name.lower()
+    for key, (full, *_rest) in MODELS.items():
+        if full.lower() == low:
+            return key
+    for key in ("b200", "h200", "a100", "l40s"):
+        if key in low:
+            return key
+    return "h100-pcie" if "h100" in low and "pcie" in low else "h100" if "h100" in low else "h200"
+
+
+def _restage(ctx, key: str | None, arg: Any = None) -> None:
+    if ctx.staged is None:
+        raise StageError(f"{key}: the host is not built yet")
+    spec = ctx.extra.setdefault("node_spec", {})
+    if key == "nvidia_smi":
+        spec.update(arg)
+    elif key == "gpu_processes":
+        spec["processes"] = list(arg)
+    elif key is not None:
+        spec[key] = arg
+    if "count" not in spec:
+        spec["count"] = len(ctx.staged.gpus) or 1
+    if "model" not in spec and ctx.staged.gpus:
+        spec["model"] = _model_of(str(ctx.staged.gpus[0].get("name", "")))
+        if spec["model"] in ("h200", "h100", "b200", "a100") and "nvlink" not in spec and spec["count"] >= 2 \
+                and "NV" in json.loads((ctx.staged.bin / "nvidia-smi.json").read_text()).get("topo", ""):
+            spec["nvlink"] = {}
+    if "node_pids" not in ctx.extra or key == "gpu_processes":
+        ctx.extra["node_pids"] = spawn_processes(ctx.staged, spec.get("processes") or [])
+    stage_node(ctx.staged, spec, ctx.extra["node_pids"])
+
+
+def _mapping(key: str, arg: Any) -> dict[str, Any]:
+    if not isinstance(arg, dict):
+        raise StageError(f"{key}: expected a mapping (see tests/support/stage_node.py)")
+    return dict(arg)
+
+
+if stager is not None:
+
+    @stager("nvidia_smi")
+    def stage_nvidia_smi(ctx: StageContext, arg: Any) -> None:
+        """`nvidia_smi: {model: h200, count: 8, driver: .., load: true, all: {..}, gpus: {3: {power_limit_w: 450,
+        clocks_event: [sw_power_cap]}}, nvlink: {gpus: {5: {down: [2]}}}, topo: {cpus: [..]}}`: the real H200
+        `nvidia-smi -q -x` edited in place (per-GPU keys in tests/support/stage_node.py)."""
+        arg = _mapping("nvidia_smi", arg)
+        bad = [k for k in arg if k not in ("model", "count", "driver", "cuda", "load", "all", "gpus", "nvlink", "topo")]
+        if bad:
+            raise StageError(f"nvidia_smi: unknown key(s) {', '.join(bad)}")
+        if "model" in arg and arg["model"] not in MODELS:
+            raise StageError(f"nvidia_smi: model {arg['model']!r} unknown; one of {', '.join(MODELS)}")
+        _restage(ctx, "nvidia_smi", arg)
+
+    @stager("kernel_log")
+    def stage_kernel_log(ctx: StageContext, arg: Any) -> None:
+        """`kernel_log: {lines: [NVRM lines or a file of the case dir], restricted: true, journal: true,
+        kern_log: true}`: dmesg (restricted: util-linux's "Operation not permitted", exit 1), journalctl -k,
+        /var/log/kern.log."""
+        if isinstance(arg, (str, list)):
+            arg = {"lines": arg}
+        arg = _mapping("kernel_log", arg)
+        lines = arg.get("lines") or []
+        if isinstance(lines, str):
+            lines = ctx.text(lines).splitlines()
+        arg["lines"] = [str(x) for x in lines if str(x).strip()]
+        _restage(ctx, "kernel", arg)
+
+    @stager("lspci")
+    def stage_lspci(ctx: StageContext, arg: Any) -> None:
+        """`lspci: {gpus: {4: {speed: 2.5, width: 8}}, acs: true, denied: false}` (without it lspci is not installed)."""
+        _restage(ctx, "lspci", _mapping("lspci", arg or {}))
+
+    @stager("gpu_processes")
+    def stage_gpu_processes(ctx: StageContext, arg: Any) -> None:
+        """`gpu_processes: [{gpus: [0..7], kind: vllm|sglang|other, env: {NCCL_P2P_DISABLE: "1"}, cpus: [1],
+        memory_mib: 70000, name: python3}]`: real processes (an engine: one worker per GPU) in nvidia-smi's list."""
+        if not isinstance(arg, list):
+            raise StageError("gpu_processes: expected a list of processes")
+        _restage(ctx, "gpu_processes", arg)
+
+    @stager("host_node")
+    def stage_host_node(ctx: StageContext, arg: Any) -> None:
+        """`host_node: {rdma: [{name: mlx5_0, state: "4: ACTIVE", link_layer: InfiniBand}], libibverbs: true,
+        cmdline: "... intel_iommu=on", iommu_devices: [dmar0], numa_cpus: ["0", "1"],
+        fabricmanager: active|inactive|failed}`."""
+        arg = _mapping("host_node", arg)
+        bad = [k for k in arg if k not in ("rdma", "libibverbs", "cmdline", "iommu_devices", "numa_cpus", "fabricmanager")]
+        if bad:
+            raise StageError(f"host_node: unknown key(s) {', '.join(bad)}")
+        if ctx.staged is None:
+            raise StageError("host_node: the host is not built yet")
+        spec = ctx.extra.setdefault("node_spec", {})
+        for k, v in arg.items():
+            spec[k] = v
+        _restage(ctx, None)

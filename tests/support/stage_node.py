@@ -86,6 +86,14 @@ OTHER_ARGV = ["python3", "train.py", "--config", "finetune.yaml"]
 DEFAULT_CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.8.0-60-generic root=UUID=00000000-0000-0000-0000-000000000000 ro console=tty1 console=ttyS0"
 
 
+def _nvlink(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The spec's NVLink block: None for PCIe-only GPUs; `nvlink: {}` or `true` means 18 healthy links."""
+    nv = spec.get("nvlink")
+    if nv is None or nv is False:
+        return None
+    return {} if nv is True else dict(nv)
+
+
 def bus_id(i: int, count: int) -> str:
     return f"00000000:{HGX_BUS[i] if count <= 8 else f'{0x10 + i:02X}'}:00.0"
 
@@ -222,7 +230,7 @@ def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]
     root.remove(template)
     model = spec.get("model", "h200")
     count = int(spec.get("count", 1))
-    nvswitch = bool(spec.get("nvlink")) and count >= 4
+    nvswitch = _nvlink(spec) is not None and count >= 4
     if "driver" in spec:
         _set(root, "driver_version", spec["driver"])
     if "cuda" in spec:
@@ -266,8 +274,8 @@ def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]
 
 def nvlink_texts(spec: dict[str, Any], names: list[str]) -> tuple[str, str]:
     """(`nvidia-smi nvlink -s`, `nvidia-smi nvlink -e`) in the captured layout."""
-    nv = spec.get("nvlink")
-    if not nv:
+    nv = _nvlink(spec)
+    if nv is None:
         return "", ""
     links = int(nv.get("links", 18))
     speed = float(nv.get("speed", 26.562))
@@ -333,7 +341,7 @@ def topo_text(spec: dict[str, Any], count: int) -> str:
     """`nvidia-smi topo -m` as the capture prints it (ANSI underline on the header row)."""
     topo = spec.get("topo") or {}
     cpus = numa_cpus(spec)
-    nv = spec.get("nvlink")
+    nv = _nvlink(spec)
     per_node = max(count // len(cpus), 1)
     cols = [f"GPU{i}" for i in range(count)]
     out = ["\t\x1b[4m" + "\t".join(cols + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]) + "\x1b[0m"]
@@ -344,7 +352,7 @@ def topo_text(spec: dict[str, Any], count: int) -> str:
             node_b = min(b // per_node, len(cpus) - 1)
             if a == b:
                 cells.append(" X ")
-            elif nv:
+            elif nv is not None:
                 cells.append(f"NV{int(nv.get('links', 18))}")
             else:
                 cells.append(topo.get("link", "NODE") if node_a == node_b else "SYS")

@@ -64,6 +64,10 @@ MODELS = {
     "l40s": ("NVIDIA L40S", 350.0, 2520, 4),
     "rtx-pro-6000": ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 600.0, 2617, 5),
 }
+MEMORY_MIB = {"h200": 143771, "h100": 81559, "h100-pcie": 81559, "b200": 183359, "a100": 81920, "l40s": 46068,
+              "rtx-pro-6000": 97887}
+CC = {"h200": "9.0", "h100": "9.0", "h100-pcie": "9.0", "b200": "10.0", "a100": "8.0", "l40s": "8.9",
+      "rtx-pro-6000": "12.0"}
 
 LSPCI_NAMES = {"h200": "GH100 [H200 SXM 141GB]", "h100": "GH100 [H100 SXM5 80GB]", "b200": "GB100 [B200]",
                "a100": "GA100 [A100 SXM4 80GB]", "h100-pcie": "GH100 [H100 PCIe]", "l40s": "AD102GL [L40S]",
@@ -112,6 +116,10 @@ def _edit_gpu(gpu: ET.Element, e: dict[str, Any], model: str) -> None:
     name, default_w, max_sm, _gen = MODELS.get(model, MODELS["h200"])
     if "name" in e:
         _set(gpu, "product_name", e["name"])
+    if "memory_mib" in e:
+        total = float(e["memory_mib"])
+        _set(gpu, "fb_memory_usage/total", f"{total:.0f} MiB")
+        _set(gpu, "fb_memory_usage/free", f"{total - 1011 - 616:.0f} MiB")
     if "default_power_limit_w" in e:
         _set(gpu, "gpu_power_readings/default_power_limit", _w(e["default_power_limit_w"]))
     if "max_power_limit_w" in e:
@@ -199,7 +207,8 @@ def _edit_gpu(gpu: ET.Element, e: dict[str, Any], model: str) -> None:
 
 def _model_defaults(model: str, count: int, nvswitch: bool) -> dict[str, Any]:
     name, default_w, max_sm, gen = MODELS.get(model, MODELS["h200"])
-    out: dict[str, Any] = {"name": name, "default_power_limit_w": default_w, "max_power_limit_w": default_w,
+    out: dict[str, Any] = {"name": name, "memory_mib": MEMORY_MIB.get(model, 143771),
+                           "default_power_limit_w": default_w, "max_power_limit_w": default_w,
                            "power_limit_w": default_w, "max_sm_clock_mhz": max_sm,
                            "pcie": {"gen": gen, "gen_max": gen, "width": 16, "width_max": 16}}
     if nvswitch:  # HGX baseboards: NVSwitch fabric registered by the fabric manager
@@ -560,12 +569,14 @@ def _query_rows(xml: str) -> list[dict[str, str]]:
     from orchestrator.probes.node_smi import parse_health_xml
 
     driver, _cuda, gpus = parse_health_xml(xml)
+    root = ET.fromstring(xml.split("\n", 2)[2])
+    totals = [g.findtext("fb_memory_usage/total") or "143771 MiB" for g in root.findall("gpu")]
     rows = []
     for g in gpus:
-        cc = {"NVIDIA B200": "10.0", "NVIDIA A100-SXM4-80GB": "8.0"}.get(g.name, "9.0")
+        cc = CC.get(_model_of(g.name), "9.0")
         rows.append({
             "index": str(g.index), "name": g.name, "pci.bus_id": g.bus_id or "", "driver_version": driver or "",
-            "compute_cap": cc, "memory.total": "143771 MiB", "memory.used": "1011 MiB",
+            "compute_cap": cc, "memory.total": totals[g.index], "memory.used": "1011 MiB",
             "power.draw": f"{g.power_draw_w or 0:.2f} W", "power.limit": f"{g.power_enforced_w or 0:.2f} W",
             "clocks.sm": f"{g.sm_mhz or 0:.0f} MHz", "clocks.max.sm": f"{g.max_sm_mhz or 0:.0f} MHz",
             "utilization.gpu": f"{g.utilization_pct or 0:.0f} %", "temperature.gpu": f"{g.temperature_c or 0:.0f}",

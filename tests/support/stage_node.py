@@ -602,6 +602,8 @@ def _model_of(name: str) -> str:
     for key in ("b200", "h200", "a100", "l40s"):
         if key in low:
             return key
+    if "rtx pro 6000" in low:
+        return "rtx-pro-6000"
     return "h100-pcie" if "h100" in low and "pcie" in low else "h100" if "h100" in low else "h200"
 
 

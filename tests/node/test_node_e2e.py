@@ -27,7 +27,9 @@ pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None a
                                                    reason="OpenSSH sshd not installed")]
 
 SECRETS = {"HF_TOKEN": "hf_PlantedSecretAbCdEfGhIjKlMnOpQrStUv", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMIK7MDENGbPxRfiCYPLANTED",
-           "VLLM_API_KEY": "planted-api-key-7f3a9c", "NCCL_IB_TOKEN": "planted-nccl-token-51e2"}
+           "VLLM_API_KEY": "planted-api-key-7f3a9c", "NCCL_IB_TOKEN": "planted-nccl-token-51e2",
+           # not secret-shaped, so only the probe's allowlist (not the redaction behind it) keeps it on the host
+           "BILLING_ACCOUNT": "acct-7731-planted-cleartext"}
 
 
 class RecordingBackend(OfflineBackend):

@@ -115,6 +115,8 @@ class Settings(BaseSettings):
     """TCP + handshake + auth timeout."""
     ssh_keepalive_s: float = 15.0
     """SSH keepalive interval."""
+    hosts_in_flight: int = Field(default=16, ge=1)
+    """Hosts probed at once in a multi-host run (connections opened and commands in flight); the rest wait."""
     power_sample_s: float = 3.0
     """How long the power and clock sampler watches the GPUs."""
 

@@ -289,11 +289,11 @@ def autotune_fallback(v: EvidenceView) -> list[Finding]:
     return out
 
 
-_SKIPPED_ON_MISMATCH = {"flashinfer_autotune", "vllm_flashinfer_autotune"}
-"""Formats whose loader ignores the whole file when its metadata does not match (FlashInfer autotuner.py)."""
+_SKIPPED_ON_MISMATCH = knowledge.skipped_on_mismatch_formats()
+"""Formats whose loader ignores the whole file when its metadata does not match (knowledge/caches.yaml)."""
 
 
-_MOE_CONFIG_FORMATS = {"vllm_fused_moe", "sglang_fused_moe"}
+_MOE_CONFIG_FORMATS = knowledge.moe_formats()
 
 
 def _config_is_for_this_model(v: EvidenceView, f) -> bool:
@@ -683,10 +683,21 @@ def measurements(v: EvidenceView) -> list[Finding]:
     return measure_findings(v.evidence, v.observations)
 
 
+def serving_latency(v: EvidenceView) -> list[Finding]:
+    """Measured TTFT / ITL against the model's roofline floor on this GPU, prefill and decode apart; see serving_rules."""
+    from orchestrator.analysis.serving_rules import serving_latency as rule
+
+    return rule(v)
+
+
+from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
+
+
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
-    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements,
+    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency,
+    fleet_rule,  # multi-host runs (analysis/fleet.py)
 ]
 
 

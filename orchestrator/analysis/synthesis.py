@@ -10,7 +10,7 @@ from orchestrator.findings import AgentResult, Finding
 from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
-_CATEGORY_RANK = {"observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
+_CATEGORY_RANK = {"fleet": 0, "observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
                   "power": 5, "hardware": 6, "environment": 7, "other": 8}
 
 
@@ -101,7 +101,7 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
 def synthesize(question: str, observations: Observations | None, evidence: list[Evidence],
                results: list[AgentResult]) -> SubmittedDiagnosis:
     """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
-    view = EvidenceView(evidence, observations)
+    view = EvidenceView(evidence, observations, question=question)
     findings = collect_findings(evidence, observations, results, view)
     gaps = _gaps(evidence, results, view)
     if not findings:

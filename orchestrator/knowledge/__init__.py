@@ -144,15 +144,90 @@ class BackendSupport(_Strict):
     source: str
 
 
-class CacheLocationInfo(_Strict):
-    format: str
+class CacheFormatInfo(_Strict):
+    """What one kind of cache file holds (caches.yaml `formats`)."""
+
     library: str
-    paths: list[str]
-    env_vars: list[str] = Field(default_factory=list)
     file_pattern: str
     content: str
+    persisted: bool
+    """True: the files hold tuning results or tuned configs that a restart reuses."""
+    moe: bool = False
+    """Fused-MoE tuned configs: named E=..,N=..,device_name=..; only this device's are read."""
+    compare: dict[str, list[str]] = Field(default_factory=dict)
+    """Metadata field -> installed packages it is compared with (the first installed; "torch_cuda" = torch's CUDA)."""
+    skip_on_mismatch: bool = False
+    """The library ignores the whole file when a compared field differs."""
     notes: list[str] = Field(default_factory=list)
-    source: str
+    fix: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(min_length=1)
+
+
+class CacheCandidate(_Strict):
+    path: str
+    """Template: ${VAR}, ~, {xdg_cache}, {tmp}, {user}, {site}, {cwd}, {extra} (see caches.yaml)."""
+    list: bool = False
+    """The variable holds a ':'-separated list of directories."""
+    ordinal: bool = False
+    """The library adds the device ordinal to the file name unless it has %d: match any ordinal."""
+
+    @property
+    def env_vars(self) -> list[str]:
+        return re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", self.path)
+
+
+class CollectRule(_Strict):
+    glob: str
+    format: str
+    not_under: list[str] = Field(default_factory=list)
+    """Directory names whose files this rule skips (FlashInfer's cached_ops hold binaries)."""
+
+
+class SizeLimit(_Strict):
+    env: str
+    default_bytes: int
+
+
+class CacheSpec(_Strict):
+    """One place a library keeps a cache (caches.yaml `caches`); sent to the cache probe as a parameter."""
+
+    name: str = Field(pattern=r"^[a-z0-9_]+$")
+    format: str
+    library: str
+    kind: Literal["autotune", "tuned_config", "jit"]
+    mode: Literal["first", "all"] = "first"
+    locations: list[CacheCandidate] = Field(min_length=1)
+    collect: list[CollectRule] = Field(default_factory=list)
+    subdirs: int = Field(0, ge=0, le=3)
+    size_limit: SizeLimit | None = None
+    env_vars: list[str] = Field(default_factory=list)
+
+    def info(self) -> CacheFormatInfo:
+        return cache_formats_table()[self.format]
+
+    @property
+    def moving_env_vars(self) -> list[str]:
+        """Variables that move this cache (env_set is true when one is set)."""
+        return list(dict.fromkeys(v for c in self.locations for v in c.env_vars))
+
+
+class CachesFile(_Strict):
+    formats: dict[str, CacheFormatInfo]
+    caches: list[CacheSpec]
+
+
+def parse_caches(raw: Any) -> CachesFile:
+    """Validate caches.yaml: unique cache names, and every format a cache or collect rule names is defined."""
+    data = CachesFile.model_validate(raw)
+    names = [c.name for c in data.caches]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"caches.yaml: cache name(s) used twice: {', '.join(dupes)}")
+    for c in data.caches:
+        for fmt in [c.format, *(r.format for r in c.collect)]:
+            if fmt not in data.formats:
+                raise ValueError(f"caches.yaml: cache {c.name!r} names format {fmt!r}, which `formats` does not define")
+    return data
 
 
 class AppliesTo(_Strict):
@@ -230,8 +305,37 @@ def backends() -> tuple[BackendSupport, ...]:
 
 
 @lru_cache(maxsize=None)
-def cache_locations() -> tuple[CacheLocationInfo, ...]:
-    return tuple(CacheLocationInfo.model_validate(x) for x in _load("caches.yaml"))
+def _caches_file() -> CachesFile:
+    return parse_caches(_load("caches.yaml"))
+
+
+def cache_specs() -> tuple[CacheSpec, ...]:
+    """Every cache location the cache probe inventories, in report order (caches.yaml `caches`)."""
+    return tuple(_caches_file().caches)
+
+
+def cache_formats_table() -> dict[str, CacheFormatInfo]:
+    """Cache file formats by name (caches.yaml `formats`)."""
+    return _caches_file().formats
+
+
+def cache_format(fmt: str) -> CacheFormatInfo | None:
+    return cache_formats_table().get(fmt)
+
+
+def persisted_formats() -> frozenset[str]:
+    """Formats whose files hold tuning results or tuned configs."""
+    return frozenset(k for k, f in cache_formats_table().items() if f.persisted)
+
+
+def skipped_on_mismatch_formats() -> frozenset[str]:
+    """Formats whose loader ignores the whole file when its metadata does not match the installed versions."""
+    return frozenset(k for k, f in cache_formats_table().items() if f.skip_on_mismatch)
+
+
+def moe_formats() -> frozenset[str]:
+    """Fused-MoE tuned-config formats."""
+    return frozenset(k for k, f in cache_formats_table().items() if f.moe)
 
 
 @lru_cache(maxsize=None)
@@ -461,9 +565,11 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
     for b in backends():
         ccs = ", ".join(str(c) for c in b.ccs)
         consider("backend", f"{b.library} {b.op} {b.backend}", f"supported CCs: {ccs}. {b.note or ''}".strip(), b.source)
-    for c in cache_locations():
-        consider("cache", f"{c.library} {c.format}",
-                 f"paths: {', '.join(c.paths)}; env: {', '.join(c.env_vars)}; {c.content} {' '.join(c.notes)}", c.source)
+    for c in cache_specs():
+        f = c.info()
+        consider("cache", f"{c.library} {c.name} ({c.format})",
+                 f"paths: {', '.join(x.path for x in c.locations)}; env: {', '.join(c.env_vars)}; {f.content} "
+                 f"{' '.join(f.notes)} Fix: {' '.join(f.fix)}", "; ".join(f.sources))
     for g in gpus():
         consider("gpu", g.name, f"{g.arch} CC {g.cc} {' '.join(g.aliases)} {' '.join(g.disputes)}", g.source)
     scored.sort(key=lambda x: (-x[0], x[1]))

@@ -38,8 +38,8 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-AREAS = ("kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware")
-Area = Literal["kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware"]
+AREAS = ("kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs")
+Area = Literal["kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs"]
 Bound = Literal["compute", "memory", "communication", "latency"]
 Severity = Literal["high", "medium", "low", "info"]
 LOG_SOURCES = ("server", "kernel", "nccl", "engine")

@@ -172,13 +172,17 @@ def check(case: Case, d: Diagnosis, words: str, entries: set[str], areas: dict[s
 async def run_case(path: Path, tmp: Path) -> CaseOutcome:
     case = load_case(path)
     ctx = stage(path.parent, tmp, case.stage)
-    sshd = start_sshd(tmp, env=ctx.env)
     try:
-        result = await investigate(case.question, host=sshd.alias, ssh_config=str(sshd.ssh_config),
-                                   observations=case.observations, logs=ctx.logs, offline=True, transcript=False,
-                                   settings=Settings(power_sample_s=0.3))
+        sshd = start_sshd(tmp, env=ctx.env)
+        try:
+            result = await investigate(case.question, host=sshd.alias, ssh_config=str(sshd.ssh_config),
+                                       observations=case.observations, logs=ctx.logs, offline=True, transcript=False,
+                                       settings=Settings(power_sample_s=0.3))
+        finally:
+            sshd.stop()
     finally:
-        sshd.stop()
+        for cleanup in ctx.cleanups:  # processes a stager started (staged engines)
+            cleanup()
     outcome = CaseOutcome(case, path)
     if result.status != "ok" or result.diagnosis is None:
         outcome.failures.append(f"run {result.status}: {result.error}")

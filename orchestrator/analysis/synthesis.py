@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orchestrator.analysis import node_view
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
 from orchestrator.diagnosis import Cause, Gap, Number, Recommendation, SubmittedDiagnosis
@@ -15,6 +16,11 @@ _CATEGORY_RANK = {"fleet": 0, "observation": 0, "communication": 1, "roofline": 
 
 
 _GEMM_SIDE = {"roofline", "kernel", "autotune"}
+
+
+def _rank(f: Finding) -> float:
+    node = node_view.rank(f)  # a high-severity node or interconnect fault explains the symptom first
+    return node if node is not None else _CATEGORY_RANK.get(f.category, 8)
 
 
 def _title(f: Finding) -> str:
@@ -45,6 +51,9 @@ def _bound(findings: list[Finding]) -> tuple[str, str]:
     comm = by_id.get("parallelism-points-at-communication")
     if comm:
         return "communication", comm.claim
+    interconnect = node_view.interconnect_bound(findings)
+    if interconnect:
+        return interconnect
     measured = by_id.get("comm-vs-gemm")
     if measured and measured.bound == "communication":
         return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim
@@ -95,6 +104,7 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
         if ev.is_error:
             gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
+    gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
     return gaps
 
 
@@ -117,7 +127,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     # true but not what limits throughput: rank them after the communication and power findings.
     behind = _GEMM_SIDE if bound == "communication" else set()
     causes_f.sort(key=lambda f: (f.secondary or f.confidence < 0.5 or f.category in behind,
-                                 _CATEGORY_RANK.get(f.category, 8), -f.confidence))
+                                 _rank(f), -f.confidence))
     causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
 
     numbers: list[Number] = []
@@ -150,6 +160,9 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
         verdict = ((f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context).rstrip()
+    healthy = node_view.healthy_line(view, findings)
+    if healthy:
+        verdict += f" {healthy}"
     if gaps:
         verdict += f" {len(gaps)} gap(s) limit this diagnosis."
     return SubmittedDiagnosis(verdict=verdict, bound=bound, bound_reasoning=reasoning, causes=causes,

@@ -626,6 +626,8 @@ def _restage(ctx, key: str | None, arg: Any = None) -> None:
             spec["nvlink"] = {}
     if "node_pids" not in ctx.extra or key == "gpu_processes":
         ctx.extra["node_pids"] = spawn_processes(ctx.staged, spec.get("processes") or [])
+        if ctx.staged.cleanup not in ctx.cleanups:
+            ctx.cleanups.append(ctx.staged.cleanup)
     stage_node(ctx.staged, spec, ctx.extra["node_pids"])
 
 

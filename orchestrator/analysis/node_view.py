@@ -1,5 +1,6 @@
-"""What the synthesis takes from the node-health prong: its partial gaps, the rank and bound of node and
-interconnect findings, and the one-line healthy verdict when the node shows nothing wrong.
+"""What the synthesis takes from the node-health prong: its partial gaps, the rank of node and interconnect
+findings, and the one-line healthy verdict when the node shows nothing wrong (the bound a high-severity node or
+interconnect fault sets is the synthesis's own `_catalog_bound`).
 
 The catalog turns the node facts into findings (orchestrator/knowledge/failure_modes/node.yaml, interconnect.yaml);
 these helpers only say how such findings weigh against the others, so the synthesis stays one place.
@@ -56,20 +57,6 @@ def rank(f: "Finding") -> float | None:
     if not is_node_fault(f):
         return None
     return {"high": 0.5, "medium": 4.5}.get(f.severity or "", 7.5)
-
-
-def interconnect_bound(findings: list["Finding"]) -> tuple[str, str] | None:
-    """("communication", reasoning) when a high-severity interconnect fault is the finding, unless the parallelism
-    experiment already ruled all-reduce out."""
-    if any(f.id == "parallelism-rules-out-allreduce" for f in findings):
-        return None
-    hits = [f for f in findings if is_node_fault(f) and f.bound == "communication" and f.severity == "high"
-            and f.confidence >= 0.7]
-    if not hits:
-        return None
-    best = max(hits, key=lambda f: f.confidence)
-    claim = best.claim.split(" [http")[0]
-    return "communication", f"The interconnect is the finding: {claim}"
 
 
 def healthy_line(view: "EvidenceView", findings: list["Finding"]) -> str | None:

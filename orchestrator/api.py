@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 import anyio
 
+from orchestrator.redact import scrub_model, scrub_text
 from orchestrator.agentdefs import AgentDef, load_agents
 from orchestrator.context import Backend, RunContext, RunInputs
 from orchestrator.diagnosis import AgentUsage, Diagnosis, EvidenceRef, Gap, RunUsage, SubmittedDiagnosis
@@ -155,7 +156,8 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
         table = fleet_table(run.evidence.all(), run.inputs.hosts)
         if table is not None:
             diag.fleet = table
-    return diag
+    # one place for what leaves the run: secrets redacted, terminal control removed (issue 15)
+    return scrub_model(diag)
 
 
 async def _execute(
@@ -364,6 +366,11 @@ async def investigate(
     """
     if not question or not question.strip():
         raise InputError("the question is empty; ask something like 'why is FP4 slow?'")
+    if python is not None:
+        from orchestrator.probes.interpreter import name_refusal
+
+        if (why := name_refusal(python)) is not None:
+            raise InputError(why)
     settings = settings or load_settings()
     notices: list[str] = []
     if backend is None:
@@ -372,9 +379,9 @@ async def investigate(
             notices.append(notice)
     entries = await _host_entries(host, hosts_file, slurm, k8s, k8s_namespace, k8s_container, settings)
     single = None if entries else (host if isinstance(host, str) or host is None else (list(host) or [None])[0])
-    inputs = RunInputs(question=question.strip(), host=single or "local", observations=_observations(observations),
-                       logs=list(logs), python=python, measure=measure, ssh_config=ssh_config, hosts=entries,
-                       slurm=slurm)
+    inputs = RunInputs(question=scrub_text(question.strip()), host=single or "local",
+                       observations=_observations(observations), logs=list(logs), python=python, measure=measure,
+                       ssh_config=ssh_config, hosts=entries, slurm=slurm)
     if registry is None:
         from orchestrator.tools.registry import default_registry
 

@@ -26,12 +26,16 @@ class GpuSpec(_Strict):
     """One GPU product as nvidia-smi names it, with dense tensor peaks and the sources they come from."""
 
     name: str
+    """The product name exactly as nvidia-smi prints it (amd-smi / rocm-smi's product name for AMD parts)."""
     aliases: list[str] = Field(default_factory=list)
+    vendor: Literal["nvidia", "amd"] = "nvidia"
     arch: str
     cc: str
+    """NVIDIA compute capability ("9.0"); AMD: the gfx target ("gfx942")."""
     sms: int | None = None
-    tflops: dict[str, float | None] = Field(default_factory=dict)
-    """Dense tensor TFLOPS per dtype (fp4, fp8, bf16, fp16, tf32); None = not verified."""
+    """Streaming multiprocessors (AMD: compute units)."""
+    tflops: dict[Literal["fp4", "fp6", "fp8", "bf16", "fp16", "tf32", "int8"], float | None] = Field(default_factory=dict)
+    """Dense tensor TFLOPS (int8: TOPS) per dtype; None = not verified. GeForce parts: FP32-accumulate rates."""
     tflops_note: str | None = None
     mem_bw_gbs: float | None = None
     memory_gb: float | None = None
@@ -39,6 +43,8 @@ class GpuSpec(_Strict):
     smem_per_sm_bytes: int | None = None
     smem_per_block_bytes: int | None = None
     tdp_w: float | None = None
+    interconnect: str | None = None
+    """GPU-to-GPU and host links (NVLink generation and bandwidth, PCIe generation)."""
     disputes: list[str] = Field(default_factory=list)
     """Where sources disagree: both figures, and which one is used."""
     sources: list[str] = Field(min_length=1)
@@ -400,18 +406,36 @@ def gpu_spec(name: str | None) -> GpuSpec | None:
 
 
 def closest_gpu_names(name: str, n: int = 3) -> list[str]:
-    """The known nvidia-smi names nearest to name, best first."""
+    """The known GPU names nearest to name, best first.
+
+    A query whose every word starts a word of a GPU's name or alias names a family: all its members come back
+    ("h100" -> the SXM, PCIe and NVL parts; "mi300" -> MI300X; "rtx 6000 pro" -> the three RTX PRO 6000 editions).
+    Otherwise the n nearest by spelling, a shared model number ("5090") counting more than spelling.
+    """
     key = _norm(name)
+    words = key.split()
+    family: list[tuple[float, str]] = []
     scored: list[tuple[float, str]] = []
     for g in gpus():
         cands = [_norm(g.name)] + [_norm(a) for a in g.aliases]
         best = max(difflib.SequenceMatcher(None, key, c).ratio() for c in cands)
+        if words and any(all(any(t.startswith(w) for t in c.split()) for w in words) for c in cands):
+            family.append((best, g.name))
+            continue
         # a shared model number (e.g. "6000", "5090") is a stronger hint than spelling
-        if any(tok.isdigit() and tok in c.split() for tok in key.split() for c in cands):
+        if any(tok.isdigit() and tok in c.split() for tok in words for c in cands):
             best += 0.5
         scored.append((best, g.name))
+    family.sort(key=lambda t: -t[0])
     scored.sort(key=lambda t: -t[0])
+    if family:
+        return [nm for _, nm in family[:8]]
     return [nm for _, nm in scored[:n]]
+
+
+def gpu_names() -> list[str]:
+    """Every GPU the catalogue knows, by the name nvidia-smi (or the vendor tool) prints."""
+    return [g.name for g in gpus()]
 
 
 def arch_caps(cc: str | float | None) -> ArchCaps | None:

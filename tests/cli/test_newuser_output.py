@@ -97,7 +97,7 @@ def test_roofline_unknown_dtype_lists_the_valid_ones(tmp_path):
         assert name in line
 
 
-@pytest.mark.parametrize("gpu", ["H200", "H100", "A100", "L40S", "B200"])
+@pytest.mark.parametrize("gpu", ["H200", "H100 SXM", "A100 SXM 80GB", "L40S", "B200"])
 def test_roofline_int8_works_where_specs_shows_an_int8_figure(tmp_path, gpu):
     specs = investigate("specs", gpu, tmp_path=tmp_path)
     assert specs.returncode == 0
@@ -110,10 +110,10 @@ def test_roofline_int8_works_where_specs_shows_an_int8_figure(tmp_path, gpu):
 
 
 def test_specs_explains_n_v_and_roofline_points_at_it(tmp_path):
-    specs = investigate("specs", "RTX PRO 6000", tmp_path=tmp_path).stdout
+    specs = investigate("specs", "RTX PRO 6000 Workstation", tmp_path=tmp_path).stdout
     assert "dense INT8 tensor:       n/v" in specs
     assert "n/v = not verified" in specs
-    line = one_line(investigate("roofline", "--gpu", "RTX PRO 6000", "--dtype", "int8", "-m", "1", "-n", "2", "-k", "3",
+    line = one_line(investigate("roofline", "--gpu", "RTX PRO 6000 Workstation", "--dtype", "int8", "-m", "1", "-n", "2", "-k", "3",
                                 tmp_path=tmp_path), 2, "no verified INT8 peak", "n/v", "investigate specs")
     assert "FOO" not in line
     h200 = investigate("specs", "H200", tmp_path=tmp_path).stdout

@@ -117,6 +117,8 @@ class Settings(BaseSettings):
     """SSH keepalive interval."""
     power_sample_s: float = 3.0
     """How long the power and clock sampler watches the GPUs."""
+    prefetch_probes: bool = True
+    """Start the read-only probes the agents may call as soon as the host is connected (probes/session.py)."""
 
     # fetch
     fetch_max_bytes: int = 2_000_000

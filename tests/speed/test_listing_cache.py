@@ -142,3 +142,20 @@ def test_walk_skips_tests_and_stops_at_its_bound(tmp_path):
     assert [os.path.relpath(p, root) for p in sos] == ["sub/libx.so", "sub/libx.so.1"]
     assert (seen, capped) == (4, False)
     assert kernels.walk_library(str(root), 2)[2:] == (2, True)
+
+
+pyenv = _script("pyenv")
+
+
+def test_torch_arch_list_read_from_the_binary_without_importing_torch(tmp_path):
+    lib = tmp_path / "torch" / "lib" / "libtorch_python.so"
+    lib.parent.mkdir(parents=True)
+    strings = b"\0CUDA error: %s\0sm_75 sm_80 sm_86 sm_90 sm_100 sm_120\0compute capability sm_90 needed\0"
+    lib.write_bytes(elf({".text": b"\x90" * 16, ".rodata": strings}))
+    got = pyenv.torch_arch_from_binary(str(tmp_path))
+    assert got["arch_list"] == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+    # two different candidates: not ours to guess (the caller imports torch instead)
+    lib.write_bytes(elf({".rodata": strings + b"sm_80 compute_80\0"}))
+    assert pyenv.torch_arch_from_binary(str(tmp_path)) is None
+    lib.write_bytes(elf({".rodata": b"\0nothing here\0"}))
+    assert pyenv.torch_arch_from_binary(str(tmp_path)) is None

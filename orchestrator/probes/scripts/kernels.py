@@ -109,8 +109,8 @@ def fatbin_archs(path):
                     elif kind != PTX_KIND:
                         raise UnknownFatbin("fatbin entry kind %d" % kind)
                     e += ehs + esize
-                if e != cend:
-                    raise UnknownFatbin("fatbin entries do not end with their container")
+                if e > cend:
+                    raise UnknownFatbin("a fatbin entry overruns its container")
                 pos = cend
         finally:
             mm.close()

@@ -35,7 +35,7 @@ def test_power_and_clock_of_a_held_point_come_from_its_hold():
     samples += [ClockSample(t_s=1.0 + t / 10, power_w=420.0 + t, sm_clock_mhz=1900.0) for t in range(1, 11)]
     sweep = GemmSweep(power_limit_w=700.0, samples=samples, points=[
         _point(hold_t0_s=1.05, hold_t1_s=2.05, hold_s=1.0, hold_calls=90000, hold_ms=0.0105),
-        _point(m=4096, t0_s=0.2, t1_s=0.22),  # not held: its own 20 ms window (no sample in it)
+        _point(m=4096, t0_s=0.21, t1_s=0.23),  # not held: its own 20 ms window (no sample in it)
     ])
     out = attach_gemm_arithmetic(sweep, None)
     held, plain = out.points

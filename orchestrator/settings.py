@@ -115,8 +115,9 @@ class Settings(BaseSettings):
     """TCP + handshake + auth timeout."""
     ssh_keepalive_s: float = 15.0
     """SSH keepalive interval."""
-    power_sample_s: float = 3.0
-    """How long the power and clock sampler watches the GPUs."""
+    power_sample_s: float = 2.0
+    """How long the power and clock sampler watches the GPUs (2 s: four readings at the default 0.5 s interval; it
+    is the longest of the read-only probes, so it sets an offline investigation's wall time)."""
     prefetch_probes: bool = True
     """Start the read-only probes the agents may call as soon as the host is connected (probes/session.py)."""
 

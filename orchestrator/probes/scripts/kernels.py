@@ -34,8 +34,9 @@ PTX_KIND = 1
 ARCH_SPECIFIC = 0x100000
 """Entry flag of an arch-specific image (sm_90a, sm_100a): seen against `cuobjdump --list-elf` names on an H200
 machine's torch 2.11 (libtorch_cuda.so: 2,789 images, the same names and counts either way)."""
-KNOWN_FLAGS = 0x1 | 0x2 | 0x10 | 0x2000 | 0x8000 | ARCH_SPECIFIC | 0x1000000
-"""64-bit, debug, Linux, compressed (two codecs), arch-specific, and one bit seen on plain sm_100/sm_120 images."""
+KNOWN_FLAGS = 0x1 | 0x2 | 0x10 | 0x2000 | 0x8000 | ARCH_SPECIFIC | 0x200000 | 0x1000000
+"""64-bit, debug, Linux, compressed (two codecs), arch-specific, and two bits that do not change the name
+cuobjdump gives the image (0x1000000 on torch's plain sm_100/sm_120 images, 0x200000 in cuDNN 9 and CuPy 14)."""
 
 
 class UnknownFatbin(Exception):

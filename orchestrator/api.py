@@ -35,6 +35,7 @@ from orchestrator.events import (
     ToolResult,
 )
 from orchestrator.findings import AgentResult
+from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries_from_dests, load_hosts_file, open_hosts
 from orchestrator.loop import AgentRunner, FatalRunError, RunInterrupted, first_leaf
 from orchestrator.models.base import ModelCallError, ReplayDivergence
 from orchestrator.observations import Observations, load_observations, parse_observations
@@ -137,9 +138,19 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
     for aid, res in run.results.items():
         if res.status != "ok" and aid != "lead" and aid not in named and res.name not in named:
             gaps.append(Gap(what=aid, why=f"{res.status}: {res.error or 'no result'}"))
+    for h in run.inputs.hosts:  # a host that could not be used is a gap of the whole run, whoever synthesized
+        if h.error and f"host {h.name}" not in named:
+            gaps.append(Gap(what=f"host {h.name}" + (f" ({h.role})" if h.role else ""), why=h.error))
     body = submitted.model_dump()
     body["gaps"] = [g.model_dump() for g in gaps]
-    return Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
+    diag = Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
+    if run.inputs.hosts:
+        from orchestrator.analysis.fleet import fleet_table
+
+        table = fleet_table(run.evidence.all(), run.inputs.hosts)
+        if table is not None:
+            diag.fleet = table
+    return diag
 
 
 async def _execute(
@@ -161,7 +172,16 @@ async def _execute(
     else:
         path = Path(transcript) if transcript else default_path(inputs.question, run_id)
     # the host is opened (and its key checked) before anything is recorded: a bad host is bad input
-    host = await host_opener() if host_opener else None
+    opened = await host_opener() if host_opener else None
+    hosts: dict[str, Any] = {}
+    if isinstance(opened, HostSet):
+        # several hosts: the ones that could not be used are recorded in the inputs (gaps), the first usable one
+        # is the primary that single-host tools run on
+        inputs = inputs.model_copy(update={"hosts": opened.entries,
+                                           "host": next(e.name for e in opened.entries if e.name in opened.hosts)})
+        hosts, host = dict(opened.hosts), opened
+    else:
+        host = opened
     try:
         recorder = Recorder(run_id, path)
     except OSError as exc:
@@ -172,7 +192,8 @@ async def _execute(
     if progress:
         recorder.subscribe(progress)
     run = RunContext(run_id=run_id, inputs=inputs, settings=settings, recorder=recorder, registry=registry,
-                     agents=agents, backend=backend, host=host)
+                     agents=agents, backend=backend, host=host.primary if isinstance(host, HostSet) else host,
+                     hosts=hosts)
     if reuse is not None:
         _load_reuse(run, reuse)
     started = time.monotonic()
@@ -187,6 +208,9 @@ async def _execute(
         ))
         for n in notices:
             recorder.emit(Notice(run_id=run_id, message=n))
+        for h in inputs.hosts:
+            if h.error:
+                recorder.emit(Notice(run_id=run_id, message=f"host {h.name} is not investigated: {h.error}"))
         runner = AgentRunner(run, agents["lead"], agent_id="lead", ordinal=0)
         try:
             async with prefetch(run):  # the host's read-only probes start now; their results wait for the tools
@@ -263,8 +287,11 @@ def _load_reuse(run: RunContext, old: Transcript) -> None:
             run.reuse[aid] = AgentResult.model_validate(fin.result)
 
 
-def _host_opener(host: str | None, ssh_config: str | None, settings: Settings):
+def _host_opener(host: str | None, ssh_config: str | None, settings: Settings,
+                 entries: list[HostEntry] | None = None):
     async def open_() -> Any:
+        if entries:
+            return await open_hosts(entries, ssh_config=ssh_config, settings=settings)
         from orchestrator.hosts import open_host
 
         return await open_host(host, ssh_config=ssh_config, settings=settings)
@@ -272,13 +299,44 @@ def _host_opener(host: str | None, ssh_config: str | None, settings: Settings):
     return open_
 
 
+async def _host_entries(host: str | list[str] | None, hosts_file: str | Path | None, slurm: str | None,
+                        k8s: str | None, k8s_namespace: str | None, k8s_container: str | None,
+                        settings: Settings) -> list[HostEntry]:
+    """The hosts of a multi-host run in the user's order; [] when the run has one `--host` (or none)."""
+    dests = [host] if isinstance(host, str) else list(host or [])
+    sources = sum(bool(x) for x in (len(dests) > 0, hosts_file, slurm, k8s))
+    if sources > 1:
+        raise InputError("--host, --hosts, --slurm and --k8s are host sources that exclude each other; pass one")
+    try:
+        if hosts_file:
+            return load_hosts_file(hosts_file)
+        if len(dests) > 1:
+            return entries_from_dests(dests)
+    except HostsFileError as exc:
+        raise InputError(str(exc)) from None
+    if slurm:
+        from orchestrator.hosts.slurm import slurm_entries
+
+        return await slurm_entries(slurm, settings)
+    if k8s:
+        from orchestrator.hosts.k8s import k8s_entries
+
+        return await k8s_entries(k8s, settings, namespace=k8s_namespace, container=k8s_container)
+    return []
+
+
 async def investigate(
     question: str,
     *,
-    host: str | None = None,
+    host: str | list[str] | None = None,
     ssh_config: str | None = None,
     python: str | None = None,
     observations: Any = None,
+    hosts_file: str | Path | None = None,
+    slurm: str | None = None,
+    k8s: str | None = None,
+    k8s_namespace: str | None = None,
+    k8s_container: str | None = None,
     logs: Iterable[str] = (),
     model: str | None = None,
     offline: bool | None = None,
@@ -294,6 +352,8 @@ async def investigate(
 
     `transcript`: a path, None for a new file under the user state directory, or False for none.
     `backend`: a backend object (e.g. `DoublesBackend`) overriding the choice by key/`offline`/`model`.
+    Several hosts: `host=[...]`, `hosts_file=` (one destination per line, or YAML with roles), `slurm=` (a nodelist or
+    partition, probed through `srun`) or `k8s=` (a pod label selector, probed through `kubectl exec`).
     """
     if not question or not question.strip():
         raise InputError("the question is empty; ask something like 'why is FP4 slow?'")
@@ -303,15 +363,18 @@ async def investigate(
         backend, notice = select_backend(offline=offline, model=model, settings=settings)
         if notice:
             notices.append(notice)
-    inputs = RunInputs(question=question.strip(), host=host or "local", observations=_observations(observations),
-                       logs=list(logs), python=python, measure=measure, ssh_config=ssh_config)
+    entries = await _host_entries(host, hosts_file, slurm, k8s, k8s_namespace, k8s_container, settings)
+    single = None if entries else (host if isinstance(host, str) or host is None else (list(host) or [None])[0])
+    inputs = RunInputs(question=question.strip(), host=single or "local", observations=_observations(observations),
+                       logs=list(logs), python=python, measure=measure, ssh_config=ssh_config, hosts=entries,
+                       slurm=slurm)
     if registry is None:
         from orchestrator.tools.registry import default_registry
 
         registry = default_registry()
     return await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
-        registry=registry, transcript=transcript, host_opener=_host_opener(host, ssh_config, settings),
+        registry=registry, transcript=transcript, host_opener=_host_opener(single, ssh_config, settings, entries),
         progress=progress, notices=notices,
     )
 
@@ -386,9 +449,11 @@ async def resume(
 
         registry = default_registry()
     host = None if inputs.host == "local" else inputs.host
+    # a multi-host run re-opens every recorded host (one that failed before is tried again)
+    entries = [e.model_copy(update={"error": None}) for e in inputs.hosts]
     return await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=_agents_from(old), registry=registry,
-        transcript=transcript, host_opener=_host_opener(host, inputs.ssh_config, settings), progress=progress,
+        transcript=transcript, host_opener=_host_opener(host, inputs.ssh_config, settings, entries), progress=progress,
         reuse=old,
     )
 

@@ -111,6 +111,17 @@ def _check_inputs(observations: Optional[Path], agents: List[Path] = ()) -> None
                 _check_text(f, "agent definition")
 
 
+def _with_bench(observations: Optional[Path], bench: List[Path]):
+    """The observations with the --bench files' runs added (each file parsed, and refused, before the run)."""
+    from orchestrator.benchresults import load_bench
+    from orchestrator.observations import Observations, load_observations
+
+    runs = [r for path in bench for r in load_bench(path)]
+    obs = load_observations(observations) if observations is not None else Observations()
+    obs.bench = [*obs.bench, *runs]
+    return obs
+
+
 def _progress(no_progress: bool):
     if no_progress:
         return None
@@ -131,11 +142,21 @@ def _run_with_progress(fn, no_progress: bool, **kwargs):
 @app.command("ask", help="Investigate QUESTION (the default command: `investigate \"why is FP4 slow\"`).")
 def ask(
     question: str = typer.Argument(..., help="The question, e.g. \"why is FP4 slow?\""),
-    host: Optional[str] = typer.Option(None, "--host", help="ssh-config alias or \\[user@]host[:port]; default: this machine"),
+    host: List[str] = typer.Option([], "--host", help="ssh-config alias or \\[user@]host[:port]; default: this machine "
+                                   "(repeatable: several hosts in one investigation)"),
+    hosts_file: Optional[Path] = typer.Option(None, "--hosts", help="file of hosts: one destination per line, or "
+                                              "YAML with roles (prefill/decode/router)"),
+    slurm: Optional[str] = typer.Option(None, "--slurm", help="Slurm nodelist or partition (or . for this "
+                                        "allocation): probe each node through srun"),
+    k8s: Optional[str] = typer.Option(None, "--k8s", help="pod label selector: probe each pod through kubectl exec"),
+    k8s_namespace: Optional[str] = typer.Option(None, "--namespace", help="Kubernetes namespace of the --k8s pods"),
+    k8s_container: Optional[str] = typer.Option(None, "--container", help="container of the --k8s pods to exec into"),
     ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", help="ssh config file to use instead of ~/.ssh/config"),
     python: Optional[str] = typer.Option(None, "--python", help="the serving interpreter on the host"),
     observations: Optional[Path] = typer.Option(None, "--observations", help="YAML/JSON observations file"),
     log: List[str] = typer.Option([], "--log", help="server log path on the host (repeatable)"),
+    bench: List[Path] = typer.Option([], "--bench", help="benchmark result file: vllm bench serve JSON, SGLang "
+                                     "bench_serving JSONL, genai-perf profile export (repeatable)"),
     model: Optional[str] = typer.Option(None, "--model", help="Claude model id or alias (anthropic backend)"),
     offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
     agents: List[Path] = typer.Option([], "--agents", help="directory of extra agent definitions (repeatable)"),
@@ -153,11 +174,18 @@ def ask(
         raise BadInput(f"observations file {observations} not found; pass an existing YAML or JSON file")
     if ssh_config is not None and not ssh_config.is_file():
         raise BadInput(f"ssh config {ssh_config} not found; pass an existing file to --ssh-config")
+    if hosts_file is not None and not hosts_file.is_file():
+        raise BadInput(f"hosts file {hosts_file} not found; pass an existing file to --hosts")
+    if (k8s_namespace or k8s_container) and not k8s:
+        raise BadInput("--namespace and --container go with --k8s SELECTOR; pass --k8s too")
     _check_inputs(observations, agents)
+    obs_input = _with_bench(observations, bench) if bench else observations
     settings = _settings()
     result = _run_with_progress(
-        investigate, no_progress, question=question, host=host, ssh_config=str(ssh_config) if ssh_config else None,
-        python=python, observations=observations, logs=log, model=model, offline=offline or None,
+        investigate, no_progress, question=question, host=(host[0] if len(host) == 1 else host or None),
+        hosts_file=str(hosts_file) if hosts_file else None, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
+        k8s_container=k8s_container, ssh_config=str(ssh_config) if ssh_config else None,
+        python=python, observations=obs_input, logs=log, model=model, offline=offline or None,
         agents_dirs=agents, measure=measure, transcript=transcript, settings=settings,
     )
     for n in result.notices:
@@ -284,13 +312,16 @@ def specs_cmd(gpu: str = typer.Argument(..., metavar="GPU")) -> None:
 @app.command("roofline", help="Where a GEMM sits on a GPU's roofline.")
 def roofline_cmd(
     gpu: str = typer.Option(..., "--gpu"),
-    dtype: str = typer.Option(..., "--dtype", help="bf16, fp16, fp8, nvfp4, mxfp4, ..."),
+    dtype: str = typer.Option(..., "--dtype", help="bf16, fp16, fp8, nvfp4, mxfp4, ... (`knowledge/dtypes.yaml`)"),
     m: int = typer.Option(..., "-m", min=1),
     n: int = typer.Option(..., "-n", min=1),
     k: int = typer.Option(..., "-k", min=1),
 ) -> None:
+    from orchestrator import knowledge
     from orchestrator.commands import render_roofline
 
+    if knowledge.dtype_info(dtype) is None:
+        raise BadInput(f"unknown dtype {dtype!r}; pass one of {', '.join(knowledge.dtype_names())} to --dtype")
     sys.stdout.write(render_roofline(gpu, dtype, m, n, k).rstrip() + "\n")
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from orchestrator.evidence import EvidenceStore
+from orchestrator.hosts.multi import HostEntry
 from orchestrator.findings import AgentResult
 from orchestrator.messages import Usage
 from orchestrator.observations import Observations
@@ -37,6 +38,16 @@ class RunInputs(BaseModel):
     python: str | None = None
     measure: bool = False
     ssh_config: str | None = None
+    hosts: list[HostEntry] = Field(default_factory=list)
+    """Every host of a multi-host run (several `--host`, `--hosts`, `--slurm`, `--k8s`), in order, with the error of
+    each one that could not be used; empty for a one-host run. `host` is then the first usable one (the primary)."""
+    slurm: str | None = None
+    """The `--slurm` nodelist or partition, when Slurm is the host source."""
+
+    @property
+    def usable_hosts(self) -> list[str]:
+        """Names of the hosts a plan step with `foreach: hosts` fans out over (the unusable ones are gaps)."""
+        return [h.name for h in self.hosts if not h.error]
 
     def parsed_observations(self) -> Observations | None:
         return Observations.model_validate(self.observations) if self.observations else None
@@ -66,6 +77,8 @@ class CallInfo:
     turn: int
     child_ordinal: int | None = None
     """Ordinal reserved for the subagent a `task` call starts."""
+    host: str | None = None
+    """The host this call targets (a tool call's `host` argument in a multi-host run); None: the primary."""
 
 
 @dataclass
@@ -78,6 +91,9 @@ class RunContext:
     agents: dict[str, "AgentDef"]
     backend: Backend
     host: "Host | None" = None
+    """The primary host: what single-host tools run on."""
+    hosts: dict[str, "Host"] = field(default_factory=dict)
+    """Every usable host of a multi-host run by name (the primary among them); empty for a one-host run."""
     evidence: EvidenceStore = field(default_factory=EvidenceStore)
     results: dict[str, AgentResult] = field(default_factory=dict)
     """Finished agents' results by agent id."""
@@ -146,4 +162,7 @@ class AgentContext:
 
     @property
     def host(self) -> "Host | None":
+        """The host this call runs on: the one its `host` argument names, else the run's primary host."""
+        if self.call is not None and self.call.host is not None:
+            return self.run.hosts.get(self.call.host)
         return self.run.host

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from orchestrator.messages import Usage
 
@@ -68,6 +68,64 @@ class RunUsage(_Strict):
     agents: list[AgentUsage] = Field(default_factory=list)
 
 
+class FleetRow(_Strict):
+    """One fact compared across hosts (only facts that differ are listed)."""
+
+    fact: str
+    label: str
+    values: dict[str, str]
+    """host -> value as shown."""
+    majority: str | None = None
+    """The value most hosts have (None: no strict majority, nobody is blamed)."""
+    odd: list[str] = Field(default_factory=list)
+    """Hosts whose value differs from the majority."""
+    weight: float = 1.0
+    evidence: list[str] = Field(default_factory=list)
+
+
+class FleetOutlier(_Strict):
+    host: str
+    score: float
+    differs: list[str] = Field(default_factory=list)
+
+
+class FleetTable(_Strict):
+    """The fleet comparison of one role group (hosts that should be identical): see `analysis/fleet.py`."""
+
+    group: str
+    hosts: list[str]
+    rows: list[FleetRow] = Field(default_factory=list)
+    identical: int = 0
+    """How many compared facts are the same on every host."""
+    outliers: list[FleetOutlier] = Field(default_factory=list)
+    """The odd hosts, most different first."""
+
+
+def fleet_markdown(tables: list[FleetTable], esc=lambda s: s, max_rows: int = 40) -> list[str]:
+    """The fleet comparison as Markdown lines (terminal, Markdown report, `show`)."""
+    out: list[str] = []
+    for t in tables:
+        group = "" if t.group == "all" else f" ({esc(t.group)})"
+        out += [f"## Fleet comparison{group}", "",
+                f"{len(t.hosts)} hosts compared; {t.identical} fact(s) identical on all; {len(t.rows)} differ.", ""]
+        if t.outliers:
+            out.append("Odd host(s), most different first: " + "; ".join(
+                f"**{esc(o.host)}** ({esc(', '.join(o.differs[:3]))})" for o in t.outliers[:10]))
+            out.append("")
+        if t.rows:
+            out += ["| fact | most hosts | differing hosts |", "|---|---|---|"]
+            for r in t.rows[:max_rows]:
+                odd = r.odd if r.majority is not None else list(r.values)
+                cells = ", ".join(f"{h}: {r.values[h]}" for h in odd[:8]) + (" …" if len(odd) > 8 else "")
+                maj = r.majority if r.majority is not None else "no majority"
+                out.append(f"| {esc(r.label).replace('|', '/')} | {esc(maj).replace('|', '/')} | "
+                           f"{esc(cells).replace('|', '/')} |")
+            if len(t.rows) > max_rows:
+                out.append(f"| … {len(t.rows) - max_rows} more | | |")
+            out.append("")
+    return out
+
+
 class Diagnosis(_Strict):
     question: str
     verdict: str
@@ -79,6 +137,16 @@ class Diagnosis(_Strict):
     gaps: list[Gap] = Field(default_factory=list)
     evidence: dict[str, EvidenceRef] = Field(default_factory=dict)
     usage: RunUsage = Field(default_factory=RunUsage)
+    fleet: list[FleetTable] | None = None
+    """Multi-host runs: the comparison of facts that should be identical across hosts (None: one host, and then
+    left out of the dump, so one-host diagnoses and their recordings keep their shape)."""
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_fleet(self, handler):
+        out = handler(self)
+        if isinstance(out, dict) and out.get("fleet") is None:
+            out.pop("fleet", None)
+        return out
 
     def cited_ids(self) -> set[str]:
         ids = {e for c in self.causes for e in c.evidence}
@@ -168,6 +236,8 @@ def to_markdown(d: Diagnosis) -> str:
         out.append("")
     if d.gaps:
         out += ["## Gaps", ""] + [f"- {e(g.what)}: {e(g.why)}" for g in d.gaps] + [""]
+    if d.fleet:
+        out += fleet_markdown(d.fleet, e)
     if d.evidence:
         out += ["## Evidence", ""]
         for eid, ev in d.evidence.items():

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from orchestrator.diagnosis import Number
 from orchestrator.events import AgentStatus
 from orchestrator.messages import Usage
 
 
+Bound = Literal["compute", "memory", "communication", "latency", "gemm"]
+"""What a finding says the workload is bound by (`gemm`: the per-GPU GEMMs, memory or compute not yet settled)."""
+
+_TYPED_KEYS = ("title", "numbers", "informational", "secondary", "bound", "short", "rule", "entry", "severity",
+               "matched")
+"""Fields that older transcripts carried inside `data` (read back into the typed fields on load)."""
+
+
 class Finding(BaseModel):
-    """One claim with the evidence it rests on."""
+    """One claim with the evidence it rests on, and the typed facts the synthesis ranks and words it by."""
 
     model_config = ConfigDict(extra="forbid")
     id: str = ""
@@ -24,9 +33,52 @@ class Finding(BaseModel):
     recommendations: list[str] = Field(default_factory=list)
     """Concrete actions: env vars, flags, versions, backends."""
     category: str = "other"
-    """kernel, autotune, hardware, roofline, observation, power, communication, log, environment, other."""
+    """kernel, autotune, hardware, roofline, observation, power, communication, log, environment, node,
+    interconnect, engine, jit-cache, workload, other."""
+    title: str = ""
+    """Short cause title (the diagnosis's cause title); empty: the id stands in."""
+    numbers: list[Number] = Field(default_factory=list)
+    """Numbers behind the claim (the diagnosis's `numbers` section)."""
+    severity: Literal["high", "medium", "low", "info"] | None = None
+    """Ranking hint from the catalog entry."""
+    secondary: bool = False
+    """True, but not what limits throughput here: ranked after the primary causes."""
+    informational: bool = False
+    """Context (hardware ceilings, what was ruled out), not a cause."""
+    bound: Bound | None = None
+    """What the finding says the workload is bound by, if anything."""
+    short: str = ""
+    """One-sentence form of the claim for the bound reasoning."""
+    rule: str = ""
+    """The Python rule that produced the finding (empty for agents' own findings)."""
+    entry: str = ""
+    """The catalog entry (orchestrator/knowledge/failure_modes) the finding instantiates, if any."""
+    matched: list[str] = Field(default_factory=list)
+    """What fired it: the matching log lines (`path:line: text`) or fact values (`key=value`)."""
     data: dict[str, Any] = Field(default_factory=dict)
-    """Numbers behind the claim (for the lead's `numbers` section)."""
+    """Rule-specific extras (e.g. a measured ratio); nothing the synthesis relies on by magic key."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_legacy_data(cls, value: Any) -> Any:
+        """Findings recorded before the typed fields kept them in `data`: read them back from there."""
+        if isinstance(value, dict) and isinstance(value.get("data"), dict):
+            data = dict(value["data"])
+            lifted = {k: data.pop(k) for k in _TYPED_KEYS if k in data}
+            if "bound_hint" in data and "bound" not in lifted:
+                lifted["bound"] = data.pop("bound_hint")
+            if lifted:
+                value = {**{k: v for k, v in lifted.items() if v is not None}, **value, "data": data}
+        return value
+
+    def wire(self) -> dict[str, Any]:
+        """The finding as the `submit_findings` tool takes it (typed fields inside `data`, so the tool schema and
+        recorded transcripts stay as they were); `Finding.model_validate` reads it back."""
+        dumped = self.model_dump(mode="json")
+        base = {k: dumped.pop(k) for k in ("id", "claim", "confidence", "evidence", "recommendations", "category")}
+        extras = dumped.pop("data")
+        typed = {k: v for k, v in dumped.items() if v not in (None, "", [], False)}
+        return {**base, "data": {**extras, **typed}}
 
 
 class AgentResult(BaseModel):

@@ -175,6 +175,11 @@ def first_message(run: RunContext, defn: AgentDef, brief: str) -> str:
         lines.append(f"Brief from the lead:\n{brief or inp.question}")
         lines.append(f"The user's question: {inp.question}")
     lines.append(f"Investigated host: {inp.host}")
+    if inp.hosts:  # a multi-host run: every host, its role, and the ones that could not be used
+        lines.append(f"This run spans {len(inp.hosts)} hosts (pass `host: NAME` to a host tool to run it there; "
+                     f"{inp.host} is the default):")
+        lines += [f"- {h.name} via {h.via}" + (f", role {h.role}" if h.role else "")
+                  + (f" -- NOT USABLE: {h.error}" if h.error else "") for h in inp.hosts]
     if inp.python:
         lines.append(f"Serving interpreter: {inp.python}")
     if inp.logs:

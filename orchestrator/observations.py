@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -87,10 +88,66 @@ class GpuObservation(_Strict):
         return None
 
 
+BenchFormat = Literal["vllm-bench-serve", "sglang-bench-serving", "genai-perf"]
+
+
+class Latency(_Strict):
+    """One latency metric's distribution, in milliseconds."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    std: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return all(v is None for v in (self.mean, self.p50, self.p90, self.p95, self.p99))
+
+
+class BenchResult(_Strict):
+    """One benchmark run as an observation."""
+
+    format: BenchFormat
+    source: str = ""
+    label: str | None = None
+    model: str | None = None
+    backend: str | None = None
+    request_rate: float | str | None = None
+    """Requests/s offered; "inf" when every request was sent at once."""
+    max_concurrency: int | None = None
+    completed: int | None = None
+    failed: int | None = None
+    duration_s: float | None = None
+    input_len: float | None = None
+    """Mean input tokens per request."""
+    output_len: float | None = None
+    request_throughput: float | None = None
+    output_throughput: float | None = None
+    """Output tokens/s over the run."""
+    total_token_throughput: float | None = None
+    ttft: Latency | None = None
+    tpot: Latency | None = None
+    itl: Latency | None = None
+    e2el: Latency | None = None
+
+    @property
+    def name(self) -> str:
+        bits = [self.label or self.backend or self.format]
+        if self.max_concurrency:
+            bits.append(f"concurrency {self.max_concurrency}")
+        elif self.request_rate is not None:
+            bits.append(f"{self.request_rate} req/s")
+        return ", ".join(bits)
+
+
 class Observations(_Strict):
     model: ModelInfo | None = None
     runs: list[RunObservation] = []
     gpu: GpuObservation | None = None
+    bench: list[BenchResult] = []
+    """Benchmark runs read from `--bench FILE` (orchestrator/benchresults.py): TTFT/TPOT/ITL at a load."""
     notes: str | None = None
 
 

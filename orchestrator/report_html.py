@@ -333,6 +333,28 @@ _CSS = """
 """
 
 
+def _fleet_html(tables, known) -> str:
+    parts = []
+    for t in tables:
+        group = "" if t.group == "all" else f" ({_e(t.group)})"
+        parts.append(f'<h2 id="fleet">Fleet comparison{group}</h2><p class="muted">{len(t.hosts)} hosts compared; '
+                     f"{t.identical} fact(s) identical on all; {len(t.rows)} differ.</p>")
+        if t.outliers:
+            parts.append("<p>Odd host(s), most different first: " + "; ".join(
+                f"<strong>{_e(o.host)}</strong> ({_e(', '.join(o.differs[:3]))})" for o in t.outliers[:10]) + "</p>")
+        if t.rows:
+            parts.append('<table class="numbers"><tr><th>fact</th><th>most hosts</th><th>differing hosts</th>'
+                         "<th>evidence</th></tr>")
+            for r in t.rows[:60]:
+                odd = r.odd if r.majority is not None else list(r.values)
+                cells = ", ".join(f"{h}: {r.values[h]}" for h in odd[:12])
+                links = " ".join(_ev_link(x) if x in known else _e(x) for x in r.evidence[:6])
+                parts.append(f"<tr><td>{_e(r.label)}</td><td>{_e(r.majority or 'no majority')}</td>"
+                             f"<td>{_e(cells)}</td><td>{links}</td></tr>")
+            parts.append("</table>")
+    return "".join(parts)
+
+
 def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
     """The report as one `<div>` with its own scoped `<style>` (for notebooks' `_repr_html_`)."""
     events = list(events) if events is not None else None
@@ -384,6 +406,9 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
         p.append('<h2 id="gaps">Gaps</h2><ul>')
         p += [f"<li><strong>{_e(g.what)}</strong>: {_text(g.why, known)}</li>" for g in d.gaps]
         p.append("</ul>")
+
+    if d.fleet:  # multi-host runs (analysis/fleet.py)
+        p.append(_fleet_html(d.fleet, known))
 
     if tl is not None and tl.agents:
         p.append(f'<h2 id="timeline">Fan-out timeline</h2><p class="muted">{len(tl.agents)} agents, peak '

@@ -115,6 +115,8 @@ class Settings(BaseSettings):
     """TCP + handshake + auth timeout."""
     ssh_keepalive_s: float = 15.0
     """SSH keepalive interval."""
+    hosts_in_flight: int = Field(default=16, ge=1)
+    """Hosts probed at once in a multi-host run (connections opened and commands in flight); the rest wait."""
     power_sample_s: float = 2.0
     """How long the power and clock sampler watches the GPUs (2 s: four readings at the default 0.5 s interval; it
     is the longest of the read-only probes, so it sets an offline investigation's wall time)."""

@@ -10,7 +10,15 @@ TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
+# Fixtures every test directory may use without importing them (a test module never imports another's fixtures).
+pytest_plugins = ["support.sshd"]
+
 # Tests never talk to the real API: a stray key in the environment must not select the anthropic backend.
 os.environ.pop("ANTHROPIC_API_KEY", None)
 os.environ.pop("ANTHROPIC_AUTH_TOKEN", None)
 os.environ.pop("ANTHROPIC_BASE_URL", None)
+# ...and the package's kill switch refuses any model request that is not to a loopback fake (subprocesses inherit it).
+os.environ["INVESTIGATE_ALLOW_MODEL_REQUESTS"] = "0"
+
+# A rule or catalog signal that raises re-raises under test (in use it becomes a gap naming it): no silent failures.
+os.environ["INVESTIGATE_STRICT_RULES"] = "1"

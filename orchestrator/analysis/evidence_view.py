@@ -9,7 +9,7 @@ from typing import Any
 from orchestrator import knowledge
 from orchestrator.evidence import Evidence
 from orchestrator.observations import Observations
-from orchestrator.probes.models import GpuInventory, ProbeModel, parse_probe
+from orchestrator.probes.models import GpuInventory, ProbeModel, norm_lib, parse_probe
 
 
 @dataclass
@@ -28,7 +28,14 @@ class HostGpu:
 class EvidenceView:
     evidence: list[Evidence]
     observations: Observations | None = None
+    question: str = ""
+    """The run's question, when the caller has it (the serving rules say which phase it is about)."""
     _probes: dict[str, list[tuple[Evidence, ProbeModel]]] = field(default_factory=dict, init=False)
+    _fanout: list[tuple[Evidence, ProbeModel]] = field(default_factory=list, init=False)
+    """Probe results of multi-host fan-out calls (a tool's `host` argument): in `models()` (per-host facts, gaps)
+    but not in `probes()`, whose single-host rules read the primary host; analysis/fleet.py compares hosts."""
+    notices: list[tuple[str, str]] = field(default_factory=list, init=False)
+    """(what, why) of evidence that failed validation and rules or catalog entries that raised: become gaps."""
 
     def __post_init__(self) -> None:
         for ev in self.evidence:
@@ -36,17 +43,33 @@ class EvidenceView:
                 continue  # an error result is never cited as support
             try:
                 model = parse_probe(ev.data)
-            except Exception:  # a payload that does not fit its model is not evidence of anything
+            except Exception as e:  # a payload that does not fit its model is not evidence of anything: say so
+                first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                self.notice(f"evidence {ev.id} ({ev.tool})", f"its {(ev.data or {}).get('kind')} payload does not "
+                            f"validate and was not used: {first}")
                 model = None
-            if model is not None:
+            if model is not None and ev.args.get("host") is not None:
+                self._fanout.append((ev, model))
+            elif model is not None:
                 self._probes.setdefault(model.kind, []).append((ev, model))
+
+    def notice(self, what: str, why: str) -> None:
+        """Record something that did not work (a failing rule, invalid evidence), once."""
+        if (what, why) not in self.notices:
+            self.notices.append((what, why))
+
+    def models(self) -> list[tuple[Evidence, ProbeModel]]:
+        """Every parsed probe result (available or not), in evidence order."""
+        items = [x for group in self._probes.values() for x in group] + self._fanout
+        order = {id(e): i for i, e in enumerate(self.evidence)}
+        return sorted(items, key=lambda t: order.get(id(t[0]), 0))
 
     def probes(self, kind: str) -> list[tuple[Evidence, Any]]:
         """Available probe results of a kind, with their evidence."""
         return [(ev, m) for ev, m in self._probes.get(kind, []) if m.available]
 
     def unavailable(self) -> list[tuple[Evidence, ProbeModel]]:
-        return [(ev, m) for items in self._probes.values() for ev, m in items if not m.available]
+        return [(ev, m) for ev, m in self.models() if not m.available]
 
     def of_kind(self, kind: str) -> list[Evidence]:
         return [e for e in self.evidence if not e.is_error and e.kind == kind]
@@ -109,6 +132,4 @@ class EvidenceView:
         return None, []
 
 
-def _norm_lib(name: str) -> str:
-    n = name.lower().replace("_", "-")
-    return {"flashinfer": "flashinfer-python", "tensorrt-llm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}.get(n, n)
+_norm_lib = norm_lib

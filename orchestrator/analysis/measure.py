@@ -11,30 +11,18 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from orchestrator import knowledge
 from orchestrator.probes.measure_models import ClockSample, CommPoint, CommSweep, GemmPoint, GemmSweep, Peaks
 
-BYTES_PER_ELEM: dict[str, float] = {
-    "fp32": 4.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0,
-    # 16-element groups of E2M1 (0.5 B) with one UE4M3 scale byte each: 0.5 + 1/16 (KNOWLEDGE.md, NVFP4)
-    "nvfp4": 0.5625,
-    # 32-element groups with one UE8M0 scale byte each: 0.5 + 1/32 (OCP MX spec)
-    "mxfp4": 0.53125,
-}
 OUTPUT_BYTES = 2.0
 """Every timed GEMM writes bf16 (fp8/fp4 GEMMs too: `out_dtype=torch.bfloat16`); fp32 on the CPU sanity path."""
 
-QUANT_DTYPE: dict[str, str] = {
-    "nvfp4": "nvfp4", "mxfp4": "mxfp4", "fp8": "fp8", "fp8_w8a8": "fp8", "bf16": "bf16", "bfloat16": "bf16",
-    "fp16": "fp16", "float16": "fp16",
-}
-
-
 def dtype_of_quantization(quantization: str | None) -> str:
-    """The GEMM dtype a model's quantization label implies (bf16 when unknown)."""
-    return QUANT_DTYPE.get((quantization or "").lower(), "bf16")
+    """The GEMM dtype a model's quantization label implies (bf16 when unknown or weight-only): dtypes.yaml."""
+    info = knowledge.dtype_info(quantization)
+    if info is None or info.weight_only:
+        return "bf16"
+    return info.name
 
 
 def gemm_flops(m: int, n: int, k: int) -> float:
@@ -43,7 +31,7 @@ def gemm_flops(m: int, n: int, k: int) -> float:
 
 def gemm_bytes(m: int, n: int, k: int, dtype: str, out_bytes: float | None = None) -> float:
     """Minimum traffic of one GEMM: A (M×K) and B (K×N) in dtype read once, C (M×N) written once."""
-    b = BYTES_PER_ELEM[dtype]
+    b = knowledge.bytes_per_element(dtype)
     ob = out_bytes if out_bytes is not None else (4.0 if dtype == "fp32" else OUTPUT_BYTES)
     return m * k * b + k * n * b + m * n * ob
 

@@ -297,7 +297,8 @@ def _comm_vs_gemm(eid: str, sweep: CommSweep, obs: Observations | None,
                   "message_bytes": msg, "allreduce_s": t_ar, "allreduce_raw_s": t_raw, "harness_overhead_s": base,
                   **cost.model_dump(),
                   "comm_s_per_token": cost.comm_s_per_token, "gemm_s_per_token": cost.gemm_s_per_token,
-                  "dominant": verdict, "ratio": ratio, "peaks_source": peaks.source},
+                  "dominant": verdict, "ratio": ratio,
+                  "bound": "communication" if verdict == "communication" else None, "peaks_source": peaks.source},
             recommendations=[
                 "Keep TP groups inside one NVLink domain / NUMA node; prefer a custom or symmetric-memory all-reduce "
                 "where the GPUs support it (vLLM's custom all-reduce is on by default; check the log that it was "

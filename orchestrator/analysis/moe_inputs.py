@@ -7,26 +7,29 @@ from typing import Any
 from orchestrator import knowledge
 from orchestrator.observations import Observations, RunObservation
 
-FP4 = {"nvfp4", "mxfp4", "fp4"}
-
-
 def compute_peak(spec: knowledge.GpuSpec, caps: knowledge.ArchCaps | None, dtype: str) -> tuple[float | None, str]:
-    """The tensor peak a dtype's GEMMs run at on this GPU (FP4 without FP4 MMA runs at the FP8 or BF16 peak)."""
+    """The tensor peak a dtype's GEMMs run at on this GPU (FP4 without FP4 MMA runs at the FP8 or BF16 peak;
+    weight-only formats at the BF16 peak). Native MMA per compute capability comes from knowledge/dtypes.yaml."""
     t = knowledge.tensor_dtype(dtype)
-    if t == "fp4" and caps is not None and not caps.fp4_tensor_cores:
-        t = "fp8" if caps.fp8_tensor_cores else "bf16"
-    if t == "fp8" and caps is not None and not caps.fp8_tensor_cores:
+    cc = caps.cc if caps is not None else spec.cc
+    if t == "fp4" and knowledge.native_mma("fp4", cc) is False:
+        t = "fp8" if knowledge.native_mma("fp8", cc) else "bf16"
+    if t == "fp8" and knowledge.native_mma("fp8", cc) is False:
         t = "bf16"
     return spec.tflops.get(t), t
 
 
 def weight_only(caps: knowledge.ArchCaps | None, dtype: str | None) -> bool:
     """Whether a quantized checkpoint runs weight-only on this architecture (no tensor cores for its dtype):
-    FP4 without FP4 MMA, FP8 without FP8 MMA. Such kernels dequantize the weights and run BF16 activations."""
+    FP4 without FP4 MMA, FP8 without FP8 MMA, and weight-only formats (W4A16) everywhere. Such kernels dequantize
+    the weights and run BF16 activations."""
+    info = knowledge.dtype_info(dtype)
+    if info is not None and info.weight_only:
+        return True
     if caps is None or not dtype:
         return False
-    t = knowledge.tensor_dtype(dtype)
-    return (t == "fp4" and not caps.fp4_tensor_cores) or (t == "fp8" and not caps.fp8_tensor_cores)
+    cls = knowledge.lowp_class(dtype)
+    return cls is not None and knowledge.native_mma(cls, caps.cc) is False
 
 
 def best_run(obs: Observations) -> RunObservation | None:
@@ -46,11 +49,7 @@ def moe_args_from(obs: Observations, spec: knowledge.GpuSpec, caps: knowledge.Ar
     if run is None or not spec.mem_bw_gbs:
         return None
     dtype = (m.quantization or "bf16").lower()
-    try:
-        from orchestrator.analysis.roofline import bytes_per_elem
-
-        bytes_per_elem(dtype)
-    except ValueError:
+    if knowledge.dtype_info(dtype) is None:
         dtype = "bf16"
     peak, _ = compute_peak(spec, caps, dtype)
     if not peak:

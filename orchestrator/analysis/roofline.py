@@ -6,38 +6,18 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-# Bytes per element including block-scale overhead: NVFP4 = 4 bits + one UE4M3 byte per 16 elements,
-# MXFP4 = 4 bits + one UE8M0 byte per 32 elements (KNOWLEDGE.md "Roofline for MoE decode").
-BYTES_PER_ELEM: dict[str, float] = {
-    "nvfp4": 0.5 + 1 / 16,
-    "mxfp4": 0.5 + 1 / 32,
-    "fp4": 0.5,
-    "fp8": 1.0,
-    "mxfp8": 1.0 + 1 / 32,
-    "int8": 1.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "tf32": 4.0,
-    "fp32": 4.0,
-}
-
-
-class UnknownDtype(ValueError):
-    """The dtype has no known storage size."""
+from orchestrator import knowledge
+from orchestrator.knowledge import UnknownDtype  # noqa: F401  (re-exported: callers catch it from here)
 
 
 def bytes_per_elem(dtype: str) -> float:
-    key = dtype.strip().lower()
-    key = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "e4m3": "fp8", "e5m2": "fp8",
-           "fp8_w8a8": "fp8", "float32": "fp32"}.get(key, key)
-    if key not in BYTES_PER_ELEM:
-        raise UnknownDtype(f"unknown dtype {dtype!r}; use one of {', '.join(BYTES_PER_ELEM)}")
-    return BYTES_PER_ELEM[key]
+    """Bytes per element including block-scale overhead, from the dtype table (knowledge/dtypes.yaml)."""
+    return knowledge.bytes_per_element(dtype)
 
 
 def activation_dtype(weight_dtype: str) -> str:
-    """The activation dtype a weight format usually runs with (NVFP4 W4A4, MXFP4 with FP8/BF16 activations)."""
-    return {"nvfp4": "nvfp4", "mxfp4": "mxfp4", "fp8": "fp8"}.get(weight_dtype.lower(), "bf16")
+    """The activation dtype a weight format usually runs with (NVFP4 W4A4, weight-only formats BF16): dtypes.yaml."""
+    return knowledge.activation_dtype(weight_dtype)
 
 
 Bound = Literal["memory", "compute"]

@@ -14,21 +14,17 @@ from orchestrator.analysis.evidence_view import EvidenceView, HostGpu
 from orchestrator.analysis.observations import analyze_observations, read_power
 from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_roofline
 from orchestrator.findings import Finding
+from orchestrator.knowledge.catalog import entry as catalog_entry
 
 Rule = Callable[[EvidenceView], list[Finding]]
 
-FP4_DTYPES = {"nvfp4", "mxfp4", "fp4", "w4a4"}
-"""Quantizations whose GEMMs need FP4 tensor cores to run natively (w4a16 is weight-only everywhere: not here)."""
-FP8_DTYPES = {"fp8", "e4m3", "e5m2", "fp8_w8a8", "mxfp8"}
 FLASHINFER = "flashinfer-python"
 
 
 def _lowp_class(dtype: str | None) -> str | None:
-    """'fp4' / 'fp8' for quantizations that need those tensor cores to run natively, else None."""
-    if not dtype:
-        return None
-    d = dtype.lower()
-    return "fp4" if d in FP4_DTYPES else "fp8" if d in FP8_DTYPES else None
+    """'fp4' / 'fp8' for quantizations that need those tensor cores to run natively, else None (the dtype table,
+    knowledge/dtypes.yaml: w4a16 is weight-only everywhere, so None)."""
+    return knowledge.lowp_class(dtype)
 
 
 def _runs_weight_only(g: HostGpu | None, dtype: str | None) -> bool:
@@ -36,7 +32,7 @@ def _runs_weight_only(g: HostGpu | None, dtype: str | None) -> bool:
     cls = _lowp_class(dtype)
     if g is None or g.caps is None or cls is None:
         return False
-    return not (g.caps.fp4_tensor_cores if cls == "fp4" else g.caps.fp8_tensor_cores)
+    return knowledge.native_mma(cls, g.caps.cc) is False
 
 
 def _moe_model(v: EvidenceView) -> bool | None:
@@ -293,11 +289,11 @@ def autotune_fallback(v: EvidenceView) -> list[Finding]:
     return out
 
 
-_SKIPPED_ON_MISMATCH = {"flashinfer_autotune", "vllm_flashinfer_autotune"}
-"""Formats whose loader ignores the whole file when its metadata does not match (FlashInfer autotuner.py)."""
+_SKIPPED_ON_MISMATCH = knowledge.skipped_on_mismatch_formats()
+"""Formats whose loader ignores the whole file when its metadata does not match (knowledge/caches.yaml)."""
 
 
-_MOE_CONFIG_FORMATS = {"vllm_fused_moe", "sglang_fused_moe"}
+_MOE_CONFIG_FORMATS = knowledge.moe_formats()
 
 
 def _config_is_for_this_model(v: EvidenceView, f) -> bool:
@@ -610,70 +606,11 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
 # --- logs, known issues, kernels, environment -------------------------------------------------------------------
 
 
-def log_signatures(v: EvidenceView) -> list[Finding]:
-    out: dict[str, Finding] = {}
-    for ev, scan in v.probes("log_scan"):
-        for mt in scan.matches:
-            iss = knowledge.issue(mt.signature_id)
-            if iss is None:
-                continue
-            f = out.get(iss.id)
-            if f is None:
-                g = v.gpu
-                here = iss.applies_to_cc(g.cc if g else None)
-                line = f"({mt.path}:{mt.line_no}: {mt.line.strip()[:160]!r})"
-                ids = [ev.id]
-                if here is False and iss.elsewhere is not None:
-                    # the documented cause concerns other GPUs: say what the line means on this one
-                    alt = iss.elsewhere
-                    ids += g.evidence
-                    f = Finding(
-                        id=f"log-{iss.id}", category="log", confidence=0.7, evidence=ids,
-                        claim=(f"Log line {line} on {_gpu_label(g)}: {alt.cause} (The same line on CC "
-                               f"{', '.join(iss.applies_to.ccs)} is the known issue '{iss.title}' [{iss.source}]; "
-                               f"that cause does not apply to CC {g.cc}.)"),
-                        recommendations=list(alt.fix), data={"title": alt.title, "numbers": []})
-                elif here is False:
-                    ids += g.evidence
-                    f = Finding(
-                        id=f"log-{iss.id}", category="log", confidence=0.4, evidence=ids,
-                        claim=(f"Log line {line} matches the signature of '{iss.title}', documented for CC "
-                               f"{', '.join(iss.applies_to.ccs)}; this GPU is CC {g.cc}, so that cause ({iss.cause}) "
-                               f"is not established here [{iss.source}]."),
-                        recommendations=[], data={"title": f"Log line resembles a CC {'/'.join(iss.applies_to.ccs)} issue",
-                                                  "numbers": [], "secondary": True})
-                else:
-                    f = Finding(
-                        id=f"log-{iss.id}", category="log", confidence=0.8, evidence=ids,
-                        claim=f"Log line matches known issue '{iss.title}' {line}. Cause: {iss.cause} [{iss.source}]",
-                        recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix],
-                        data={"title": iss.title, "numbers": []})
-                out[iss.id] = f
-            elif ev.id not in f.evidence:
-                f.evidence.append(ev.id)
-    return list(out.values())
+def catalog_signals(v: EvidenceView) -> list[Finding]:
+    """Every failure-mode catalog entry whose signals fire on the evidence (orchestrator/analysis/signals.py)."""
+    from orchestrator.analysis.signals import catalog_findings
 
-
-def configuration_risks(v: EvidenceView) -> list[Finding]:
-    """Known issues worth raising on this CC with these libraries installed, even without a log line."""
-    g = v.gpu
-    if g is None or not v.libraries:
-        return []
-    logged = {mt.signature_id for _, s in v.probes("log_scan") for mt in s.matches}
-    out = []
-    for iss in knowledge.known_issues():
-        if not iss.configuration_risk or iss.id in logged or not iss.applies_to.ccs:
-            continue
-        if not iss.applies(g.cc, set(v.libraries), v.workload_dtype()[0]):
-            continue
-        libs = [lib for lib in iss.applies_to.libraries if lib in v.libraries]
-        ids = g.evidence + sorted({v.libraries[lib][1] for lib in libs})
-        vers = ", ".join(f"{lib} {v.libraries[lib][0] or '?'}" for lib in libs)
-        out.append(Finding(
-            id=f"risk-{iss.id}", category="kernel", confidence=0.45, evidence=ids,
-            claim=f"Known issue for CC {g.cc} with {vers}: {iss.title}. {iss.cause} [{iss.source}]",
-            recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix], data={"title": iss.title}))
-    return out
+    return catalog_findings(v)
 
 
 def pcie_allreduce(v: EvidenceView) -> list[Finding]:
@@ -682,19 +619,19 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
         if topo is None or topo.nvlink or inv.count <= 2 or not topo.links:
             continue
         caps = knowledge.arch_caps(inv.gpus[0].compute_cap) if inv.gpus else None
-        iss = knowledge.issue("pcie-tp-allreduce")
+        iss = catalog_entry("pcie-tp-allreduce")
         oe = v.observations_evidence
         ruled_out = bool(oe) and any(c.verdict == "gemm" for c in analyze_observations(oe[1]).comparisons)
         claim = (f"{inv.count} GPUs with no NVLink between them (topology: {', '.join(sorted({l.kind for l in topo.links}))}): "
                  f"TP all-reduces cross PCIe.")
-        if caps and caps.cc in (iss.applies_to.ccs if iss else []):
-            claim += f" {iss.cause} [{iss.source}]"
+        if caps and caps.cc in iss.scope.ccs:
+            claim += f" {iss.explanation} [{iss.source}]"
         if ruled_out:
             claim += " The parallelism comparison shows it is not the main cost here."
         return [Finding(id="pcie-allreduce", category="communication", confidence=0.3 if ruled_out else 0.55,
                         evidence=[ev.id] + ([oe[0].id] if ruled_out and oe else []), claim=claim,
-                        recommendations=[f"{fx} [{iss.source}]" for fx in (iss.fix if iss else [])],
-                        data={"title": "TP all-reduce over PCIe (no NVLink)", "secondary": ruled_out})]
+                        recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix], entry=iss.id,
+                        title="TP all-reduce over PCIe (no NVLink)", secondary=ruled_out)]
     return []
 
 
@@ -746,25 +683,45 @@ def measurements(v: EvidenceView) -> list[Finding]:
     return measure_findings(v.evidence, v.observations)
 
 
+def serving_latency(v: EvidenceView) -> list[Finding]:
+    """Measured TTFT / ITL against the model's roofline floor on this GPU, prefill and decode apart; see serving_rules."""
+    from orchestrator.analysis.serving_rules import serving_latency as rule
+
+    return rule(v)
+
+
+from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
+
+
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
-    log_signatures, configuration_risks, pcie_allreduce, kernel_inventory, torch_arch, measurements,
+    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency,
+    fleet_rule,  # multi-host runs (analysis/fleet.py)
 ]
 
 
 def run_rules(view: EvidenceView, rules: list[Rule] | None = None) -> list[Finding]:
-    """Every rule's findings, each citing only ids in the view; a failing rule is skipped, not fatal."""
+    """Every rule's findings, each citing only ids in the view. A rule that raises costs only its own findings and
+    becomes a notice naming it (`view.notices`, a gap in the diagnosis); with INVESTIGATE_STRICT_RULES=1 (the test
+    suite) it re-raises."""
+    from orchestrator.analysis.signals import strict
+
     known = view.ids
     out: list[Finding] = []
     seen: set[str] = set()
     for rule in rules if rules is not None else RULES:
+        name = getattr(rule, "__name__", "rule")
         try:
             found = rule(view)
-        except Exception:  # one broken rule must not cost the whole diagnosis
+        except Exception as e:  # one broken rule must not cost the whole diagnosis, nor pass unseen
+            if strict():
+                raise
+            view.notice(f"rule {name}", f"failed and was skipped: {type(e).__name__}: {e}")
             continue
         for f in found:
-            f.data.setdefault("rule", getattr(rule, "__name__", "rule"))
+            if not f.rule:
+                f.rule = name
             f.evidence = [e for e in dict.fromkeys(f.evidence) if e in known]
             if f.evidence and f.id not in seen:
                 seen.add(f.id)

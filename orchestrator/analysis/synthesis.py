@@ -10,7 +10,7 @@ from orchestrator.findings import AgentResult, Finding
 from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
-_CATEGORY_RANK = {"observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
+_CATEGORY_RANK = {"fleet": 0, "observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
                   "power": 5, "hardware": 6, "environment": 7, "other": 8}
 
 
@@ -18,18 +18,18 @@ _GEMM_SIDE = {"roofline", "kernel", "autotune"}
 
 
 def _title(f: Finding) -> str:
-    return str(f.data.get("title") or f.id or f.category)
+    return f.title or f.id or f.category
 
 
 def collect_findings(evidence: list[Evidence], observations: Observations | None,
-                     results: list[AgentResult]) -> list[Finding]:
+                     results: list[AgentResult], view: EvidenceView | None = None) -> list[Finding]:
     """Rule findings over all evidence, plus agents' own findings that cite only existing ids (rules win on id)."""
     known = {e.id for e in evidence}
-    found = run_rules(EvidenceView(evidence, observations))
+    found = run_rules(view if view is not None else EvidenceView(evidence, observations))
     seen = {f.id for f in found}
     for r in results:
         for f in r.findings:
-            if f.data.get("rule"):
+            if f.rule:
                 # a rule's finding over one agent's evidence: the rules just ran over all evidence (a superset, with
                 # the observations), and what they no longer claim with the fuller context must not come back
                 continue
@@ -46,14 +46,14 @@ def _bound(findings: list[Finding]) -> tuple[str, str]:
     if comm:
         return "communication", comm.claim
     measured = by_id.get("comm-vs-gemm")
-    if measured and measured.data.get("dominant") == "communication":
+    if measured and measured.bound == "communication":
         return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim
     moe = by_id.get("moe-decode-memory-bound") or by_id.get("moe-decode-compute-bound")
     gemm = by_id.get("parallelism-rules-out-allreduce")
     stall = by_id.get("power-stall")
     if moe:
-        bound = moe.data.get("bound", "memory")
-        parts = [moe.data.get("short") or moe.claim]
+        bound = moe.bound or "memory"
+        parts = [moe.short or moe.claim]
         if gemm:
             parts.append("The parallelism experiment puts the cost in the per-GPU GEMMs, not all-reduce.")
         if stall:
@@ -86,23 +86,24 @@ def _strip_source(action: str) -> str:
     return action.rstrip(".")
 
 
-def _gaps(evidence: list[Evidence], results: list[AgentResult]) -> list[Gap]:
+def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
             for r in results if r.status != "ok"]
-    view = EvidenceView(evidence)
     for ev, m in view.unavailable():
         gaps.append(Gap(what=f"probe {m.kind} on {m.host} ({ev.id})", why=m.reason or "unavailable"))
     for ev in evidence:
         if ev.is_error:
             gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
+    gaps += [Gap(what=what, why=why) for what, why in view.notices]
     return gaps
 
 
 def synthesize(question: str, observations: Observations | None, evidence: list[Evidence],
                results: list[AgentResult]) -> SubmittedDiagnosis:
     """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
-    findings = collect_findings(evidence, observations, results)
-    gaps = _gaps(evidence, results)
+    view = EvidenceView(evidence, observations, question=question)
+    findings = collect_findings(evidence, observations, results, view)
+    gaps = _gaps(evidence, results, view)
     if not findings:
         why = "no evidence was gathered" if not evidence else "the evidence gathered supports no finding"
         return SubmittedDiagnosis(
@@ -111,23 +112,23 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
             gaps=gaps or [Gap(what="evidence", why=why)])
 
     bound, reasoning = _bound(findings)
-    causes_f = [f for f in findings if not f.data.get("informational")]
+    causes_f = [f for f in findings if not f.informational]
     # When the evidence puts the limit in communication, per-GPU GEMM findings (roofline, kernels, tuning) are
     # true but not what limits throughput: rank them after the communication and power findings.
     behind = _GEMM_SIDE if bound == "communication" else set()
-    causes_f.sort(key=lambda f: (bool(f.data.get("secondary")) or f.confidence < 0.5 or f.category in behind,
+    causes_f.sort(key=lambda f: (f.secondary or f.confidence < 0.5 or f.category in behind,
                                  _CATEGORY_RANK.get(f.category, 8), -f.confidence))
     causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
 
     numbers: list[Number] = []
     seen_n: set[str] = set()
     for f in findings:
-        for n in f.data.get("numbers", []):
-            if n["name"] not in seen_n:
-                seen_n.add(n["name"])
-                numbers.append(Number.model_validate(n))
+        for n in f.numbers:
+            if n.name not in seen_n:
+                seen_n.add(n.name)
+                numbers.append(n)
 
-    context_f = [f for f in findings if f.data.get("informational")]
+    context_f = [f for f in findings if f.informational]
     recs: list[Recommendation] = []
     seen_r: set[str] = set()
     for f in causes_f + (context_f if not causes_f else []):

@@ -1,7 +1,9 @@
-"""The knowledge base: GPU specs, architecture capabilities, backend support, cache locations and known issues.
+"""The knowledge base: GPU specs, dtypes, architecture capabilities, backend support, cache locations and known issues.
 
 Data lives in YAML files inside this package (read with importlib.resources, parsed once into pydantic models);
-every entry carries its source.
+every entry carries its source. Each fact lives in one file and is read through one lookup here: peaks through
+`gpu_spec`/`peaks`, dtypes through `dtype_info`/`bytes_per_element`/`tensor_dtype`/`native_mma`, caches through
+`cache_specs`.
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ import difflib
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class _Strict(BaseModel):
@@ -73,9 +75,6 @@ class ArchCaps(_Strict):
     sm: str
     family: str
     peer_cc: str | None = None
-    tensor_dtypes: list[str]
-    fp4_tensor_cores: bool
-    fp8_tensor_cores: bool
     tcgen05: bool
     tmem: bool
     two_sm_mma: bool
@@ -97,6 +96,44 @@ class ArchCaps(_Strict):
         major, minor = self.cc.split(".")
         return int(major) * 10 + int(minor)
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tensor_dtypes(self) -> list[str]:
+        """Dtypes with native tensor-core MMA on this CC (from dtypes.yaml, the one dtype table)."""
+        return [d.name for d in dtypes() if self.cc in d.mma_ccs]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fp4_tensor_cores(self) -> bool:
+        return native_mma("fp4", self.cc) is True
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fp8_tensor_cores(self) -> bool:
+        return native_mma("fp8", self.cc) is True
+
+
+class DtypeInfo(_Strict):
+    """One dtype: its spellings, storage size, tensor peak and which compute capabilities run it natively."""
+
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    bytes_per_element: float = Field(gt=0)
+    """Including block-scale overhead (NVFP4 = 0.5 + 1/16)."""
+    bytes_note: str | None = None
+    tensor_peak: Literal["fp4", "fp8", "bf16", "fp16", "tf32", "int8"] | None
+    """The gpus.yaml `tflops` key its GEMMs run at where native; None: no tensor-core peak (fp32)."""
+    mma_ccs: list[str] = Field(default_factory=list)
+    quantization: Literal["none", "weight_activation", "weight_only"]
+    activation: str
+    lowp: Literal["fp4", "fp8"] | None = None
+    measurable: bool = False
+    sources: list[str] = Field(min_length=1)
+
+    @property
+    def weight_only(self) -> bool:
+        return self.quantization == "weight_only"
+
 
 class BackendSupport(_Strict):
     library: str
@@ -107,15 +144,90 @@ class BackendSupport(_Strict):
     source: str
 
 
-class CacheLocationInfo(_Strict):
-    format: str
+class CacheFormatInfo(_Strict):
+    """What one kind of cache file holds (caches.yaml `formats`)."""
+
     library: str
-    paths: list[str]
-    env_vars: list[str] = Field(default_factory=list)
     file_pattern: str
     content: str
+    persisted: bool
+    """True: the files hold tuning results or tuned configs that a restart reuses."""
+    moe: bool = False
+    """Fused-MoE tuned configs: named E=..,N=..,device_name=..; only this device's are read."""
+    compare: dict[str, list[str]] = Field(default_factory=dict)
+    """Metadata field -> installed packages it is compared with (the first installed; "torch_cuda" = torch's CUDA)."""
+    skip_on_mismatch: bool = False
+    """The library ignores the whole file when a compared field differs."""
     notes: list[str] = Field(default_factory=list)
-    source: str
+    fix: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(min_length=1)
+
+
+class CacheCandidate(_Strict):
+    path: str
+    """Template: ${VAR}, ~, {xdg_cache}, {tmp}, {user}, {site}, {cwd}, {extra} (see caches.yaml)."""
+    list: bool = False
+    """The variable holds a ':'-separated list of directories."""
+    ordinal: bool = False
+    """The library adds the device ordinal to the file name unless it has %d: match any ordinal."""
+
+    @property
+    def env_vars(self) -> list[str]:
+        return re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", self.path)
+
+
+class CollectRule(_Strict):
+    glob: str
+    format: str
+    not_under: list[str] = Field(default_factory=list)
+    """Directory names whose files this rule skips (FlashInfer's cached_ops hold binaries)."""
+
+
+class SizeLimit(_Strict):
+    env: str
+    default_bytes: int
+
+
+class CacheSpec(_Strict):
+    """One place a library keeps a cache (caches.yaml `caches`); sent to the cache probe as a parameter."""
+
+    name: str = Field(pattern=r"^[a-z0-9_]+$")
+    format: str
+    library: str
+    kind: Literal["autotune", "tuned_config", "jit"]
+    mode: Literal["first", "all"] = "first"
+    locations: list[CacheCandidate] = Field(min_length=1)
+    collect: list[CollectRule] = Field(default_factory=list)
+    subdirs: int = Field(0, ge=0, le=3)
+    size_limit: SizeLimit | None = None
+    env_vars: list[str] = Field(default_factory=list)
+
+    def info(self) -> CacheFormatInfo:
+        return cache_formats_table()[self.format]
+
+    @property
+    def moving_env_vars(self) -> list[str]:
+        """Variables that move this cache (env_set is true when one is set)."""
+        return list(dict.fromkeys(v for c in self.locations for v in c.env_vars))
+
+
+class CachesFile(_Strict):
+    formats: dict[str, CacheFormatInfo]
+    caches: list[CacheSpec]
+
+
+def parse_caches(raw: Any) -> CachesFile:
+    """Validate caches.yaml: unique cache names, and every format a cache or collect rule names is defined."""
+    data = CachesFile.model_validate(raw)
+    names = [c.name for c in data.caches]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"caches.yaml: cache name(s) used twice: {', '.join(dupes)}")
+    for c in data.caches:
+        for fmt in [c.format, *(r.format for r in c.collect)]:
+            if fmt not in data.formats:
+                raise ValueError(f"caches.yaml: cache {c.name!r} names format {fmt!r}, which `formats` does not define")
+    return data
 
 
 class AppliesTo(_Strict):
@@ -193,8 +305,37 @@ def backends() -> tuple[BackendSupport, ...]:
 
 
 @lru_cache(maxsize=None)
-def cache_locations() -> tuple[CacheLocationInfo, ...]:
-    return tuple(CacheLocationInfo.model_validate(x) for x in _load("caches.yaml"))
+def _caches_file() -> CachesFile:
+    return parse_caches(_load("caches.yaml"))
+
+
+def cache_specs() -> tuple[CacheSpec, ...]:
+    """Every cache location the cache probe inventories, in report order (caches.yaml `caches`)."""
+    return tuple(_caches_file().caches)
+
+
+def cache_formats_table() -> dict[str, CacheFormatInfo]:
+    """Cache file formats by name (caches.yaml `formats`)."""
+    return _caches_file().formats
+
+
+def cache_format(fmt: str) -> CacheFormatInfo | None:
+    return cache_formats_table().get(fmt)
+
+
+def persisted_formats() -> frozenset[str]:
+    """Formats whose files hold tuning results or tuned configs."""
+    return frozenset(k for k, f in cache_formats_table().items() if f.persisted)
+
+
+def skipped_on_mismatch_formats() -> frozenset[str]:
+    """Formats whose loader ignores the whole file when its metadata does not match the installed versions."""
+    return frozenset(k for k, f in cache_formats_table().items() if f.skip_on_mismatch)
+
+
+def moe_formats() -> frozenset[str]:
+    """Fused-MoE tuned-config formats."""
+    return frozenset(k for k, f in cache_formats_table().items() if f.moe)
 
 
 @lru_cache(maxsize=None)
@@ -206,16 +347,99 @@ def issue(issue_id: str) -> KnownIssue | None:
     return next((i for i in known_issues() if i.id == issue_id), None)
 
 
-_DTYPE_ALIASES = {
-    "nvfp4": "fp4", "mxfp4": "fp4", "fp4": "fp4", "e2m1": "fp4", "w4a4": "fp4",
-    "fp8": "fp8", "e4m3": "fp8", "e5m2": "fp8", "fp8_w8a8": "fp8", "mxfp8": "fp8", "w8a8": "fp8",
-    "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "half": "fp16", "tf32": "tf32",
-}
+@lru_cache(maxsize=None)
+def dtypes() -> tuple[DtypeInfo, ...]:
+    """The dtype table (dtypes.yaml)."""
+    return parse_dtypes(_load("dtypes.yaml"))
+
+
+def parse_dtypes(raw: Any) -> tuple[DtypeInfo, ...]:
+    """Validate a dtype table; a spelling used by two entries is an error naming both."""
+    table = tuple(DtypeInfo.model_validate(x) for x in raw)
+    seen: dict[str, str] = {}
+    for d in table:
+        for spelling in [d.name, *d.aliases]:
+            key = spelling.strip().lower()
+            if key in seen and seen[key] != d.name:
+                raise ValueError(f"dtypes.yaml: {spelling!r} names both {seen[key]} and {d.name}")
+            seen[key] = d.name
+    return table
+
+
+@lru_cache(maxsize=None)
+def _dtype_index() -> dict[str, DtypeInfo]:
+    return {s.strip().lower(): d for d in dtypes() for s in [d.name, *d.aliases]}
+
+
+def dtype_info(dtype: str | None) -> DtypeInfo | None:
+    """The dtype-table entry for any spelling (case-insensitive: "NVFP4", "bfloat16", "fp8_w8a8"); None if unknown."""
+    if not dtype:
+        return None
+    return _dtype_index().get(dtype.strip().lower())
+
+
+def dtype_names() -> list[str]:
+    """Canonical dtype names, in table order."""
+    return [d.name for d in dtypes()]
+
+
+class UnknownDtype(ValueError):
+    """The dtype is not in dtypes.yaml."""
+
+
+def bytes_per_element(dtype: str) -> float:
+    """Storage bytes per element, block scales included; raises UnknownDtype naming the known dtypes."""
+    info = dtype_info(dtype)
+    if info is None:
+        raise UnknownDtype(f"unknown dtype {dtype!r}; use one of {', '.join(dtype_names())}")
+    return info.bytes_per_element
+
+
+def canonical_dtype(dtype: str) -> str:
+    """The table's spelling of a dtype ("bfloat16" -> "bf16"); an unknown one lower-cased."""
+    info = dtype_info(dtype)
+    return info.name if info else dtype.strip().lower()
 
 
 def tensor_dtype(dtype: str) -> str:
     """The tensor-core peak a dtype runs at (NVFP4 and MXFP4 both use the FP4 peak)."""
-    return _DTYPE_ALIASES.get(dtype.strip().lower(), dtype.strip().lower())
+    info = dtype_info(dtype)
+    if info is None:
+        return dtype.strip().lower()
+    return info.tensor_peak or info.name
+
+
+def lowp_class(dtype: str | None) -> str | None:
+    """'fp4' / 'fp8' for quantizations that need those tensor cores to run natively, else None (w4a16: None)."""
+    info = dtype_info(dtype)
+    return info.lowp if info else None
+
+
+def activation_dtype(dtype: str) -> str:
+    """The activation dtype a weight format usually runs with (NVFP4 W4A4; weight-only formats BF16)."""
+    info = dtype_info(dtype)
+    return info.activation if info else "bf16"
+
+
+def _cc_key(cc: str | float | None) -> str | None:
+    if cc is None:
+        return None
+    s = str(cc).strip().lower().removeprefix("sm_").removeprefix("sm").rstrip("af")
+    if "." not in s and s.isdigit() and len(s) >= 2:
+        s = f"{s[:-1]}.{s[-1]}"
+    try:
+        major, minor = s.split(".")
+        return f"{int(major)}.{int(minor)}"
+    except ValueError:
+        return None
+
+
+def native_mma(dtype: str, cc: str | float | None) -> bool | None:
+    """Whether compute capability cc has native tensor-core MMA for dtype; None when dtype or cc is unknown."""
+    info, key = dtype_info(dtype), _cc_key(cc)
+    if info is None or key is None:
+        return None
+    return key in info.mma_ccs
 
 
 def _norm(name: str) -> str:
@@ -255,17 +479,8 @@ def closest_gpu_names(name: str, n: int = 3) -> list[str]:
 
 def arch_caps(cc: str | float | None) -> ArchCaps | None:
     """Capabilities for a compute capability ("12.0", 12.0, "sm_120", "120")."""
-    if cc is None:
-        return None
-    s = str(cc).strip().lower().removeprefix("sm_").removeprefix("sm").rstrip("af")
-    if "." not in s and s.isdigit() and len(s) >= 2:
-        s = f"{s[:-1]}.{s[-1]}"
-    try:
-        major, minor = s.split(".")
-        s = f"{int(major)}.{int(minor)}"
-    except ValueError:
-        return None
-    return next((a for a in archs() if a.cc == s), None)
+    key = _cc_key(cc)
+    return next((a for a in archs() if a.cc == key), None) if key else None
 
 
 def backends_for(cc: str | None, library: str | None = None, op: str | None = None) -> list[BackendSupport]:
@@ -294,7 +509,10 @@ _SYNONYMS = {
     "sm100": ("sm100", "sm_100", "10.0"),
     "hopper": ("hopper", "sm90", "sm_90", "9.0"),
 }
-_DTYPE_WORDS = {"fp4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "bf16": "bf16", "fp16": "fp16"}
+def _dtype_word(word: str) -> str | None:
+    """The tensor peak a query word names when it is a dtype with a low- or half-precision peak ("nvfp4" -> "fp4")."""
+    info = dtype_info(word)
+    return info.tensor_peak if info and info.tensor_peak in ("fp4", "fp8", "bf16", "fp16") else None
 
 
 def _terms(query: str) -> list[tuple[str, ...]]:
@@ -305,11 +523,11 @@ def _terms(query: str) -> list[tuple[str, ...]]:
 
 def dtype_support(dtype: str) -> dict[str, Any]:
     """Which architectures have native tensor cores for a dtype (fp4/fp8/bf16/fp16), with sources."""
-    key = _DTYPE_WORDS.get(dtype.lower(), dtype.lower())
-    native = [a for a in archs() if (a.fp4_tensor_cores if key == "fp4" else a.fp8_tensor_cores if key == "fp8"
-                                     else key in a.tensor_dtypes)]
+    key = tensor_dtype(dtype)
+    native = [a for a in archs() if native_mma(key, a.cc)]
     lacking = [a for a in archs() if a not in native]
-    sources = sorted({src for a in native for src in a.sources})
+    info = dtype_info(key)
+    sources = sorted({src for a in native for src in a.sources} | set(info.sources if info else []))
     return {
         "type": "dtype",
         "dtype": key,
@@ -342,22 +560,27 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
     for a in archs():
         for f in a.missing_vs_peer + a.notes:
             consider("arch", f"CC {a.cc} ({a.sm}, {a.family})", f.text, f.source)
-    for i in known_issues():
-        consider("issue", f"{i.id}: {i.title}", f"{i.symptom} Cause: {i.cause} Fix: {' '.join(i.fix)}", i.source)
+    for e in _catalog().entries:
+        consider("issue", f"{e.id}: {e.title}", f"{e.claim} {e.explanation} Fix: {' '.join(e.fix)}", "; ".join(e.sources))
     for b in backends():
         ccs = ", ".join(str(c) for c in b.ccs)
         consider("backend", f"{b.library} {b.op} {b.backend}", f"supported CCs: {ccs}. {b.note or ''}".strip(), b.source)
-    for c in cache_locations():
-        consider("cache", f"{c.library} {c.format}",
-                 f"paths: {', '.join(c.paths)}; env: {', '.join(c.env_vars)}; {c.content} {' '.join(c.notes)}", c.source)
+    for c in cache_specs():
+        f = c.info()
+        consider("cache", f"{c.library} {c.name} ({c.format})",
+                 f"paths: {', '.join(x.path for x in c.locations)}; env: {', '.join(c.env_vars)}; {f.content} "
+                 f"{' '.join(f.notes)} Fix: {' '.join(f.fix)}", "; ".join(f.sources))
     for g in gpus():
         consider("gpu", g.name, f"{g.arch} CC {g.cc} {' '.join(g.aliases)} {' '.join(g.disputes)}", g.source)
     scored.sort(key=lambda x: (-x[0], x[1]))
     hits = [h for _, _, h in scored]
-    dtypes = dict.fromkeys(_DTYPE_WORDS[w] for alts in terms for w in alts[:1] if w in _DTYPE_WORDS)
-    return [dtype_support(d) for d in dtypes] + hits[: max(limit - len(dtypes), 0)]
+    named = dict.fromkeys(d for alts in terms for d in [_dtype_word(alts[0])] if d)
+    return [dtype_support(d) for d in named] + hits[: max(limit - len(named), 0)]
 
 
 def log_signatures() -> list[dict[str, str]]:
-    """The known issues' log patterns as the log scan takes them: id and a case-insensitive regex."""
-    return [{"id": i.id, "pattern": "(?i)" + pat} for i in known_issues() for pat in i.patterns]
+    """Every failure-mode catalog log pattern as the log scan takes it: entry id and a case-insensitive regex."""
+    return _catalog().log_signatures()
+
+
+from orchestrator.knowledge.catalog import catalog as _catalog  # noqa: E402  (the catalog imports nothing from here)

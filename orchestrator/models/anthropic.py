@@ -18,7 +18,9 @@ import anthropic
 import anyio
 
 from orchestrator.messages import Block, Message, ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
-from orchestrator.models.base import AnthropicConfigError, ModelCallError
+from orchestrator.models.base import (
+    AnthropicConfigError, ModelCallError, ModelRequestsDisabled, model_requests_allowed,
+)
 from orchestrator.models.rategate import RateGate, parse_retry_after
 from orchestrator.pricing import cost, price_for
 from orchestrator.redact import redact
@@ -341,6 +343,10 @@ class AnthropicBackend:
     def client(self) -> anthropic.AsyncAnthropic:
         """The run's one SDK client, made on first use (inside the running event loop)."""
         if self._client is None:
+            if not model_requests_allowed(self.base_url):
+                raise ModelRequestsDisabled(
+                    f"anthropic: real model requests are disabled (INVESTIGATE_ALLOW_MODEL_REQUESTS=0); refused a "
+                    f"request to {self.base_url_display}; point ANTHROPIC_BASE_URL at a local server or unset it")
             creds = {"auth_token": self._secret} if self._auth_token else {"api_key": self._secret}
             self._client = anthropic.AsyncAnthropic(
                 **creds, base_url=self.base_url, max_retries=0, timeout=self.settings.model_timeout_s

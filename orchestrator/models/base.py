@@ -6,7 +6,10 @@ Recording, limits and tool execution belong to the loop.
 
 from __future__ import annotations
 
+import ipaddress
+import os
 from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from orchestrator.messages import ModelRequest, ModelResponse
 
@@ -27,6 +30,31 @@ class ModelCallError(Exception):
 
 class AnthropicConfigError(ValueError):
     """The backend cannot start (no API key); the message is one line naming the fix."""
+
+
+ALLOW_MODEL_REQUESTS = True
+"""Kill switch for real model requests (like pydantic-ai's): False, or `INVESTIGATE_ALLOW_MODEL_REQUESTS=0` in the
+environment (inherited by subprocesses), refuses every request to a non-loopback API endpoint. The test suite sets
+it, so no test can reach the real API; a local fake of the Messages API on 127.0.0.1 stays reachable."""
+
+
+class ModelRequestsDisabled(RunAbort):
+    """A real model request was attempted while the kill switch is on."""
+
+
+def model_requests_allowed(base_url: str | None) -> bool:
+    """Whether a request to base_url (None: the SDK's default, the real API) may be sent."""
+    if ALLOW_MODEL_REQUESTS and os.environ.get("INVESTIGATE_ALLOW_MODEL_REQUESTS", "1").strip() not in ("0", "false"):
+        return True
+    host = urlsplit(base_url).hostname if base_url else None
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class ReplayDivergence(RunAbort):

@@ -28,6 +28,7 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
     from orchestrator.probes.power import sample_power
     from orchestrator.probes.pyenv import collect_python_env
     from orchestrator.knowledge import log_signatures
+    from orchestrator.probes.node import collect_node_health
 
     got: dict[str, ProbeModel] = {}
 
@@ -51,12 +52,13 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
                 host, arch=arch_of(first.compute_cap) if first else None, python=inputs.python))
             if inputs.logs:
                 tg.start_soon(put, "logs", lambda: scan_logs(host, inputs.logs, log_signatures()))
+            tg.start_soon(put, "node", lambda: collect_node_health(host, list(inputs.logs)))
     except BaseExceptionGroup as group:  # one failure (a lost host) is the error, not the group
         leaf: BaseException = group
         while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
             leaf = leaf.exceptions[0]
         raise leaf from None
-    order = ["gpus", "power", "python_env", "autotune", "kernels", "logs"]
+    order = ["gpus", "power", "python_env", "autotune", "kernels", "logs", "node"]
     if not got["gpus"].available:
         order.remove("power")  # no GPU to sample: as before, no power section
     return [got[name] for name in order if name in got]

@@ -12,6 +12,10 @@ Formats (sources in tests/probes/data/README.md):
 - Triton `<fn>.autotune.json`: {"key": [...], "configs_timings": [[config, [median, p20, p80]], ...]}.
 - Inductor `*.best_config`: one JSON object of the chosen Triton config.
 - PyTorch TunableOp CSV: `Validator,NAME,VALUE` rows, then `OpSignature,ParamSignature,Solution,TimeMs` rows.
+
+Each parser registers itself for the formats it reads (`@parser("triton_autotune")`); `parse_cache_file` dispatches
+through the registry, and knowledge/caches.yaml names the format of every file the cache probe collects. Adding a
+format is one decorated function here plus its caches.yaml entry.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+from orchestrator import knowledge
 from orchestrator.probes.models import CacheFile, TunedEntry
 
 SAMPLE = 8
@@ -53,6 +58,33 @@ def vllm_device_file_name(name: str) -> str:
     return "NVIDIA_H200" if "H200" in spelled.split("_") else spelled
 
 
+ParseFn = Callable[[str, "str | None", CacheContext, str], CacheFile]
+
+
+@dataclass(frozen=True)
+class Parser:
+    fn: ParseFn
+    needs_text: bool = True
+    """False: the file name alone says enough (fused-MoE configs outside this device are listed, not read)."""
+
+
+PARSERS: dict[str, Parser] = {}
+"""Cache format -> its parser."""
+
+
+def parser(*formats: str, needs_text: bool = True) -> Callable[[ParseFn], ParseFn]:
+    """Register fn as the parser of these formats (fn(path, text, ctx, fmt) -> CacheFile)."""
+
+    def register(fn: ParseFn) -> ParseFn:
+        for fmt in formats:
+            if fmt in PARSERS:
+                raise ValueError(f"two parsers for cache format {fmt!r}")
+            PARSERS[fmt] = Parser(fn, needs_text)
+        return fn
+
+    return register
+
+
 def _same_device(found: str | None, device: str | None, fmt: str | None = None) -> bool | None:
     if not found or not device:
         return None
@@ -63,6 +95,16 @@ def _same_device(found: str | None, device: str | None, fmt: str | None = None) 
 
 def _base_version(v: str | None) -> str | None:
     return v.split("+", 1)[0] if v else v
+
+
+def _expected(ctx: CacheContext, fmt: str) -> dict[str, str | None]:
+    """Metadata field -> the installed version it must equal, from caches.yaml `compare` of the format."""
+    info = knowledge.cache_format(fmt)
+    out: dict[str, str | None] = {}
+    for key, pkgs in (info.compare if info else {}).items():
+        have = [ctx.torch_cuda if p == "torch_cuda" else ctx.packages.get(p) for p in pkgs]
+        out[key] = next((v for v in have if v), None)
+    return out
 
 
 def _mismatch(meta: dict[str, Any], expected: dict[str, str | None]) -> list[str]:
@@ -121,6 +163,7 @@ def _json_object(cf: CacheFile, text: str, expected: str = "a JSON object", requ
     return data
 
 
+@parser("flashinfer_autotune", "vllm_flashinfer_autotune")
 def parse_flashinfer_autotune(path: str, text: str, ctx: CacheContext, fmt: str = "flashinfer_autotune") -> CacheFile:
     """FlashInfer autotuner cache JSON: entries, fallback tactics, metadata vs installed versions and GPU."""
     cf = CacheFile(format=fmt, path=path, size_bytes=len(text.encode()))
@@ -129,10 +172,7 @@ def parse_flashinfer_autotune(path: str, text: str, ctx: CacheContext, fmt: str 
         return cf
     meta = data.get("_metadata") or {}
     cf.metadata = meta if isinstance(meta, dict) else {}
-    fi_version = ctx.packages.get("flashinfer-python") or ctx.packages.get("flashinfer")
-    cf.metadata_mismatch = _mismatch(
-        cf.metadata, {"flashinfer_version": fi_version, "cuda_version": ctx.torch_cuda, "gpu": None}
-    )
+    cf.metadata_mismatch = _mismatch(cf.metadata, _expected(ctx, fmt))
     gpu = cf.metadata.get("gpu")
     if gpu and gpu != "*":
         cf.device_name = str(gpu)
@@ -151,14 +191,15 @@ def parse_flashinfer_autotune(path: str, text: str, ctx: CacheContext, fmt: str 
     return _finish(cf, entries)
 
 
-def parse_trtllm_autotuner(path: str, text: str, ctx: CacheContext) -> CacheFile:
+@parser("trtllm_autotuner")
+def parse_trtllm_autotuner(path: str, text: str, ctx: CacheContext, fmt: str = "trtllm_autotuner") -> CacheFile:
     """TensorRT-LLM autotuner cache: metadata vs installed tensorrt-llm and GPU; entries with tactic -1 fell back."""
-    cf = CacheFile(format="trtllm_autotuner", path=path, size_bytes=len(text.encode()))
+    cf = CacheFile(format=fmt, path=path, size_bytes=len(text.encode()))
     data = _json_object(cf, text, "{'metadata': ..., 'cache_data': ...}", required="cache_data")
     if data is None:
         return cf
     cf.metadata = data.get("metadata") or {}
-    cf.metadata_mismatch = _mismatch(cf.metadata, {"lib_version": ctx.packages.get("tensorrt-llm")})
+    cf.metadata_mismatch = _mismatch(cf.metadata, _expected(ctx, fmt))
     name = cf.metadata.get("device_name")
     if name:
         cf.device_name = str(name)
@@ -204,6 +245,7 @@ def parse_moe_config_name(name: str) -> dict[str, Any] | None:
     return out
 
 
+@parser("vllm_fused_moe", "sglang_fused_moe", needs_text=False)
 def parse_fused_moe_config(path: str, text: str | None, ctx: CacheContext, fmt: str = "vllm_fused_moe") -> CacheFile:
     """A fused-MoE tuned config: which device and expert shape, and the batch sizes (M) it was tuned for."""
     cf = CacheFile(format=fmt, path=path, size_bytes=len(text.encode()) if text is not None else None)
@@ -221,7 +263,7 @@ def parse_fused_moe_config(path: str, text: str | None, ctx: CacheContext, fmt: 
         return cf
     if "triton_version" in data:
         cf.metadata["triton_version"] = data["triton_version"]
-        cf.metadata_mismatch = _mismatch(cf.metadata, {"triton_version": ctx.packages.get("triton")})
+        cf.metadata_mismatch = _mismatch(cf.metadata, _expected(ctx, fmt))
     entries = [
         TunedEntry(op="fused_moe", tactic=cfg, shape=f"M={m}")
         for m, cfg in data.items()
@@ -230,9 +272,10 @@ def parse_fused_moe_config(path: str, text: str | None, ctx: CacheContext, fmt: 
     return _finish(cf, entries)
 
 
-def parse_triton_autotune(path: str, text: str, ctx: CacheContext) -> CacheFile:
+@parser("triton_autotune")
+def parse_triton_autotune(path: str, text: str, ctx: CacheContext, fmt: str = "triton_autotune") -> CacheFile:
     """Triton `<fn>.autotune.json`: the key and the fastest config (by median time)."""
-    cf = CacheFile(format="triton_autotune", path=path, size_bytes=len(text.encode()))
+    cf = CacheFile(format=fmt, path=path, size_bytes=len(text.encode()))
     data = _json_object(cf, text, "{'key': ..., 'configs_timings': ...}", required="configs_timings")
     if data is None:
         return cf
@@ -255,9 +298,10 @@ def _median(t: Any) -> float:
     return float("inf")
 
 
-def parse_inductor_best_config(path: str, text: str, ctx: CacheContext) -> CacheFile:
+@parser("inductor")
+def parse_inductor_best_config(path: str, text: str, ctx: CacheContext, fmt: str = "inductor") -> CacheFile:
     """Inductor `*.best_config`: the Triton config autotuning chose for one generated kernel."""
-    cf = CacheFile(format="inductor", path=path, size_bytes=len(text.encode()))
+    cf = CacheFile(format=fmt, path=path, size_bytes=len(text.encode()))
     data = _json_object(cf, text)
     if data is None:
         return cf
@@ -265,9 +309,10 @@ def parse_inductor_best_config(path: str, text: str, ctx: CacheContext) -> Cache
     return _finish(cf, [TunedEntry(op=op, tactic=data)])
 
 
-def parse_tunableop_csv(path: str, text: str, ctx: CacheContext) -> CacheFile:
+@parser("tunableop")
+def parse_tunableop_csv(path: str, text: str, ctx: CacheContext, fmt: str = "tunableop") -> CacheFile:
     """PyTorch TunableOp results: validators (versions) and one chosen solution per op and shape."""
-    cf = CacheFile(format="tunableop", path=path, size_bytes=len(text.encode()))
+    cf = CacheFile(format=fmt, path=path, size_bytes=len(text.encode()))
     entries = []
     for row in csv.reader(io.StringIO(text)):
         if not row or not row[0].strip():
@@ -282,26 +327,15 @@ def parse_tunableop_csv(path: str, text: str, ctx: CacheContext) -> CacheFile:
         entries.append(
             TunedEntry(op=row[0], shape=row[1], tactic=solution, runner=None, fallback=solution == "Default")
         )
-    torch_v = ctx.packages.get("torch")
-    if "PT_VERSION" in cf.metadata and torch_v:
-        cf.metadata_mismatch = _mismatch({"PT_VERSION": cf.metadata["PT_VERSION"]}, {"PT_VERSION": torch_v})
+    cf.metadata_mismatch = _mismatch(cf.metadata, _expected(ctx, fmt))
     return _finish(cf, entries)
 
 
 def parse_cache_file(fmt: str, path: str, text: str | None, ctx: CacheContext) -> CacheFile:
-    """Dispatch on format; a file whose text was not read is listed with its error."""
-    if fmt in ("vllm_fused_moe", "sglang_fused_moe"):
-        return parse_fused_moe_config(path, text, ctx, fmt)
-    if text is None:
+    """Dispatch through the registry; a file whose text was not read is listed with its error."""
+    p = PARSERS.get(fmt)
+    if p is None:
+        return CacheFile(format=fmt, path=path, error=f"no parser for {fmt}")
+    if text is None and p.needs_text:
         return CacheFile(format=fmt, path=path, error="not read")
-    if fmt in ("flashinfer_autotune", "vllm_flashinfer_autotune"):
-        return parse_flashinfer_autotune(path, text, ctx, fmt)
-    if fmt == "trtllm_autotuner":
-        return parse_trtllm_autotuner(path, text, ctx)
-    if fmt == "triton_autotune":
-        return parse_triton_autotune(path, text, ctx)
-    if fmt == "inductor":
-        return parse_inductor_best_config(path, text, ctx)
-    if fmt == "tunableop":
-        return parse_tunableop_csv(path, text, ctx)
-    return CacheFile(format=fmt, path=path, error=f"no parser for {fmt}")
+    return p.fn(path, text, ctx, fmt)

@@ -31,6 +31,25 @@ class ProbeModel(BaseModel):
     """Where the probe's time went, phase -> seconds, as the probe measured it on the host (e.g. the kernel
     inventory's `walk`, `sources`, `listing`)."""
 
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """Flat dotted facts for the failure-mode catalog (see orchestrator/analysis/signals.py); {} by default.
+
+        Namespaces: `gpu.<index>.*`, `host.*`, `env.<NAME>`, `nccl.*`, `lib.<name>.version`, `engine.*`,
+        `metrics.*`, `obs.*`, `cache.*` (PLAN of issue 11). Values that are unknown are left out, never None.
+        """
+        return {}
+
+    def log_lines(self) -> list[tuple[str, str, int, str]]:
+        """(source, path, line number, line) for the catalog's `log` signals; source is server, kernel, nccl or
+        engine. [] by default."""
+        return []
+
+
+def norm_lib(name: str) -> str:
+    """A distribution name as the knowledge base spells it (lower case, dashes; flashinfer -> flashinfer-python)."""
+    n = name.lower().replace("_", "-")
+    return {"flashinfer": "flashinfer-python", "tensorrt-llm": "tensorrt-llm"}.get(n, n)
+
 
 # --- GPU inventory ---------------------------------------------------------------------------------------------
 
@@ -86,6 +105,31 @@ class GpuInventory(ProbeModel):
     def count(self) -> int:
         return len(self.gpus)
 
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """`gpu.<index>.{name, bus_id, cc, architecture, power.draw_w, power.limit_w, clocks.sm_mhz,
+        clocks.max_sm_mhz, clocks.mem_mhz, utilization_pct, temperature_c, memory.total_mib, memory.used_mib,
+        numa_node, clocks_event.<reason>}` (reasons listed as active are True) and `host.{gpu_count,
+        driver_version, cuda_version, nvlink}`."""
+        out: dict[str, str | int | float | bool] = {"host.gpu_count": self.count}
+        if self.driver_version:
+            out["host.driver_version"] = self.driver_version
+        if self.cuda_version:
+            out["host.cuda_version"] = self.cuda_version
+        if self.topology is not None and self.topology.links:
+            out["host.nvlink"] = self.topology.nvlink
+        for g in self.gpus:
+            p = f"gpu.{g.index}."
+            vals = {"name": g.name, "bus_id": g.pci_bus_id, "cc": g.compute_cap, "architecture": g.architecture,
+                    "power.draw_w": g.power_draw_w, "power.limit_w": g.power_limit_w,
+                    "clocks.sm_mhz": g.sm_clock_mhz, "clocks.max_sm_mhz": g.sm_clock_max_mhz,
+                    "clocks.mem_mhz": g.mem_clock_mhz, "utilization_pct": g.utilization_pct,
+                    "temperature_c": g.temperature_c, "memory.total_mib": g.memory_total_mib,
+                    "memory.used_mib": g.memory_used_mib, "numa_node": g.numa_node}
+            out.update({p + k: v for k, v in vals.items() if v is not None})
+            for reason in g.clocks_throttle_reasons:
+                out[p + "clocks_event." + reason.strip().lower().replace(" ", "_")] = True
+        return out
+
 
 # --- power and clocks --------------------------------------------------------------------------------------------
 
@@ -134,20 +178,25 @@ class PythonEnv(ProbeModel):
     torch_arch_list: list[str] = Field(default_factory=list)
     """torch.cuda.get_arch_list() if torch imports, else from the installed build's metadata."""
 
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """`lib.<normalized distribution name>.version`, `python.version`, `torch.cuda`, `torch.arch_list`
+        (comma-separated)."""
+        out: dict[str, str | int | float | bool] = {
+            f"lib.{norm_lib(name)}.version": ver for name, ver in self.packages.items() if ver}
+        if self.python_version:
+            out["python.version"] = self.python_version
+        if self.torch_cuda:
+            out["torch.cuda"] = self.torch_cuda
+        if self.torch_arch_list:
+            out["torch.arch_list"] = ",".join(self.torch_arch_list)
+        return out
+
 
 # --- autotune caches ---------------------------------------------------------------------------------------------
 
-CacheFormat = Literal[
-    "flashinfer_autotune",
-    "flashinfer_jit",
-    "trtllm_autotuner",
-    "vllm_fused_moe",
-    "sglang_fused_moe",
-    "vllm_flashinfer_autotune",
-    "triton_autotune",
-    "inductor",
-    "tunableop",
-]
+CacheFormat = str
+"""A cache format named in knowledge/caches.yaml (`format`); parsers register per format in probes/cache_formats.py.
+A plain string so that a new format is a data change, not a schema change."""
 
 
 class TunedEntry(BaseModel):
@@ -179,6 +228,8 @@ class CacheFile(BaseModel):
     """E, N, dtype, block_shape for fused-MoE config files."""
     error: str | None = None
     """Why the file could not be parsed."""
+    cache: str | None = None
+    """The caches.yaml cache (`name`) whose location held the file."""
 
 
 class CacheLocation(BaseModel):
@@ -192,6 +243,44 @@ class CacheLocation(BaseModel):
     """Fused-MoE config locations: the device names configs exist for (as spelled in the file names)."""
     subdirs: list[str] = Field(default_factory=list)
     """Version/arch subdirectories (FlashInfer JIT cache, vLLM FlashInfer autotune cache, SGLang triton_X_Y_Z)."""
+    cache: str | None = None
+    """The caches.yaml cache (`name`) this location belongs to."""
+    bytes: int | None = None
+    fstype: str | None = None
+    """File system holding the location (or its nearest existing parent), from /proc/mounts."""
+    in_tmp: bool | None = None
+    """On tmpfs/ramfs or under /tmp, /dev/shm, /run: a reboot or container restart wipes it."""
+    truncated: bool = False
+    """The walk stopped at its file limit (counts are lower bounds)."""
+
+
+class CacheState(BaseModel):
+    """One cache of knowledge/caches.yaml on this host, summed over its locations (the cache.<name>.* facts)."""
+
+    name: str
+    library: str
+    kind: str
+    """autotune | tuned_config | jit."""
+    format: str
+    path: str
+    """Where it is (the first existing location), else where the library would put it."""
+    present: bool
+    """A location exists and holds at least one file."""
+    files: int = 0
+    bytes: int = 0
+    env_set: bool = False
+    """A variable that moves this cache is set (in the serving process's environment or the probe's)."""
+    in_tmp: bool = False
+    """It lives (or would be written) on tmpfs or under /tmp, /dev/shm, /run: a restart wipes it."""
+    persisted: bool = False
+    """It survives a restart and is usable: present, not in_tmp, and (autotune and tuned-config caches) holding at
+    least one result the library would use here (this device, no metadata mismatch that skips it, entries > 0)."""
+    result_files: int = 0
+    usable_files: int = 0
+    mismatched_files: int = 0
+    """Result files for another device or whose metadata disagrees with the installed versions."""
+    limit_bytes: int | None = None
+    """Size beyond which the library evicts (CUDA_CACHE_MAXSIZE or its default)."""
 
 
 class AutotuneReport(ProbeModel):
@@ -207,6 +296,48 @@ class AutotuneReport(ProbeModel):
     """Whether a fused-MoE tuned config exists for this exact device name (and expert shape, when known)."""
     expert_shape: dict[str, Any] | None = None
     """E and N looked for, from the observations."""
+    caches: list[CacheState] = Field(default_factory=list)
+    """Per-cache state (knowledge/caches.yaml `caches`), the source of the cache.* facts."""
+
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """Flat facts for the catalog's signals.
+
+        - `cache.<name>.{present, files, bytes, persisted, env_set, in_tmp, path, kind, library, result_files,
+          usable_files, mismatched_files, entries, fallback_entries, limit_bytes}` for every cache of
+          knowledge/caches.yaml the probe looked for (flashinfer_jit, trtllm_autotuner, vllm_fused_moe,
+          sglang_fused_moe, vllm_flashinfer_autotune, triton, inductor, tunableop, deep_gemm, vllm_torch_compile,
+          cuda_compute_cache, user_given): see CacheState;
+        - `cache.format.<format>.{files, entries, fallback_entries, metadata_mismatch, location_exists}` per parsed
+          file format;
+        - `cache.persisted_any`, `cache.tuned_config_for_device` (when known), `cache.device_name`;
+        - `env.<NAME>` for the cache environment variables found set.
+        """
+        if not self.available:
+            return {}
+        out: dict[str, str | int | float | bool] = {"cache.persisted_any": self.persisted_any}
+        if self.tuned_config_for_device is not None:
+            out["cache.tuned_config_for_device"] = self.tuned_config_for_device
+        if self.device_name:
+            out["cache.device_name"] = self.device_name
+        for c in self.caches:
+            for key, value in c.model_dump(exclude={"name", "format"}).items():
+                if value is not None:
+                    out[f"cache.{c.name}.{key}"] = value
+            mine = [f for f in self.files if f.cache == c.name]
+            out[f"cache.{c.name}.entries"] = sum(f.entries for f in mine)
+            out[f"cache.{c.name}.fallback_entries"] = sum(f.fallback_entries for f in mine)
+        for loc in self.locations:
+            key = f"cache.format.{loc.format}.location_exists"
+            out[key] = bool(out.get(key)) or loc.exists
+        for f in self.files:
+            p = f"cache.format.{f.format}."
+            out[p + "files"] = int(out.get(p + "files", 0)) + 1
+            out[p + "entries"] = int(out.get(p + "entries", 0)) + f.entries
+            out[p + "fallback_entries"] = int(out.get(p + "fallback_entries", 0)) + f.fallback_entries
+            out[p + "metadata_mismatch"] = bool(out.get(p + "metadata_mismatch")) or bool(f.metadata_mismatch)
+        for k, v in self.env.items():
+            out[f"env.{k}"] = v
+        return out
 
 
 # --- kernel inventory --------------------------------------------------------------------------------------------
@@ -233,6 +364,21 @@ class KernelInventory(ProbeModel):
     libraries: list[LibraryKernels] = Field(default_factory=list)
     cuobjdump: bool = False
 
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """`lib.<name>.version`, `kernels.arch`, `kernels.<name>.compiled_archs` (comma-separated),
+        `kernels.<name>.tile_candidates` (count)."""
+        out: dict[str, str | int | float | bool] = {}
+        if self.arch:
+            out["kernels.arch"] = self.arch
+        for lib in self.libraries:
+            n = norm_lib(lib.name)
+            if lib.version:
+                out[f"lib.{n}.version"] = lib.version
+            if lib.compiled_archs:
+                out[f"kernels.{n}.compiled_archs"] = ",".join(lib.compiled_archs)
+            out[f"kernels.{n}.tile_candidates"] = len(lib.tile_candidates)
+        return out
+
 
 # --- log scan ----------------------------------------------------------------------------------------------------
 
@@ -244,20 +390,45 @@ class LogMatch(BaseModel):
     signature_id: str
 
 
+class UnclassifiedLine(BaseModel):
+    """A WARNING/ERROR (or known-library trouble) line no catalog signature matched, with its repeat count."""
+
+    path: str
+    line_no: int
+    line: str
+    count: int = 1
+    """Lines with the same text once numbers, ids and timestamps are masked."""
+    level: Literal["error", "warning", "library"] = "warning"
+
+
 class LogScan(ProbeModel):
     kind: Literal["log_scan"] = "log_scan"
     files: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     lines_scanned: int = 0
     matches: list[LogMatch] = Field(default_factory=list)
+    unclassified: list[UnclassifiedLine] = Field(default_factory=list)
+    """WARNING/ERROR and known-library trouble lines no signature matched: deduplicated, counted, capped."""
+    unclassified_total: int = 0
+    """How many such lines there were in all (before deduplication and the cap)."""
+
+    def log_lines(self) -> list[tuple[str, str, int, str]]:
+        """Every matched line once (the `--log` files are server logs)."""
+        seen: dict[tuple[str, int], tuple[str, str, int, str]] = {}
+        for m in self.matches:
+            seen.setdefault((m.path, m.line_no), ("server", m.path, m.line_no, m.line))
+        return list(seen.values())
 
 
 def _probe_models() -> dict[str, type[ProbeModel]]:
+    from orchestrator.probes.engine_models import EngineReport
     from orchestrator.probes.measure_models import MEASURE_MODELS
+    from orchestrator.probes.node_models import NODE_MODELS
 
     return {
         m.model_fields["kind"].default: m
-        for m in (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan, *MEASURE_MODELS)
+        for m in (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan, *MEASURE_MODELS,
+                  *NODE_MODELS, EngineReport)
     }
 
 

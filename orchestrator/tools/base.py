@@ -64,10 +64,32 @@ def _spec(cls: type[Tool]) -> ToolSpec:
 
 
 def require_host(ctx: "AgentContext") -> "Host":
-    """The run's host, or a tool failure saying there is none (a replay or a host-less library call)."""
+    """The host of this call (its `host` argument in a multi-host run, else the run's primary host), or a tool
+    failure saying there is none (a replay, a host-less library call, a name that is not one of the run's hosts)."""
+    target = ctx.call.host if ctx.call is not None else None
+    if target is not None:
+        host = ctx.run.hosts.get(target)
+        if host is None:
+            names = ", ".join(ctx.run.hosts) or "none"
+            raise ToolFailure(f"no usable host named {target!r} in this run; hosts: {names}")
+        return host
     if ctx.run.host is None:
         raise ToolFailure("no host is attached to this run: nothing to run on")
     return ctx.run.host
+
+
+HOST_ARG = "host"
+"""In a multi-host run any tool call may carry `host: NAME` (a tool whose own input has no `host` field): the call
+runs on that host of the run (`require_host`/`ctx.host`) and its evidence is labelled with it."""
+
+
+def split_host_arg(tool: Tool, raw_args: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """The call's target host and the arguments the tool itself validates."""
+    if HOST_ARG not in raw_args or HOST_ARG in tool.Input.model_fields:
+        return None, raw_args
+    target = raw_args[HOST_ARG]
+    rest = {k: v for k, v in raw_args.items() if k != HOST_ARG}
+    return (str(target) if target is not None else None), rest
 
 
 def record_refusal(ctx: "AgentContext", tool: str, subject: str, reason: str) -> None:
@@ -109,6 +131,9 @@ async def execute(tool: Tool | None, name: str, raw_args: dict[str, Any], ctx: "
     if tool is None:
         out = ToolOutput(text=f"unknown tool {name!r}; available: {', '.join(ctx.tool_names)}", is_error=True)
         return ExecutedCall(out, False, 0.0)
+    target, raw_args = split_host_arg(tool, raw_args)
+    if target is not None and ctx.call is not None:
+        ctx.call.host = target
     try:
         args = tool.Input.model_validate(raw_args)
     except ValidationError as exc:
@@ -128,6 +153,8 @@ async def execute(tool: Tool | None, name: str, raw_args: dict[str, Any], ctx: "
         raise
     except Exception as exc:  # a tool bug or host failure must still answer the call
         out = ToolOutput(text=f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+    if target is not None and out.host is None:
+        out.host = target  # an error on a named host is that host's evidence too
     # secrets in host output (env dumps, config files) reach neither the model nor the transcript
     text, truncated = cap_text(redact(out.text), settings.tool_output_chars)
     out.text = text

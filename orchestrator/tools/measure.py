@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.probes.measure import run_comm_probe, run_gemm_probe
 from orchestrator.probes.measure_models import CommSweep, GemmSweep
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput
+from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, require_host
 
 if TYPE_CHECKING:
     from orchestrator.context import AgentContext
@@ -96,7 +96,7 @@ class GemmBenchmark(Tool):
 
     async def run(self, args: GemmInput, ctx: "AgentContext") -> ToolOutput:
         _refuse_unless_measure(ctx, self.name)
-        host = ctx.run.host
+        host = require_host(ctx)
         budget = args.budget_s or ctx.run.settings.gemm_budget_s
         params = None
         if args.n and args.k:
@@ -116,7 +116,7 @@ class CommBenchmark(Tool):
 
     async def run(self, args: CommInput, ctx: "AgentContext") -> ToolOutput:
         _refuse_unless_measure(ctx, self.name)
-        host = ctx.run.host
+        host = require_host(ctx)
         budget = args.budget_s or ctx.run.settings.comm_budget_s
         sw = await run_comm_probe(host, python=ctx.run.inputs.python,
                                   observations=ctx.run.inputs.parsed_observations(), budget_s=budget)

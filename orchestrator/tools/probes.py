@@ -210,6 +210,10 @@ def summarize(model: ProbeModel) -> str:
         "gpu_inventory": summarize_gpus, "power_sampling": summarize_power, "python_env": summarize_pyenv,
         "autotune_caches": summarize_autotune, "kernel_inventory": summarize_kernels, "log_scan": summarize_logs,
     }.get(model.kind)
+    if fn is None and model.kind == "node_health":
+        from orchestrator.tools.node import summarize_node
+
+        return summarize_node(model)  # type: ignore[arg-type]
     if fn is None:
         return f"{model.kind}: " + ("available" if model.available else f"unavailable: {model.reason}")
     return fn(model)

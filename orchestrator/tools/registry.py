@@ -8,11 +8,11 @@ from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
 
 
 def default_registry() -> ToolRegistry:
-    from orchestrator.tools import fetch, knowledge, measure, probes, shell
+    from orchestrator.tools import engine, fetch, fleet, knowledge, measure, node, probes, shell
 
     reg = ToolRegistry()
     for tool in (TaskTool(), SubmitFindings(), SubmitDiagnosis()):
         reg.add(tool)
-    for module in (shell, probes, knowledge, fetch, measure):
+    for module in (shell, probes, node, knowledge, fetch, measure, engine, fleet):
         module.register(reg)
     return reg

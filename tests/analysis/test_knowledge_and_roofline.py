@@ -39,7 +39,8 @@ def test_every_knowledge_entry_carries_a_source():
     assert all(g.sources for g in knowledge.gpus())
     assert all(a.sources and all(f.source for f in a.notes + a.missing_vs_peer) for a in knowledge.archs())
     assert all(b.source for b in knowledge.backends())
-    assert all(c.source for c in knowledge.cache_locations())
+    assert all(f.sources for f in knowledge.cache_formats_table().values())
+    assert all(d.sources for d in knowledge.dtypes())
     assert all(i.source and i.fix for i in knowledge.known_issues())
 
 

@@ -45,10 +45,10 @@ def h200():
     (R.parallelism_scaling, lambda: view(obs_ev("e1")),
      lambda: view(obs_ev("e1", {"runs": [{"tp": 8, "total_tok_s": 100}, {"tp": 4, "pp": 2, "total_tok_s": 95}]}))),
     (R.power_vs_limit, lambda: view(obs_ev("e1")), lambda: view(obs_ev("e1", {"gpu": {"power_w": 400, "power_limit_w": 600}}))),
-    (R.log_signatures, lambda: view(ev("e1", LogScan(files=["/l"], matches=[LogMatch(
+    (R.catalog_signals, lambda: view(ev("e1", LogScan(files=["/l"], matches=[LogMatch(
         path="/l", line_no=3, line="Using default MoE config. Performance might be sub-optimal!", signature_id="vllm-default-moe-config")]))),
      lambda: view(ev("e1", LogScan(files=["/l"], lines_scanned=10)))),
-    (R.configuration_risks, lambda: view(ev("e1", inventory()), ev("e2", pyenv())),
+    (R.catalog_signals, lambda: view(ev("e1", inventory()), ev("e2", pyenv())),
      lambda: view(ev("e1", inventory("NVIDIA H200", "9.0")), ev("e2", pyenv()))),
     (R.pcie_allreduce, lambda: view(ev("e1", inventory())), lambda: view(ev("e1", inventory(nvlink=True)))),
     (R.hardware_peaks, lambda: view(ev("e1", inventory())), lambda: view(ev("e1", GpuInventory(gpus=[])))),

@@ -108,7 +108,7 @@ def test_findings_cite_the_evidence(findings):
         assert (COMM_ID if f.id.startswith("comm-") else GEMM_ID) in f.evidence
 
     decode = next(f for f in findings if f.id == "gemm-at-decode-m")
-    assert decode.data["dtype"] == "fp8" and decode.data["m"] == 16 and decode.data["bound"] == "memory"
+    assert decode.data["dtype"] == "fp8" and decode.data["m"] == 16 and decode.bound == "memory"
     assert decode.data["tokens_per_expert"] == pytest.approx(8 * 8 / 128)
 
     vs = next(f for f in findings if f.id == "comm-vs-gemm")

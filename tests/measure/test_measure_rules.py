@@ -40,7 +40,7 @@ def test_decode_gemm_near_its_memory_roofline_says_weight_traffic_limits_it():
     assert "gemm-far-below-roofline" not in _ids(fs)
     main = next(f for f in fs if f.id == "gemm-at-decode-m")
     assert main.evidence == ["ev-3.1"]
-    assert main.data["tokens_per_expert"] == 16 and main.data["bound"] == "memory"
+    assert main.data["tokens_per_expert"] == 16 and main.bound == "memory"
     assert 0.82 < main.data["fraction_of_roofline"] < 0.84
     assert "16.0 tokens per expert" in main.claim and "memory-bound" in main.claim
 

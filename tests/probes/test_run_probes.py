@@ -31,7 +31,7 @@ async def test_run_probes_on_the_seed_host_returns_every_probe(tmp_path):
                                      "runs": [{"tp": 8}]})
     models = await run_probes(s.wrap(LocalHost()), inputs, Settings(power_sample_s=0.3))
     assert [m.kind for m in models] == ["gpu_inventory", "power_sampling", "python_env", "autotune_caches",
-                                        "kernel_inventory", "log_scan"]
+                                        "kernel_inventory", "log_scan", "node_health"]
     assert models[3].persisted_any is False and models[4].arch == "sm_120"
     assert models[5].matches[0].signature_id  # from the knowledge base or the built-in list
 
@@ -39,5 +39,6 @@ async def test_run_probes_on_the_seed_host_returns_every_probe(tmp_path):
 async def test_run_probes_without_gpu_skips_power_and_says_why(tmp_path):
     s = stage_host(tmp_path, variant="no-nvidia-smi")
     models = await run_probes(s.wrap(LocalHost()), RunInputs(question="q"), Settings())
-    assert [m.kind for m in models] == ["gpu_inventory", "python_env", "autotune_caches", "kernel_inventory"]
+    assert [m.kind for m in models] == ["gpu_inventory", "python_env", "autotune_caches", "kernel_inventory",
+                                        "node_health"]
     assert models[0].available is False

@@ -60,6 +60,10 @@ if args[:2] == ["-q", "-x"]:
     sys.stdout.write(open(spec["xml"]).read())
 elif args[:2] == ["topo", "-m"]:
     sys.stdout.write(spec["topo"])
+elif args[:1] == ["nvlink"] and args[1:2] in (["-s"], ["--status"]):
+    sys.stdout.write(spec.get("nvlink_s", ""))
+elif args[:1] == ["nvlink"] and args[1:2] in (["-e"], ["--errorcounters"]):
+    sys.stdout.write(spec.get("nvlink_e", ""))
 elif args[:1] == ["-L"]:
     for i, g in enumerate(spec["gpus"]):
         print("GPU %d: %s (UUID: GPU-00000000-0000-0000-0000-00000000000%d)" % (i, g["name"], i))
@@ -118,6 +122,15 @@ class StagedHost:
     variant: str
     python: str = sys.executable
     gpus: list[dict[str, str]] = field(default_factory=list)
+    procs: list = field(default_factory=list)
+    """Real processes staged as GPU / serving processes (tests/support/stage_node.py); `cleanup` ends them."""
+
+    def cleanup(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=10)
+        self.procs.clear()
 
     def wrap(self, host) -> "EnvHost":
         """The given host with every command run under this staged environment."""
@@ -193,6 +206,9 @@ def _synth_xml(spec: GpuSpec, dest: Path) -> None:
             "gpu_power_readings/instant_power_draw": f"{spec.power_w:.2f} W",
             "gpu_power_readings/average_power_draw": f"{spec.power_w:.2f} W",
             "gpu_power_readings/current_power_limit": f"{spec.power_limit_w:.2f} W",
+            "gpu_power_readings/requested_power_limit": f"{spec.power_limit_w:.2f} W",
+            "gpu_power_readings/default_power_limit": f"{spec.power_limit_w:.2f} W",
+            "gpu_power_readings/max_power_limit": f"{spec.power_limit_w:.2f} W",
             "clocks/sm_clock": f"{spec.sm_clock:.0f} MHz", "clocks/graphics_clock": f"{spec.sm_clock:.0f} MHz",
             "max_clocks/sm_clock": f"{spec.sm_clock_max:.0f} MHz", "utilization/gpu_util": f"{spec.util_pct:.0f} %",
             "clocks_event_reasons/clocks_event_reason_gpu_idle": "Not Active",
@@ -201,6 +217,10 @@ def _synth_xml(spec: GpuSpec, dest: Path) -> None:
             el = gpu.find(path)
             if el is not None:
                 el.text = text
+        procs = gpu.find("processes")
+        if procs is not None:  # the capture's pids are no process of a staged host
+            for child in list(procs):
+                procs.remove(child)
         root.append(gpu)
     tree.write(dest, encoding="unicode", xml_declaration=True)
 
@@ -441,7 +461,14 @@ def stage_host(
     }
     _stage_site(site, DEFAULT_PACKAGES if packages is None else packages)
     _stage_caches(root, home, env, caches)
-    return StagedHost(root=root, home=home, bin=bindir, site=site, env=env, variant=variant, python=str(py), gpus=gpus)
+    staged = StagedHost(root=root, home=home, bin=bindir, site=site, env=env, variant=variant, python=str(py),
+                        gpus=gpus)
+    # the node probe's commands and files (dmesg, lspci, /proc/cmdline, /sys) are staged too: a test never reads
+    # the machine it runs on (the real H200's boot lines in dmesg, no lspci, no systemctl, no RDMA, no IOMMU)
+    from support.stage_node import stage_node_files
+
+    stage_node_files(staged, {"count": len(gpus) or 1})
+    return staged
 
 
 class CountingHost:

@@ -1,0 +1,199 @@
+"""Rules over serving evidence: measured TTFT / ITL (benchmark results, else the engine's /metrics histograms)
+against the roofline floor of the model on this GPU at the measured batch (arithmetic in analysis/serving.py).
+
+Prefill and decode are judged apart; each finding says which phase it is, what bounds it and how far above its
+floor it runs. The question's phase (TTFT vs ITL words) orders them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.serving import (
+    PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
+    shape_from_observations,
+)
+from orchestrator.findings import Finding
+from orchestrator.probes.engine_metrics import MetricSummary
+from orchestrator.probes.engine_models import EngineInstance, EngineReport
+
+# Weight storage -> (roofline dtype for bytes, tensor dtype for the compute peak).
+_WEIGHTS = {"fp8": ("fp8", "fp8"), "fp8_w8a8": ("fp8", "fp8"), "modelopt": ("fp8", "fp8"), "nvfp4": ("nvfp4", "fp4"),
+            "modelopt_fp4": ("nvfp4", "fp4"), "mxfp4": ("mxfp4", "fp4"), "awq": ("fp4", "bf16"),
+            "awq_marlin": ("fp4", "bf16"), "gptq": ("fp4", "bf16"), "gptq_marlin": ("fp4", "bf16"),
+            "w4a16": ("fp4", "bf16"), "int4": ("fp4", "bf16"), "int8": ("int8", "bf16"), "bf16": ("bf16", "bf16"),
+            "fp16": ("fp16", "fp16"), "auto": ("bf16", "bf16")}
+
+
+def _engine(v: EvidenceView) -> tuple[str, EngineInstance] | None:
+    for ev, rep in v.probes("engine_config"):
+        assert isinstance(rep, EngineReport)
+        if rep.primary is not None:
+            return ev.id, rep.primary
+    return None
+
+
+def _dtype(v: EvidenceView, eng: EngineInstance | None, model_name: str | None) -> tuple[str, str, str]:
+    """(bytes dtype, compute dtype, where it came from)."""
+    obs_q, _ = v.workload_dtype()
+    cands = [(obs_q, "the observations' quantization")]
+    if eng is not None:
+        cands.append((eng.value("quantization"), "the engine's --quantization"))
+    name = (model_name or "").lower()
+    for tag in ("nvfp4", "mxfp4", "fp8", "awq", "gptq", "int4"):
+        if tag in name.replace("-", "").replace("_", "") or tag in name:
+            cands.append((tag, f"the model name {model_name!r}"))
+            break
+    for q, where in cands:
+        if q and str(q).lower() in _WEIGHTS:
+            b, c = _WEIGHTS[str(q).lower()]
+            return b, c, where
+    return "bf16", "bf16", "no quantization named: BF16 weights assumed"
+
+
+def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[str, Any]]:
+    """What was measured: each benchmark run, else the engine's histograms (medians, seconds -> ms)."""
+    out: list[dict[str, Any]] = []
+    oe = v.observations_evidence
+    if oe is not None:
+        for b in oe[1].bench[:4]:
+            itl = b.itl if b.itl and b.itl.p50 is not None else b.tpot
+            out.append({
+                "ev": oe[0].id, "label": f"{b.format} ({b.source}, {b.name})", "batch": b.max_concurrency,
+                "input_len": b.input_len, "itl_ms": (itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None),
+                "itl_name": "median ITL" if b.itl and b.itl.p50 is not None else "median TPOT",
+                "ttft_ms": (b.ttft.p50 if b.ttft and b.ttft.p50 is not None else b.ttft.mean if b.ttft else None),
+                "model": b.model,
+            })
+    if not out and eng is not None and eng.metrics and eng.metrics.metrics:
+        m = eng.metrics.metrics
+
+        def h(*names: str) -> MetricSummary | None:
+            for n in names:
+                if n in m and m[n].count:
+                    return m[n]
+            return None
+
+        itl = h("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+                "sglang:inter_token_latency_seconds", "trtllm_time_per_output_token_seconds",
+                "time_per_output_token_seconds")
+        ttft = h("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds",
+                 "trtllm_time_to_first_token_seconds", "time_to_first_token_seconds")
+        running = next((m[n].value for n in ("vllm:num_requests_running", "sglang:num_running_reqs",
+                                             "tgi_batch_current_size") if n in m and m[n].value), None)
+        prompt = h("vllm:request_prompt_tokens")
+        if itl or ttft:
+            out.append({"ev": None, "label": f"the engine's /metrics ({eng.metrics.url})",
+                        "batch": int(running) if running else None,
+                        "input_len": prompt.mean if prompt else None,
+                        "itl_ms": itl.p50 * 1e3 if itl and itl.p50 is not None else None, "itl_name": "median ITL",
+                        "ttft_ms": ttft.p50 * 1e3 if ttft and ttft.p50 is not None else None, "model": None})
+    return out
+
+
+def _num(name: str, value: float, unit: str, source: str, note: str = "", floor: float | None = None) -> dict:
+    d = {"name": name, "value": round(float(value), 4), "unit": unit, "peak": None, "source": source, "note": note}
+    if floor is not None:
+        d["note"] = (note + "; " if note else "") + f"roofline floor {floor:.3g} {unit}"
+    return d
+
+
+def serving_latency(v: EvidenceView) -> list[Finding]:
+    g = v.gpu
+    if g is None or g.spec is None or not g.spec.mem_bw_gbs:
+        return []
+    got = _engine(v)
+    eng_ev, eng = (got if got else (None, None))
+    inputs = _latency_inputs(v, eng)
+    if not inputs:
+        return []
+    oe = v.observations_evidence
+    obs_model = oe[1].model if oe else None
+    shape = shape_from_observations(obs_model) if obs_model else None
+    model_name = (obs_model.name if obs_model and obs_model.name else None) or (eng.model if eng else None) or \
+        next((i["model"] for i in inputs if i.get("model")), None)
+    if shape is None:
+        shape = shape_from_name(model_name)
+    if shape is None:
+        return []
+    b_dtype, c_dtype, dtype_src = _dtype(v, eng, model_name)
+    peak = g.spec.peak_tflops(c_dtype) or g.spec.peak_tflops("bf16")
+    if not peak:
+        return []
+    bw = g.spec.mem_bw_gbs
+    tp = int(eng.value("tp") or 1) if eng else 1
+    if oe and oe[1].runs and not eng:
+        tp = oe[1].runs[0].tp
+    cuda_graphs = eng.value("cuda_graphs") if eng else None
+    max_seqs = eng.value("max_num_seqs") if eng else None
+    nvlink = None
+    for _, inv in v.probes("gpu_inventory"):
+        if inv.topology is not None:
+            nvlink = inv.topology.nvlink
+    question = getattr(v, "question", None) or ""
+    asked = question_phase(question) if question else None
+    findings: list[Finding] = []
+    base_ev = [*g.evidence, *([eng_ev] if eng_ev else [])]
+    src = f"{g.spec.name} {peak:g} TFLOPS {c_dtype} dense, {bw:g} GB/s ({g.spec.source})"
+    where = f"{g.count} x {g.name}" if g.count > 1 else g.name
+    for inp in inputs[:2]:
+        ev = [*base_ev, *([inp["ev"]] if inp["ev"] else [])]
+        batch = inp["batch"] or 1
+        if isinstance(max_seqs, int) and max_seqs > 0 and batch > max_seqs:
+            batch = max_seqs  # the engine runs at most max_num_seqs per step; the rest queue
+        if inp["itl_ms"]:
+            fl = decode_floor(shape, batch, dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
+            verdict = judge_decode(inp["itl_ms"], f"{inp['itl_name']} ({inp['label']})", fl, cuda_graphs=cuda_graphs,
+                                   tp=tp, nvlink=nvlink)
+            findings.append(_finding(verdict, ev, shape.source, dtype_src, where, tp, src, asked))
+        if inp["ttft_ms"] and inp["input_len"]:
+            fl = prefill_floor(shape, int(inp["input_len"]), dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
+            verdict = judge_prefill(inp["ttft_ms"], f"median TTFT ({inp['label']})", fl)
+            findings.append(_finding(verdict, ev, shape.source, dtype_src, where, tp, src, asked))
+        if findings:
+            break
+    return findings
+
+
+_RECS = {
+    "latency": ["Run decode with CUDA graphs: drop --enforce-eager (vLLM) / --disable-cuda-graph (SGLang), and "
+                "capture sizes up to the running batch (vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs)."],
+    "communication": ["Put the TP group on NVLink, or use fewer TP ranks per replica (TP within an NVLink domain, "
+                      "DP/replicas across); the two all-reduces per layer per step cost more than the weight reads."],
+    "memory": ["Decode streams the weights and KV each step: raise the batch (max_num_seqs, KV pool) to amortize the "
+               "weight reads, or cut the bytes (FP8/FP4 weights, FP8 KV cache)."],
+    "compute": ["Prefill is compute-bound: lower-precision GEMMs (FP8/FP4 on tensor cores that have them), prefix "
+                "caching for shared prompts, or more GPUs per prefill (TP) cut TTFT."],
+}
+
+
+def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, where: str, tp: int, src: str,
+             asked: str | None) -> Finding:
+    fl = vd.floor
+    phase = "Decode" if vd.phase == "decode" else "Prefill"
+    unit_what = (f"batch {fl.tokens} per step" if vd.phase == "decode" else f"{fl.tokens}-token prompts")
+    about = ""
+    if asked:
+        about = (" The question is about this phase." if asked == vd.phase else
+                 f" (The question is about {asked}; this is the other phase.)")
+    claim = (f"{phase}: {vd.measured_label} is {vd.measured_ms:.1f} ms at {unit_what} on {where} (TP{tp}), against a "
+             f"roofline floor of {fl.floor_ms:.2f} ms ({vd.ratio:.1f}x). {phase} is {vd.bound}-bound here: "
+             f"{vd.reason}.{about}")
+    numbers = [
+        _num(f"{vd.phase} latency measured", vd.measured_ms, "ms", vd.measured_label, floor=fl.floor_ms),
+        _num(f"{vd.phase} roofline floor", fl.floor_ms, "ms", src,
+             note=f"{shape_src}; weights {dtype_src}; compute {fl.compute_ms:.3g} ms, memory {fl.memory_ms:.3g} ms"),
+    ]
+    recs = list(_RECS.get(vd.bound, []))
+    if vd.phase == "prefill" and vd.ratio >= 5:
+        recs.append("TTFT far above one prefill's compute is waiting time: check the waiting queue and the chunked-"
+                    "prefill budget (max_num_batched_tokens) against the prompt lengths.")
+    return Finding(
+        id=f"serving-{vd.phase}-vs-roofline", claim=claim, confidence=0.6 if vd.ratio >= 1 else 0.4, evidence=ev,
+        recommendations=recs, category="roofline",
+        data={"numbers": numbers, "bound": vd.bound, "phase": vd.phase, "asked": asked == vd.phase,
+              "serving": {"phase": vd.phase, "measured_ms": vd.measured_ms, "floor_ms": fl.floor_ms,
+                          "ratio": vd.ratio, "bound": vd.bound, "label": vd.measured_label, "batch": fl.tokens,
+                          "compute_ms": fl.compute_ms, "memory_ms": fl.memory_ms}},
+    )

@@ -1,0 +1,539 @@
+"""The signal engine: the failure-mode catalog evaluated over recorded evidence.
+
+1. Facts: every recorded probe result's `facts()` (flat dotted keys, see `ProbeModel.facts`) and `log_lines()`,
+   remembered with the evidence id and host they came from; the observations become `obs.*` facts for every host.
+2. Signals: an entry's `log` regexes are matched against the log lines (case-insensitive, per `sources`); its `when`
+   conditions are evaluated over one host's facts, `*` binding the same key segment (a GPU index) across them.
+3. Scope: compute capabilities, GPU name substrings, installed library versions (PEP 440) and workload dtypes. A fact
+   the evidence does not show lets a log signal through (the line is positive evidence) but not a `when`-only one.
+4. Findings: one per fired entry, its claim and fixes rendered from templates ({fact.path}, {line}, {log.path},
+   {log.line_no}, {match[N]}; missing values render "unknown"), citing the evidence ids of the facts and lines that
+   matched, which are recorded in `Finding.matched`.
+
+An entry whose evaluation raises becomes a notice naming it (`EvidenceView.notices`), re-raised when
+`INVESTIGATE_STRICT_RULES=1` (the test suite sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from orchestrator import knowledge
+from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.findings import Finding
+from orchestrator.knowledge.catalog import Condition, Entry, Signal, catalog
+
+FactValue = str | int | float | bool
+
+
+def strict() -> bool:
+    """Whether rule and signal failures re-raise (tests) instead of becoming notices."""
+    return os.environ.get("INVESTIGATE_STRICT_RULES", "") == "1"
+
+
+@dataclass
+class Fact:
+    value: FactValue
+    evidence_id: str
+
+
+@dataclass
+class Line:
+    source: str
+    path: str
+    line_no: int
+    text: str
+    evidence_id: str
+
+
+@dataclass
+class HostFacts:
+    """What the evidence shows about one host (observations are folded into every host)."""
+
+    host: str
+    facts: dict[str, Fact] = field(default_factory=dict)
+    lines: list[Line] = field(default_factory=list)
+    has_python_env: bool = False
+    unclassified: list[tuple[Any, str]] = field(default_factory=list)
+    """(UnclassifiedLine, evidence id): WARNING/ERROR lines the log scan could not match to any signature."""
+
+    def get(self, key: str) -> Fact | None:
+        return self.facts.get(key)
+
+
+# --- gathering ----------------------------------------------------------------------------------------------------
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, FactValue]) -> None:
+    if value is None:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}", v, out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _flatten(f"{prefix}.{i}", v, out)
+    elif isinstance(value, (str, int, float, bool)):
+        out[prefix] = value
+
+
+def observation_facts(obs: Any) -> dict[str, FactValue]:
+    """`obs.model.*`, `obs.gpu.*`, `obs.runs.<i>.*`, and the first run's fields as `obs.tp`, `obs.batch`, ..."""
+    out: dict[str, FactValue] = {}
+    raw = obs.model_dump(mode="json", exclude_none=True)
+    _flatten("obs", raw, out)
+    runs = raw.get("runs") or []
+    out["obs.runs.count"] = len(runs)
+    if runs:
+        first = runs[0]
+        for k, v in first.items():
+            if isinstance(v, (str, int, float, bool)):
+                out.setdefault(f"obs.{k}", v)
+        if "batch" not in first and "concurrency" in first:
+            out.setdefault("obs.batch", first["concurrency"])
+    quant = (raw.get("model") or {}).get("quantization")
+    if quant:
+        out["obs.model.quantization"] = str(quant).lower()
+    return out
+
+
+def gather(view: EvidenceView) -> dict[str, HostFacts]:
+    """Facts and log lines per host, from every parsed probe result plus the observations."""
+    hosts: dict[str, HostFacts] = {}
+    for ev, model in view.models():
+        if not model.available:
+            continue
+        host = ev.host or model.host or ""
+        hf = hosts.setdefault(host, HostFacts(host))
+        for k, v in model.facts().items():
+            if v is not None:
+                hf.facts[k] = Fact(v, ev.id)
+        for source, path, no, text in model.log_lines():
+            hf.lines.append(Line(source, path, no, text, ev.id))
+        for u in getattr(model, "unclassified", None) or []:
+            hf.unclassified.append((u, ev.id))
+        if model.kind == "python_env":
+            hf.has_python_env = True
+    shared: dict[str, Fact] = {}
+    oe = view.observations_evidence
+    if oe is not None:
+        shared.update({k: Fact(v, oe[0].id) for k, v in observation_facts(oe[1]).items()})
+    g = view.gpu
+    if not hosts and g is not None:  # a GPU known from the gpu_specs tool only
+        hosts[""] = HostFacts("")
+    if g is not None:
+        for hf in hosts.values():
+            if not any(k.startswith("gpu.") for k in hf.facts):
+                hf.facts["gpu.0.name"] = Fact(g.name, g.evidence[0])
+                if g.cc:
+                    hf.facts["gpu.0.cc"] = Fact(g.cc, g.evidence[0])
+    if not hosts and shared:
+        hosts[""] = HostFacts("")
+    for hf in hosts.values():
+        # a GPU the inventory names without a compute capability: the spec database knows it
+        for key in [k for k in hf.facts if re.fullmatch(r"gpu\.[^.]+\.name", k)]:
+            cc_key = key[: -len("name")] + "cc"
+            if cc_key not in hf.facts:
+                spec = knowledge.gpu_spec(str(hf.facts[key].value))
+                if spec is not None:
+                    hf.facts[cc_key] = Fact(spec.cc, hf.facts[key].evidence_id)
+        for k, f in shared.items():
+            hf.facts.setdefault(k, f)
+    return hosts
+
+
+# --- conditions ---------------------------------------------------------------------------------------------------
+
+
+def _norm(v: Any) -> Any:
+    """Numbers as floats, booleans as 'true'/'false', other strings case-folded and stripped."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return float(v)
+    s = str(v).strip()
+    try:
+        return float(s)
+    except ValueError:
+        low = s.casefold()
+        return {"yes": "true", "enabled": "true", "on": "true", "active": "true", "no": "false",
+                "disabled": "false", "off": "false", "not active": "false"}.get(low, low)
+
+
+def _num(v: Any) -> float | None:
+    n = _norm(v)
+    return n if isinstance(n, float) else None
+
+
+def _eq(a: Any, b: Any) -> bool:
+    return _norm(a) == _norm(b)
+
+
+def _bind(key: str, binding: str | None) -> str:
+    return key.replace("*", binding) if binding is not None and "*" in key else key
+
+
+def _pattern(key: str) -> re.Pattern[str]:
+    return re.compile("^" + re.escape(key).replace(r"\*", r"([^.]+)") + "$")
+
+
+def _bindings(conds: Iterable[Condition], hf: HostFacts) -> list[str | None]:
+    """Segment values `*` can take: those for which some wildcard fact key exists on this host."""
+    keys = [c.fact for c in conds if "*" in c.fact]
+    if not keys:
+        return [None]
+    found: dict[str, None] = {}
+    for k in keys:
+        rx = _pattern(k)
+        for fk in hf.facts:
+            m = rx.match(fk)
+            if m:
+                found.setdefault(m.group(1), None)
+    return sorted(found, key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s)) or [None]
+
+
+def check(cond: Condition, hf: HostFacts, binding: str | None) -> tuple[bool, list[Fact], str]:
+    """Whether one condition holds; the facts it read and a `key=value` note."""
+    key = _bind(cond.fact, binding)
+    fact = hf.get(key) if "*" not in key else None
+    if cond.exists is not None and len(cond.operators) == 1:
+        ok = (fact is not None) == cond.exists
+        return ok, [fact] if fact else [], f"{key}={fact.value if fact else 'absent'}"
+    if fact is None:
+        return False, [], f"{key} absent"
+    val = fact.value
+    used = [fact]
+    ok = True
+    if cond.exists is False:
+        ok = False
+    for op in ("eq", "ne"):
+        want = getattr(cond, op)
+        if want is not None:
+            ok &= _eq(val, want) if op == "eq" else not _eq(val, want)
+    for op, cmp in (("lt", float.__lt__), ("le", float.__le__), ("gt", float.__gt__), ("ge", float.__ge__)):
+        want = getattr(cond, op)
+        if want is not None:
+            a = _num(val)
+            ok &= a is not None and cmp(a, float(want))
+    for op, cmp in (("eq_fact", None), ("ne_fact", None), ("lt_fact", float.__lt__), ("le_fact", float.__le__),
+                    ("gt_fact", float.__gt__), ("ge_fact", float.__ge__)):
+        other_key = getattr(cond, op)
+        if other_key is None:
+            continue
+        other = hf.get(_bind(other_key, binding))
+        if other is None:
+            ok = False
+            continue
+        used.append(other)
+        a, b = _num(val), _num(other.value)
+        if cmp is None:
+            same = (a == b * cond.ratio) if a is not None and b is not None else _eq(val, other.value)
+            ok &= same if op == "eq_fact" else not same
+        else:
+            ok &= a is not None and b is not None and cmp(a, b * cond.ratio)
+    if cond.in_ is not None:
+        ok &= any(_eq(val, x) for x in cond.in_)
+    if cond.not_in is not None:
+        ok &= not any(_eq(val, x) for x in cond.not_in)
+    if cond.matches is not None:
+        ok &= re.search(cond.matches, str(val), re.IGNORECASE) is not None
+    return bool(ok), used, f"{key}={val}"
+
+
+# --- scope --------------------------------------------------------------------------------------------------------
+
+
+def _cc(v: Any) -> str:
+    caps = knowledge.arch_caps(str(v))
+    return caps.cc if caps else str(v)
+
+
+def _values(hf: HostFacts, rx: str, binding: str | None) -> list[Fact]:
+    """Facts whose key matches `gpu.<i>.<field>` (only the bound GPU's when a binding is a GPU index)."""
+    pat = re.compile(rx)
+    out = [f for k, f in hf.facts.items() if pat.fullmatch(k)]
+    if binding is not None:
+        bound = [f for k, f in hf.facts.items() if pat.fullmatch(k) and k.split(".")[1] == binding]
+        if bound:
+            return bound
+    return out
+
+
+def scope_ok(entry: Entry, hf: HostFacts, binding: str | None, positive: bool) -> tuple[bool, list[Fact]]:
+    """Whether the entry's scope holds on this host. `positive`: a log line fired (unknown facts let it through)."""
+    s = entry.scope
+    used: list[Fact] = []
+    if s.ccs or s.not_ccs:
+        ccs = _values(hf, r"gpu\.[^.]+\.cc", binding)
+        if not ccs:
+            if s.not_ccs or not positive:
+                return False, []
+        else:
+            have = {_cc(f.value) for f in ccs}
+            if s.ccs and not have & {_cc(c) for c in s.ccs}:
+                return False, []
+            if s.not_ccs and have <= {_cc(c) for c in s.not_ccs}:
+                return False, []
+            used += ccs[:1]
+    if s.gpus:
+        names = _values(hf, r"gpu\.[^.]+\.name", binding)
+        if not names:
+            if not positive:
+                return False, []
+        else:
+            hit = [f for f in names if any(sub.lower() in str(f.value).lower() for sub in s.gpus)]
+            if not hit:
+                return False, []
+            used += hit[:1]
+    for lib, spec in s.libraries.items():
+        f = hf.get(f"lib.{lib}.version")
+        if f is None:
+            if hf.has_python_env or not positive:
+                return False, []
+            continue
+        if spec:
+            try:
+                if Version(str(f.value)) not in SpecifierSet(spec, prereleases=True):
+                    return False, []
+            except InvalidVersion:
+                return False, []
+        used.append(f)
+    if s.dtypes:
+        q = hf.get("obs.model.quantization")
+        if q is not None:
+            if str(q.value).lower() not in {d.lower() for d in s.dtypes}:
+                return False, []
+            used.append(q)
+    return True, used
+
+
+# --- templates ----------------------------------------------------------------------------------------------------
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if v.is_integer() and abs(v) >= 10000 else (str(int(v)) if v.is_integer() else f"{v:.3g}")
+    return str(v)
+
+
+def _lookup(path: str, hf: HostFacts, binding: str | None) -> Any:
+    path = _bind(path, binding)
+    f = hf.get(path)
+    if f is not None:
+        return f.value
+    parts = path.split(".")
+    if binding is not None:
+        if parts[-1] == "index" and any(k.startswith(f"{'.'.join(parts[:-1])}.{binding}.") for k in hf.facts):
+            return binding
+        for i in range(1, len(parts)):
+            f = hf.get(".".join(parts[:i] + [binding] + parts[i:]))
+            if f is not None:
+                return f.value
+    # no binding: the first index that has it (gpu.cc -> gpu.0.cc on a host of identical GPUs)
+    for i in range(1, len(parts)):
+        rx = re.compile(re.escape(".".join(parts[:i])) + r"\.([^.]+)\." + re.escape(".".join(parts[i:])) + "$")
+        hits = sorted((m.group(1), fv.value) for k, fv in hf.facts.items() if (m := rx.match(k)))
+        if hits:
+            return sorted(hits, key=lambda t: (not t[0].isdigit(), int(t[0]) if t[0].isdigit() else 0))[0][1]
+    return None
+
+
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]+)\}")
+
+
+def render(template: str, hf: HostFacts, binding: str | None = None, line: Line | None = None,
+           match: re.Match[str] | None = None) -> str:
+    """Fill a claim/fix template; anything missing renders as "unknown" (never raises)."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(0) == "{{":
+            return "{"
+        if m.group(0) == "}}":
+            return "}"
+        key = m.group(1).strip()
+        try:
+            if key == "line":
+                return line.text.strip()[:160] if line else "unknown"
+            if key.startswith("log."):
+                if line is None:
+                    return "unknown"
+                return str({"log.path": line.path, "log.line_no": line.line_no, "log.source": line.source}.get(key, "unknown"))
+            mg = re.fullmatch(r"match\[(\d+)\]", key)
+            if mg:
+                return (match.group(int(mg.group(1))) or "unknown") if match else "unknown"
+            v = _lookup(key, hf, binding)
+            return "unknown" if v is None else _fmt(v)
+        except Exception:  # a template must never cost the finding
+            return "unknown"
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+# --- evaluation ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Hit:
+    signal: Signal
+    binding: str | None
+    facts: list[Fact]
+    notes: list[str]
+    line: Line | None = None
+    match: re.Match[str] | None = None
+
+    @property
+    def confidence(self) -> float:
+        return self.signal.confidence if self.signal.confidence is not None else -1.0
+
+
+def _conditions(sig: Signal, hf: HostFacts) -> list[tuple[str | None, list[Fact], list[str]]]:
+    """Bindings under which every condition of the signal holds, with the facts read."""
+    out = []
+    for b in _bindings(sig.when, hf):
+        facts: list[Fact] = []
+        notes: list[str] = []
+        for c in sig.when:
+            ok, used, note = check(c, hf, b)
+            if not ok:
+                break
+            facts += used
+            notes.append(note)
+        else:
+            out.append((b, facts, notes))
+    return out
+
+
+def evaluate_entry(entry: Entry, hf: HostFacts) -> list[Hit]:
+    """Every way the entry's signals fire on this host, in scope."""
+    hits: list[Hit] = []
+    for sig in entry.signals:
+        rx = sig.compiled()
+        if rx is not None:
+            for ln in hf.lines:
+                if sig.sources and ln.source not in sig.sources:
+                    continue
+                m = rx.search(ln.text)
+                if not m:
+                    continue
+                for b, facts, notes in (_conditions(sig, hf) if sig.when else [(None, [], [])]):
+                    ok, sfacts = scope_ok(entry, hf, b, positive=True)
+                    if ok:
+                        hits.append(Hit(sig, b, facts + sfacts, notes, ln, m))
+        else:
+            for b, facts, notes in _conditions(sig, hf):
+                ok, sfacts = scope_ok(entry, hf, b, positive=False)
+                if ok:
+                    hits.append(Hit(sig, b, facts + sfacts, notes))
+    return hits
+
+
+MAX_MATCHED = 8
+
+
+def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
+    """One finding for an entry that fired: worded from its strongest hit, citing every hit's evidence."""
+    best = max(hits, key=lambda h: (h.line is not None, h.confidence if h.confidence >= 0 else entry.confidence))
+    conf = best.signal.confidence if best.signal.confidence is not None else entry.confidence
+    claim = render(best.signal.claim or entry.claim, hf, best.binding, best.line, best.match)
+    expl = render(entry.explanation, hf, best.binding, best.line, best.match) if entry.explanation else ""
+    text = " ".join(x for x in (claim, expl) if x).strip()
+    text += f" [{entry.source}]"
+    ids: list[str] = []
+    matched: list[str] = []
+    for h in hits:
+        if h.line is not None:
+            ids.append(h.line.evidence_id)
+            matched.append(f"{h.line.path}:{h.line.line_no}: {h.line.text.strip()[:200]}")
+        ids += [f.evidence_id for f in h.facts]
+        matched += h.notes
+    fixes = [f"{render(fx, hf, best.binding, best.line, best.match)} [{entry.source}]" for fx in entry.fix]
+    return Finding(
+        id=entry.id, entry=entry.id, rule="catalog", category=entry.area, title=entry.title, claim=text,
+        confidence=conf, evidence=list(dict.fromkeys(ids)), recommendations=fixes, severity=entry.severity,
+        bound=entry.bound, matched=list(dict.fromkeys(matched))[:MAX_MATCHED])
+
+
+def catalog_findings(view: EvidenceView, entries: Iterable[Entry] | None = None) -> list[Finding]:
+    """Findings of every catalog entry with signals that fires on the evidence (one per entry, first host first),
+    then one finding for the log lines nothing explained (`unclassified-log-lines`)."""
+    hosts = gather(view)
+    out: list[Finding] = []
+    explained: set[tuple[str, str, int]] = set()
+    for entry in entries if entries is not None else catalog():
+        if not entry.signals:
+            continue
+        try:
+            for hf in hosts.values():
+                hits = evaluate_entry(entry, hf)
+                if hits:
+                    out.append(finding_for(entry, hf, hits))
+                    explained |= {(hf.host, h.line.path, h.line.line_no) for h in hits if h.line is not None}
+                    break
+        except Exception as e:
+            if strict():
+                raise
+            view.notice(f"catalog entry {entry.id}", f"its signals could not be evaluated: {type(e).__name__}: {e}")
+    if entries is None:
+        out += unclassified_findings(hosts, explained)
+    return out
+
+
+MAX_QUOTED = 6
+
+
+def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str, str, int]]) -> list[Finding]:
+    """WARNING/ERROR lines no fired entry explains: the scan's unclassified lines plus signature matches whose entry
+    did not apply here. Counted and deduplicated, the most frequent errors first."""
+    rows: dict[str, dict[str, Any]] = {}
+    ids: list[str] = []
+    total = 0
+    for hf in hosts.values():
+        for ln in hf.lines:
+            if (hf.host, ln.path, ln.line_no) in explained:
+                continue
+            key = _mask(ln.text)
+            row = rows.setdefault(key, {"line": ln.text.strip(), "path": ln.path, "no": ln.line_no, "count": 0,
+                                        "level": "pattern"})
+            row["count"] += 1
+            total += 1
+            ids.append(ln.evidence_id)
+        for u, ev_id in hf.unclassified:
+            key = _mask(u.line)
+            row = rows.setdefault(key, {"line": u.line.strip(), "path": u.path, "no": u.line_no, "count": 0,
+                                        "level": u.level})
+            row["count"] += u.count
+            total += u.count
+            ids.append(ev_id)
+    if not rows:
+        return []
+    entry = catalog().get("unclassified-log-lines")
+    order = {"error": 0, "pattern": 1, "warning": 2, "library": 3}
+    ranked = sorted(rows.values(), key=lambda r: (order.get(r["level"], 4), -r["count"]))
+    quoted = "; ".join(f"{r['path']}:{r['no']}: {r['line'][:160]!r}" + (f" (x{r['count']})" if r["count"] > 1 else "")
+                       for r in ranked[:MAX_QUOTED])
+    more = f" and {len(ranked) - MAX_QUOTED} more distinct line(s)" if len(ranked) > MAX_QUOTED else ""
+    errors = sum(r["count"] for r in rows.values() if r["level"] == "error")
+    values = {"count": total, "distinct": len(rows), "errors": errors}
+    hf0 = HostFacts("", {k: Fact(v, "") for k, v in values.items()})
+    title = render(entry.title, hf0) if entry else "Unclassified warnings in the logs"
+    claim = (render(entry.claim, hf0) if entry else f"{total} unclassified warning/error line(s).") + f" {quoted}{more}."
+    if entry and entry.explanation:
+        claim += " " + render(entry.explanation, hf0)
+    return [Finding(
+        id="unclassified-log-lines", entry=entry.id if entry else "", rule="catalog", category="log", title=title,
+        claim=claim, confidence=entry.confidence if entry else 0.3, evidence=list(dict.fromkeys(ids)),
+        recommendations=[render(fx, hf0) + (f" [{entry.source}]" if entry else "") for fx in (entry.fix if entry else [])],
+        severity=entry.severity if entry else "low", secondary=True,
+        matched=[f"{r['path']}:{r['no']}: {r['line'][:200]}" for r in ranked[:MAX_MATCHED]])]
+
+
+def _mask(text: str) -> str:
+    return re.sub(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b|\d+(\.\d+)*", "#", text.strip())[:300]

@@ -1,0 +1,306 @@
+"""What engines print about themselves, read back from their logs (formats as the engines print them).
+
+- vLLM: "Initializing a V1 LLM engine (v0.11.0) with config: model=..., tensor_parallel_size=8, ...enforce_eager=True"
+  (vllm/v1/engine/core.py), "non-default args: {...}" (vllm/entrypoints/utils.py), "Using FLASH_ATTN attention backend
+  out of potential backends: [...]" / "Using Flash Attention backend on V1 engine." / "Using XFormers backend."
+  (vllm/platforms/cuda.py, attention/selector.py), "Cannot use FlashAttention-2 backend for Volta and Turing GPUs.",
+  "GPU KV cache size: 34,952 tokens" and "# GPU blocks: 2184" (vllm/v1/core/kv_cache_utils.py, V0 executor),
+  "Maximum concurrency for 8,192 tokens per request: 4.27x", "Graph capturing finished in 8 secs, took 0.31 GiB"
+  (gpu_model_runner.py), "Cudagraph is disabled under eager mode", the 5 s stats line "Engine 000: Avg prompt
+  throughput: X tokens/s, Avg generation throughput: Y tokens/s, Running: N reqs, Waiting: M reqs, GPU KV cache
+  usage: Z%, Prefix cache hit rate: W%" (vllm/v1/metrics/loggers.py; V0: "Running: N reqs, Swapped: S reqs, Pending:
+  P reqs, GPU KV cache usage: Z%, CPU KV cache usage: C%."), V0's "Sequence group 0 is preempted by
+  PreemptionMode.RECOMPUTE mode because there is not enough KV cache space." (core/scheduler.py).
+- SGLang: "server_args=ServerArgs(model_path='...', tp_size=8, ...)", "KV Cache is allocated. #tokens: N, K size: ..",
+  "max_total_num_tokens=N, chunked_prefill_size=.., max_prefill_tokens=.., max_running_requests=.., context_len=..",
+  "Decode batch. #running-req: N, #token: T, token usage: U, cuda graph: True, gen throughput (token/s): G,
+  #queue-req: Q", "Prefill batch. #new-seq: .., #new-token: .., #cached-token: .., token usage: .., ...",
+  "Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: 0.9 -> 1.0" (managers/scheduler.py).
+- TGI: "Using attention flashinfer - Prefix caching true", "Using default cuda graphs [1, 2, 4, 8, 16, 32]".
+Pure functions over (path, line_no, line) tuples.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from orchestrator.probes.engine_cmdline import Setting
+
+RX_VERSION = [re.compile(r"vLLM API server version ([0-9][\w.+-]*)"),
+              re.compile(r"Initializing a V1 LLM engine \(v([0-9][\w.+-]*)\)"),
+              re.compile(r"Initializing an LLM engine \(v([0-9][\w.+-]*)\)"),
+              re.compile(r"\bvLLM version ([0-9][\w.+-]*)"),
+              re.compile(r"TensorRT-LLM version: ([0-9][\w.+-]*)"),
+              re.compile(r"sglang version[:=]? ?([0-9][\w.+-]*)", re.I)]
+RX_ENGINE_CONFIG = re.compile(r"LLM engine \(v[\w.+-]+\) with config: (.*)$")
+RX_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
+RX_SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)\)\s*$")
+RX_SELECTED = [
+    re.compile(r"Using ([A-Z0-9_]+) attention backend out of potential backends"),
+    re.compile(r"Using AttentionBackendEnum\.([A-Z0-9_]+) backend"),
+    re.compile(r"Using ([A-Za-z0-9_\- ]+?) backend on V1 engine"),
+    re.compile(r"Using (Flash Attention|FlashAttention-2|FlashInfer|XFormers|Torch SDPA|ROCmFlashAttention|"
+               r"Triton|FlashMLA|Triton MLA|PallasAttention)[ -]?backend\.?"),
+    re.compile(r"Using attention ([a-z_-]+) - Prefix caching"),
+]
+RX_FALLBACK = re.compile(r"Cannot use (Flash ?Attention(?:-2)?|FlashInfer|FA3?)[\w ]* backend[^\n]*", re.I)
+RX_KV_TOKENS = [re.compile(r"GPU KV cache size: ([\d,]+) tokens"), re.compile(r"KV Cache is allocated\. #tokens: (\d+)"),
+                re.compile(r"max_total_num_tokens=(\d+)")]
+RX_GPU_BLOCKS = re.compile(r"# (?:GPU|CUDA) blocks: (\d+)")
+RX_MAX_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+RX_GRAPH_DONE = [re.compile(r"Graph capturing finished in (\d+) secs?(?:, took ([\d.]+) GiB)?"),
+                 re.compile(r"Capture cuda graph end\. Time elapsed: ([\d.]+) s")]
+RX_EAGER = re.compile(r"(Cudagraph is disabled under eager mode|enforce_eager=True|"
+                      r"CUDA graph is disabled|disable_cuda_graph=True|cuda graph: False)")
+RX_VLLM_STATS = re.compile(
+    r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, "
+    r"(?:Swapped: (\d+) reqs, )?(?:Pending|Waiting): (\d+) reqs,?\s*(?:Preemptions: (\d+), )?"
+    r"(?:GPU KV cache usage: ([\d.]+)%)?(?:, (?:CPU KV cache usage: [\d.]+%\.?|Prefix cache hit rate: ([\d.]+)%))?")
+RX_SGL_DECODE = re.compile(
+    r"Decode batch\. #running-req: (\d+), #token: (\d+), token usage: ([\d.]+),(?: [^,]*?,)*? ?(?:cuda graph: (\w+), )?"
+    r"gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
+RX_SGL_PREFILL = re.compile(r"Prefill batch\. #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)")
+RX_PREEMPT = re.compile(r"(preempted by PreemptionMode\.(RECOMPUTE|SWAP)|Decode out of memory happened|"
+                        r"#retracted_reqs: (\d+)|running out of KV cache|Preemptions?: [1-9])", re.I)
+RX_MOE_DEFAULT = re.compile(r"Using default MoE (?:kernel )?config", re.I)
+RX_COMPILE = re.compile(r"torch\.compile takes? ([\d.]+) s in total|compile took ([\d.]+) s", re.I)
+
+_VLLM_CONFIG_KEYS = {"tensor_parallel_size": ("tp", int), "pipeline_parallel_size": ("pp", int),
+                     "data_parallel_size": ("dp", int), "enforce_eager": ("enforce_eager", bool),
+                     "kv_cache_dtype": ("kv_cache_dtype", str), "quantization": ("quantization", str),
+                     "enable_prefix_caching": ("prefix_caching", bool),
+                     "chunked_prefill_enabled": ("chunked_prefill", bool),
+                     "enable_chunked_prefill": ("chunked_prefill", bool), "max_seq_len": ("max_model_len", int),
+                     "max_model_len": ("max_model_len", int), "gpu_memory_utilization": ("gpu_memory_utilization", float),
+                     "max_num_seqs": ("max_num_seqs", int), "max_num_batched_tokens": ("max_num_batched_tokens", int),
+                     "enable_expert_parallel": ("expert_parallel", bool), "block_size": ("block_size", int),
+                     "attention_backend": ("attention_backend", str), "model": ("model", str)}
+_SGL_KEYS = {"tp_size": ("tp", int), "pp_size": ("pp", int), "dp_size": ("dp", int), "ep_size": ("ep", int),
+             "disable_cuda_graph": ("cuda_graphs", "not"), "cuda_graph_max_bs": ("cuda_graph_max_bs", int),
+             "attention_backend": ("attention_backend", str), "kv_cache_dtype": ("kv_cache_dtype", str),
+             "mem_fraction_static": ("gpu_memory_utilization", float), "max_running_requests": ("max_num_seqs", int),
+             "chunked_prefill_size": ("chunked_prefill_size", int), "max_prefill_tokens": ("max_num_batched_tokens", int),
+             "disable_radix_cache": ("prefix_caching", "not"), "quantization": ("quantization", str),
+             "schedule_policy": ("scheduler_policy", str), "model_path": ("model", str),
+             "context_length": ("max_model_len", int), "enable_torch_compile": ("torch_compile", bool),
+             "enable_metrics": ("metrics_enabled", bool), "port": ("port", int)}
+
+
+@dataclass
+class StatsSummary:
+    samples: int = 0
+    kv_usage_max_pct: float | None = None
+    kv_usage_last_pct: float | None = None
+    running_max: int | None = None
+    waiting_max: int | None = None
+    gen_tok_s_max: float | None = None
+    gen_tok_s_mean: float | None = None
+    prompt_tok_s_max: float | None = None
+    prefix_hit_rate_pct: float | None = None
+    cuda_graph_false: int = 0
+    """SGLang decode lines that say `cuda graph: False` (decode ran eager)."""
+    cached_tokens: int = 0
+    new_tokens: int = 0
+
+
+@dataclass
+class LogFacts:
+    version: str | None = None
+    settings: dict[str, Setting] = field(default_factory=dict)
+    selected_backend: str | None = None
+    selected_line: str | None = None
+    fallbacks: list[str] = field(default_factory=list)
+    kv_cache_tokens: int | None = None
+    num_gpu_blocks: int | None = None
+    max_concurrency: float | None = None
+    max_concurrency_len: int | None = None
+    graphs_captured: bool | None = None
+    graph_capture_s: float | None = None
+    graph_memory_gib: float | None = None
+    eager_line: str | None = None
+    preemption_lines: int = 0
+    retracted_reqs: int = 0
+    moe_default_config_lines: int = 0
+    compile_s: float | None = None
+    stats: StatsSummary = field(default_factory=StatsSummary)
+    commands: list[str] = field(default_factory=list)
+
+
+def _num(s: str) -> float:
+    return float(s.replace(",", ""))
+
+
+def _kv_pairs(text: str) -> dict[str, str]:
+    """key=value pairs of a `k=v, k2='v', k3=Obj(...)` dump (nested brackets kept whole)."""
+    out: dict[str, str] = {}
+    depth, key, buf, in_q = 0, None, [], None
+    token = []
+    for ch in text + ",":
+        if in_q:
+            token.append(ch)
+            if ch == in_q:
+                in_q = None
+            continue
+        if ch in "'\"":
+            in_q = ch
+            token.append(ch)
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "=" and depth == 0 and key is None:
+            key = "".join(token).strip()
+            token = []
+            continue
+        if ch == "," and depth == 0:
+            if key is not None:
+                out[key] = "".join(token).strip()
+            key, token = None, []
+            continue
+        token.append(ch)
+    del buf
+    return out
+
+
+def _typed(raw: str, typ: Any) -> Any:
+    v = raw.strip().strip("'\"")
+    if v in ("None", "null", ""):
+        return None
+    if typ is bool:
+        return v.lower() == "true"
+    if typ == "not":
+        return v.lower() != "true"
+    try:
+        return typ(v)
+    except (TypeError, ValueError):
+        return v
+
+
+def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
+    """LogFacts from (path, line_no, line) of engine logs (the probe's selected lines, in file order)."""
+    f = LogFacts()
+    gen: list[float] = []
+    eager_explicit = False
+    for path, no, line in lines:
+        where = f"log {path}:{no}"
+        for rx in RX_VERSION:
+            m = rx.search(line)
+            if m and f.version is None:
+                f.version = m.group(1)
+        m = RX_ENGINE_CONFIG.search(line)
+        if m:
+            for k, raw in _kv_pairs(m.group(1)).items():
+                if k in _VLLM_CONFIG_KEYS:
+                    name, typ = _VLLM_CONFIG_KEYS[k]
+                    val = _typed(raw, typ)
+                    if val is not None:
+                        f.settings[name] = Setting(val, where)
+        m = RX_NON_DEFAULT.search(line)
+        if m:
+            try:
+                d = ast.literal_eval(m.group(1))
+            except (ValueError, SyntaxError):
+                d = {}
+            for k, v in (d.items() if isinstance(d, dict) else []):
+                if k in _VLLM_CONFIG_KEYS and v is not None:
+                    name, typ = _VLLM_CONFIG_KEYS[k]
+                    f.settings[name] = Setting(v, where)
+                if k == "compilation_config" and isinstance(v, dict):
+                    f.settings["compilation_config"] = Setting(v, where)
+        m = RX_SERVER_ARGS.search(line)
+        if m:
+            for k, raw in _kv_pairs(m.group(1)).items():
+                if k in _SGL_KEYS:
+                    name, typ = _SGL_KEYS[k]
+                    val = _typed(raw, typ)
+                    if val is not None:
+                        f.settings[name] = Setting(val, where)
+        for rx in RX_SELECTED:
+            m = rx.search(line)
+            if m:
+                f.selected_backend = m.group(1).strip()
+                f.selected_line = f"{where}: {line.strip()[:300]}"
+                break
+        m = RX_FALLBACK.search(line)
+        if m:
+            f.fallbacks.append(f"{where}: {m.group(0).strip()[:300]}")
+        for rx in RX_KV_TOKENS:
+            m = rx.search(line)
+            if m:
+                f.kv_cache_tokens = int(_num(m.group(1)))
+        m = RX_GPU_BLOCKS.search(line)
+        if m:
+            f.num_gpu_blocks = int(m.group(1))
+        m = RX_MAX_CONC.search(line)
+        if m:
+            f.max_concurrency_len, f.max_concurrency = int(_num(m.group(1))), float(m.group(2))
+        for rx in RX_GRAPH_DONE:
+            m = rx.search(line)
+            if m:
+                f.graphs_captured = True
+                f.graph_capture_s = float(m.group(1))
+                if m.lastindex and m.lastindex >= 2 and m.group(2):
+                    f.graph_memory_gib = float(m.group(2))
+        m = RX_EAGER.search(line)
+        if m and "cuda graph: False" not in line:
+            explicit = "=True" not in m.group(0)
+            if f.eager_line is None or (explicit and not eager_explicit):
+                f.eager_line = f"{where}: {line.strip()[:300]}"
+                eager_explicit = explicit
+        if RX_PREEMPT.search(line):
+            f.preemption_lines += 1
+            m = re.search(r"#retracted_reqs: (\d+)", line)
+            if m:
+                f.retracted_reqs += int(m.group(1))
+        if RX_MOE_DEFAULT.search(line):
+            f.moe_default_config_lines += 1
+        m = RX_COMPILE.search(line)
+        if m:
+            f.compile_s = float(m.group(1) or m.group(2))
+        st = f.stats
+        m = RX_VLLM_STATS.search(line)
+        if m:
+            st.samples += 1
+            prompt, g, run, wait = float(m.group(1)), float(m.group(2)), int(m.group(3)), int(m.group(5))
+            _track(st, prompt=prompt, gen=g, running=run, waiting=wait,
+                   kv=float(m.group(7)) if m.group(7) else None)
+            if m.group(8):
+                st.prefix_hit_rate_pct = float(m.group(8))
+            if g > 0:
+                gen.append(g)
+            continue
+        m = RX_SGL_DECODE.search(line)
+        if m:
+            st.samples += 1
+            g = float(m.group(5))
+            _track(st, prompt=None, gen=g, running=int(m.group(1)), waiting=int(m.group(6)),
+                   kv=float(m.group(3)) * 100)
+            if m.group(4) == "False":
+                st.cuda_graph_false += 1
+            if g > 0:
+                gen.append(g)
+            continue
+        m = RX_SGL_PREFILL.search(line)
+        if m:
+            st.new_tokens += int(m.group(2))
+            st.cached_tokens += int(m.group(3))
+    if gen:
+        f.stats.gen_tok_s_mean = round(sum(gen) / len(gen), 2)
+    if f.stats.new_tokens + f.stats.cached_tokens > 0 and f.stats.prefix_hit_rate_pct is None:
+        f.stats.prefix_hit_rate_pct = round(100 * f.stats.cached_tokens / (f.stats.new_tokens + f.stats.cached_tokens), 1)
+    return f
+
+
+def _track(st: StatsSummary, *, prompt: float | None, gen: float, running: int, waiting: int, kv: float | None) -> None:
+    st.running_max = max(st.running_max or 0, running)
+    st.waiting_max = max(st.waiting_max or 0, waiting)
+    st.gen_tok_s_max = max(st.gen_tok_s_max or 0.0, gen)
+    if prompt is not None:
+        st.prompt_tok_s_max = max(st.prompt_tok_s_max or 0.0, prompt)
+    if kv is not None:
+        st.kv_usage_max_pct = max(st.kv_usage_max_pct or 0.0, kv)
+        st.kv_usage_last_pct = kv

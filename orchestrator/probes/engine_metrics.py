@@ -1,0 +1,130 @@
+"""An engine's Prometheus exposition text -> per-metric summaries, with `prometheus_client`'s text parser.
+
+Gauges and counters are summed over their label sets (vLLM labels every series with model_name and engine, the DP
+index; SGLang with tp_rank/pp_rank, where gauges repeat per rank: they are averaged instead); histograms give count,
+sum, mean and the p50/p90/p99 interpolated from their cumulative buckets (as PromQL's histogram_quantile does).
+Metric names as the engines expose them (FIELD.md section 5): vllm:*, sglang:*, trtllm_*, tgi_*. The counter
+suffix `_total` is part of the name as exposed (vllm:num_preemptions_total).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class MetricSummary(BaseModel):
+    name: str
+    type: str
+    value: float | None = None
+    """Gauges/counters: the sum (or, for per-rank gauges, the mean) over label sets."""
+    count: float | None = None
+    sum: float | None = None
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    series: int = 0
+    labels: dict[str, str] = {}
+    """Info gauges (`*_info`, e.g. vllm:cache_config_info): the labels of the first series, which carry config."""
+
+
+_PER_RANK_LABELS = {"tp_rank", "pp_rank", "rank"}
+
+
+def _quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """histogram_quantile over cumulative (upper bound, count) buckets, sorted by bound."""
+    if not buckets:
+        return None
+    total = buckets[-1][1]
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_le, prev_c = 0.0, 0.0
+    for le, c in buckets:
+        if c >= rank:
+            if math.isinf(le):
+                return prev_le  # the last finite bound: the quantile is above it
+            if c == prev_c:
+                return le
+            return prev_le + (le - prev_le) * (rank - prev_c) / (c - prev_c)
+        prev_le, prev_c = le, c
+    return buckets[-1][0]
+
+
+def parse_metrics(text: str) -> tuple[dict[str, MetricSummary], str | None]:
+    """(summaries by exposed name, parse error or None). A partial parse keeps what was read before an error."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, MetricSummary] = {}
+    error = None
+    try:
+        for fam in text_string_to_metric_families(text):
+            _family(fam, out)
+    except Exception as exc:  # malformed exposition: keep what parsed
+        error = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return out, error
+
+
+def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
+    if fam.type in ("histogram", "gaugehistogram"):
+        buckets: dict[float, float] = {}
+        count = total = 0.0
+        series = set()
+        for s in fam.samples:
+            labels = {k: v for k, v in s.labels.items() if k != "le"}
+            series.add(tuple(sorted(labels.items())))
+            if s.name.endswith("_bucket"):
+                le = float(s.labels.get("le", "inf"))
+                buckets[le] = buckets.get(le, 0.0) + s.value
+            elif s.name.endswith("_count"):
+                count += s.value
+            elif s.name.endswith("_sum"):
+                total += s.value
+        ordered = sorted(buckets.items())
+        out[fam.name] = MetricSummary(
+            name=fam.name, type="histogram", count=count, sum=total, mean=(total / count) if count else None,
+            p50=_quantile(0.5, ordered), p90=_quantile(0.9, ordered), p99=_quantile(0.99, ordered), series=len(series))
+        return
+    if fam.type == "summary":
+        count = total = 0.0
+        for s in fam.samples:
+            if s.name.endswith("_count"):
+                count += s.value
+            elif s.name.endswith("_sum"):
+                total += s.value
+        out[fam.name] = MetricSummary(name=fam.name, type="summary", count=count, sum=total,
+                                      mean=(total / count) if count else None)
+        return
+    by_name: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for s in fam.samples:
+        if s.name.endswith("_created"):
+            continue
+        by_name.setdefault(s.name, []).append((s.labels, s.value))
+    for name, samples in by_name.items():
+        values = [v for _, v in samples if not math.isnan(v)]
+        if not values:
+            continue
+        per_rank = fam.type in ("gauge", "unknown") and any(_PER_RANK_LABELS & set(lbl) for lbl, _ in samples)
+        value = sum(values) / len(values) if per_rank else sum(values)
+        labels = dict(samples[0][0]) if name.endswith("_info") else {}
+        out[name] = MetricSummary(name=name, type=fam.type, value=value, series=len(samples), labels=labels)
+
+
+def metric_value(metrics: dict[str, MetricSummary], *names: str) -> float | None:
+    """The first of `names` present (engines renamed metrics between versions: accept each spelling)."""
+    for n in names:
+        m = metrics.get(n)
+        if m is not None and m.value is not None:
+            return m.value
+    return None
+
+
+def histogram(metrics: dict[str, MetricSummary], *names: str) -> MetricSummary | None:
+    for n in names:
+        m = metrics.get(n)
+        if m is not None and m.type == "histogram" and m.count:
+            return m
+    return None

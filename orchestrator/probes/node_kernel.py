@@ -1,0 +1,82 @@
+"""Kernel-log Xid lines: `NVRM: Xid (PCI:0000:18:00): 79, pid=…, name=…, GPU has fallen off the bus.`, classified
+from knowledge/xids.yaml (the driver's format: the PCI address, the code, then free text; recent drivers add
+`pid=`/`name=`, older ones print the text right after the code)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+
+import yaml
+from pydantic import BaseModel
+
+from orchestrator.probes.node_models import GpuHealth, XidEvent
+from orchestrator.probes.node_smi import same_pci
+
+XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): (\d+)\b")
+FALLEN_OFF = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f:.]+)")
+"""Newer drivers print Xid 79 across several lines: `NVRM: The NVIDIA GPU 0000:b3:00.0` … `fallen off the bus`."""
+
+CLASS_RANK = {"fatal": 5, "memory": 4, "nvlink": 4, "hardware": 4, "app": 2, "sympathetic": 1, "info": 0}
+
+
+class XidInfo(BaseModel):
+    code: int
+    mnemonic: str
+    name: str
+    meaning: str
+    action: str
+    klass: str
+    fatal: bool
+    source: str
+
+
+@functools.lru_cache(maxsize=1)
+def xid_table() -> dict[int, XidInfo]:
+    """knowledge/xids.yaml by code."""
+    raw = yaml.safe_load(resources.files("orchestrator.knowledge").joinpath("xids.yaml").read_text())
+    out = {}
+    for item in raw:
+        item = dict(item)
+        item["klass"] = item.pop("class")
+        info = XidInfo.model_validate(item)
+        out[info.code] = info
+    return out
+
+
+def classify(code: int) -> XidInfo | None:
+    return xid_table().get(code)
+
+
+def parse_xids(lines: list[tuple[int, str]], gpus: list[GpuHealth]) -> list[XidEvent]:
+    """Xid events of the kept kernel-log lines, each tied to the GPU whose bus id it names (None when none does)."""
+    events: list[XidEvent] = []
+    for i, (no, line) in enumerate(lines):
+        m = XID_LINE.search(line)
+        code: int | None = None
+        pci = ""
+        if m:
+            pci, code = m.group(1), int(m.group(2))
+        else:
+            f = FALLEN_OFF.search(line)
+            follow = " ".join(t for _, t in lines[i:i + 3])
+            if f and "fallen off the bus" in follow:
+                pci, code = f.group(1), 79
+        if code is None:
+            continue
+        info = classify(code)
+        gpu = next((g.index for g in gpus if same_pci(g.bus_id, pci)), None)
+        klass = info.klass if info else ("fatal" if code >= 144 else "app")
+        events.append(XidEvent(line_no=no, line=line[:400], code=code, pci=pci, gpu_index=gpu,
+                               mnemonic=info.mnemonic if info else None, meaning=info.meaning if info else None,
+                               action=info.action if info else None, klass=klass,
+                               rank=CLASS_RANK.get(klass, 2)))
+    return events
+
+
+def worst(events: list[XidEvent]) -> XidEvent | None:
+    """The most serious event (then the latest)."""
+    if not events:
+        return None
+    return max(enumerate(events), key=lambda p: (p[1].rank, p[0]))[1]

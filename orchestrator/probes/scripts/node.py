@@ -1,0 +1,434 @@
+"""Node health in one round trip: GPU state, links, kernel log, interconnect and the serving processes' NCCL env.
+
+stdlib only, Python >= 3.8, read-only. Params (JSON, argv[1]):
+  {"logs": [paths to scan for NCCL INFO/WARN lines], "max_kernel_lines": int, "max_nccl_lines": int}
+Prints one JSON object: raw outputs (nvidia-smi -q -x without its supported-clocks table, nvlink -s/-e, topo -m),
+filtered outputs (lspci -vv link/ACS lines, kernel-log NVRM/Xid lines, NCCL lines), serving processes with their
+environment FILTERED HERE (allowlisted prefixes only, secret-looking names and values dropped), RDMA devices,
+libibverbs, IOMMU settings, NUMA nodes, and `gaps`: every command that was missing, refused or failed, with why.
+
+INVESTIGATE_NODE_ROOT, when set, is a directory the host's files (/proc/cmdline, /sys, /var/log, library dirs) are
+read under instead of / (a container that mounts the host under /host; the staged test hosts). Processes are always
+read from this machine's /proc.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.environ.get("INVESTIGATE_NODE_ROOT") or "/"
+
+ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "VLLM_", "SGLANG_", "TRTLLM_", "PYTORCH_", "TRITON_", "FLASHINFER_",
+                "DG_", "NVSHMEM_", "UCX_")
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.I)
+SECRET_VALUE = re.compile(r"hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_\-]{8,}|(?:AKIA|ASIA)[A-Z0-9]{12,}|gh[pousr]_[A-Za-z0-9]{8,}"
+                          r"|xox[bpase]-|-----BEGIN|://[^/\s:@]+:[^/\s@]+@|eyJ[A-Za-z0-9_\-]{10,}\.")
+MAX_VALUE = 300
+
+# A server is recognized by its entry point (same rules as the discover probe).
+MODULES = (("sglang.launch_server", "sglang"), ("sglang.srt", "sglang"), ("tensorrt_llm", "tensorrt_llm"),
+           ("vllm.entrypoints", "vllm"), ("vllm.", "vllm"))
+SCRIPTS = {"vllm": "vllm", "trtllm-serve": "tensorrt_llm", "trtllm-llmapi-launch": "tensorrt_llm",
+           "sglang": "sglang"}
+ENGINE_NAME = re.compile(r"^(VLLM|vllm|sglang|SGLang|trtllm|TRTLLM)|::(Worker|EngineCore|scheduler|TP\d)", re.I)
+
+KERNEL_LINE = re.compile(r"NVRM|Xid|SXid|nvidia|nvlink|nvswitch|fallen off the bus|NVSwitch|AER:.*(?:Corrected|Uncorrected)"
+                         r"|pcieport.*(?:error|Error)|DMAR: DRHD|iommu.*\bfault|mlx5_core.*(?:error|Error|down)")
+NCCL_LINE = re.compile(r"\bNCCL (?:INFO|WARN)\b|\bNCCL version\b")
+LSPCI_KEEP = re.compile(r"^\s+(LnkCap|LnkSta|LnkCtl2|ACSCap|ACSCtl|NUMA node):")
+
+
+def host_path(path):
+    return os.path.join(ROOT, path.lstrip("/")) if ROOT != "/" else path
+
+
+def read(path, limit=1 << 20):
+    with open(path, "rb") as f:
+        return f.read(limit).decode("utf-8", "replace")
+
+
+def run(argv, out, timeout=45):
+    """(exit code, stdout, stderr) of argv, or None when the command is not installed (recorded as a gap)."""
+    out["commands"].append(" ".join(argv))
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    except FileNotFoundError:
+        gap(out, " ".join(argv), "%s is not installed (not on PATH)" % argv[0])
+        return None
+    except PermissionError as exc:
+        gap(out, " ".join(argv), "not permitted: %s" % exc)
+        return None
+    except subprocess.TimeoutExpired:
+        gap(out, " ".join(argv), "timed out after %d s" % timeout)
+        return None
+    except OSError as exc:
+        gap(out, " ".join(argv), "%s: %s" % (type(exc).__name__, exc))
+        return None
+    stdout = proc.stdout.decode("utf-8", "replace")
+    stderr = proc.stderr.decode("utf-8", "replace")
+    if proc.returncode == 127:
+        gap(out, " ".join(argv), "%s is not installed (exit 127)" % argv[0])
+        return None
+    return proc.returncode, stdout, stderr
+
+
+def gap(out, what, why):
+    out["gaps"].append({"what": what, "why": why.strip()[:300]})
+
+
+def tail(text):
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+# --- nvidia-smi --------------------------------------------------------------------------------------------------
+
+
+def nvidia_smi(out):
+    res = run(["nvidia-smi", "-q", "-x"], out, timeout=60)
+    if res is None:
+        return ""
+    rc, stdout, stderr = res
+    if rc != 0 or "<nvidia_smi_log" not in stdout:
+        gap(out, "nvidia-smi -q -x", "exit %d: %s" % (rc, tail(stderr or stdout)))
+        return ""
+    # The supported-clocks table is most of the document and says nothing about health.
+    out["smi_xml"] = re.sub(r"<supported_clocks>.*?</supported_clocks>", "<supported_clocks></supported_clocks>",
+                            stdout, flags=re.S)
+    for key, argv in (("nvlink_s", ["nvidia-smi", "nvlink", "-s"]), ("nvlink_e", ["nvidia-smi", "nvlink", "-e"]),
+                      ("topo", ["nvidia-smi", "topo", "-m"])):
+        res = run(argv, out)
+        if res is None:
+            continue
+        rc, so, se = res
+        if rc != 0:
+            gap(out, " ".join(argv), "exit %d: %s" % (rc, tail(se or so)))
+            continue
+        out[key] = so[:400000]
+    return stdout
+
+
+# --- lspci ---------------------------------------------------------------------------------------------------------
+
+
+def lspci(out):
+    res = run(["lspci", "-vv"], out, timeout=60)
+    if res is None:
+        return
+    rc, stdout, stderr = res
+    if rc != 0:
+        gap(out, "lspci -vv", "exit %d: %s" % (rc, tail(stderr or stdout)))
+        return
+    kept, block, denied = [], None, False
+    for line in stdout.splitlines():
+        if line and not line[0].isspace():
+            block = line if re.search(r"NVIDIA|PCI bridge|Mellanox|Infiniband|InfiniBand|Ethernet controller", line) else None
+            if block is not None:
+                kept.append(line[:200])
+            continue
+        if block is None:
+            continue
+        if "<access denied>" in line:
+            denied = True
+        if LSPCI_KEEP.match(line):
+            kept.append(line.rstrip()[:300])
+    out["lspci"] = "\n".join(kept[:4000])
+    if denied:
+        gap(out, "lspci -vv", "capabilities (LnkSta, ACSCtl) need root: lspci printed <access denied>")
+
+
+# --- kernel log ---------------------------------------------------------------------------------------------------
+
+
+def kernel_log(out, limit):
+    restrict = None
+    try:
+        restrict = read(host_path("/proc/sys/kernel/dmesg_restrict")).strip()
+    except OSError:
+        pass
+    out["dmesg_restrict"] = restrict
+    sources = [("dmesg", ["dmesg"]), ("journalctl -k", ["journalctl", "-k", "-b", "--no-pager", "-q"])]
+    for name, argv in sources:
+        res = run(argv, out)
+        if res is None:
+            continue
+        rc, stdout, stderr = res
+        text = stdout
+        if rc != 0 or (not text.strip() and stderr.strip()):
+            why = tail(stderr or stdout)
+            if name == "dmesg" and restrict == "1":
+                why += " (kernel.dmesg_restrict = 1)"
+            gap(out, " ".join(argv), "exit %d: %s" % (rc, why))
+            continue
+        if name == "journalctl -k" and not text.strip():
+            gap(out, " ".join(argv), "no kernel messages visible to this user")
+            continue
+        return keep_kernel(out, name, text, limit)
+    path = host_path("/var/log/kern.log")
+    out["commands"].append("read /var/log/kern.log")
+    try:
+        text = read(path, 64 << 20)
+    except FileNotFoundError:
+        gap(out, "/var/log/kern.log", "absent")
+        return
+    except OSError as exc:
+        gap(out, "/var/log/kern.log", "not readable: %s" % (exc.strerror or exc))
+        return
+    keep_kernel(out, "/var/log/kern.log", text, limit)
+
+
+def keep_kernel(out, source, text, limit):
+    lines = []
+    total = 0
+    for no, line in enumerate(text.splitlines(), 1):
+        total += 1
+        if KERNEL_LINE.search(line):
+            lines.append([no, line[:500]])
+    out["kernel_log"] = {"source": source, "lines_total": total, "lines": lines[-limit:],
+                         "dropped": max(0, len(lines) - limit)}
+
+
+# --- processes ---------------------------------------------------------------------------------------------------
+
+
+def server_kind(argv):
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-m":
+            mod = argv[i + 1]
+            for prefix, kind in MODULES:
+                if mod == prefix or mod.startswith(prefix):
+                    return kind
+    for arg in argv[:2]:
+        kind = SCRIPTS.get(os.path.basename(arg))
+        if kind:
+            return kind
+    if argv and ENGINE_NAME.search(argv[0]):
+        return "engine worker"
+    return None
+
+
+def proc_argv(pid):
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            return [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return None
+
+
+def parent(pid):
+    try:
+        stat = read("/proc/%s/stat" % pid)
+        return int(stat.rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def filtered_env(pid):
+    """The allowlisted part of /proc/PID/environ; (env, dropped count, readable). Nothing else leaves this function."""
+    try:
+        with open("/proc/%s/environ" % pid, "rb") as f:
+            raw = f.read(1 << 20)
+    except OSError:
+        return {}, 0, False
+    env, dropped = {}, 0
+    for item in raw.split(b"\0"):
+        if not item:
+            continue
+        name, _, value = item.decode("utf-8", "replace").partition("=")
+        if (not name.startswith(ENV_PREFIXES) or SECRET_NAME.search(name) or SECRET_VALUE.search(value)
+                or len(name) > 100):
+            dropped += 1
+            continue
+        env[name] = value[:MAX_VALUE]
+    return env, dropped, True
+
+
+def status_field(pid, field):
+    try:
+        for line in read("/proc/%s/status" % pid).splitlines():
+            if line.startswith(field + ":"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def processes(out, xml):
+    gpu_pids = set(int(p) for p in re.findall(r"<pid>\s*(\d+)\s*</pid>", xml or ""))
+    kinds = {}
+    if ROOT == "/":  # a staged root means a test host: only the processes its nvidia-smi names are its own
+        try:
+            pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        except OSError:
+            pids = []
+        for pid in pids:
+            if pid == os.getpid():
+                continue
+            argv = proc_argv(pid)
+            kind = server_kind(argv) if argv else None
+            if kind and kind != "engine worker":
+                kinds[pid] = kind
+    result = []
+    for pid in sorted(gpu_pids | set(kinds)):
+        argv = proc_argv(pid)
+        visible = argv is not None
+        kind = kinds.get(pid) or (server_kind(argv) if argv else None)
+        # a worker that an engine started is part of the engine (vLLM's VLLM::Worker, spawn_main children)
+        chain, p = 0, pid
+        while kind is None and visible and chain < 12:
+            p = parent(p)
+            if not p or p <= 1:
+                break
+            pargv = proc_argv(p)
+            pk = server_kind(pargv) if pargv else None
+            if pk:
+                kind = pk
+            chain += 1
+        env, dropped, readable = filtered_env(pid) if visible else ({}, 0, False)
+        comm = None
+        try:
+            comm = read("/proc/%d/comm" % pid).strip()[:64]
+        except OSError:
+            pass
+        result.append({"pid": pid, "visible": visible, "on_gpu": pid in gpu_pids, "kind": kind, "comm": comm,
+                       "env": env, "env_dropped": dropped, "env_readable": readable,
+                       "cpus_allowed": status_field(pid, "Cpus_allowed_list") if visible else None,
+                       "mems_allowed": status_field(pid, "Mems_allowed_list") if visible else None})
+    out["processes"] = result
+    if any(p["visible"] and not p["env_readable"] for p in result):
+        gap(out, "/proc/PID/environ", "not readable for some serving processes (another user's): NCCL env unknown")
+
+
+# --- fabric, RDMA, IOMMU, NUMA ------------------------------------------------------------------------------------
+
+
+def listdir(path):
+    try:
+        return sorted(os.listdir(host_path(path)))
+    except OSError:
+        return None
+
+
+def rdma(out):
+    devices = []
+    names = listdir("/sys/class/infiniband")
+    for name in names or []:
+        ports = []
+        for port in listdir("/sys/class/infiniband/%s/ports" % name) or []:
+            base = "/sys/class/infiniband/%s/ports/%s/" % (name, port)
+            item = {"port": port}
+            for key in ("state", "rate", "link_layer"):
+                try:
+                    item[key] = read(host_path(base + key)).strip()[:80]
+                except OSError:
+                    item[key] = None
+            ports.append(item)
+        devices.append({"name": name, "ports": ports})
+    out["rdma_devices"] = devices
+    found = None
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu", "/lib64",
+              "/usr/lib/aarch64-linux-gnu", "/lib/aarch64-linux-gnu"):
+        for lib in ("libibverbs.so.1", "libibverbs.so"):
+            if os.path.exists(host_path(os.path.join(d, lib))):
+                found = os.path.join(d, lib)
+                break
+        if found:
+            break
+    if not found:
+        try:
+            if b"libibverbs.so" in open(host_path("/etc/ld.so.cache"), "rb").read(8 << 20):
+                found = "ld.so.cache"
+        except OSError:
+            pass
+    out["libibverbs"] = found
+
+
+def iommu(out):
+    try:
+        cmdline = read(host_path("/proc/cmdline")).strip()
+    except OSError as exc:
+        gap(out, "/proc/cmdline", "not readable: %s" % exc)
+        cmdline = None
+    if cmdline is not None:
+        # only the IOMMU-related words leave the host (a command line can carry anything)
+        out["cmdline_iommu"] = [w for w in cmdline.split() if re.match(r"(intel_iommu|amd_iommu|iommu)[=.]", w)]
+    out["iommu_devices"] = listdir("/sys/class/iommu")
+    groups = listdir("/sys/kernel/iommu_groups")
+    out["iommu_groups"] = None if groups is None else len(groups)
+
+
+def numa(out):
+    nodes = [n for n in (listdir("/sys/devices/system/node") or []) if re.match(r"node\d+$", n)]
+    cpus = {}
+    for n in nodes:
+        try:
+            cpus[n[4:]] = read(host_path("/sys/devices/system/node/%s/cpulist" % n)).strip()
+        except OSError:
+            pass
+    out["numa_nodes"] = cpus
+
+
+def fabric_manager(out, xml):
+    # Only NVSwitch systems need it; the GPU's fabric state in -q -x says whether it applies.
+    states = re.findall(r"<fabric>\s*<state>([^<]*)</state>", xml or "")
+    if not states or all(s.strip() in ("N/A", "Not Supported") for s in states):
+        return
+    res = run(["systemctl", "is-active", "nvidia-fabricmanager"], out, timeout=15)
+    if res is not None:
+        out["fabricmanager"] = tail(res[1]) if res[1].strip() else "exit %d" % res[0]
+    running = False
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if read("/proc/%s/comm" % p).strip() in ("nv-fabricmanager", "nvidia-fabricmanager"):
+                    running = True
+                    break
+            except OSError:
+                continue
+    out["fabricmanager_process"] = running
+
+
+# --- NCCL lines in logs -------------------------------------------------------------------------------------------
+
+
+def nccl_lines(out, paths, limit):
+    lines = []
+    for raw in paths:
+        path = os.path.expanduser(raw)
+        try:
+            f = open(path, "r", encoding="utf-8", errors="replace")
+        except OSError as exc:
+            gap(out, raw, "log not readable: %s" % (exc.strerror or exc))
+            continue
+        with f:
+            no = 0
+            while True:
+                line = f.readline(1 << 16)
+                if not line:
+                    break
+                no += 1
+                if NCCL_LINE.search(line):
+                    if len(lines) < limit:
+                        lines.append([raw, no, line.rstrip("\n")[:400]])
+                    else:
+                        out["nccl_dropped"] = out.get("nccl_dropped", 0) + 1
+    out["nccl_lines"] = lines
+
+
+def main():
+    params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    out = {"version": 1, "root": ROOT, "commands": [], "gaps": []}
+    xml = nvidia_smi(out)
+    lspci(out)
+    kernel_log(out, int(params.get("max_kernel_lines", 400)))
+    processes(out, xml)
+    rdma(out)
+    iommu(out)
+    numa(out)
+    fabric_manager(out, xml)
+    nccl_lines(out, params.get("logs") or [], int(params.get("max_nccl_lines", 2000)))
+    print(json.dumps(out))
+
+
+main()

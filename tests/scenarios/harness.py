@@ -1,0 +1,194 @@
+"""The scenario harness: load a case, stage its host, investigate it offline over a real sshd, check `expect`.
+
+See README.md in this directory for the case format. `run_case` is what tests/scenarios/test_scenarios.py runs for
+every case.yaml; it returns a `CaseOutcome` whose `failures` list what the diagnosis got wrong (empty: passed).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.rules import run_rules
+from orchestrator.api import InvestigationResult, investigate
+from orchestrator.diagnosis import Diagnosis
+from orchestrator.events import ToolResult
+from orchestrator.evidence import Evidence
+from orchestrator.observations import Observations
+from orchestrator.settings import Settings
+from support.sshd import start_sshd
+from support.stagers import stage
+
+ROOT = Path(__file__).resolve().parent
+CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy")
+
+
+class Expect(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    bound: str | None = None
+    causes: list[str] = Field(default_factory=list)
+    """Regexes that must each match the diagnosis's own words (see `diagnosis_words`)."""
+    recommendations: list[str] = Field(default_factory=list)
+    """Regexes that must each match some recommendation's action."""
+    verdict: list[str] = Field(default_factory=list)
+    not_: list[str] = Field(default_factory=list, alias="not")
+    """Regexes that must match none of the diagnosis's own words."""
+    catalog: list[str] = Field(default_factory=list)
+    """Catalog entry ids that must fire."""
+    not_catalog: list[str] = Field(default_factory=list)
+    no_area: list[str] = Field(default_factory=list)
+    """Catalog areas from which no entry may fire (healthy cases)."""
+
+    @field_validator("causes", "recommendations", "verdict", "not_")
+    @classmethod
+    def _regexes(cls, v: list[str]) -> list[str]:
+        for p in v:
+            re.compile(p)
+        return v
+
+
+class Case(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    id: str
+    class_: str = Field(alias="class")
+    source: str | list[str]
+    question: str
+    stage: dict[str, Any] = Field(default_factory=dict)
+    observations: dict[str, Any] | None = None
+    expect: Expect
+    notes: str | None = None
+
+    @field_validator("class_")
+    @classmethod
+    def _class(cls, v: str) -> str:
+        if v not in CLASSES:
+            raise ValueError(f"class {v!r} is not one of {', '.join(CLASSES)}")
+        return v
+
+    @field_validator("source")
+    @classmethod
+    def _public(cls, v: str | list[str]) -> str | list[str]:
+        for s in [v] if isinstance(v, str) else v:
+            if not re.match(r"^https?://", s):
+                raise ValueError(f"source {s!r} is not a public URL")
+        return v
+
+    @property
+    def sources(self) -> list[str]:
+        return [self.source] if isinstance(self.source, str) else list(self.source)
+
+
+def discover(root: Path = ROOT) -> list[Path]:
+    return sorted(root.glob("*/*/case.yaml"))
+
+
+def load_case(path: Path) -> Case:
+    case = Case.model_validate(yaml.safe_load(path.read_text()))
+    if path.parent.parent.name != case.class_:
+        raise ValueError(f"{path}: class {case.class_!r} but the case lives under {path.parent.parent.name}/")
+    return case
+
+
+def diagnosis_words(d: Diagnosis, echoed: list[str] = ()) -> str:
+    """The diagnosis's own words: verdict, bound reasoning, cause titles and explanations, recommendations.
+
+    Lines the case staged (log lines, file contents) are cut out first, so a claim that merely quotes its input
+    cannot satisfy an expectation."""
+    parts = [d.verdict, f"bound: {d.bound}", d.bound_reasoning]
+    parts += [f"{c.title}. {c.explanation}" for c in d.causes]
+    parts += [r.action for r in d.recommendations]
+    text = "\n".join(parts)
+    for line in sorted({ln.strip() for ln in echoed if len(ln.strip()) >= 12}, key=len, reverse=True):
+        text = text.replace(line, "<input>")
+        text = text.replace(line[:160], "<input>")
+    return text
+
+
+def evidence_of(result: InvestigationResult) -> list[Evidence]:
+    return [Evidence(id=e.evidence_id, agent_id=e.agent_id, tool=e.tool, host=e.host, text=e.content, data=e.data,
+                     is_error=e.is_error) for e in result.events if isinstance(e, ToolResult)]
+
+
+def fired(result: InvestigationResult, observations: dict[str, Any] | None) -> tuple[set[str], dict[str, str]]:
+    """Catalog entry ids whose findings the run's evidence supports, and their areas."""
+    obs = Observations.model_validate(observations) if observations else None
+    found = run_rules(EvidenceView(evidence_of(result), obs))
+    ids = {f.entry for f in found if f.entry}
+    return ids, {f.entry: f.category for f in found if f.entry}
+
+
+@dataclass
+class CaseOutcome:
+    case: Case
+    path: Path
+    failures: list[str] = field(default_factory=list)
+    words: str = ""
+    fired: set[str] = field(default_factory=set)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def check(case: Case, d: Diagnosis, words: str, entries: set[str], areas: dict[str, str]) -> list[str]:
+    e = case.expect
+    out = []
+    flags = re.IGNORECASE | re.DOTALL
+    if e.bound is not None and d.bound != e.bound:
+        out.append(f"bound is {d.bound!r}, expected {e.bound!r} ({d.bound_reasoning[:200]})")
+    for p in e.causes:
+        if not re.search(p, words, flags):
+            out.append(f"no words match {p!r}")
+    actions = "\n".join(r.action for r in d.recommendations)
+    for p in e.recommendations:
+        if not re.search(p, actions, flags):
+            out.append(f"no recommendation matches {p!r}")
+    for p in e.verdict:
+        if not re.search(p, d.verdict, flags):
+            out.append(f"verdict does not match {p!r}")
+    for p in e.not_:
+        m = re.search(p, words, flags)
+        if m:
+            out.append(f"words match the forbidden {p!r}: ...{words[max(0, m.start() - 60): m.end() + 60]}...")
+    for c in e.catalog:
+        if c not in entries:
+            out.append(f"catalog entry {c} did not fire (fired: {', '.join(sorted(entries)) or 'none'})")
+    for c in e.not_catalog:
+        if c in entries:
+            out.append(f"catalog entry {c} fired but must not")
+    for area in e.no_area:
+        bad = sorted(i for i, a in areas.items() if a == area)
+        if bad:
+            out.append(f"{area} entries fired on a healthy host: {', '.join(bad)}")
+    return out
+
+
+async def run_case(path: Path, tmp: Path) -> CaseOutcome:
+    case = load_case(path)
+    ctx = stage(path.parent, tmp, case.stage)
+    try:
+        sshd = start_sshd(tmp, env=ctx.env)
+        try:
+            result = await investigate(case.question, host=sshd.alias, ssh_config=str(sshd.ssh_config),
+                                       observations=case.observations, logs=ctx.logs, offline=True, transcript=False,
+                                       settings=Settings(power_sample_s=0.3))
+        finally:
+            sshd.stop()
+    finally:
+        for cleanup in ctx.cleanups:  # processes a stager started (staged engines)
+            cleanup()
+    outcome = CaseOutcome(case, path)
+    if result.status != "ok" or result.diagnosis is None:
+        outcome.failures.append(f"run {result.status}: {result.error}")
+        return outcome
+    echoed = [ln for p in ctx.logs for ln in Path(p).read_text(errors="replace").splitlines()]
+    outcome.words = diagnosis_words(result.diagnosis, echoed)
+    outcome.fired, areas = fired(result, case.observations)
+    outcome.failures = check(case, result.diagnosis, outcome.words, outcome.fired, areas)
+    return outcome

@@ -1,0 +1,516 @@
+"""Node-health staging: a fake GPU host's nvidia-smi, kernel log, PCI links, RDMA, IOMMU, NUMA and GPU processes.
+
+Everything starts from REAL captures (tests/node/data, two H200 hosts, driver 580.159.04; see the README there) and is
+edited, never invented from scratch: `nvidia-smi -q -x` is the real XML with values changed in place (same elements,
+same tabs), `nvidia-smi nvlink -s/-e` and `topo -m` print in the captured layout, kernel-log lines use the driver's
+format (`NVRM: Xid (PCI:0000:18:00): 79, pid=…, name=…, GPU has fallen off the bus.`), a restricted dmesg prints
+util-linux's `dmesg: read kernel buffer failed: Operation not permitted` and exits 1.
+
+GPU processes are real processes (a sleeper whose command line reads like the engine, with the environment given),
+so the probe reads their /proc/PID/environ and status like on a real host; their pids go into the XML.
+Use `stage_node(staged, spec)` on a StagedHost (tests/support/staged_host.py); `staged.cleanup()` ends the processes.
+
+spec keys (all optional):
+  model: h200 | h100 | b200 | a100        base name/limits (the XML stays the H200 capture's layout)
+  count: 8                               number of GPUs
+  driver: "570.172.08"                   driver_version in the XML (and the GSP firmware version)
+  load: true                             busy GPUs (the load capture) or idle (the idle capture)
+  gpus: {<index>: {...}}                 per-GPU edits (below); `all: {...}` applies to every GPU first
+  nvlink: {links: 18, speed: 26.562, gpus: {<index>: {down: [2, 5], crc: {3: 1200}, replay: {..}, recovery: {..},
+           all_inactive: true}}}          NVLink (also puts NV<links> in topo -m); omit for PCIe-only GPUs
+  topo: {cpus: ["0-47", "48-95"], link: NODE}   per-NUMA-node CPU lists (GPUs split evenly), PCIe link kind
+  kernel: {lines: [...], restricted: false, journal: true|false, kern_log: true|false, source: dmesg}
+  lspci: {gpus: {<index>: {speed: 2.5, width: 16}}, acs: true, denied: false}  (absent key: lspci not installed)
+  rdma: [{name: mlx5_0, state: "4: ACTIVE", rate: "400 Gb/sec (4X NDR)", link_layer: InfiniBand}]
+  libibverbs: true
+  cmdline: "BOOT_IMAGE=... intel_iommu=on"
+  iommu_devices: ["dmar0", "dmar1"]
+  numa_cpus: ["0-47", "48-95"]            /sys/devices/system/node/nodeN/cpulist
+  fabricmanager: active | inactive | failed   (systemctl is-active; absent: systemctl not installed)
+  processes: [{gpus: [0, 1], kind: vllm | sglang | other, name: python3, memory_mib: 70000, env: {...},
+               cpus: [1]}]               real processes; `cpus` pins them (sched_setaffinity)
+Per-GPU edits: name, power_limit_w, default_power_limit_w, max_power_limit_w, power_draw_w, clocks_event: [...],
+  sm_clock_mhz, max_sm_clock_mhz, app_sm_clock_mhz, utilization_pct, temperature_c, pstate,
+  ecc: {mode, volatile_dbe, aggregate_dbe, volatile_sbe, aggregate_sbe}, retired: {sbe, dbe, pending},
+  remapped_rows: {correctable, uncorrectable, pending, failure}, pcie: {gen, width, gen_max, width_max},
+  persistence: bool, mig: bool, fabric: {state, status}, recovery_action.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+NODE_DATA = Path(__file__).resolve().parent.parent / "node" / "data"
+
+# Bus ids of an HGX 8-GPU baseboard (as nvidia-smi prints them), for staged multi-GPU hosts.
+HGX_BUS = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
+
+MODELS = {
+    # name, default / max power limit, max SM clock, PCIe gen
+    "h200": ("NVIDIA H200", 700.0, 1980, 5),
+    "h100": ("NVIDIA H100 80GB HBM3", 700.0, 1980, 5),
+    "b200": ("NVIDIA B200", 1000.0, 1965, 6),
+    "a100": ("NVIDIA A100-SXM4-80GB", 400.0, 1410, 4),
+}
+
+LSPCI_NAMES = {"h200": "GH100 [H200 SXM 141GB]", "h100": "GH100 [H100 SXM5 80GB]", "b200": "GB100 [B200]",
+               "a100": "GA100 [A100 SXM4 80GB]"}
+
+REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
+           "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
+COUNTER_OF = {"sw_power_cap": "sw_power_cap", "sync_boost": "sync_boost", "sw_thermal_slowdown": "sw_therm_slowdown",
+              "hw_thermal_slowdown": "hw_therm_slowdown", "hw_power_brake_slowdown": "hw_power_brake"}
+
+SLEEPER = ("import os, time\np = os.getppid()\nwhile os.getppid() == p:\n    time.sleep(0.5)\n")
+"""A process that lives as long as the test process that started it (it exits when reparented)."""
+
+ENGINE_ARGV = {
+    "vllm": ["-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-3.1-70B-Instruct",
+             "--tensor-parallel-size", "8"],
+    "sglang": ["-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-235B-A22B", "--tp", "8"],
+    "other": ["train.py", "--config", "finetune.yaml"],
+}
+
+DEFAULT_CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.8.0-60-generic root=UUID=00000000-0000-0000-0000-000000000000 ro console=tty1 console=ttyS0"
+
+
+def bus_id(i: int, count: int) -> str:
+    return f"00000000:{HGX_BUS[i] if count <= 8 else f'{0x10 + i:02X}'}:00.0"
+
+
+def _set(el: ET.Element, path: str, text: str) -> None:
+    found = el.find(path)
+    if found is not None:
+        found.text = text
+
+
+def _w(v: float) -> str:
+    return f"{v:.2f} W"
+
+
+def _edit_gpu(gpu: ET.Element, e: dict[str, Any], model: str) -> None:
+    name, default_w, max_sm, _gen = MODELS.get(model, MODELS["h200"])
+    if "name" in e:
+        _set(gpu, "product_name", e["name"])
+    if "default_power_limit_w" in e:
+        _set(gpu, "gpu_power_readings/default_power_limit", _w(e["default_power_limit_w"]))
+    if "max_power_limit_w" in e:
+        _set(gpu, "gpu_power_readings/max_power_limit", _w(e["max_power_limit_w"]))
+    if "power_limit_w" in e:
+        lim = float(e["power_limit_w"])
+        _set(gpu, "gpu_power_readings/current_power_limit", _w(lim))
+        _set(gpu, "gpu_power_readings/requested_power_limit", _w(lim))
+        if "power_draw_w" not in e:
+            e = {**e, "power_draw_w": lim - 1.5}
+    if "power_draw_w" in e:
+        _set(gpu, "gpu_power_readings/average_power_draw", _w(e["power_draw_w"]))
+        _set(gpu, "gpu_power_readings/instant_power_draw", _w(e["power_draw_w"] + 3.1))
+    if "clocks_event" in e:
+        active = set(e["clocks_event"])
+        for r in REASONS:
+            _set(gpu, f"clocks_event_reasons/clocks_event_reason_{r}", "Active" if r in active else "Not Active")
+        for r, counter in COUNTER_OF.items():
+            if r in active:
+                _set(gpu, f"clocks_event_reasons_counters/clocks_event_reasons_counters_{counter}", "48113602 us")
+    if "sm_clock_mhz" in e:
+        for p in ("clocks/sm_clock", "clocks/graphics_clock"):
+            _set(gpu, p, f"{e['sm_clock_mhz']:.0f} MHz")
+    if "max_sm_clock_mhz" in e:
+        for p in ("max_clocks/sm_clock", "max_clocks/graphics_clock", "max_customer_boost_clocks/graphics_clock",
+                  "default_applications_clocks/graphics_clock", "applications_clocks/graphics_clock"):
+            _set(gpu, p, f"{e['max_sm_clock_mhz']:.0f} MHz")
+    if "app_sm_clock_mhz" in e:
+        _set(gpu, "applications_clocks/graphics_clock", f"{e['app_sm_clock_mhz']:.0f} MHz")
+    if "utilization_pct" in e:
+        _set(gpu, "utilization/gpu_util", f"{e['utilization_pct']:.0f} %")
+    if "temperature_c" in e:
+        _set(gpu, "temperature/gpu_temp", f"{e['temperature_c']:.0f} C")
+    if "pstate" in e:
+        _set(gpu, "performance_state", e["pstate"])
+        _set(gpu, "gpu_power_readings/power_state", e["pstate"])
+    ecc = e.get("ecc") or {}
+    if "mode" in ecc:
+        _set(gpu, "ecc_mode/current_ecc", ecc["mode"])
+        _set(gpu, "ecc_mode/pending_ecc", ecc["mode"])
+    for scope in ("volatile", "aggregate"):
+        if f"{scope}_dbe" in ecc:
+            _set(gpu, f"ecc_errors/{scope}/dram_uncorrectable", str(ecc[f"{scope}_dbe"]))
+        if f"{scope}_sbe" in ecc:
+            _set(gpu, f"ecc_errors/{scope}/dram_correctable", str(ecc[f"{scope}_sbe"]))
+    rr = e.get("remapped_rows") or {}
+    for key, tag in (("correctable", "remapped_row_corr"), ("uncorrectable", "remapped_row_unc")):
+        if key in rr:
+            _set(gpu, f"remapped_rows/{tag}", str(rr[key]))
+    for key, tag in (("pending", "remapped_row_pending"), ("failure", "remapped_row_failure")):
+        if key in rr:
+            _set(gpu, f"remapped_rows/{tag}", "Yes" if rr[key] else "No")
+    ret = e.get("retired") or {}
+    if "sbe" in ret:
+        _set(gpu, "retired_pages/multiple_single_bit_retirement/retired_count", str(ret["sbe"]))
+    if "dbe" in ret:
+        _set(gpu, "retired_pages/double_bit_retirement/retired_count", str(ret["dbe"]))
+    if "pending" in ret:
+        _set(gpu, "retired_pages/pending_retirement", "Yes" if ret["pending"] else "No")
+    pcie = e.get("pcie") or {}
+    base = "pci/pci_gpu_link_info"
+    if "gen" in pcie:
+        _set(gpu, f"{base}/pcie_gen/current_link_gen", str(pcie["gen"]))
+        _set(gpu, f"{base}/pcie_gen/device_current_link_gen", str(pcie["gen"]))
+    if "gen_max" in pcie:
+        _set(gpu, f"{base}/pcie_gen/max_link_gen", str(pcie["gen_max"]))
+        _set(gpu, f"{base}/pcie_gen/max_device_link_gen", str(pcie["gen_max"]))
+    if "width" in pcie:
+        _set(gpu, f"{base}/link_widths/current_link_width", f"{pcie['width']}x")
+    if "width_max" in pcie:
+        _set(gpu, f"{base}/link_widths/max_link_width", f"{pcie['width_max']}x")
+    if "persistence" in e:
+        _set(gpu, "persistence_mode", "Enabled" if e["persistence"] else "Disabled")
+    if "mig" in e:
+        _set(gpu, "mig_mode/current_mig", "Enabled" if e["mig"] else "Disabled")
+        _set(gpu, "mig_mode/pending_mig", "Enabled" if e["mig"] else "Disabled")
+    fab = e.get("fabric") or {}
+    if "state" in fab:
+        _set(gpu, "fabric/state", fab["state"])
+    if "status" in fab:
+        _set(gpu, "fabric/status", fab["status"])
+    if "recovery_action" in e:
+        _set(gpu, "gpu_recovery_action", e["recovery_action"])
+
+
+def _model_defaults(model: str, count: int, nvswitch: bool) -> dict[str, Any]:
+    name, default_w, max_sm, gen = MODELS.get(model, MODELS["h200"])
+    out: dict[str, Any] = {"name": name, "default_power_limit_w": default_w, "max_power_limit_w": default_w,
+                           "power_limit_w": default_w, "max_sm_clock_mhz": max_sm,
+                           "pcie": {"gen": gen, "gen_max": gen, "width": 16, "width_max": 16}}
+    if nvswitch:  # HGX baseboards: NVSwitch fabric registered by the fabric manager
+        out["fabric"] = {"state": "Completed", "status": "Success"}
+    return out
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for k, v in (b or {}).items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]) -> str:
+    """`nvidia-smi -q -x` for the spec: the real H200 capture, one <gpu> per GPU, values edited in place."""
+    load = spec.get("load", True)
+    src = NODE_DATA / "h200" / ("smi-qx-load.xml" if load else "smi-qx-idle.xml")
+    text = src.read_text()
+    head = text[: text.index("<nvidia_smi_log>")]
+    root = ET.fromstring(text[len(head):])
+    template = root.find("gpu")
+    assert template is not None
+    proc_template = copy.deepcopy(template.find("processes/process_info"))
+    if proc_template is None:  # the idle capture has none: take the load capture's
+        load_root = ET.fromstring((NODE_DATA / "h200" / "smi-qx-load.xml").read_text().split("\n", 2)[2])
+        proc_template = copy.deepcopy(load_root.find("gpu/processes/process_info"))
+    root.remove(template)
+    model = spec.get("model", "h200")
+    count = int(spec.get("count", 1))
+    nvswitch = bool(spec.get("nvlink")) and count >= 4
+    if "driver" in spec:
+        _set(root, "driver_version", spec["driver"])
+    if "cuda" in spec:
+        _set(root, "cuda_version", spec["cuda"])
+    _set(root, "attached_gpus", str(count))
+    defaults = _model_defaults(model, count, nvswitch)
+    per = {int(k): v for k, v in (spec.get("gpus") or {}).items()}
+    last_tail = None
+    for i in range(count):
+        gpu = copy.deepcopy(template)
+        bid = bus_id(i, count)
+        gpu.set("id", bid)
+        _set(gpu, "pci/pci_bus_id", bid)
+        _set(gpu, "pci/pci_bus", bid.split(":")[1])
+        _set(gpu, "pci/pci_device", "00")
+        _set(gpu, "minor_number", str(i))
+        _set(gpu, "platformInfo/module_id", str(i + 1))
+        if "driver" in spec:
+            _set(gpu, "gsp_firmware_version", spec["driver"])
+        _edit_gpu(gpu, _merge(_merge(defaults, spec.get("all") or {}), per.get(i) or {}), model)
+        procs = gpu.find("processes")
+        assert procs is not None
+        for child in list(procs):
+            procs.remove(child)
+        mine = pids.get(i, [])
+        procs.text = "\n\t\t\t" if mine else "\n\t\t"
+        for j, (pid, pname, mem) in enumerate(mine):
+            p = copy.deepcopy(proc_template)
+            _set(p, "pid", str(pid))
+            _set(p, "process_name", pname)
+            _set(p, "used_memory", f"{mem:.0f} MiB")
+            p.tail = "\n\t\t\t" if j < len(mine) - 1 else "\n\t\t"
+            procs.append(p)
+        gpu.tail = "\n\t"
+        root.append(gpu)
+        last_tail = gpu
+    if last_tail is not None:
+        last_tail.tail = "\n\n"
+    return head + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def nvlink_texts(spec: dict[str, Any], names: list[str]) -> tuple[str, str]:
+    """(`nvidia-smi nvlink -s`, `nvidia-smi nvlink -e`) in the captured layout."""
+    nv = spec.get("nvlink")
+    if not nv:
+        return "", ""
+    links = int(nv.get("links", 18))
+    speed = float(nv.get("speed", 26.562))
+    per = {int(k): v for k, v in (nv.get("gpus") or {}).items()}
+    s_lines, e_lines = [], []
+    for i, name in enumerate(names):
+        head = f"GPU {i}: {name} (UUID: GPU-00000000-0000-0000-0000-000000000000)"
+        g = per.get(i) or {}
+        s_lines.append(head)
+        e_lines.append(head)
+        if g.get("all_inactive"):
+            s_lines.append("\t NVML: Unable to retrieve NVLink information as all links are inActive")
+            continue
+        down = set(g.get("down") or [])
+        for n in range(links):
+            s_lines.append(f"\t Link {n}: <inactive>" if n in down else f"\t Link {n}: {speed:.3f} GB/s")
+            for kind, key in (("Replay", "replay"), ("Recovery", "recovery"), ("CRC", "crc")):
+                value = {int(k): v for k, v in (g.get(key) or {}).items()}.get(n, 0)
+                e_lines.append(f"\t Link {n}: {kind} Errors: {value}")
+            e_lines.append("")
+    return "\n".join(s_lines) + "\n", "\n".join(e_lines) + "\n"
+
+
+LEGEND = """
+Legend:
+
+  X    = Self
+  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
+  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
+  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
+  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
+  PIX  = Connection traversing at most a single PCIe bridge
+  NV#  = Connection traversing a bonded set of # NVLinks
+"""
+
+
+def topo_text(spec: dict[str, Any], count: int) -> str:
+    """`nvidia-smi topo -m` as the capture prints it (ANSI underline on the header row)."""
+    topo = spec.get("topo") or {}
+    cpus = topo.get("cpus") or spec.get("numa_cpus") or ["0-31"]
+    nv = spec.get("nvlink")
+    per_node = max(count // len(cpus), 1)
+    cols = [f"GPU{i}" for i in range(count)]
+    out = ["\t\x1b[4m" + "\t".join(cols + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]) + "\x1b[0m"]
+    for a in range(count):
+        node_a = min(a // per_node, len(cpus) - 1)
+        cells = []
+        for b in range(count):
+            node_b = min(b // per_node, len(cpus) - 1)
+            if a == b:
+                cells.append(" X ")
+            elif nv:
+                cells.append(f"NV{int(nv.get('links', 18))}")
+            else:
+                cells.append(topo.get("link", "NODE") if node_a == node_b else "SYS")
+        out.append(f"GPU{a}\t" + "\t".join(cells) + f"\t{cpus[node_a]}\t{node_a}\t\tN/A")
+    return "\n".join(out) + "\n" + LEGEND
+
+
+def lspci_text(spec: dict[str, Any], count: int) -> str:
+    """`lspci -vv` for the GPUs and their switch ports, in lspci's layout (only the lines the probe reads, plus
+    neighbours)."""
+    cfg = spec.get("lspci") or {}
+    model = spec.get("model", "h200")
+    gen = MODELS.get(model, MODELS["h200"])[3]
+    cap_speed = {1: "2.5", 2: "5", 3: "8", 4: "16", 5: "32", 6: "64"}[gen]
+    per = {int(k): v for k, v in (cfg.get("gpus") or {}).items()}
+    out = []
+    acs = "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-" if cfg.get("acs") else \
+        "SrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-"
+    denied = cfg.get("denied")
+    for i in range(count):
+        bus = bus_id(i, count).split(":")[1].lower()
+        bridge = f"{int(bus, 16) - 2:02x}:01.0"
+        out.append(f"{bridge} PCI bridge: Broadcom / LSI PEX890xx PCIe Gen 5 Switch (rev b0) (prog-if 00 [Normal decode])")
+        out.append("\tControl: I/O+ Mem+ BusMaster+ SpecCycle- MemWINV- VGASnoop- ParErr- Stepping- SERR+ FastB2B- DisINTx+")
+        if denied:
+            out.append("\tCapabilities: <access denied>")
+        else:
+            out.append(f"\t\tLnkCap:\tPort #1, Speed {cap_speed}GT/s, Width x16, ASPM not supported")
+            out.append(f"\t\tLnkSta:\tSpeed {cap_speed}GT/s, Width x16")
+            out.append("\tCapabilities: [220 v1] Access Control Services")
+            out.append("\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+")
+            out.append(f"\t\tACSCtl:\t{acs}")
+        out.append("")
+        g = per.get(i) or {}
+        speed = g.get("speed", float(cap_speed))
+        width = g.get("width", 16)
+        out.append(f"{bus}:00.0 3D controller: NVIDIA Corporation {LSPCI_NAMES.get(model, LSPCI_NAMES['h200'])} (rev a1)")
+        out.append("\tSubsystem: NVIDIA Corporation Device 18bf")
+        if denied:
+            out.append("\tCapabilities: <access denied>")
+        else:
+            out.append("\tCapabilities: [68] Express (v2) Endpoint, MSI 00")
+            out.append(f"\t\tLnkCap:\tPort #0, Speed {cap_speed}GT/s, Width x16, ASPM not supported")
+            sp = f"{speed:g}GT/s" + (" (downgraded)" if speed < float(cap_speed) else " (ok)")
+            wd = f"x{width}" + (" (downgraded)" if width < 16 else " (ok)")
+            out.append(f"\t\tLnkSta:\tSpeed {sp}, Width {wd}")
+            out.append("\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-")
+        out.append("\tKernel driver in use: nvidia")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def kernel_texts(spec: dict[str, Any]) -> list[str]:
+    """Kernel-log lines: the real H200 boot lines (dmesg layout), then the staged ones."""
+    k = spec.get("kernel") or {}
+    lines = (NODE_DATA / "h200" / "dmesg-nvidia.txt").read_text().splitlines()
+    t = 3605.118204
+    for line in k.get("lines") or []:
+        if line.startswith("["):
+            lines.append(line)
+        else:
+            lines.append(f"[{t:12.6f}] {line}")
+            t += 0.000913
+    return lines
+
+
+def _script(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def stage_node_files(staged, spec: dict[str, Any]) -> None:
+    """Fake dmesg / journalctl / lspci / systemctl and the host files under the staged node root."""
+    bindir: Path = staged.bin
+    root: Path = staged.root / "noderoot"
+    data = staged.root / "nodedata"
+    data.mkdir(parents=True, exist_ok=True)
+    count = int(spec.get("count", 1))
+    k = spec.get("kernel") or {}
+    lines = kernel_texts(spec)
+    (data / "dmesg.txt").write_text("\n".join(lines) + "\n")
+    if k.get("restricted"):
+        _script(bindir / "dmesg", 'echo "dmesg: read kernel buffer failed: Operation not permitted" >&2\nexit 1\n')
+    else:
+        _script(bindir / "dmesg", f'cat "{data / "dmesg.txt"}"\n')
+    if k.get("journal"):
+        # journalctl -k: "Mon DD HH:MM:SS host kernel: <message>"
+        jl = [f"Nov 30 18:{10 + i // 60:02d}:{i % 60:02d} gpu-node-07 kernel: " + ln.split("] ", 1)[-1]
+              for i, ln in enumerate(lines)]
+        (data / "journal.txt").write_text("\n".join(jl) + "\n")
+        _script(bindir / "journalctl", f'cat "{data / "journal.txt"}"\n')
+    else:  # a container: no journal
+        _script(bindir / "journalctl", 'echo "No journal files were found." >&2\nexit 1\n')
+    if "lspci" in spec:
+        (data / "lspci.txt").write_text(lspci_text(spec, count))
+        _script(bindir / "lspci", f'cat "{data / "lspci.txt"}"\n')
+    else:
+        _script(bindir / "lspci", 'echo "sh: 1: lspci: not found" >&2\nexit 127\n')
+    fm = spec.get("fabricmanager")
+    if fm:
+        rc = 0 if fm == "active" else 3
+        _script(bindir / "systemctl", f'echo "{fm}"\nexit {rc}\n')
+    else:
+        _script(bindir / "systemctl", 'echo "sh: 1: systemctl: not found" >&2\nexit 127\n')
+    # host files
+    (root / "proc" / "sys" / "kernel").mkdir(parents=True, exist_ok=True)
+    (root / "proc" / "cmdline").write_text(spec.get("cmdline", DEFAULT_CMDLINE) + "\n")
+    (root / "proc" / "sys" / "kernel" / "dmesg_restrict").write_text("1\n" if k.get("restricted") else "0\n")
+    for i, cpus in enumerate(spec.get("numa_cpus") or (spec.get("topo") or {}).get("cpus") or ["0-31"]):
+        d = root / "sys" / "devices" / "system" / "node" / f"node{i}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "cpulist").write_text(cpus + "\n")
+    (root / "sys" / "class" / "iommu").mkdir(parents=True, exist_ok=True)
+    for dev in spec.get("iommu_devices") or []:
+        (root / "sys" / "class" / "iommu" / dev).mkdir(exist_ok=True)
+    groups = root / "sys" / "kernel" / "iommu_groups"
+    groups.mkdir(parents=True, exist_ok=True)
+    for g in range(len(spec.get("iommu_devices") or []) * 8):
+        (groups / str(g)).mkdir(exist_ok=True)
+    for dev in spec.get("rdma") or []:
+        port = root / "sys" / "class" / "infiniband" / dev["name"] / "ports" / "1"
+        port.mkdir(parents=True, exist_ok=True)
+        (port / "state").write_text(dev.get("state", "4: ACTIVE") + "\n")
+        (port / "rate").write_text(dev.get("rate", "400 Gb/sec (4X NDR)") + "\n")
+        (port / "link_layer").write_text(dev.get("link_layer", "InfiniBand") + "\n")
+    if spec.get("libibverbs"):
+        lib = root / "usr" / "lib" / "x86_64-linux-gnu"
+        lib.mkdir(parents=True, exist_ok=True)
+        (lib / "libibverbs.so.1").write_bytes(b"\x7fELF staged")
+    if k.get("kern_log"):
+        (root / "var" / "log").mkdir(parents=True, exist_ok=True)
+        jl = [f"Nov 30 18:{10 + i // 60:02d}:{i % 60:02d} gpu-node-07 kernel: " + ln for i, ln in enumerate(lines)]
+        (root / "var" / "log" / "kern.log").write_text("\n".join(jl) + "\n")
+    staged.env["INVESTIGATE_NODE_ROOT"] = str(root)
+
+
+def spawn_process(staged, kind: str, env: dict[str, str] | None = None, cpus: list[int] | None = None) -> int:
+    """A real process whose command line reads like `kind` (vllm, sglang, other) and whose environment is `env`."""
+    argv = [sys.executable, "-c", SLEEPER, *ENGINE_ARGV.get(kind, ENGINE_ARGV["other"])]
+    full_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **(env or {})}
+    preexec = (lambda: os.sched_setaffinity(0, set(cpus))) if cpus else None
+    proc = subprocess.Popen(argv, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, preexec_fn=preexec)
+    staged.procs.append(proc)
+    return proc.pid
+
+
+def stage_node(staged, spec: dict[str, Any] | None = None) -> None:
+    """Stage the node on a StagedHost: nvidia-smi (-q -x, nvlink, topo), kernel log, lspci, host files, processes."""
+    spec = dict(spec or {})
+    count = int(spec.setdefault("count", 1))
+    available = os.sched_getaffinity(0)
+    pids: dict[int, list[tuple[int, str, float]]] = {}
+    for p in spec.get("processes") or []:
+        cpus = [c for c in (p.get("cpus") or []) if c in available] or None
+        pid = spawn_process(staged, p.get("kind", "vllm"), p.get("env"), cpus)
+        name = p.get("name") or ("python3" if p.get("kind") == "other" else "VLLM::Worker_TP0")
+        for g in p.get("gpus", [0]):
+            pids.setdefault(int(g), []).append((pid, name, float(p.get("memory_mib", 70000))))
+    xml = node_xml(spec, pids)
+    datadir = staged.root / "nodedata"
+    datadir.mkdir(parents=True, exist_ok=True)
+    (datadir / "nvidia-smi-q.xml").write_text(xml)
+    names = [g.findtext("product_name") or "NVIDIA H200" for g in ET.fromstring(xml.split("\n", 2)[2]).findall("gpu")]
+    nv_s, nv_e = nvlink_texts(spec, names)
+    smi_json = staged.bin / "nvidia-smi.json"
+    smi = json.loads(smi_json.read_text()) if smi_json.exists() else {"headers": {}, "gpus": []}
+    smi.pop("no_devices", None)
+    smi["xml"] = str(datadir / "nvidia-smi-q.xml")
+    smi["topo"] = topo_text(spec, count)
+    smi["nvlink_s"] = nv_s
+    smi["nvlink_e"] = nv_e
+    smi["gpus"] = _query_rows(xml)
+    smi_json.write_text(json.dumps(smi))
+    exe = staged.bin / "nvidia-smi"
+    if not exe.exists():
+        from support.staged_host import FAKE_NVIDIA_SMI
+
+        exe.write_text(FAKE_NVIDIA_SMI.replace("{python}", sys.executable))
+        exe.chmod(0o755)
+    stage_node_files(staged, spec)
+
+
+def _query_rows(xml: str) -> list[dict[str, str]]:
+    """`--query-gpu` rows consistent with the staged XML (the GPU inventory probe reads both)."""
+    from orchestrator.probes.node_smi import parse_health_xml
+
+    driver, _cuda, gpus = parse_health_xml(xml)
+    rows = []
+    for g in gpus:
+        cc = {"NVIDIA B200": "10.0", "NVIDIA A100-SXM4-80GB": "8.0"}.get(g.name, "9.0")
+        rows.append({
+            "index": str(g.index), "name": g.name, "pci.bus_id": g.bus_id or "", "driver_version": driver or "",
+            "compute_cap": cc, "memory.total": "143771 MiB", "memory.used": "1011 MiB",
+            "power.draw": f"{g.power_draw_w or 0:.2f} W", "power.limit": f"{g.power_enforced_w or 0:.2f} W",
+            "clocks.sm": f"{g.sm_mhz or 0:.0f} MHz", "clocks.max.sm": f"{g.max_sm_mhz or 0:.0f} MHz",
+            "utilization.gpu": f"{g.utilization_pct or 0:.0f} %", "temperature.gpu": f"{g.temperature_c or 0:.0f}",
+        })
+    return rows

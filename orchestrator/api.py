@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 import anyio
 
+from orchestrator.redact import scrub_model, scrub_text
 from orchestrator.agentdefs import AgentDef, load_agents
 from orchestrator.context import Backend, RunContext, RunInputs
 from orchestrator.diagnosis import AgentUsage, Diagnosis, EvidenceRef, Gap, RunUsage, SubmittedDiagnosis
@@ -138,6 +139,12 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
     for aid, res in run.results.items():
         if res.status != "ok" and aid != "lead" and aid not in named and res.name not in named:
             gaps.append(Gap(what=aid, why=f"{res.status}: {res.error or 'no result'}"))
+    for ev in run.evidence.of_kind("log_scan"):  # a --log path that was not there is a gap, whoever synthesized
+        for p in (ev.data or {}).get("missing") or []:
+            if p not in named:
+                gaps.append(Gap(what=f"--log {p}", why=f"not found on {ev.host or run.inputs.host}; nothing in it "
+                                                       "was read"))
+                named += " " + p
     for h in run.inputs.hosts:  # a host that could not be used is a gap of the whole run, whoever synthesized
         if h.error and f"host {h.name}" not in named:
             gaps.append(Gap(what=f"host {h.name}" + (f" ({h.role})" if h.role else ""), why=h.error))
@@ -150,7 +157,8 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
         table = fleet_table(run.evidence.all(), run.inputs.hosts)
         if table is not None:
             diag.fleet = table
-    return diag
+    # one place for what leaves the run: secrets redacted, terminal control removed (issue 15)
+    return scrub_model(diag)
 
 
 async def _execute(
@@ -165,8 +173,9 @@ async def _execute(
     progress: Callable[[Event], None] | None = None,
     reuse: Transcript | None = None,
     notices: Iterable[str] = (),
+    run_id: str | None = None,
 ) -> InvestigationResult:
-    run_id = uuid.uuid4().hex
+    run_id = run_id or uuid.uuid4().hex
     if transcript is False:
         path = None
     else:
@@ -347,16 +356,23 @@ async def investigate(
     settings: Settings | None = None,
     registry: ToolRegistry | None = None,
     progress: Callable[[Event], None] | None = None,
+    run_id: str | None = None,
 ) -> InvestigationResult:
     """Investigate a question about inference performance; returns the diagnosis-bearing result.
 
     `transcript`: a path, None for a new file under the user state directory, or False for none.
+    `run_id`: the run's id (default: a new one); the CLI picks it to name the transcript before the run starts.
     `backend`: a backend object (e.g. `DoublesBackend`) overriding the choice by key/`offline`/`model`.
     Several hosts: `host=[...]`, `hosts_file=` (one destination per line, or YAML with roles), `slurm=` (a nodelist or
     partition, probed through `srun`) or `k8s=` (a pod label selector, probed through `kubectl exec`).
     """
     if not question or not question.strip():
         raise InputError("the question is empty; ask something like 'why is FP4 slow?'")
+    if python is not None:
+        from orchestrator.probes.interpreter import name_refusal
+
+        if (why := name_refusal(python)) is not None:
+            raise InputError(why)
     settings = settings or load_settings()
     notices: list[str] = []
     if backend is None:
@@ -365,9 +381,9 @@ async def investigate(
             notices.append(notice)
     entries = await _host_entries(host, hosts_file, slurm, k8s, k8s_namespace, k8s_container, settings)
     single = None if entries else (host if isinstance(host, str) or host is None else (list(host) or [None])[0])
-    inputs = RunInputs(question=question.strip(), host=single or "local", observations=_observations(observations),
-                       logs=list(logs), python=python, measure=measure, ssh_config=ssh_config, hosts=entries,
-                       slurm=slurm)
+    inputs = RunInputs(question=scrub_text(question.strip()), host=single or "local",
+                       observations=_observations(observations), logs=list(logs), python=python, measure=measure,
+                       ssh_config=ssh_config, hosts=entries, slurm=slurm)
     if registry is None:
         from orchestrator.tools.registry import default_registry
 
@@ -375,7 +391,7 @@ async def investigate(
     return await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
         registry=registry, transcript=transcript, host_opener=_host_opener(single, ssh_config, settings, entries),
-        progress=progress, notices=notices,
+        progress=progress, notices=notices, run_id=run_id,
     )
 
 
@@ -422,10 +438,16 @@ async def replay(
         from orchestrator.tools.registry import default_registry
 
         registry = default_registry()
-    return await _execute(
+    result = await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=_agents_from(old), registry=registry,
         transcript=transcript, host_opener=None, progress=progress, reuse=old if resynth else None,
     )
+    if not resynth and result.diagnosis is not None:
+        # an exact replay answers in milliseconds: the diagnosis shows how long each agent took when it ran
+        took = {e.agent_id: e.duration_s for e in old.of_type(AgentFinished)}
+        for a in result.diagnosis.usage.agents:
+            a.duration_s = took.get(a.agent_id, a.duration_s)
+    return result
 
 
 async def resume(
@@ -436,8 +458,12 @@ async def resume(
     settings: Settings | None = None,
     registry: ToolRegistry | None = None,
     progress: Callable[[Event], None] | None = None,
+    ssh_config: str | None = None,
+    run_id: str | None = None,
 ) -> InvestigationResult:
-    """Finish an interrupted run: subagents that finished are re-used, the rest run again on the recorded host."""
+    """Finish an interrupted run: subagents that finished are re-used, the rest run again on the recorded host.
+
+    `ssh_config` replaces the recorded ssh config file (e.g. when the host's key or address changed since)."""
     old = read_transcript(path)
     inputs, recorded_settings = _inputs_from(old)
     settings = settings or Settings.model_validate({k: v for k, v in recorded_settings.items() if k in Settings.model_fields})
@@ -449,12 +475,14 @@ async def resume(
 
         registry = default_registry()
     host = None if inputs.host == "local" else inputs.host
+    if ssh_config:
+        inputs = inputs.model_copy(update={"ssh_config": ssh_config})
     # a multi-host run re-opens every recorded host (one that failed before is tried again)
     entries = [e.model_copy(update={"error": None}) for e in inputs.hosts]
     return await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=_agents_from(old), registry=registry,
         transcript=transcript, host_opener=_host_opener(host, inputs.ssh_config, settings, entries), progress=progress,
-        reuse=old,
+        reuse=old, run_id=run_id,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 from orchestrator.messages import Usage
 
@@ -14,6 +14,27 @@ Bound = Literal["compute", "memory", "communication", "latency", "unknown"]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# Python's own wording of an OS error ("FileNotFoundError: [Errno 2] No such file or directory: 'nvidia-smi'") is
+# for programmers; a diagnosis says it as text ("nvidia-smi not found").
+_OS_ERROR = re.compile(r"(?:\b[A-Z]\w*(?:Error|Exception): )?\[Errno -?\d+\] ([^:;\]\[]+?)(?:: (['\"])(.*?)\2)?(?=$|[;,)]| \()")
+_EXC_PREFIX = re.compile(r"\b(?:builtins\.)?[A-Z]\w*(?:Error|Exception)\(\s*(['\"])(.*?)\1\s*\)")
+
+
+def readable(text: str) -> str:
+    """Error text as people read it: no `[Errno N]`, no exception class names, no Python reprs of exceptions."""
+
+    def os_error(m: re.Match) -> str:
+        what, path = m.group(1).strip(), m.group(3)
+        if path is None:
+            return what[:1].lower() + what[1:]
+        if what.lower() == "no such file or directory":
+            return f"{path} not found"
+        return f"{what[:1].lower() + what[1:]}: {path}"
+
+    text = _OS_ERROR.sub(os_error, text)
+    return _EXC_PREFIX.sub(lambda m: m.group(2), text)
 
 
 class Cause(_Strict):
@@ -47,6 +68,11 @@ class Gap(_Strict):
     """Prong, probe or agent that did not deliver."""
     why: str
 
+    @field_validator("what", "why")
+    @classmethod
+    def _readable(cls, v: str) -> str:
+        return readable(v)
+
 
 class EvidenceRef(_Strict):
     agent: str
@@ -54,6 +80,11 @@ class EvidenceRef(_Strict):
     host: str | None = None
     excerpt: str = ""
     is_error: bool = False
+
+    @field_validator("excerpt")
+    @classmethod
+    def _readable(cls, v: str) -> str:
+        return readable(v)
 
 
 class AgentUsage(_Strict):
@@ -215,6 +246,22 @@ def _cell(s: object) -> str:
     return md_text(s).replace("|", "\\|")
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 token`, `2 tokens`, `1 model call`; `many` for irregular plurals."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def paid(d: Diagnosis) -> bool:
+    """Whether the run used model tokens (an offline run, or a replay of one, did not: no usage to show)."""
+    t = d.usage.total
+    return bool(t.total_tokens or t.cost_usd)
+
+
+def _names_cause_apart(r: Recommendation) -> bool:
+    """A recommendation names the cause it addresses once: not again when its `why` already names it."""
+    return bool(r.addresses) and r.addresses.strip().rstrip(".").lower() not in r.why.lower()
+
+
 def to_markdown(d: Diagnosis) -> str:
     e = md_text
     out = [f"# Diagnosis: {e(d.question)}", "", e(d.verdict), "",
@@ -231,7 +278,7 @@ def to_markdown(d: Diagnosis) -> str:
     if d.recommendations:
         out += ["## Recommendations", ""]
         for r in d.recommendations:
-            tail = f" (addresses: {e(r.addresses)})" if r.addresses else ""
+            tail = f" (addresses: {e(r.addresses)})" if _names_cause_apart(r) else ""
             out.append(f"- **{e(r.action)}** — {e(r.why)}{tail}")
         out.append("")
     if d.gaps:
@@ -247,14 +294,17 @@ def to_markdown(d: Diagnosis) -> str:
             out.append(f"- {code} {e(ev.agent)} · {e(ev.tool)}{host}{err}: {e(ev.excerpt)}")
         out.append("")
     t = d.usage.total
+    if not paid(d):  # an offline run (or a replay of one) used no model tokens: no "0 tokens, $0.0000" rows
+        return "\n".join(out).rstrip() + "\n"
     if t.calls:
-        out += ["## Usage", "", f"{t.calls} model calls, {t.input_tokens} in / {t.output_tokens} out / "
-                f"{t.cache_read_tokens} cache read / {t.cache_write_tokens} cache write tokens, ${t.cost_usd:.4f}", ""]
+        out += ["## Usage", "", f"{plural(t.calls, 'model call')}, {t.input_tokens:,} in / {t.output_tokens:,} out / "
+                f"{t.cache_read_tokens:,} cache read / {t.cache_write_tokens:,} cache write tokens, "
+                f"${t.cost_usd:.4f}", ""]
     if d.usage.agents:
         out += ["| agent | status | calls | tokens | cost | time |", "|---|---|--:|--:|--:|--:|"]
         for a in d.usage.agents:
             u = a.usage
-            out.append(f"| {_cell(a.agent_id)} | {_cell(a.status)} | {u.calls} | {u.total_tokens} | ${u.cost_usd:.4f} | "
+            out.append(f"| {_cell(a.agent_id)} | {_cell(a.status)} | {u.calls} | {u.total_tokens:,} | ${u.cost_usd:.4f} | "
                        f"{a.duration_s:.1f} s |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -31,7 +31,7 @@ from orchestrator.messages import (
     Usage,
 )
 from orchestrator.models.base import ModelCallError, ReplayDivergence, RunAbort
-from orchestrator.redact import redact_obj
+from orchestrator.redact import redact, redact_obj
 from orchestrator.tools.base import ExecutedCall, ToolOutput, execute
 
 SUBMIT_FINDINGS = "submit_findings"
@@ -210,7 +210,7 @@ class AgentRunner:
                                 tool_names=names)
         self.limits = limits_for(defn, run)
         self.model = run.backend.model_for(defn, agent_id, run)
-        self.state = _State(messages=[Message.user_text(first_message(run, defn, brief))])
+        self.state = _State(messages=[Message.user_text(redact(first_message(run, defn, brief)))])
         self.fingerprinter = Fingerprinter()
 
     @property

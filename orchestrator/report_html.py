@@ -32,7 +32,8 @@ import re
 from html import escape
 from typing import Iterable
 
-from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number, fmt_number as _fmt
+from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number, _names_cause_apart, plural
+from orchestrator.diagnosis import fmt_number as _fmt
 from orchestrator.events import DiagnosisSubmitted, RunFinished, RunStarted, ToolResult
 from orchestrator.timeline import Timeline, build_timeline
 
@@ -398,7 +399,7 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
     if d.recommendations:
         p.append('<h2 id="recommendations">Recommendations</h2><ul>')
         for r in d.recommendations:
-            tail = f' <span class="muted">(addresses: {_e(r.addresses)})</span>' if r.addresses else ""
+            tail = f' <span class="muted">(addresses: {_e(r.addresses)})</span>' if _names_cause_apart(r) else ""
             p.append(f"<li><strong>{_text(r.action, known)}</strong> — {_text(r.why, known)}{tail}</li>")
         p.append("</ul>")
 
@@ -446,16 +447,18 @@ def _usage_html(d: Diagnosis, tl: Timeline | None) -> str:
             total = tl.usage
     if not rows and not total.calls:
         return ""
+    if not (total.total_tokens or total.cost_usd):  # an offline run: no "0 tokens, $0.0000" table
+        return ""
     out = ['<h2 id="usage">Usage</h2>',
-           f"<p>{total.calls} model calls, {total.input_tokens} in / {total.output_tokens} out / "
-           f"{total.cache_read_tokens} cache read / {total.cache_write_tokens} cache write tokens, "
+           f"<p>{plural(total.calls, 'model call')}, {total.input_tokens:,} in / {total.output_tokens:,} out / "
+           f"{total.cache_read_tokens:,} cache read / {total.cache_write_tokens:,} cache write tokens, "
            f"${total.cost_usd:.4f}</p>"]
     if rows:
         out.append('<table class="usage"><tr><th>agent</th><th>status</th><th class="num">calls</th>'
                    '<th class="num">tokens</th><th class="num">cost</th><th class="num">time</th></tr>')
         for aid, status, u, dur in rows:
             out.append(f"<tr><td>{_e(aid)}</td><td>{_e(status)}</td><td class=\"num\">{u.calls}</td>"
-                       f'<td class="num">{u.total_tokens}</td><td class="num">${u.cost_usd:.4f}</td>'
+                       f'<td class="num">{u.total_tokens:,}</td><td class="num">${u.cost_usd:.4f}</td>'
                        f'<td class="num">{dur:.1f} s</td></tr>')
         out.append("</table>")
     return "".join(out)

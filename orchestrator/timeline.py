@@ -288,6 +288,11 @@ def _fmt_s(s: float) -> str:
     return f"{int(s // 60)}m{int(s % 60):02d}s"
 
 
+def _n(n: int, word: str, shown: str | None = None) -> str:
+    """`1 tool call`, `2 tool calls`: agreement with the count."""
+    return f"{shown if shown is not None else n} {word if n == 1 else word + 's'}"
+
+
 def _fmt_tokens(n: int) -> str:
     if n >= 1_000_000:
         return f"{n / 1_000_000:.1f}M"
@@ -309,6 +314,21 @@ _STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "turn_limit
                  "cancelled": "magenta", UNFINISHED: "magenta"}
 
 
+def render_tools(tl: Timeline, console, labels: list[str] | None = None) -> None:
+    """Each agent's tool calls in order, with the duration each took (as recorded) and ✗ for a failed one."""
+    from rich.text import Text
+
+    if not any(a.tool_calls for a in tl.agents):
+        return
+    labels = labels or [a.agent_id for a in tl.agents]
+    console.print(Text("tools (in call order, with their durations)", style="bold"))
+    for a, label in zip(tl.agents, labels):
+        if not a.tool_calls:
+            continue
+        calls = ", ".join(f"{t.tool} {_fmt_s(t.duration_s)}{' ✗' if t.is_error else ''}" for t in a.tool_calls)
+        console.print(Text(f"{label}: {calls}", overflow="fold"))
+
+
 def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None:
     """Print the timeline onto a rich console: a summary line, then one row per agent with a Gantt bar."""
     from rich.table import Table
@@ -321,19 +341,22 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
     head.append(f"  {tl.status}", style=_STATUS_STYLE.get(tl.status, ""))
     head.append(f"  {_fmt_s(tl.duration_s)}  {len(tl.agents)} agents, peak {tl.max_concurrency} concurrent")
     console.print(head)
-    console.print(Text(f"{tl.model_calls} model calls, {tl.tool_calls} tool calls ({tl.tool_errors} failed), "
-                       f"{_fmt_tokens(tl.usage.total_tokens)} tokens, ${tl.usage.cost_usd:.4f}"))
+    paid = bool(tl.usage.total_tokens or tl.usage.cost_usd)  # an offline run: no "0 tokens, $0.0000"
+    calls = (f"{_n(tl.model_calls, 'model call')}, {_n(tl.tool_calls, 'tool call')} ({tl.tool_errors} failed)"
+             + (f", {_n(tl.usage.total_tokens, 'token', _fmt_tokens(tl.usage.total_tokens))}, "
+                f"${tl.usage.cost_usd:.4f}" if paid else ""))
+    console.print(Text(calls))
     if tl.question:
         console.print(Text(f"question: {tl.question}"))
     if tl.error:
         console.print(Text(f"error: {tl.error}", style="red"))
 
-    headers = ["agent", "status", "start", "dur", "turns", "tools", "tokens", "cost"]
+    headers = ["agent", "status", "start", "dur", "turns", "tools"] + (["tokens", "cost"] if paid else [])
     rows: list[list[str]] = []
     for a, label in zip(tl.agents, labels):
         tools = str(len(a.tool_calls)) + (f" ({a.tool_errors}✗)" if a.tool_errors else "")
-        rows.append([label, a.status, _fmt_s(a.start_s), _fmt_s(a.duration_s), str(a.turns), tools,
-                     _fmt_tokens(a.usage.total_tokens), f"${a.usage.cost_usd:.3f}"])
+        rows.append([label, a.status, _fmt_s(a.start_s), _fmt_s(a.duration_s), str(a.turns), tools]
+                    + ([_fmt_tokens(a.usage.total_tokens), f"${a.usage.cost_usd:.3f}"] if paid else []))
     # every column but the bar at its natural width, two cells between columns; the bar gets what is left
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     widths[0] = min(widths[0], 30)
@@ -370,6 +393,7 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
         console.print(gantt)
     if tl.peak_agents and tl.max_concurrency > 1:
         console.print(Text(f"concurrent at peak: {', '.join(tl.peak_agents)}", overflow="fold"))
+    render_tools(tl, console, labels)
     for a in tl.agents:
         if a.error:
             console.print(Text(f"{a.agent_id}: {a.error}", style=_STATUS_STYLE.get(a.status, "")))

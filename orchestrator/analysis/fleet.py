@@ -226,10 +226,11 @@ def _id_key(eid: str) -> tuple:
 
 
 def host_facts(evidence: Iterable[Evidence]) -> dict[str, dict[str, tuple[FactValue, str]]]:
-    """host -> fact -> (value, evidence id); the evidence with the lowest id to show a fact of a host wins (ids,
-    not completion order: a replay, whose calls complete in another order, compares the same way)."""
+    """host -> fact -> (value, evidence id). The fan-out calls (one probe on every host, at the same time) win over
+    what other prongs gathered on the primary host; then the lowest id (not completion order: a replay, whose calls
+    complete in another order, compares the same way)."""
     out: dict[str, dict[str, tuple[FactValue, str]]] = {}
-    for ev in sorted(evidence, key=lambda e: _id_key(e.id)):
+    for ev in sorted(evidence, key=lambda e: (e.args.get("host") is None, _id_key(e.id))):
         if not ev.host:
             continue
         facts = evidence_facts(ev)

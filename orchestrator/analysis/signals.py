@@ -28,6 +28,7 @@ from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import Condition, Entry, Signal, catalog
+from orchestrator.knowledge.catalog import entry as catalog_entry_by_id
 
 FactValue = str | int | float | bool
 
@@ -377,6 +378,22 @@ def render(template: str, hf: HostFacts, binding: str | None = None, line: Line 
     return _PLACEHOLDER.sub(one, template)
 
 
+def fill(template: str, values: dict[str, Any]) -> str:
+    """A catalog template filled from a rule's own values (flat names); missing ones render as "unknown"."""
+    return render(template, HostFacts("", {k: Fact(v, "") for k, v in values.items() if v is not None}))
+
+
+def entry_words(entry_id: str, values: dict[str, Any] | None = None, flags: Iterable[str] = ()) -> dict[str, Any]:
+    """What a rule needs from its catalog entry, filled: title, claim, explanation, reasoning, fixes (each with
+    the entry's first source appended), and the entry's id, confidence, severity and bound."""
+    e = catalog_entry_by_id(entry_id)
+    values = values or {}
+    return {"entry": e.id, "title": fill(e.title, values), "claim": fill(e.claim, values),
+            "explanation": fill(e.explanation, values), "reasoning": fill(e.reasoning or "", values),
+            "recommendations": [f"{fill(fx, values)} [{e.source}]" for fx in e.fixes(set(flags))],
+            "confidence": e.confidence, "severity": e.severity, "bound": e.bound, "source": e.source}
+
+
 # --- evaluation ---------------------------------------------------------------------------------------------------
 
 
@@ -454,7 +471,7 @@ def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
             matched.append(f"{h.line.path}:{h.line.line_no}: {h.line.text.strip()[:200]}")
         ids += [f.evidence_id for f in h.facts]
         matched += h.notes
-    fixes = [f"{render(fx, hf, best.binding, best.line, best.match)} [{entry.source}]" for fx in entry.fix]
+    fixes = [f"{render(fx, hf, best.binding, best.line, best.match)} [{entry.source}]" for fx in entry.fixes()]
     return Finding(
         id=entry.id, entry=entry.id, rule="catalog", category=entry.area, title=entry.title, claim=text,
         confidence=conf, evidence=list(dict.fromkeys(ids)), recommendations=fixes, severity=entry.severity,
@@ -530,7 +547,7 @@ def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str,
     return [Finding(
         id="unclassified-log-lines", entry=entry.id if entry else "", rule="catalog", category="log", title=title,
         claim=claim, confidence=entry.confidence if entry else 0.3, evidence=list(dict.fromkeys(ids)),
-        recommendations=[render(fx, hf0) + (f" [{entry.source}]" if entry else "") for fx in (entry.fix if entry else [])],
+        recommendations=[render(fx, hf0) + (f" [{entry.source}]" if entry else "") for fx in (entry.fixes() if entry else [])],
         severity=entry.severity if entry else "low", secondary=True,
         matched=[f"{r['path']}:{r['no']}: {r['line'][:200]}" for r in ranked[:MAX_MATCHED]])]
 

@@ -11,7 +11,8 @@ from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
 _CATEGORY_RANK = {"fleet": 0, "observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
-                  "power": 5, "hardware": 6, "environment": 7, "other": 8}
+                  "power": 5, "hardware": 6, "environment": 7, "other": 8,
+                  "engine": 2, "workload": 2, "jit-cache": 5}  # serving engine: its config explains serving latency
 
 
 _GEMM_SIDE = {"roofline", "kernel", "autotune"}
@@ -40,17 +41,53 @@ def collect_findings(evidence: list[Evidence], observations: Observations | None
     return found
 
 
-def _bound(findings: list[Finding]) -> tuple[str, str]:
+def _catalog_bound(findings: list[Finding], comm_ruled_out: bool) -> Finding | None:
+    """A failure from the catalog (node fault, engine misconfiguration...) that says what the workload is bound by:
+    fired by its signals, high severity, confident, not secondary, and not contradicted by the experiments."""
+    cands = [f for f in findings if f.rule == "catalog" and f.entry and f.bound in ("compute", "memory", "communication",
+                                                                                   "latency")
+             and f.severity == "high" and f.confidence >= 0.7 and not f.secondary and not f.informational
+             and not (f.bound == "communication" and comm_ruled_out)]
+    return max(cands, key=lambda f: f.confidence, default=None)
+
+
+def _bound(findings: list[Finding]) -> tuple[str, str, Finding | None]:
+    """The bound, its reasoning, and the catalog finding that set it (ranked first), if one did."""
     by_id = {f.id: f for f in findings}
     comm = by_id.get("parallelism-points-at-communication")
-    if comm:
-        return "communication", comm.claim
     measured = by_id.get("comm-vs-gemm")
-    if measured and measured.bound == "communication":
-        return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim
+    far = by_id.get("decode-far-below-every-roof")
     moe = by_id.get("moe-decode-memory-bound") or by_id.get("moe-decode-compute-bound")
     gemm = by_id.get("parallelism-rules-out-allreduce")
     stall = by_id.get("power-stall")
+    if comm:
+        parts = [comm.claim]
+        if far:
+            parts.append(far.short)
+        if stall:
+            parts.append("Power far below the limit at full occupancy agrees: the SMs wait rather than compute.")
+        return "communication", " ".join(parts), None
+    if measured and measured.bound == "communication":
+        return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim, None
+    comm_ruled_out = bool(gemm) or bool(measured and measured.data.get("dominant") == "gemm")
+    setter = _catalog_bound(findings, comm_ruled_out)
+    if setter:
+        parts = [f"{setter.title}: {setter.short or _first_sentence(setter.claim)}"]
+        if moe and moe.bound != setter.bound:
+            parts.append(f"(The decode roofline alone would say {moe.bound}-bound: {moe.short or moe.title}; the "
+                         f"fault above comes first.)")
+        return setter.bound or "unknown", " ".join(parts), setter
+    if far:
+        parts = [far.short]
+        pointers = [f for f in findings if f is not far and f.bound in ("latency", "communication")]
+        if pointers:
+            parts.append("Evidence pointing the same way: " + "; ".join(f.title or f.id for f in pointers[:3]) + ".")
+        if stall:
+            parts.append("Power far below the limit at high occupancy agrees: the SMs wait rather than compute.")
+        if gemm:
+            parts.append("The parallelism experiment puts the difference between layouts in the per-GPU GEMMs, but "
+                         "at this throughput the GEMMs' floor is a small part of the step.")
+        return far.bound or "latency", " ".join(parts), far
     if moe:
         bound = moe.bound or "memory"
         parts = [moe.short or moe.claim]
@@ -61,15 +98,20 @@ def _bound(findings: list[Finding]) -> tuple[str, str]:
         if measured and measured.data.get("dominant") == "comparable":
             parts.append(f"The measured all-reduce latency is comparable ({measured.data['ratio']:.0%}) to this "
                          "memory floor, so TP communication is a second limiter of the same size.")
-        return bound, " ".join(parts)
+        return bound, " ".join(parts), None
+    # Serving latency against its roofline floor (analysis/serving_rules.py): the phase the question asks about.
+    serving = [f for f in findings if f.id in ("serving-decode-vs-roofline", "serving-prefill-vs-roofline") and f.bound]
+    serving.sort(key=lambda f: (not f.data.get("asked"), f.id != "serving-decode-vs-roofline"))
+    if serving and not gemm:
+        return serving[0].bound or "unknown", serving[0].short or serving[0].claim, serving[0]
     if gemm:
         return "unknown", ("The parallelism experiment puts the cost in the per-GPU GEMMs, but no roofline evidence "
-                           "separates memory- from compute-bound.")
+                           "separates memory- from compute-bound."), None
     if stall:
-        return "unknown", "Low power at high occupancy says the SMs stall, but no evidence says on what."
+        return "unknown", "Low power at high occupancy says the SMs stall, but no evidence says on what.", None
     if "power-limited" in by_id:
-        return "compute", by_id["power-limited"].claim
-    return "unknown", "The evidence gathered does not show which resource limits throughput."
+        return "compute", by_id["power-limited"].claim, None
+    return "unknown", "The evidence gathered does not show which resource limits throughput.", None
 
 
 def _first_sentence(text: str) -> str:
@@ -111,12 +153,13 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
             bound="unknown", bound_reasoning="No evidence shows the limiting resource.",
             gaps=gaps or [Gap(what="evidence", why=why)])
 
-    bound, reasoning = _bound(findings)
+    bound, reasoning, setter = _bound(findings)
     causes_f = [f for f in findings if not f.informational]
-    # When the evidence puts the limit in communication, per-GPU GEMM findings (roofline, kernels, tuning) are
-    # true but not what limits throughput: rank them after the communication and power findings.
-    behind = _GEMM_SIDE if bound == "communication" else set()
-    causes_f.sort(key=lambda f: (f.secondary or f.confidence < 0.5 or f.category in behind,
+    # When the evidence puts the limit in communication or latency, per-GPU GEMM findings (roofline, kernels, tuning)
+    # are true but not what limits throughput: rank them after the communication and power findings. A catalog
+    # failure that set the bound (a node fault explaining the symptom) comes first.
+    behind = _GEMM_SIDE if bound in ("communication", "latency") else set()
+    causes_f.sort(key=lambda f: (f is not setter, f.secondary or f.confidence < 0.5 or f.category in behind,
                                  _CATEGORY_RANK.get(f.category, 8), -f.confidence))
     causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
 

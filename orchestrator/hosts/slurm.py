@@ -108,7 +108,21 @@ async def slurm_entries(spec: str, settings: Settings | None = None) -> list[Hos
         raise InputError(str(exc)) from None
     job = os.environ.get("SLURM_JOB_ID")
     detail = {"job_id": job} if job else {}
-    return [HostEntry(name=n, dest=n, via="slurm", detail=dict(detail)) for n in nodes]
+    states = {}
+    if not job:  # outside an allocation a drained or down node takes no job step: a gap, said with its reason
+        recs, _ = await show_nodes(nodes)
+        states = {r["name"]: r for r in recs}
+    out = []
+    for n in nodes:
+        rec = states.get(n) or {}
+        flags = [f for f in re.split(r"[+*~#!%$@^]", str(rec.get("state") or "").upper()) if f]
+        down = [f for f in flags if f.startswith(("DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "INVAL", "FUTURE"))]
+        error = None
+        if down:
+            error = (f"Slurm node {n} is {rec.get('state')}" + (f" (reason: {rec['reason']})" if rec.get("reason")
+                     else "") + ": it takes no job step outside an existing allocation")
+        out.append(HostEntry(name=n, dest=n, via="slurm", detail=dict(detail), error=error))
+    return out
 
 
 def parse_scontrol_oneliner(text: str) -> list[dict[str, str]]:
@@ -174,7 +188,7 @@ class SlurmHost:
     """One Slurm node, reached through `srun -w NODE` from this (login) machine."""
 
     def __init__(self, node: str, settings: Settings | None = None, *, job_id: str | None = None,
-                 immediate_s: int = 10):
+                 immediate_s: int = 5):
         if not _NODE.match(node) or any(c in node for c in "[],"):
             raise HostConfigError(f"{node!r} is not a single Slurm node name")
         self.node = node

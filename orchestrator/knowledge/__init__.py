@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: CLI start-up
 
 
 class GpuSpec(_Strict):
@@ -230,63 +230,9 @@ def parse_caches(raw: Any) -> CachesFile:
     return data
 
 
-class AppliesTo(_Strict):
-    ccs: list[str] = Field(default_factory=list)
-    """Empty: any compute capability."""
-    libraries: list[str] = Field(default_factory=list)
-    dtypes: list[str] = Field(default_factory=list)
-    """Workload quantizations (observations' model.quantization) the issue concerns; empty: any."""
-
-
-class IssueElsewhere(_Strict):
-    """What a known issue's log line means on a GPU outside `applies_to.ccs` (where its documented cause is not shown)."""
-
-    title: str
-    cause: str
-    fix: list[str]
-
-
-class KnownIssue(_Strict):
-    id: str
-    title: str
-    symptom: str
-    patterns: list[str] = Field(default_factory=list)
-    cause: str
-    fix: list[str]
-    applies_to: AppliesTo = Field(default_factory=AppliesTo)
-    configuration_risk: bool = False
-    elsewhere: IssueElsewhere | None = None
-    source: str
-
-    def compiled(self) -> list[re.Pattern[str]]:
-        return [re.compile(p, re.IGNORECASE) for p in self.patterns]
-
-    def matches(self, line: str) -> bool:
-        return any(p.search(line) for p in self.compiled())
-
-    def applies_to_cc(self, cc: str | None) -> bool | None:
-        """Whether the issue's documented cause concerns this compute capability (None: cc unknown)."""
-        if not self.applies_to.ccs:
-            return True
-        if cc is None:
-            return None
-        caps = arch_caps(cc)
-        return (caps.cc if caps else str(cc)) in self.applies_to.ccs
-
-    def applies_to_dtype(self, dtype: str | None) -> bool:
-        """False only when the workload's quantization is known and the issue concerns other ones."""
-        return not self.applies_to.dtypes or dtype is None or dtype.lower() in self.applies_to.dtypes
-
-    def applies(self, cc: str | None, libraries: set[str], dtype: str | None = None) -> bool:
-        """Whether this issue can apply on a GPU of cc with these libraries installed (and this workload dtype)."""
-        if self.applies_to_cc(cc) is not True or not self.applies_to_dtype(dtype):
-            return False
-        return not self.applies_to.libraries or any(lib in libraries for lib in self.applies_to.libraries)
-
-
 def _load(name: str) -> Any:
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: CLI start-up time
 
 
 @lru_cache(maxsize=None)
@@ -336,15 +282,6 @@ def skipped_on_mismatch_formats() -> frozenset[str]:
 def moe_formats() -> frozenset[str]:
     """Fused-MoE tuned-config formats."""
     return frozenset(k for k, f in cache_formats_table().items() if f.moe)
-
-
-@lru_cache(maxsize=None)
-def known_issues() -> tuple[KnownIssue, ...]:
-    return tuple(KnownIssue.model_validate(x) for x in _load("issues.yaml"))
-
-
-def issue(issue_id: str) -> KnownIssue | None:
-    return next((i for i in known_issues() if i.id == issue_id), None)
 
 
 @lru_cache(maxsize=None)
@@ -561,7 +498,7 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
         for f in a.missing_vs_peer + a.notes:
             consider("arch", f"CC {a.cc} ({a.sm}, {a.family})", f.text, f.source)
     for e in _catalog().entries:
-        consider("issue", f"{e.id}: {e.title}", f"{e.claim} {e.explanation} Fix: {' '.join(e.fix)}", "; ".join(e.sources))
+        consider("issue", f"{e.id}: {e.title}", f"{e.claim} {e.explanation} Fix: {' '.join(e.all_fixes())}", "; ".join(e.sources))
     for b in backends():
         ccs = ", ".join(str(c) for c in b.ccs)
         consider("backend", f"{b.library} {b.op} {b.backend}", f"supported CCs: {ccs}. {b.note or ''}".strip(), b.source)

@@ -119,6 +119,12 @@ async def _run_script(host: Host, script: str, model: type[SweepT], params: dict
     The flag says whether the script's own result came back (False: an unavailable sweep saying why not)."""
     interp = python or "python3"
     cmd = f"{interp} - <{script}.py> {json.dumps(params)}"
+    if python:  # issue 15: a named interpreter is verified on the host before any script is sent to it
+        from orchestrator.probes.interpreter import InterpreterRefused, verify
+        try:
+            await verify(host, python)
+        except InterpreterRefused as exc:
+            return model(host=host.name, available=False, reason=str(exc), commands=[cmd]), False
     res = await host.run([interp, "-", json.dumps(params)], stdin=scripts.load(script), timeout_s=timeout_s)
     data = _parse_json(res)
     if data is None:

@@ -93,7 +93,7 @@ class Roofline(Tool):
             inv = await collect_gpu_inventory(ctx.run.host)
             name = inv.gpus[0].name if inv.available and inv.gpus else None
         if name is None:
-            raise ToolFailure("no GPU known: pass gpu=<name> (no GPU on the host and none in the observations)")
+            raise ToolFailure("no GPU known: none on the host and no gpu.name in the observations")
         spec = knowledge.gpu_spec(name)
         if spec is None:
             raise ToolFailure(f"unknown GPU {name!r}; closest: {', '.join(knowledge.closest_gpu_names(name))}")

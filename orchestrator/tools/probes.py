@@ -20,8 +20,11 @@ from orchestrator.probes.models import (
 from orchestrator.probes.power import sample_power
 from orchestrator.probes.pyenv import collect_python_env
 from orchestrator.knowledge import log_signatures
+from orchestrator.hosts.policy import extra_path_refusal
+from orchestrator.hosts.resolve import check_on_host
+from orchestrator.probes.interpreter import name_refusal
 from orchestrator.probes.session import shared, start
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, require_host
+from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, record_refusal, require_host
 
 if TYPE_CHECKING:
     from orchestrator.context import AgentContext, RunContext
@@ -64,6 +67,8 @@ def default_probe_calls(run: "RunContext", host: Host, tools: set[str]) -> list[
     makes it) on the run's host, for `probes.session.prefetch`."""
     python = run.inputs.python
     calls: list[Any] = []
+    if python and name_refusal(python) is not None:  # the tools refuse it (and record why): nothing to prefetch
+        tools = tools - {"python_env", "autotune_caches", "kernel_inventory"}
     if "gpu_inventory" in tools:
         calls.append(lambda: start(host, ("gpu_inventory",), lambda: collect_gpu_inventory(host), once=True))
     if "power_sample" in tools:
@@ -80,6 +85,24 @@ def default_probe_calls(run: "RunContext", host: Host, tools: set[str]) -> list[
 
 def _output(model: ProbeModel, text: str, host: Host) -> ToolOutput:
     return ToolOutput(text=text, data=model.model_dump(mode="json"), untrusted=True, host=host.name)
+
+
+def _refused_python(ctx: "AgentContext", host: Host, tool: str, python: str | None) -> ToolOutput | None:
+    """A model-named interpreter that is not one is refused (and recorded) before anything runs."""
+    if not python:
+        return None
+    why = name_refusal(python)
+    if why is None:
+        return None
+    record_refusal(ctx, tool, python, why)
+    return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
+
+
+def _record_host_refusal(ctx: "AgentContext", tool: str, python: str | None, model: ProbeModel) -> None:
+    """An interpreter refused on the host (not there, not a python) is a policy refusal too."""
+    reason = getattr(model, "reason", None) or ""
+    if not model.available and python and reason.startswith(f"interpreter {python!r}"):
+        record_refusal(ctx, tool, python, reason)
 
 
 def _unavailable(model: ProbeModel) -> str | None:
@@ -271,7 +294,10 @@ class PythonEnvTool(Tool):
 
     async def run(self, args: PythonEnvInput, ctx: "AgentContext") -> ToolOutput:
         host = require_host(ctx)
+        if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
+            return refused
         env = await _python_env(host, args.python or ctx.run.inputs.python)
+        _record_host_refusal(ctx, self.name, args.python or ctx.run.inputs.python, env)
         return _output(env, summarize_pyenv(env), host)
 
 
@@ -292,8 +318,20 @@ class AutotuneCachesTool(Tool):
 
     async def run(self, args: AutotuneCachesInput, ctx: "AgentContext") -> ToolOutput:
         host = require_host(ctx)
+        if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
+            return refused
+        if args.extra_paths:  # walked and parsed on the host: never a credential directory (issue 15)
+            why = next((w for w in map(extra_path_refusal, args.extra_paths) if w), None)
+            if why is None:
+                why, resolved = await check_on_host(host, ["cat"], list(args.extra_paths))
+                why = why or next((extra_path_refusal(real) for kind, real in resolved
+                                   if kind != "n" and extra_path_refusal(real)), None)
+            if why is not None:
+                record_refusal(ctx, self.name, " ".join(args.extra_paths), why)
+                return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
         shape = _expert_shape(ctx)
         r = await _autotune(host, args.python or ctx.run.inputs.python, args.device_name, shape, args.extra_paths)
+        _record_host_refusal(ctx, self.name, args.python or ctx.run.inputs.python, r)
         return _output(r, summarize_autotune(r), host)
 
 
@@ -324,7 +362,10 @@ class KernelInventoryTool(Tool):
 
     async def run(self, args: KernelInventoryInput, ctx: "AgentContext") -> ToolOutput:
         host = require_host(ctx)
+        if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
+            return refused
         k = await _kernels(host, args.arch, args.python or ctx.run.inputs.python)
+        _record_host_refusal(ctx, self.name, args.python or ctx.run.inputs.python, k)
         return _output(k, summarize_kernels(k), host)
 
 

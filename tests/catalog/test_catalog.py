@@ -72,7 +72,7 @@ def test_duplicate_ids_and_bad_yaml_are_named():
 def test_every_template_renders_without_facts():
     empty = HostFacts("h")
     for e in catalog():
-        for t in [e.claim, e.explanation, *e.fix] + [s.claim for s in e.signals if s.claim]:
+        for t in [e.claim, e.explanation, *e.all_fixes()] + [s.claim for s in e.signals if s.claim]:
             out = render(t, empty)
             assert not re.search(r"(?<!\{)\{[a-z_.*\[\]0-9-]+\}(?!\})", out), (e.id, out)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import uuid
 
 import pytest
 
@@ -23,6 +24,8 @@ def fleet(tmp_path, sshd_factory, sick_variant):  # noqa: F811
     """Three healthy twins, one with its power limit lowered, and one unreachable host, in one ssh config."""
     healthy = stage_host(tmp_path / "healthy")
     sick = stage_host(tmp_path / "sick", variant=sick_variant)
+    for st in (healthy, sick):  # the engine probe reads this machine's /proc: only engines staged here (none)
+        st.env["INVESTIGATE_STAGED_TAG"] = f"fleet-{uuid.uuid4().hex}"
     sshds = [sshd_factory(name=f"node{i}", env=healthy.env) for i in (1, 2, 3)]
     sshds.append(sshd_factory(name="node4", env=sick.env))
     cfg = write_config(tmp_path / "ssh_config", sshds, dead_block("node5", free_port(), sshds[0]))

@@ -65,6 +65,7 @@ async def test_identical_hosts_have_no_outlier(tmp_path, sshd_factory):  # noqa:
     from support.staged_host import stage_host
 
     staged = stage_host(tmp_path / "twins")
+    staged.env["INVESTIGATE_STAGED_TAG"] = "twins-only"
     sshds = [sshd_factory(name=f"twin{i}", env=staged.env) for i in (1, 2)]
     cfg = write_config(tmp_path / "ssh_config", sshds)
     result = await investigate("are my replicas the same?", host=["twin1", "twin2"], ssh_config=str(cfg),

@@ -51,6 +51,14 @@ async def _probes_alone() -> list[dict]:
             ("kernel_inventory", lambda: collect_kernel_inventory(
                 host, arch=arch_of(first.compute_cap) if first else None, python=None)),
         ]
+        try:  # the node and serving-engine prongs' probes, where this version has them
+            from orchestrator.probes.engine import collect_engine_report
+            from orchestrator.probes.node import collect_node_health
+
+            steps += [("node_health", lambda: collect_node_health(host, [])),
+                      ("engine_config", lambda: collect_engine_report(host, []))]
+        except ImportError:
+            pass
         for name, call in steps:
             for attempt in ("first", "again"):
                 _clear_shared(host)

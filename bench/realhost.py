@@ -115,6 +115,16 @@ def _tools_of(transcript: Path) -> list[dict]:
     return rows
 
 
+def _run_seconds(transcript: Path) -> float | None:
+    """The run's own duration (RunFinished): the rest of the command's wall time is start-up and exit."""
+    from orchestrator.transcript import read_transcript
+
+    for ev in read_transcript(transcript, strict=False).events:
+        if getattr(ev, "type", None) == "run_finished":
+            return ev.duration_s
+    return None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -152,6 +162,7 @@ def main() -> int:
         r["run"] = i + 1
         r.pop("stdout", None)
         try:
+            r["run_s"] = _run_seconds(tr)
             r["tools"] = _tools_of(tr)
         except Exception as exc:  # a failed run leaves no readable transcript; the exit code says why
             r["tools"] = []
@@ -160,9 +171,11 @@ def main() -> int:
     report["investigation"] = runs
 
     print("\n2./3. whole runs (commands)")
-    print(f"{'command':<28} {'run':>3} {'wall s':>7} {'exit':>4}")
+    print(f"{'command':<28} {'run':>3} {'wall s':>7} {'exit':>4} {'run s':>6}  (run s: the investigation itself; "
+          "the rest is start-up and exit)")
     for r in [*report["probe_cmd"], *runs]:
-        print(f"{r['what']:<28} {r['run']:>3} {r['wall_s']:>7.3f} {r['exit']:>4}"
+        rs = f"{r['run_s']:6.3f}" if r.get("run_s") is not None else " " * 6
+        print(f"{r['what']:<28} {r['run']:>3} {r['wall_s']:>7.3f} {r['exit']:>4} {rs}"
               + ("" if r["exit"] == 0 else "  " + " | ".join(r["stderr_tail"])[:200]))
     if runs and runs[-1]["tools"]:
         print(f"\ntool calls of investigation run {runs[-1]['run']} (call s: the agent's wait; probe s: the probe's own)")

@@ -29,6 +29,11 @@ if [ -n "${POWER_VARIANT:-}" ]; then
   INVESTIGATE_POWER_SAMPLE_S="$POWER_VARIANT" python3 bench/realhost.py --skip-alone --runs 2 --out "$W/power$POWER_VARIANT" \
     --observations "$OBS" 2>&1 | tee "$W/realhost_power.txt"
 fi
+echo "== start-up: what importing the CLI and the run's modules costs (python -X importtime, slowest self times)"
+python3 -X importtime -c "import orchestrator.cli, orchestrator.api, orchestrator.tools.registry, orchestrator.analysis.synthesis" \
+  2> "$W/importtime.txt"; sort -t'|' -k1.13n "$W/importtime.txt" | tail -12; tail -1 "$W/importtime.txt"
+TIMEFORMAT="investigate --help: %R s wall, %U s user"
+for i in 1 2 3; do time python3 -m orchestrator.cli --help > /dev/null; done
 echo "== fatbin reader vs cuobjdump"
 python3 bench/device/fatbin_check.py "$W" "${FATBIN_BUDGET_S:-45}" 2>&1 | tee "$W/fatbin_check.txt" | tail -25
 echo "== GEMM probe vs independent timing"

@@ -528,10 +528,20 @@ def _fail_if_nothing_measured(probes, what: str) -> None:
         raise RunFailedExit(f"the {what} benchmark could not run: {reasons}")
 
 
-@app.command("specs", help="Spec sheet of a GPU, with sources.")
-def specs_cmd(gpu: str = typer.Argument(..., metavar="GPU")) -> None:
+@app.command("specs", help="Spec sheet of a GPU, with sources (--list: every GPU known).")
+def specs_cmd(
+    gpu: Optional[str] = typer.Argument(None, metavar="GPU"),
+    as_list: bool = typer.Option(False, "--list", help="List every GPU the catalogue knows, with its headline peaks."),
+) -> None:
     from orchestrator.commands import render_specs
 
+    if as_list:
+        from orchestrator.tools.knowledge import render_gpu_list
+
+        sys.stdout.write(render_gpu_list().rstrip() + "\n")
+        return
+    if not gpu:
+        raise BadInput("name a GPU (`investigate specs \"NVIDIA H200\"`) or pass --list to see every known one")
     sys.stdout.write(render_specs(gpu).rstrip() + "\n")
 
 

@@ -158,6 +158,10 @@ def summarize_pyenv(e: PythonEnv) -> str:
         f"packages: {pkgs}",
         f"torch CUDA {e.torch_cuda or '?'}; arch list: {', '.join(e.torch_arch_list) or 'unknown'}",
     ]
+    if e.interpreter_source == "python3 on PATH":
+        lines.append(f"no running vLLM, SGLang or TensorRT-LLM process was found and no --python was given: this is "
+                     f"{e.interpreter} (python3 on PATH), which may not be the interpreter that serves the model; "
+                     "pass --python PATH to inspect the serving one")
     if e.reason:
         lines.append(e.reason)
     return "\n".join(lines)
@@ -187,6 +191,10 @@ def summarize_autotune(r: AutotuneReport) -> str:
         if f.error:
             bits.append(f"error: {f.error}")
         lines.append(f"  {f.format} {f.path}: " + ", ".join(bits))
+    states = [f"{c.name} {c.files} file(s) {c.bytes / 1e6:,.1f} MB" + (" ON TMP (lost on restart)" if c.in_tmp else "")
+              + (" [moved by env]" if c.env_set else "") for c in r.caches if c.present]
+    if states:
+        lines.append("caches present: " + "; ".join(states))
     if r.tuned_config_for_device is not None:
         shape = f" and expert shape {r.expert_shape}" if r.expert_shape else ""
         lines.append(f"fused-MoE tuned config for this device{shape}: {'yes' if r.tuned_config_for_device else 'NO'}")

@@ -32,7 +32,7 @@ def test_max_q_never_matches_the_600w_part():
 
 
 def test_unknown_gpu_gets_closest_names_not_a_guess():
-    assert knowledge.gpu_spec("NVIDIA RTX 6000 Ada Generation") is None
+    assert knowledge.gpu_spec("Quadro RTX 8000") is None
     assert "NVIDIA H200" in knowledge.closest_gpu_names("H20O")
 
 

@@ -138,9 +138,10 @@ def fleet_markdown(tables: list[FleetTable], esc=lambda s: s, max_rows: int = 40
     for t in tables:
         group = "" if t.group == "all" else f" ({esc(t.group)})"
         out += [f"## Fleet comparison{group}", "",
-                f"{len(t.hosts)} hosts compared; {t.identical} fact(s) identical on all; {len(t.rows)} differ.", ""]
+                f"{len(t.hosts)} hosts compared; {plural(t.identical, 'fact')} identical on all; {len(t.rows)} "
+                f"{'differs' if len(t.rows) == 1 else 'differ'}.", ""]
         if t.outliers:
-            out.append("Odd host(s), most different first: " + "; ".join(
+            out.append(("Odd host" if len(t.outliers) == 1 else "Odd hosts, most different first") + ": " + "; ".join(
                 f"**{esc(o.host)}** ({esc(', '.join(o.differs[:3]))})" for o in t.outliers[:10]))
             out.append("")
         if t.rows:

@@ -22,6 +22,19 @@ _OS_ERROR = re.compile(r"(?:\b[A-Z]\w*(?:Error|Exception): )?\[Errno -?\d+\] ([^
 _EXC_PREFIX = re.compile(r"\b(?:builtins\.)?[A-Z]\w*(?:Error|Exception)\(\s*(['\"])(.*?)\1\s*\)")
 
 
+_FIRST_WORD = re.compile(r"[a-z][a-z'-]*(?=[\s,:;.]|$)")
+
+
+def sentence_case(text: str) -> str:
+    """Text that starts a sentence starts with a capital: "no cause ..." -> "No cause ...". Identifiers stay as
+    written ("sm_120a lacks ...", "nvidia-smi reports ...", "vLLM ..."): only a plain lowercase word is capitalized."""
+    s = text.lstrip()
+    m = _FIRST_WORD.match(s)
+    if m is None or "-" in m.group(0):
+        return text
+    return text[: len(text) - len(s)] + s[0].upper() + s[1:]
+
+
 def readable(text: str) -> str:
     """Error text as people read it: no `[Errno N]`, no exception class names, no Python reprs of exceptions."""
 
@@ -173,6 +186,11 @@ class Diagnosis(_Strict):
     """Multi-host runs: the comparison of facts that should be identical across hosts (None: one host, and then
     left out of the dump, so one-host diagnoses and their recordings keep their shape)."""
 
+    @field_validator("verdict")
+    @classmethod
+    def _verdict_starts_a_sentence(cls, v: str) -> str:
+        return sentence_case(v)
+
     @model_serializer(mode="wrap")
     def _drop_empty_fleet(self, handler):
         out = handler(self)
@@ -200,6 +218,11 @@ class SubmittedDiagnosis(_Strict):
     numbers: list[Number] = Field(default_factory=list)
     recommendations: list[Recommendation] = Field(default_factory=list)
     gaps: list[Gap] = Field(default_factory=list)
+
+    @field_validator("verdict")
+    @classmethod
+    def _verdict_starts_a_sentence(cls, v: str) -> str:
+        return sentence_case(v)
 
 
 def fmt_number(v: float) -> str:

@@ -190,3 +190,17 @@ def test_probe_says_which_interpreter_it_inspected_and_that_it_may_not_serve(tmp
     assert "may not be the interpreter that serves the model; pass --python PATH" in text
     given = investigate("probe", "--python", sys.executable, tmp_path=tmp_path, timeout=300).stdout
     assert f"({'--python'})" in " ".join(given.split()) and "may not be the interpreter" not in given
+
+
+def test_verdict_starts_with_a_capital_in_every_rendering(offline_run):
+    verdict = offline_run["json"]["verdict"]
+    assert verdict[:1].isupper(), verdict[:60]
+    assert verdict.split()[0] in offline_run["md"] and verdict.split()[0] in offline_run["html"]
+
+
+def test_a_lowercase_verdict_from_a_model_is_capitalised_but_identifiers_are_left_alone():
+    from orchestrator.diagnosis import SubmittedDiagnosis
+
+    assert SubmittedDiagnosis(verdict="the GEMMs are memory-bound").verdict == "The GEMMs are memory-bound"
+    assert SubmittedDiagnosis(verdict="sm_120a lacks tcgen05").verdict == "sm_120a lacks tcgen05"
+    assert SubmittedDiagnosis(verdict="vLLM falls back").verdict == "vLLM falls back"

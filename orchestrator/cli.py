@@ -474,6 +474,11 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         where = ".".join(str(x) for x in err["loc"])
         raise BadInput(f"{transcript_path}: the recorded diagnosis is malformed at {where} ({err['msg']}); "
                        "re-synthesize it with `investigate replay --offline`") from None
+    from orchestrator.transcript import implausible_number
+
+    if (bad := implausible_number(diagnosis.model_dump())) is not None:
+        raise BadInput(f"{transcript_path}: the recorded diagnosis holds a number no report can draw at {bad}; "
+                       "re-synthesize it with `investigate replay --offline`")
     diagnosis = _scrub(diagnosis)
     if output.suffix.lower() in (".md", ".markdown"):
         _write(output, to_markdown(diagnosis))

@@ -440,12 +440,15 @@ def resume_cmd(
 def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
              as_json: bool = typer.Option(False, "--json")) -> None:
     from orchestrator.timeline import build_timeline, render_timeline
-    from orchestrator.transcript import read_transcript
+    from orchestrator.transcript import iter_transcript
 
-    t = read_transcript(transcript_path, strict=False)  # a damaged line is named and the rest still shown
-    for w in t.warnings:
+    # streamed, one line at a time: memory stays bounded on a transcript of any size (issue 15, bench/show.py);
+    # a damaged line is named and the rest still shown
+    warnings: list[str] = []
+    _, events = iter_transcript(transcript_path, warnings)
+    timeline = _scrub(build_timeline(events))
+    for w in warnings:
         sys.stderr.write(f"warning: {_one_line(w)}\n")
-    timeline = _scrub(build_timeline(t.events))
     if as_json:
         sys.stdout.write(timeline.model_dump_json(indent=2) + "\n")
     else:

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 from pydantic import ValidationError
 
@@ -212,6 +212,68 @@ def implausible_number(obj: Any, where: str = "") -> str | None:
         if found is not None:
             return found
     return None
+
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A longer line is skipped by the streaming reader (named in a warning) rather than held in memory."""
+
+
+def iter_transcript(path: str | Path, warnings: list[str]) -> tuple[Header, Iterator[Event]]:
+    """The header and a lazy iterator over the events, reading one line at a time: memory stays bounded by the
+    longest line, whatever the file's size (`show` of a multi-GB transcript). Damaged lines become warnings, as
+    `read_transcript(strict=False)` does; a transcript of an older schema is read whole (they are small)."""
+    p = Path(path)
+    if not p.is_file():
+        raise TranscriptError(f"transcript {p} not found; pass the path of a .jsonl file written by investigate")
+    with p.open("rb") as fh:
+        first = fh.readline(MAX_LINE_BYTES)
+    try:
+        head = json.loads(first.decode("utf-8", errors="replace")) if first.strip() else None
+    except (ValueError, RecursionError):
+        head = None
+    if not isinstance(head, dict) or head.get("schema_version") != SCHEMA_VERSION:
+        t = read_transcript(p, strict=False)  # older schema or a damaged header: the full reader says what is wrong
+        warnings.extend(t.warnings)
+        return t.header, iter(t.events)
+    try:
+        header = Header.model_validate(head)
+    except ValidationError as exc:
+        raise TranscriptError(f"{p}: line 1: invalid header ({exc.errors()[0]['msg']})") from None
+
+    def events() -> Iterator[Event]:
+        with p.open("rb") as fh:
+            fh.readline(MAX_LINE_BYTES)
+            n = 1
+            while True:
+                raw = fh.readline(MAX_LINE_BYTES)
+                if not raw:
+                    return
+                n += 1
+                if not raw.endswith(b"\n") and len(raw) == MAX_LINE_BYTES:
+                    while (more := fh.readline(MAX_LINE_BYTES)) and not more.endswith(b"\n"):
+                        pass
+                    warnings.append(f"{p}: line {n} is longer than {MAX_LINE_BYTES // 2**20} MiB; skipped it")
+                    continue
+                if not raw.strip():
+                    continue
+                try:
+                    yield EVENT_ADAPTER.validate_json(raw)
+                    continue
+                except ValidationError:
+                    pass
+                line = raw.decode("utf-8", errors="replace")
+                if not raw.endswith(b"\n"):
+                    try:
+                        json.loads(line)
+                    except (ValueError, RecursionError):
+                        warnings.append(f"{p}: line {n} is cut off mid-line (the run was interrupted); ignored it")
+                        return
+                try:
+                    yield _validate(p, n, _loads(p, n, line))
+                except TranscriptError as exc:
+                    warnings.append(f"{exc}; skipped it")
+
+    return header, events()
 
 
 def _hostile(exc: BaseException) -> str:

@@ -40,6 +40,7 @@ from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries
 from orchestrator.loop import AgentRunner, FatalRunError, RunInterrupted, first_leaf
 from orchestrator.models.base import ModelCallError, ReplayDivergence
 from orchestrator.observations import Observations, load_observations, parse_observations
+from orchestrator.probes.session import prefetch
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.transcript import Recorder, Transcript, default_path, read_transcript
@@ -221,7 +222,8 @@ async def _execute(
                 recorder.emit(Notice(run_id=run_id, message=f"host {h.name} is not investigated: {h.error}"))
         runner = AgentRunner(run, agents["lead"], agent_id="lead", ordinal=0)
         try:
-            lead = await runner.run()
+            async with prefetch(run):  # the host's read-only probes start now; their results wait for the tools
+                lead = await runner.run()
         except BaseExceptionGroup as group:  # unwrap what a task group raised to its one meaningful error
             raise first_leaf(group) from None
         submitted = runner.ctx.outbox.get("submitted")

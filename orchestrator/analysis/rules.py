@@ -249,7 +249,7 @@ def autotune_not_persisted(v: EvidenceView) -> list[Finding]:
         extra = (f" This {dtype} workload runs weight-only Marlin kernels on CC {v.gpu.cc}, which pick their tiles by "
                  "heuristics rather than an autotuner, so this matters less here." if weight_only else "")
         out.append(Finding(
-            id="autotune-not-persisted", category="autotune",
+            id="autotune-not-persisted", category="autotune", entry="autotune-not-persisted",
             confidence=0.4 if weight_only or not serving else 0.8, evidence=ids + (dids if weight_only else []),
             claim=(f"No persisted autotune results on {rep.host} although {', '.join(tuners)} is installed "
                    f"(looked in: {looked or 'the known cache locations'}; cache env vars: {env}). Tactics chosen at "

@@ -457,13 +457,10 @@ _STOPWORDS = frozenset(
     "a an and are as at be but by do does for from how i in is it its my of on or so the this to too was what when "
     "where which who why with slow slower fast faster performance perf low high bad poor".split()
 )
-# A word in a question stands for the spellings the knowledge base uses.
+# A word in a question stands for the spellings the knowledge base uses (dtype words: from dtypes.yaml, plus the
+# PTX instruction spellings of their tensor-core class).
+_MMA_WORDS = {"fp4": ("mxf4", "mxf4nvf4"), "fp8": ("f8f6f4",)}
 _SYNONYMS = {
-    "fp4": ("fp4", "nvfp4", "mxfp4", "e2m1", "mxf4"),
-    "nvfp4": ("nvfp4", "fp4", "mxf4nvf4"),
-    "mxfp4": ("mxfp4", "fp4", "mxf4"),
-    "fp8": ("fp8", "e4m3", "e5m2", "f8f6f4"),
-    "bf16": ("bf16", "bfloat16"),
     "moe": ("moe", "fused_moe", "expert"),
     "blackwell": ("blackwell", "sm100", "sm120", "sm_100", "sm_120"),
     "sm120": ("sm120", "sm_120", "12.0"),
@@ -476,10 +473,24 @@ def _dtype_word(word: str) -> str | None:
     return info.tensor_peak if info and info.tensor_peak in ("fp4", "fp8", "bf16", "fp16") else None
 
 
+def _dtype_synonyms(word: str) -> tuple[str, ...] | None:
+    """Spellings a dtype word stands for: its entry's, its tensor peak, and for a class word (fp4, fp8) every
+    dtype of that low-precision class (fp4 also finds nvfp4/mxfp4/e2m1)."""
+    info = dtype_info(word)
+    if info is None:
+        return None
+    group = [info]
+    if info.lowp and info.name == info.lowp:
+        group += [d for d in dtypes() if d.lowp == info.lowp and d is not info]
+    out = [word] + [s.lower() for d in group for s in (d.name, *d.aliases)]
+    out += [info.tensor_peak or info.name, *_MMA_WORDS.get(info.tensor_peak or "", ())]
+    return tuple(dict.fromkeys(out))
+
+
 def _terms(query: str) -> list[tuple[str, ...]]:
     words = [w for w in re.split(r"[^a-z0-9_.]+", query.lower())
              if w and w not in _STOPWORDS and (len(w) >= 3 or any(c.isdigit() for c in w))]
-    return [_SYNONYMS.get(w, (w,)) for w in dict.fromkeys(words)]
+    return [_SYNONYMS.get(w) or _dtype_synonyms(w) or (w,) for w in dict.fromkeys(words)]
 
 
 def dtype_support(dtype: str) -> dict[str, Any]:
@@ -544,4 +555,8 @@ def log_signatures() -> list[dict[str, str]]:
     return _catalog().log_signatures()
 
 
-from orchestrator.knowledge.catalog import catalog as _catalog  # noqa: E402  (the catalog imports nothing from here)
+def _catalog():
+    # imported on first use: `investigate specs`/`roofline` never need the failure-mode catalog (CLI start-up time)
+    from orchestrator.knowledge.catalog import catalog
+
+    return catalog()

@@ -444,16 +444,26 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
 
     # streamed, one line at a time: memory stays bounded on a transcript of any size (issue 15, bench/show.py);
     # a damaged line is named and the rest still shown
+    from orchestrator.events import DiagnosisSubmitted
+
     warnings: list[str] = []
     _, events = iter_transcript(transcript_path, warnings)
-    timeline = _scrub(build_timeline(events))
+    submitted: list = []  # the last diagnosis event only (the fleet table reads it), not every event
+
+    def tap(stream):
+        for e in stream:
+            if isinstance(e, DiagnosisSubmitted):
+                submitted[:] = [e]
+            yield e
+
+    timeline = _scrub(build_timeline(tap(events)))
     for w in warnings:
         sys.stderr.write(f"warning: {_one_line(w)}\n")
     if as_json:
         sys.stdout.write(timeline.model_dump_json(indent=2) + "\n")
     else:
         render_timeline(timeline, _stdout())
-        _show_fleet(t.events)
+        _show_fleet(submitted)
 
 
 def _show_fleet(events) -> None:

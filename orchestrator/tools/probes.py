@@ -23,10 +23,64 @@ from orchestrator.knowledge import log_signatures
 from orchestrator.hosts.policy import extra_path_refusal
 from orchestrator.hosts.resolve import check_on_host
 from orchestrator.probes.interpreter import name_refusal
+from orchestrator.probes.session import shared, start
 from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, record_refusal, require_host
 
 if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
+    from orchestrator.context import AgentContext, RunContext
+
+POWER_INTERVAL_S = 0.5
+"""Seconds between power samples when the call does not say (PowerSampleInput's default)."""
+
+
+# --- shared probe calls: one run per host and arguments (probes/session.py); the prefetch uses the same keys ---------
+
+
+def _gpu_inventory(host: Host) -> Any:
+    return shared(host, ("gpu_inventory",), lambda: collect_gpu_inventory(host), once=True)
+
+
+def _power(host: Host, duration_s: float, interval_s: float, *, prefetch: bool = False) -> Any:
+    key = ("power_sample", float(duration_s), float(interval_s))
+    call = (start if prefetch else shared)
+    return call(host, key, lambda: sample_power(host, duration_s=duration_s, interval_s=interval_s), once=True)
+
+
+def _python_env(host: Host, python: str | None, *, prefetch: bool = False) -> Any:
+    return (start if prefetch else shared)(host, ("python_env", python), lambda: collect_python_env(host, python))
+
+
+def _autotune(host: Host, python: str | None, device_name: str | None, shape: dict[str, Any] | None,
+              extra_paths: list[str], *, prefetch: bool = False) -> Any:
+    key = ("autotune_caches", python, device_name, repr(sorted((shape or {}).items())), tuple(extra_paths))
+    return (start if prefetch else shared)(host, key, lambda: collect_autotune_caches(
+        host, python, device_name=device_name, expert_shape=shape, extra_paths=extra_paths))
+
+
+def _kernels(host: Host, arch: str | None, python: str | None, *, prefetch: bool = False) -> Any:
+    return (start if prefetch else shared)(host, ("kernel_inventory", arch, python),
+                                           lambda: collect_kernel_inventory(host, arch=arch, python=python))
+
+
+def default_probe_calls(run: "RunContext", host: Host, tools: set[str]) -> list[Any]:
+    """Zero-argument coroutines that start each named probe tool's default call (as an offline plan's `args: {}`
+    makes it) on the run's host, for `probes.session.prefetch`."""
+    python = run.inputs.python
+    calls: list[Any] = []
+    if python and name_refusal(python) is not None:  # the tools refuse it (and record why): nothing to prefetch
+        tools = tools - {"python_env", "autotune_caches", "kernel_inventory"}
+    if "gpu_inventory" in tools:
+        calls.append(lambda: start(host, ("gpu_inventory",), lambda: collect_gpu_inventory(host), once=True))
+    if "power_sample" in tools:
+        calls.append(lambda: _power(host, run.settings.power_sample_s, POWER_INTERVAL_S, prefetch=True))
+    if "python_env" in tools:
+        calls.append(lambda: _python_env(host, python, prefetch=True))
+    if "autotune_caches" in tools:
+        shape = _shape_of(run)
+        calls.append(lambda: _autotune(host, python, None, shape, [], prefetch=True))
+    if "kernel_inventory" in tools:
+        calls.append(lambda: _kernels(host, None, python, prefetch=True))
+    return calls
 
 
 def _output(model: ProbeModel, text: str, host: Host) -> ToolOutput:
@@ -104,6 +158,10 @@ def summarize_pyenv(e: PythonEnv) -> str:
         f"packages: {pkgs}",
         f"torch CUDA {e.torch_cuda or '?'}; arch list: {', '.join(e.torch_arch_list) or 'unknown'}",
     ]
+    if e.interpreter_source == "python3 on PATH":
+        lines.append(f"no running vLLM, SGLang or TensorRT-LLM process was found and no --python was given: this is "
+                     f"{e.interpreter} (python3 on PATH), which may not be the interpreter that serves the model; "
+                     "pass --python PATH to inspect the serving one")
     if e.reason:
         lines.append(e.reason)
     return "\n".join(lines)
@@ -209,7 +267,7 @@ class GpuInventoryTool(Tool):
 
     async def run(self, args: GpuInventoryInput, ctx: "AgentContext") -> ToolOutput:
         host = require_host(ctx)
-        inv = await collect_gpu_inventory(host)
+        inv = await _gpu_inventory(host)
         return _output(inv, summarize_gpus(inv), host)
 
 
@@ -226,7 +284,7 @@ class PowerSampleTool(Tool):
     async def run(self, args: PowerSampleInput, ctx: "AgentContext") -> ToolOutput:
         host = require_host(ctx)
         duration = args.duration_s or ctx.run.settings.power_sample_s
-        p = await sample_power(host, duration_s=duration, interval_s=args.interval_s)
+        p = await _power(host, duration, args.interval_s)
         return _output(p, summarize_power(p), host)
 
 
@@ -246,7 +304,7 @@ class PythonEnvTool(Tool):
         host = require_host(ctx)
         if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
             return refused
-        env = await collect_python_env(host, args.python or ctx.run.inputs.python)
+        env = await _python_env(host, args.python or ctx.run.inputs.python)
         _record_host_refusal(ctx, self.name, args.python or ctx.run.inputs.python, env)
         return _output(env, summarize_pyenv(env), host)
 
@@ -280,15 +338,18 @@ class AutotuneCachesTool(Tool):
                 record_refusal(ctx, self.name, " ".join(args.extra_paths), why)
                 return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
         shape = _expert_shape(ctx)
-        r = await collect_autotune_caches(host, args.python or ctx.run.inputs.python, device_name=args.device_name,
-                                          expert_shape=shape, extra_paths=args.extra_paths)
+        r = await _autotune(host, args.python or ctx.run.inputs.python, args.device_name, shape, args.extra_paths)
         _record_host_refusal(ctx, self.name, args.python or ctx.run.inputs.python, r)
         return _output(r, summarize_autotune(r), host)
 
 
 def _expert_shape(ctx: "AgentContext") -> dict[str, Any] | None:
+    return _shape_of(ctx.run)
+
+
+def _shape_of(run: "RunContext") -> dict[str, Any] | None:
     try:
-        return expert_shape_from_observations(ctx.run.inputs.parsed_observations())
+        return expert_shape_from_observations(run.inputs.parsed_observations())
     except Exception:  # observations are validated at the CLI; a bad one must not break the probe
         return None
 
@@ -311,7 +372,7 @@ class KernelInventoryTool(Tool):
         host = require_host(ctx)
         if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
             return refused
-        k = await collect_kernel_inventory(host, arch=args.arch, python=args.python or ctx.run.inputs.python)
+        k = await _kernels(host, args.arch, args.python or ctx.run.inputs.python)
         _record_host_refusal(ctx, self.name, args.python or ctx.run.inputs.python, k)
         return _output(k, summarize_kernels(k), host)
 

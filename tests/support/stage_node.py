@@ -761,6 +761,10 @@ if stager is not None:
             spec[k] = v
         _restage(ctx, None)
 
-    # the names PLAN.md's examples use
-    stager("dmesg")(lambda ctx, arg: stage_kernel_log(ctx, arg))
-    stager("processes")(lambda ctx, arg: stage_gpu_processes(ctx, arg))
+    # the names PLAN.md's examples use (unless another module registered them first)
+    from support.stagers import STAGERS
+
+    if "dmesg" not in STAGERS:
+        stager("dmesg")(lambda ctx, arg: stage_kernel_log(ctx, arg))
+    if "processes" not in STAGERS:
+        stager("processes")(lambda ctx, arg: stage_gpu_processes(ctx, arg))

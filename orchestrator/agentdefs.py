@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -23,6 +23,9 @@ class PlanStep(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     when: str | None = None
     """Optional `run.FIELD`: the step runs only when that input is truthy."""
+    foreach: Literal["hosts"] | None = None
+    """`hosts`: one call per usable host of a multi-host run, each with `host: NAME` (the calls run concurrently,
+    at most `hosts_in_flight` hosts at once); in a one-host run, the one call as written."""
 
 
 class AgentDef(BaseModel):
@@ -85,7 +88,7 @@ def parse_agent_file(path: Path) -> AgentDef:
         raise AgentDefError(f"{path}: missing YAML front matter (start the file with ---)")
     try:
         _, front, body = text.split("---", 2)
-        meta = yaml.safe_load(front) or {}
+        meta = yaml.load(front, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # libyaml: start-up
     except (ValueError, yaml.YAMLError) as exc:
         raise AgentDefError(f"{path}: front matter is not valid YAML ({exc})") from None
     if isinstance(meta.get("tools"), str):  # Claude Code allows "a, b, c"

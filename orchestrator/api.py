@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import functools
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any, Callable, Iterable
 
 import anyio
 
+from orchestrator.redact import scrub_model, scrub_text
 from orchestrator.agentdefs import AgentDef, load_agents
 from orchestrator.context import Backend, RunContext, RunInputs
 from orchestrator.diagnosis import AgentUsage, Diagnosis, EvidenceRef, Gap, RunUsage, SubmittedDiagnosis
@@ -35,9 +37,11 @@ from orchestrator.events import (
     ToolResult,
 )
 from orchestrator.findings import AgentResult
+from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries_from_dests, load_hosts_file, open_hosts
 from orchestrator.loop import AgentRunner, FatalRunError, RunInterrupted, first_leaf
 from orchestrator.models.base import ModelCallError, ReplayDivergence
 from orchestrator.observations import Observations, load_observations, parse_observations
+from orchestrator.probes.session import prefetch
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.transcript import Recorder, Transcript, default_path, read_transcript
@@ -136,9 +140,30 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
     for aid, res in run.results.items():
         if res.status != "ok" and aid != "lead" and aid not in named and res.name not in named:
             gaps.append(Gap(what=aid, why=f"{res.status}: {res.error or 'no result'}"))
+    for ev in run.evidence.of_kind("log_scan"):  # a --log path that was not there is a gap, whoever synthesized
+        for p in (ev.data or {}).get("missing") or []:
+            if p not in named:
+                gaps.append(Gap(what=f"--log {p}", why=f"not found on {ev.host or run.inputs.host}; nothing in it "
+                                                       "was read"))
+                named += " " + p
+    for h in run.inputs.hosts:  # a host that could not be used is a gap of the whole run, whoever synthesized
+        if h.error and f"host {h.name}" not in named:
+            gaps.append(Gap(what=f"host {h.name}" + (f" ({h.role})" if h.role else ""), why=h.error))
     body = submitted.model_dump()
     body["gaps"] = [g.model_dump() for g in gaps]
-    return Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
+    if len(gaps) != len(submitted.gaps):  # the verdict's count of gaps counts the ones added here too
+        n = len(gaps)
+        body["verdict"] = re.sub(r"\b\d+ gaps? limits? this diagnosis",
+                                 f"{n} gap{'s limit' if n != 1 else ' limits'} this diagnosis", body["verdict"])
+    diag = Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
+    if run.inputs.hosts:
+        from orchestrator.analysis.fleet import fleet_table
+
+        table = fleet_table(run.evidence.all(), run.inputs.hosts)
+        if table is not None:
+            diag.fleet = table
+    # one place for what leaves the run: secrets redacted, terminal control removed (issue 15)
+    return scrub_model(diag)
 
 
 async def _execute(
@@ -153,14 +178,24 @@ async def _execute(
     progress: Callable[[Event], None] | None = None,
     reuse: Transcript | None = None,
     notices: Iterable[str] = (),
+    run_id: str | None = None,
 ) -> InvestigationResult:
-    run_id = uuid.uuid4().hex
+    run_id = run_id or uuid.uuid4().hex
     if transcript is False:
         path = None
     else:
         path = Path(transcript) if transcript else default_path(inputs.question, run_id)
     # the host is opened (and its key checked) before anything is recorded: a bad host is bad input
-    host = await host_opener() if host_opener else None
+    opened = await host_opener() if host_opener else None
+    hosts: dict[str, Any] = {}
+    if isinstance(opened, HostSet):
+        # several hosts: the ones that could not be used are recorded in the inputs (gaps), the first usable one
+        # is the primary that single-host tools run on
+        inputs = inputs.model_copy(update={"hosts": opened.entries,
+                                           "host": next(e.name for e in opened.entries if e.name in opened.hosts)})
+        hosts, host = dict(opened.hosts), opened
+    else:
+        host = opened
     try:
         recorder = Recorder(run_id, path)
     except OSError as exc:
@@ -171,7 +206,8 @@ async def _execute(
     if progress:
         recorder.subscribe(progress)
     run = RunContext(run_id=run_id, inputs=inputs, settings=settings, recorder=recorder, registry=registry,
-                     agents=agents, backend=backend, host=host)
+                     agents=agents, backend=backend, host=host.primary if isinstance(host, HostSet) else host,
+                     hosts=hosts)
     if reuse is not None:
         _load_reuse(run, reuse)
     started = time.monotonic()
@@ -186,9 +222,13 @@ async def _execute(
         ))
         for n in notices:
             recorder.emit(Notice(run_id=run_id, message=n))
+        for h in inputs.hosts:
+            if h.error:
+                recorder.emit(Notice(run_id=run_id, message=f"host {h.name} is not investigated: {h.error}"))
         runner = AgentRunner(run, agents["lead"], agent_id="lead", ordinal=0)
         try:
-            lead = await runner.run()
+            async with prefetch(run):  # the host's read-only probes start now; their results wait for the tools
+                lead = await runner.run()
         except BaseExceptionGroup as group:  # unwrap what a task group raised to its one meaningful error
             raise first_leaf(group) from None
         submitted = runner.ctx.outbox.get("submitted")
@@ -261,8 +301,11 @@ def _load_reuse(run: RunContext, old: Transcript) -> None:
             run.reuse[aid] = AgentResult.model_validate(fin.result)
 
 
-def _host_opener(host: str | None, ssh_config: str | None, settings: Settings):
+def _host_opener(host: str | None, ssh_config: str | None, settings: Settings,
+                 entries: list[HostEntry] | None = None):
     async def open_() -> Any:
+        if entries:
+            return await open_hosts(entries, ssh_config=ssh_config, settings=settings)
         from orchestrator.hosts import open_host
 
         return await open_host(host, ssh_config=ssh_config, settings=settings)
@@ -270,13 +313,44 @@ def _host_opener(host: str | None, ssh_config: str | None, settings: Settings):
     return open_
 
 
+async def _host_entries(host: str | list[str] | None, hosts_file: str | Path | None, slurm: str | None,
+                        k8s: str | None, k8s_namespace: str | None, k8s_container: str | None,
+                        settings: Settings) -> list[HostEntry]:
+    """The hosts of a multi-host run in the user's order; [] when the run has one `--host` (or none)."""
+    dests = [host] if isinstance(host, str) else list(host or [])
+    sources = sum(bool(x) for x in (len(dests) > 0, hosts_file, slurm, k8s))
+    if sources > 1:
+        raise InputError("--host, --hosts, --slurm and --k8s are host sources that exclude each other; pass one")
+    try:
+        if hosts_file:
+            return load_hosts_file(hosts_file)
+        if len(dests) > 1:
+            return entries_from_dests(dests)
+    except HostsFileError as exc:
+        raise InputError(str(exc)) from None
+    if slurm:
+        from orchestrator.hosts.slurm import slurm_entries
+
+        return await slurm_entries(slurm, settings)
+    if k8s:
+        from orchestrator.hosts.k8s import k8s_entries
+
+        return await k8s_entries(k8s, settings, namespace=k8s_namespace, container=k8s_container)
+    return []
+
+
 async def investigate(
     question: str,
     *,
-    host: str | None = None,
+    host: str | list[str] | None = None,
     ssh_config: str | None = None,
     python: str | None = None,
     observations: Any = None,
+    hosts_file: str | Path | None = None,
+    slurm: str | None = None,
+    k8s: str | None = None,
+    k8s_namespace: str | None = None,
+    k8s_container: str | None = None,
     logs: Iterable[str] = (),
     model: str | None = None,
     offline: bool | None = None,
@@ -287,30 +361,42 @@ async def investigate(
     settings: Settings | None = None,
     registry: ToolRegistry | None = None,
     progress: Callable[[Event], None] | None = None,
+    run_id: str | None = None,
 ) -> InvestigationResult:
     """Investigate a question about inference performance; returns the diagnosis-bearing result.
 
     `transcript`: a path, None for a new file under the user state directory, or False for none.
+    `run_id`: the run's id (default: a new one); the CLI picks it to name the transcript before the run starts.
     `backend`: a backend object (e.g. `DoublesBackend`) overriding the choice by key/`offline`/`model`.
+    Several hosts: `host=[...]`, `hosts_file=` (one destination per line, or YAML with roles), `slurm=` (a nodelist or
+    partition, probed through `srun`) or `k8s=` (a pod label selector, probed through `kubectl exec`).
     """
     if not question or not question.strip():
         raise InputError("the question is empty; ask something like 'why is FP4 slow?'")
+    if python is not None:
+        from orchestrator.probes.interpreter import name_refusal
+
+        if (why := name_refusal(python)) is not None:
+            raise InputError(why)
     settings = settings or load_settings()
     notices: list[str] = []
     if backend is None:
         backend, notice = select_backend(offline=offline, model=model, settings=settings)
         if notice:
             notices.append(notice)
-    inputs = RunInputs(question=question.strip(), host=host or "local", observations=_observations(observations),
-                       logs=list(logs), python=python, measure=measure, ssh_config=ssh_config)
+    entries = await _host_entries(host, hosts_file, slurm, k8s, k8s_namespace, k8s_container, settings)
+    single = None if entries else (host if isinstance(host, str) or host is None else (list(host) or [None])[0])
+    inputs = RunInputs(question=scrub_text(question.strip()), host=single or "local",
+                       observations=_observations(observations), logs=list(logs), python=python, measure=measure,
+                       ssh_config=ssh_config, hosts=entries, slurm=slurm)
     if registry is None:
         from orchestrator.tools.registry import default_registry
 
         registry = default_registry()
     return await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
-        registry=registry, transcript=transcript, host_opener=_host_opener(host, ssh_config, settings),
-        progress=progress, notices=notices,
+        registry=registry, transcript=transcript, host_opener=_host_opener(single, ssh_config, settings, entries),
+        progress=progress, notices=notices, run_id=run_id,
     )
 
 
@@ -357,10 +443,16 @@ async def replay(
         from orchestrator.tools.registry import default_registry
 
         registry = default_registry()
-    return await _execute(
+    result = await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=_agents_from(old), registry=registry,
         transcript=transcript, host_opener=None, progress=progress, reuse=old if resynth else None,
     )
+    if not resynth and result.diagnosis is not None:
+        # an exact replay answers in milliseconds: the diagnosis shows how long each agent took when it ran
+        took = {e.agent_id: e.duration_s for e in old.of_type(AgentFinished)}
+        for a in result.diagnosis.usage.agents:
+            a.duration_s = took.get(a.agent_id, a.duration_s)
+    return result
 
 
 async def resume(
@@ -371,8 +463,12 @@ async def resume(
     settings: Settings | None = None,
     registry: ToolRegistry | None = None,
     progress: Callable[[Event], None] | None = None,
+    ssh_config: str | None = None,
+    run_id: str | None = None,
 ) -> InvestigationResult:
-    """Finish an interrupted run: subagents that finished are re-used, the rest run again on the recorded host."""
+    """Finish an interrupted run: subagents that finished are re-used, the rest run again on the recorded host.
+
+    `ssh_config` replaces the recorded ssh config file (e.g. when the host's key or address changed since)."""
     old = read_transcript(path)
     inputs, recorded_settings = _inputs_from(old)
     settings = settings or Settings.model_validate({k: v for k, v in recorded_settings.items() if k in Settings.model_fields})
@@ -384,10 +480,14 @@ async def resume(
 
         registry = default_registry()
     host = None if inputs.host == "local" else inputs.host
+    if ssh_config:
+        inputs = inputs.model_copy(update={"ssh_config": ssh_config})
+    # a multi-host run re-opens every recorded host (one that failed before is tried again)
+    entries = [e.model_copy(update={"error": None}) for e in inputs.hosts]
     return await _execute(
         inputs=inputs, settings=settings, backend=backend, agents=_agents_from(old), registry=registry,
-        transcript=transcript, host_opener=_host_opener(host, inputs.ssh_config, settings), progress=progress,
-        reuse=old,
+        transcript=transcript, host_opener=_host_opener(host, inputs.ssh_config, settings, entries), progress=progress,
+        reuse=old, run_id=run_id,
     )
 
 

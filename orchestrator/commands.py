@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from orchestrator import knowledge
-from orchestrator.analysis.moe_inputs import compute_peak, weight_only
-from orchestrator.analysis.roofline import UnknownDtype, gemm_roofline
 
 
 class UnknownGpu(ValueError):
@@ -28,9 +26,14 @@ def render_specs(name: str) -> str:
     if s.aliases:
         lines.append(f"  also known as: {', '.join(s.aliases)}")
     lines.append(f"  SMs:                     {s.sms if s.sms is not None else 'n/v'}")
-    for dt in ("fp4", "fp8", "bf16", "fp16", "tf32"):
-        if dt in s.tflops:
-            lines.append(f"  dense {dt.upper():<5} tensor:      {fmt(s.tflops[dt], 'TFLOPS')}")
+    for dt in ("fp4", "fp8", "int8", "bf16", "fp16", "tf32"):
+        native = knowledge.native_mma(dt, s.cc)
+        if dt not in s.tflops and not native:
+            continue
+        value = s.tflops.get(dt)
+        shown = (f"none (no {dt.upper()} tensor cores on CC {s.cc})" if value is None and native is False
+                 else fmt(value, "TOPS" if dt == "int8" else "TFLOPS"))
+        lines.append(f"  {'dense ' + dt.upper() + ' tensor:':<25}{shown}")
     if s.tflops_note:
         lines.append(f"  note: {s.tflops_note}")
     lines.append(f"  memory bandwidth:        {fmt(s.mem_bw_gbs, 'GB/s')}")
@@ -38,10 +41,12 @@ def render_specs(name: str) -> str:
     lines.append(f"  shared memory per SM:    {fmt(s.smem_per_sm_bytes, 'B')}")
     lines.append(f"  shared memory per block: {fmt(s.smem_per_block_bytes, 'B')}")
     lines.append(f"  TDP:                     {fmt(s.tdp_w, 'W')}")
+    if s.interconnect:
+        lines.append(f"  interconnect:            {s.interconnect}")
     for dt in ("fp4", "fp8", "bf16"):
         ridge = s.ridge_flop_per_byte(dt)
         if ridge:
-            lines.append(f"  ridge point {dt.upper():<4}:        {ridge:,.0f} FLOP/B")
+            lines.append(f"  {'ridge point ' + dt.upper() + ':':<25}{ridge:,.0f} FLOP/B")
     if caps:
         flags = [f"tcgen05={'yes' if caps.tcgen05 else 'no'}", f"TMEM={'yes' if caps.tmem else 'no'}",
                  f"2-SM MMA={'yes' if caps.two_sm_mma else 'no'}", f"wgmma={'yes' if caps.wgmma else 'no'}",
@@ -53,18 +58,26 @@ def render_specs(name: str) -> str:
     for d in s.disputes + (caps.disputes if caps else []):
         lines.append(f"  sources disagree: {d}")
     lines.append("  sources: " + "; ".join(s.sources))
+    if any("n/v" in ln for ln in lines):
+        lines.append("  n/v = not verified: no source we trust gives this figure for this part")
     return "\n".join(lines) + "\n"
 
 
 def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
     """Where one GEMM sits on a GPU's roofline."""
+    # imported here: `specs` (and the CLI's start-up) need none of it
+    from orchestrator.analysis.moe_inputs import compute_peak, weight_only
+    from orchestrator.analysis.roofline import UnknownDtype, gemm_roofline
+
     s = _spec_or_raise(gpu)
     caps = knowledge.arch_caps(s.cc)
     peak, tensor = compute_peak(s, caps, dtype)
     if weight_only(caps, dtype) and s.tflops.get("bf16"):
         peak, tensor = s.tflops["bf16"], "bf16"  # weight-only kernels (Marlin-style) run BF16 MMAs
     if not peak or not s.mem_bw_gbs:
-        raise UnknownGpu(f"{s.name} has no verified {tensor.upper()} peak or bandwidth; try another dtype or GPU")
+        what = f"{tensor.upper()} peak" if not peak else "memory bandwidth"
+        raise UnknownGpu(f"{s.name} has no verified {what} (n/v in `investigate specs {gpu}`); try another dtype "
+                         "(bf16, fp8) or GPU")
     # without tensor cores for the dtype the kernels are weight-only: dequantized weights, BF16 activations
     act = "bf16" if weight_only(caps, dtype) else None
     try:

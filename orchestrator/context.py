@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from orchestrator.evidence import EvidenceStore
+from orchestrator.hosts.multi import HostEntry
 from orchestrator.findings import AgentResult
 from orchestrator.messages import Usage
 from orchestrator.observations import Observations
@@ -37,6 +38,16 @@ class RunInputs(BaseModel):
     python: str | None = None
     measure: bool = False
     ssh_config: str | None = None
+    hosts: list[HostEntry] = Field(default_factory=list)
+    """Every host of a multi-host run (several `--host`, `--hosts`, `--slurm`, `--k8s`), in order, with the error of
+    each one that could not be used; empty for a one-host run. `host` is then the first usable one (the primary)."""
+    slurm: str | None = None
+    """The `--slurm` nodelist or partition, when Slurm is the host source."""
+
+    @property
+    def usable_hosts(self) -> list[str]:
+        """Names of the hosts a plan step with `foreach: hosts` fans out over (the unusable ones are gaps)."""
+        return [h.name for h in self.hosts if not h.error]
 
     def parsed_observations(self) -> Observations | None:
         return Observations.model_validate(self.observations) if self.observations else None
@@ -66,6 +77,8 @@ class CallInfo:
     turn: int
     child_ordinal: int | None = None
     """Ordinal reserved for the subagent a `task` call starts."""
+    host: str | None = None
+    """The host this call targets (a tool call's `host` argument in a multi-host run); None: the primary."""
 
 
 @dataclass
@@ -78,6 +91,9 @@ class RunContext:
     agents: dict[str, "AgentDef"]
     backend: Backend
     host: "Host | None" = None
+    """The primary host: what single-host tools run on."""
+    hosts: dict[str, "Host"] = field(default_factory=dict)
+    """Every usable host of a multi-host run by name (the primary among them); empty for a one-host run."""
     evidence: EvidenceStore = field(default_factory=EvidenceStore)
     results: dict[str, AgentResult] = field(default_factory=dict)
     """Finished agents' results by agent id."""
@@ -144,6 +160,48 @@ class AgentContext:
     def for_call(self, call: CallInfo) -> "AgentContext":
         return replace(self, call=call)
 
+    # --- the ToolContext a tool sees (orchestrator.tools.base.ToolContext) ---------------------------------------
+
     @property
-    def host(self) -> "Host | None":
+    def inputs(self) -> RunInputs:
+        return self.run.inputs
+
+    @property
+    def settings(self) -> Settings:
+        return self.run.settings
+
+    def host(self) -> "Host":
+        from orchestrator.tools.base import ToolFailure
+
+        target = self.call.host if self.call is not None else None
+        if target is not None:
+            host = self.run.hosts.get(target)
+            if host is None:
+                names = ", ".join(self.run.hosts) or "none"
+                raise ToolFailure(f"no usable host named {target!r} in this run; hosts: {names}")
+            return host
+        if self.run.host is None:
+            raise ToolFailure("no host is attached to this run: nothing to run on")
         return self.run.host
+
+    def for_host(self, name: str) -> "AgentContext":
+        call = self.call or CallInfo(call_id="", evidence_id="", turn=0)
+        return replace(self, call=replace(call, host=name))
+
+    def has_evidence(self, evidence_id: str) -> bool:
+        return evidence_id in self.run.evidence
+
+    def refuse(self, tool: str, subject: str, reason: str) -> None:
+        from orchestrator.events import PolicyRefusal
+
+        self.run.recorder.emit(PolicyRefusal(run_id=self.run.run_id, agent_id=self.agent_id,
+                                             call_id=self.call.call_id if self.call else "", tool=tool,
+                                             subject=subject, reason=reason))
+
+    def submit(self, result: dict[str, Any]) -> None:
+        self.outbox["submitted"] = result
+
+    async def spawn(self, agent: str, brief: str) -> AgentResult:
+        from orchestrator.fanout import spawn
+
+        return await spawn(self, agent, brief)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 from orchestrator.messages import Usage
 
@@ -14,6 +14,40 @@ Bound = Literal["compute", "memory", "communication", "latency", "unknown"]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# Python's own wording of an OS error ("FileNotFoundError: [Errno 2] No such file or directory: 'nvidia-smi'") is
+# for programmers; a diagnosis says it as text ("nvidia-smi not found").
+_OS_ERROR = re.compile(r"(?:\b[A-Z]\w*(?:Error|Exception): )?\[Errno -?\d+\] ([^:;\]\[]+?)(?:: (['\"])(.*?)\2)?(?=$|[;,)]| \()")
+_EXC_PREFIX = re.compile(r"\b(?:builtins\.)?[A-Z]\w*(?:Error|Exception)\(\s*(['\"])(.*?)\1\s*\)")
+
+
+_FIRST_WORD = re.compile(r"[a-z][a-z'-]*(?=[\s,:;.]|$)")
+
+
+def sentence_case(text: str) -> str:
+    """Text that starts a sentence starts with a capital: "no cause ..." -> "No cause ...". Identifiers stay as
+    written ("sm_120a lacks ...", "nvidia-smi reports ...", "vLLM ..."): only a plain lowercase word is capitalized."""
+    s = text.lstrip()
+    m = _FIRST_WORD.match(s)
+    if m is None or "-" in m.group(0):
+        return text
+    return text[: len(text) - len(s)] + s[0].upper() + s[1:]
+
+
+def readable(text: str) -> str:
+    """Error text as people read it: no `[Errno N]`, no exception class names, no Python reprs of exceptions."""
+
+    def os_error(m: re.Match) -> str:
+        what, path = m.group(1).strip(), m.group(3)
+        if path is None:
+            return what[:1].lower() + what[1:]
+        if what.lower() == "no such file or directory":
+            return f"{path} not found"
+        return f"{what[:1].lower() + what[1:]}: {path}"
+
+    text = _OS_ERROR.sub(os_error, text)
+    return _EXC_PREFIX.sub(lambda m: m.group(2), text)
 
 
 class Cause(_Strict):
@@ -47,6 +81,11 @@ class Gap(_Strict):
     """Prong, probe or agent that did not deliver."""
     why: str
 
+    @field_validator("what", "why")
+    @classmethod
+    def _readable(cls, v: str) -> str:
+        return readable(v)
+
 
 class EvidenceRef(_Strict):
     agent: str
@@ -54,6 +93,11 @@ class EvidenceRef(_Strict):
     host: str | None = None
     excerpt: str = ""
     is_error: bool = False
+
+    @field_validator("excerpt")
+    @classmethod
+    def _readable(cls, v: str) -> str:
+        return readable(v)
 
 
 class AgentUsage(_Strict):
@@ -68,6 +112,65 @@ class RunUsage(_Strict):
     agents: list[AgentUsage] = Field(default_factory=list)
 
 
+class FleetRow(_Strict):
+    """One fact compared across hosts (only facts that differ are listed)."""
+
+    fact: str
+    label: str
+    values: dict[str, str]
+    """host -> value as shown."""
+    majority: str | None = None
+    """The value most hosts have (None: no strict majority, nobody is blamed)."""
+    odd: list[str] = Field(default_factory=list)
+    """Hosts whose value differs from the majority."""
+    weight: float = 1.0
+    evidence: list[str] = Field(default_factory=list)
+
+
+class FleetOutlier(_Strict):
+    host: str
+    score: float
+    differs: list[str] = Field(default_factory=list)
+
+
+class FleetTable(_Strict):
+    """The fleet comparison of one role group (hosts that should be identical): see `analysis/fleet.py`."""
+
+    group: str
+    hosts: list[str]
+    rows: list[FleetRow] = Field(default_factory=list)
+    identical: int = 0
+    """How many compared facts are the same on every host."""
+    outliers: list[FleetOutlier] = Field(default_factory=list)
+    """The odd hosts, most different first."""
+
+
+def fleet_markdown(tables: list[FleetTable], esc=lambda s: s, max_rows: int = 40) -> list[str]:
+    """The fleet comparison as Markdown lines (terminal, Markdown report, `show`)."""
+    out: list[str] = []
+    for t in tables:
+        group = "" if t.group == "all" else f" ({esc(t.group)})"
+        out += [f"## Fleet comparison{group}", "",
+                f"{len(t.hosts)} hosts compared; {plural(t.identical, 'fact')} identical on all; {len(t.rows)} "
+                f"{'differs' if len(t.rows) == 1 else 'differ'}.", ""]
+        if t.outliers:
+            out.append(("Odd host" if len(t.outliers) == 1 else "Odd hosts, most different first") + ": " + "; ".join(
+                f"**{esc(o.host)}** ({esc(', '.join(o.differs[:3]))})" for o in t.outliers[:10]))
+            out.append("")
+        if t.rows:
+            out += ["| fact | most hosts | differing hosts |", "|---|---|---|"]
+            for r in t.rows[:max_rows]:
+                odd = r.odd if r.majority is not None else list(r.values)
+                cells = ", ".join(f"{h}: {r.values[h]}" for h in odd[:8]) + (" …" if len(odd) > 8 else "")
+                maj = r.majority if r.majority is not None else "no majority"
+                out.append(f"| {esc(r.label).replace('|', '/')} | {esc(maj).replace('|', '/')} | "
+                           f"{esc(cells).replace('|', '/')} |")
+            if len(t.rows) > max_rows:
+                out.append(f"| … {len(t.rows) - max_rows} more | | |")
+            out.append("")
+    return out
+
+
 class Diagnosis(_Strict):
     question: str
     verdict: str
@@ -79,6 +182,21 @@ class Diagnosis(_Strict):
     gaps: list[Gap] = Field(default_factory=list)
     evidence: dict[str, EvidenceRef] = Field(default_factory=dict)
     usage: RunUsage = Field(default_factory=RunUsage)
+    fleet: list[FleetTable] | None = None
+    """Multi-host runs: the comparison of facts that should be identical across hosts (None: one host, and then
+    left out of the dump, so one-host diagnoses and their recordings keep their shape)."""
+
+    @field_validator("verdict")
+    @classmethod
+    def _verdict_starts_a_sentence(cls, v: str) -> str:
+        return sentence_case(v)
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_fleet(self, handler):
+        out = handler(self)
+        if isinstance(out, dict) and out.get("fleet") is None:
+            out.pop("fleet", None)
+        return out
 
     def cited_ids(self) -> set[str]:
         ids = {e for c in self.causes for e in c.evidence}
@@ -100,6 +218,11 @@ class SubmittedDiagnosis(_Strict):
     numbers: list[Number] = Field(default_factory=list)
     recommendations: list[Recommendation] = Field(default_factory=list)
     gaps: list[Gap] = Field(default_factory=list)
+
+    @field_validator("verdict")
+    @classmethod
+    def _verdict_starts_a_sentence(cls, v: str) -> str:
+        return sentence_case(v)
 
 
 def fmt_number(v: float) -> str:
@@ -147,6 +270,22 @@ def _cell(s: object) -> str:
     return md_text(s).replace("|", "\\|")
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 token`, `2 tokens`, `1 model call`; `many` for irregular plurals."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def paid(d: Diagnosis) -> bool:
+    """Whether the run used model tokens (an offline run, or a replay of one, did not: no usage to show)."""
+    t = d.usage.total
+    return bool(t.total_tokens or t.cost_usd)
+
+
+def _names_cause_apart(r: Recommendation) -> bool:
+    """A recommendation names the cause it addresses once: not again when its `why` already names it."""
+    return bool(r.addresses) and r.addresses.strip().rstrip(".").lower() not in r.why.lower()
+
+
 def to_markdown(d: Diagnosis) -> str:
     e = md_text
     out = [f"# Diagnosis: {e(d.question)}", "", e(d.verdict), "",
@@ -163,11 +302,13 @@ def to_markdown(d: Diagnosis) -> str:
     if d.recommendations:
         out += ["## Recommendations", ""]
         for r in d.recommendations:
-            tail = f" (addresses: {e(r.addresses)})" if r.addresses else ""
+            tail = f" (addresses: {e(r.addresses)})" if _names_cause_apart(r) else ""
             out.append(f"- **{e(r.action)}** — {e(r.why)}{tail}")
         out.append("")
     if d.gaps:
         out += ["## Gaps", ""] + [f"- {e(g.what)}: {e(g.why)}" for g in d.gaps] + [""]
+    if d.fleet:
+        out += fleet_markdown(d.fleet, e)
     if d.evidence:
         out += ["## Evidence", ""]
         for eid, ev in d.evidence.items():
@@ -177,14 +318,17 @@ def to_markdown(d: Diagnosis) -> str:
             out.append(f"- {code} {e(ev.agent)} · {e(ev.tool)}{host}{err}: {e(ev.excerpt)}")
         out.append("")
     t = d.usage.total
+    if not paid(d):  # an offline run (or a replay of one) used no model tokens: no "0 tokens, $0.0000" rows
+        return "\n".join(out).rstrip() + "\n"
     if t.calls:
-        out += ["## Usage", "", f"{t.calls} model calls, {t.input_tokens} in / {t.output_tokens} out / "
-                f"{t.cache_read_tokens} cache read / {t.cache_write_tokens} cache write tokens, ${t.cost_usd:.4f}", ""]
+        out += ["## Usage", "", f"{plural(t.calls, 'model call')}, {t.input_tokens:,} in / {t.output_tokens:,} out / "
+                f"{t.cache_read_tokens:,} cache read / {t.cache_write_tokens:,} cache write tokens, "
+                f"${t.cost_usd:.4f}", ""]
     if d.usage.agents:
         out += ["| agent | status | calls | tokens | cost | time |", "|---|---|--:|--:|--:|--:|"]
         for a in d.usage.agents:
             u = a.usage
-            out.append(f"| {_cell(a.agent_id)} | {_cell(a.status)} | {u.calls} | {u.total_tokens} | ${u.cost_usd:.4f} | "
+            out.append(f"| {_cell(a.agent_id)} | {_cell(a.status)} | {u.calls} | {u.total_tokens:,} | ${u.cost_usd:.4f} | "
                        f"{a.duration_s:.1f} s |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -6,12 +6,13 @@ flags (passed as init arguments). The whole model is recorded in `RunStarted.set
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 APP = "investigate"
@@ -115,8 +116,13 @@ class Settings(BaseSettings):
     """TCP + handshake + auth timeout."""
     ssh_keepalive_s: float = 15.0
     """SSH keepalive interval."""
-    power_sample_s: float = 3.0
-    """How long the power and clock sampler watches the GPUs."""
+    hosts_in_flight: int = Field(default=16, ge=1)
+    """Hosts probed at once in a multi-host run (connections opened and commands in flight); the rest wait."""
+    power_sample_s: float = 2.0
+    """How long the power and clock sampler watches the GPUs (2 s: four readings at the default 0.5 s interval; it
+    is the longest of the read-only probes, so it sets an offline investigation's wall time)."""
+    prefetch_probes: bool = True
+    """Start the read-only probes the agents may call as soon as the host is connected (probes/session.py)."""
 
     # fetch
     fetch_max_bytes: int = 2_000_000
@@ -134,9 +140,49 @@ class Settings(BaseSettings):
     comm_budget_s: float = 60.0
     """Time budget of the all-reduce probe."""
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _in_domain(cls, v: Any, info: Any) -> Any:
+        """Every number finite and not negative; timeouts, caps and counts positive; nothing absurdly large."""
+        return _check_number(info.field_name, v)
+
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
         return (init_settings, env_settings, _TomlSource(settings_cls, None))
+
+
+_MAY_BE_ZERO = {"temperature", "anthropic_max_retries", "final_turn_reserve_s", "run_budget_usd", "run_budget_tokens"}
+_LARGEST = 1e12
+"""Above any sane cap or budget; below what overflows a timer (1e308 seconds) or an allocation."""
+_LONGEST_S = 7 * 24 * 3600.0
+"""No timeout, wait or budget of this tool needs more than a week."""
+
+
+def _check_number(name: str, v: Any) -> Any:
+    if isinstance(v, dict):  # prices: {model: {input: $/Mtok, ...}}
+        for inner in v.values():
+            _check_number(name, inner)
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return v
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError("must be a finite number")
+    if v < 0:
+        raise ValueError("must not be negative")
+    if v == 0 and name not in _MAY_BE_ZERO and name != "prices":
+        raise ValueError("must be more than 0")
+    if name.endswith("_s") and v > _LONGEST_S:
+        raise ValueError(f"must be at most {_LONGEST_S:,.0f} seconds (a week)")
+    if v > _LARGEST:
+        raise ValueError(f"must be at most {_LARGEST:,.0f}")
+    if name == "temperature" and v > 2:
+        raise ValueError("must be between 0 and 2")
+    return v
+
+
+def _short(text: object, limit: int = 60) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else f"{s[:limit]}… ({len(s):,} characters)"
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -148,8 +194,15 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         err = exc.errors()[0]
-        name = ".".join(str(x) for x in err["loc"]) or "settings"
-        top = str(err["loc"][0]) if err["loc"] else name
-        msg = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
-        raise ValueError(f"invalid setting {name}: {msg}; fix it in {config_path()} or "
-                         f"INVESTIGATE_{top.upper()}") from None
+        name = ".".join(_short(x) for x in err["loc"]) or "settings"
+        top = _short(err["loc"][0]).upper() if err["loc"] else name
+        if err["type"] == "extra_forbidden":
+            raise ValueError(f"unknown setting {name}; remove it from {config_path()} (or the INVESTIGATE_ "
+                             "environment)") from None
+        kind = err["type"]
+        msg = ("must be a whole number" if kind.startswith("int_") else "must be a number" if kind.startswith("float_")
+               else "must be true or false" if kind.startswith("bool_") else err["msg"].removeprefix("Value error, "))
+        value = err.get("input")
+        shown = "" if isinstance(value, (dict, list)) or value is None else f" = {_short(value)}"
+        raise ValueError(f"invalid setting {name}{shown}: {msg}; fix it in {config_path()} or "
+                         f"INVESTIGATE_{top}") from None

@@ -1,18 +1,37 @@
-"""Analysis: roofline math, observation reading, and the rules that turn evidence into findings and a diagnosis."""
+"""Analysis: roofline math, observation reading, and the rules that turn evidence into findings and a diagnosis.
+
+The names below are imported on first use: `investigate specs`/`roofline` import `analysis.roofline` alone and must
+not pay for the rules, the synthesis and the catalog (start-up time of the CLI).
+"""
 
 from __future__ import annotations
 
-from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.rules import RULES, Rule, run_rules
-from orchestrator.analysis.synthesis import synthesize
-from orchestrator.evidence import Evidence
-from orchestrator.findings import Finding
-from orchestrator.observations import Observations
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from orchestrator.evidence import Evidence
+    from orchestrator.findings import Finding
+    from orchestrator.observations import Observations
 
 __all__ = ["RULES", "Rule", "EvidenceView", "agent_findings", "run_rules", "synthesize"]
+
+_LAZY = {"EvidenceView": "orchestrator.analysis.evidence_view", "RULES": "orchestrator.analysis.rules",
+         "Rule": "orchestrator.analysis.rules", "run_rules": "orchestrator.analysis.rules",
+         "synthesize": "orchestrator.analysis.synthesis"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'orchestrator.analysis' has no attribute {name!r}")
 
 
 def agent_findings(agent_name: str, evidence: list[Evidence], observations: Observations | None) -> list[Finding]:
     """The findings one agent's evidence supports (every rule runs; each claims only what it can cite)."""
+    from orchestrator.analysis.evidence_view import EvidenceView
+    from orchestrator.analysis.rules import run_rules
+
     del agent_name  # rules are evidence-driven; the agent's name does not change what its evidence shows
     return run_rules(EvidenceView(evidence, observations))

@@ -31,6 +31,9 @@ class EvidenceView:
     question: str = ""
     """The run's question, when the caller has it (the serving rules say which phase it is about)."""
     _probes: dict[str, list[tuple[Evidence, ProbeModel]]] = field(default_factory=dict, init=False)
+    _fanout: list[tuple[Evidence, ProbeModel]] = field(default_factory=list, init=False)
+    """Probe results of multi-host fan-out calls (a tool's `host` argument): in `models()` (per-host facts, gaps)
+    but not in `probes()`, whose single-host rules read the primary host; analysis/fleet.py compares hosts."""
     notices: list[tuple[str, str]] = field(default_factory=list, init=False)
     """(what, why) of evidence that failed validation and rules or catalog entries that raised: become gaps."""
 
@@ -45,7 +48,9 @@ class EvidenceView:
                 self.notice(f"evidence {ev.id} ({ev.tool})", f"its {(ev.data or {}).get('kind')} payload does not "
                             f"validate and was not used: {first}")
                 model = None
-            if model is not None:
+            if model is not None and ev.args.get("host") is not None:
+                self._fanout.append((ev, model))
+            elif model is not None:
                 self._probes.setdefault(model.kind, []).append((ev, model))
 
     def notice(self, what: str, why: str) -> None:
@@ -55,7 +60,7 @@ class EvidenceView:
 
     def models(self) -> list[tuple[Evidence, ProbeModel]]:
         """Every parsed probe result (available or not), in evidence order."""
-        items = [x for group in self._probes.values() for x in group]
+        items = [x for group in self._probes.values() for x in group] + self._fanout
         order = {id(e): i for i, e in enumerate(self.evidence)}
         return sorted(items, key=lambda t: order.get(id(t[0]), 0))
 
@@ -64,7 +69,7 @@ class EvidenceView:
         return [(ev, m) for ev, m in self._probes.get(kind, []) if m.available]
 
     def unavailable(self) -> list[tuple[Evidence, ProbeModel]]:
-        return [(ev, m) for items in self._probes.values() for ev, m in items if not m.available]
+        return [(ev, m) for ev, m in self.models() if not m.available]
 
     def of_kind(self, kind: str) -> list[Evidence]:
         return [e for e in self.evidence if not e.is_error and e.kind == kind]

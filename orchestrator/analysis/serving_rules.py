@@ -14,6 +14,7 @@ from orchestrator.analysis.serving import (
     PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
     shape_from_observations,
 )
+from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
 from orchestrator.probes.engine_metrics import MetricSummary
 from orchestrator.probes.engine_models import EngineInstance, EngineReport
@@ -90,13 +91,6 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
                         "itl_ms": itl.p50 * 1e3 if itl and itl.p50 is not None else None, "itl_name": "median ITL",
                         "ttft_ms": ttft.p50 * 1e3 if ttft and ttft.p50 is not None else None, "model": None})
     return out
-
-
-def _num(name: str, value: float, unit: str, source: str, note: str = "", floor: float | None = None) -> dict:
-    d = {"name": name, "value": round(float(value), 4), "unit": unit, "peak": None, "source": source, "note": note}
-    if floor is not None:
-        d["note"] = (note + "; " if note else "") + f"roofline floor {floor:.3g} {unit}"
-    return d
 
 
 def serving_latency(v: EvidenceView) -> list[Finding]:
@@ -181,19 +175,35 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
              f"roofline floor of {fl.floor_ms:.2f} ms ({vd.ratio:.1f}x). {phase} is {vd.bound}-bound here: "
              f"{vd.reason}.{about}")
     numbers = [
-        _num(f"{vd.phase} latency measured", vd.measured_ms, "ms", vd.measured_label, floor=fl.floor_ms),
-        _num(f"{vd.phase} roofline floor", fl.floor_ms, "ms", src,
-             note=f"{shape_src}; weights {dtype_src}; compute {fl.compute_ms:.3g} ms, memory {fl.memory_ms:.3g} ms"),
+        Number(name=f"{vd.phase} latency ({'TTFT' if vd.phase == 'prefill' else 'ITL'}) vs roofline floor",
+               value=round(vd.measured_ms, 3), unit="ms", peak=None, source=vd.measured_label,
+               note=f"roofline floor {fl.floor_ms:.3g} ms ({vd.ratio:.1f}x)"),
+        Number(name=f"{vd.phase} roofline floor", value=round(fl.floor_ms, 4), unit="ms", source=src,
+               note=f"{shape_src}; weights {dtype_src}; compute {fl.compute_ms:.3g} ms, memory {fl.memory_ms:.3g} ms"),
     ]
+    entry = _entry()
     recs = list(_RECS.get(vd.bound, []))
     if vd.phase == "prefill" and vd.ratio >= 5:
         recs.append("TTFT far above one prefill's compute is waiting time: check the waiting queue and the chunked-"
                     "prefill budget (max_num_batched_tokens) against the prompt lengths.")
+    if entry is not None:
+        claim += f" [{entry.source}]"
+        recs = [f"{r} [{entry.source}]" for r in recs]
+    short = (f"{phase} {vd.measured_ms:.1f} ms is {vd.ratio:.1f}x its roofline floor of {fl.floor_ms:.2f} ms at "
+             f"{unit_what}: {vd.bound}-bound ({vd.reason}).")
     return Finding(
         id=f"serving-{vd.phase}-vs-roofline", claim=claim, confidence=0.6 if vd.ratio >= 1 else 0.4, evidence=ev,
-        recommendations=recs, category="roofline",
-        data={"numbers": numbers, "bound": vd.bound, "phase": vd.phase, "asked": asked == vd.phase,
+        recommendations=recs, category="workload", title=f"{phase} runs {vd.ratio:.1f}x its roofline floor "
+        f"({vd.bound}-bound at {unit_what})", numbers=numbers, bound=vd.bound, short=short,
+        entry=entry.id if entry is not None else "", secondary=asked is not None and asked != vd.phase,
+        data={"phase": vd.phase, "asked": asked == vd.phase,
               "serving": {"phase": vd.phase, "measured_ms": vd.measured_ms, "floor_ms": fl.floor_ms,
                           "ratio": vd.ratio, "bound": vd.bound, "label": vd.measured_label, "batch": fl.tokens,
                           "compute_ms": fl.compute_ms, "memory_ms": fl.memory_ms}},
     )
+
+
+def _entry():
+    from orchestrator.knowledge.catalog import catalog
+
+    return catalog().get("serving-latency-vs-roofline")

@@ -28,6 +28,8 @@ from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import Condition, Entry, Signal, catalog
+from orchestrator.probes.scripts import logscan as _script
+from orchestrator.knowledge.catalog import entry as catalog_entry_by_id
 
 FactValue = str | int | float | bool
 
@@ -60,6 +62,8 @@ class HostFacts:
     facts: dict[str, Fact] = field(default_factory=dict)
     lines: list[Line] = field(default_factory=list)
     has_python_env: bool = False
+    unclassified: list[tuple[Any, str]] = field(default_factory=list)
+    """(UnclassifiedLine, evidence id): WARNING/ERROR lines the log scan could not match to any signature."""
 
     def get(self, key: str) -> Fact | None:
         return self.facts.get(key)
@@ -114,6 +118,8 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
                 hf.facts[k] = Fact(v, ev.id)
         for source, path, no, text in model.log_lines():
             hf.lines.append(Line(source, path, no, text, ev.id))
+        for u in getattr(model, "unclassified", None) or []:
+            hf.unclassified.append((u, ev.id))
         if model.kind == "python_env":
             hf.has_python_env = True
     shared: dict[str, Fact] = {}
@@ -373,6 +379,22 @@ def render(template: str, hf: HostFacts, binding: str | None = None, line: Line 
     return _PLACEHOLDER.sub(one, template)
 
 
+def fill(template: str, values: dict[str, Any]) -> str:
+    """A catalog template filled from a rule's own values (flat names); missing ones render as "unknown"."""
+    return render(template, HostFacts("", {k: Fact(v, "") for k, v in values.items() if v is not None}))
+
+
+def entry_words(entry_id: str, values: dict[str, Any] | None = None, flags: Iterable[str] = ()) -> dict[str, Any]:
+    """What a rule needs from its catalog entry, filled: title, claim, explanation, reasoning, fixes (each with
+    the entry's first source appended), and the entry's id, confidence, severity and bound."""
+    e = catalog_entry_by_id(entry_id)
+    values = values or {}
+    return {"entry": e.id, "title": fill(e.title, values), "claim": fill(e.claim, values),
+            "explanation": fill(e.explanation, values), "reasoning": fill(e.reasoning or "", values),
+            "recommendations": [f"{fill(fx, values)} [{e.source}]" for fx in e.fixes(set(flags))],
+            "confidence": e.confidence, "severity": e.severity, "bound": e.bound, "source": e.source}
+
+
 # --- evaluation ---------------------------------------------------------------------------------------------------
 
 
@@ -450,7 +472,7 @@ def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
             matched.append(f"{h.line.path}:{h.line.line_no}: {h.line.text.strip()[:200]}")
         ids += [f.evidence_id for f in h.facts]
         matched += h.notes
-    fixes = [f"{render(fx, hf, best.binding, best.line, best.match)} [{entry.source}]" for fx in entry.fix]
+    fixes = [f"{render(fx, hf, best.binding, best.line, best.match)} [{entry.source}]" for fx in entry.fixes()]
     return Finding(
         id=entry.id, entry=entry.id, rule="catalog", category=entry.area, title=entry.title, claim=text,
         confidence=conf, evidence=list(dict.fromkeys(ids)), recommendations=fixes, severity=entry.severity,
@@ -458,9 +480,11 @@ def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
 
 
 def catalog_findings(view: EvidenceView, entries: Iterable[Entry] | None = None) -> list[Finding]:
-    """Findings of every catalog entry with signals that fires on the evidence (one per entry, first host first)."""
+    """Findings of every catalog entry with signals that fires on the evidence (one per entry, first host first),
+    then one finding for the log lines nothing explained (`unclassified-log-lines`)."""
     hosts = gather(view)
     out: list[Finding] = []
+    explained: set[tuple[str, str, int]] = set()
     for entry in entries if entries is not None else catalog():
         if not entry.signals:
             continue
@@ -469,9 +493,71 @@ def catalog_findings(view: EvidenceView, entries: Iterable[Entry] | None = None)
                 hits = evaluate_entry(entry, hf)
                 if hits:
                     out.append(finding_for(entry, hf, hits))
+                    explained |= {(hf.host, h.line.path, h.line.line_no) for h in hits if h.line is not None}
                     break
         except Exception as e:
             if strict():
                 raise
             view.notice(f"catalog entry {entry.id}", f"its signals could not be evaluated: {type(e).__name__}: {e}")
+    if entries is None:
+        out += unclassified_findings(hosts, explained)
     return out
+
+
+MAX_QUOTED = 6
+
+
+def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str, str, int]]) -> list[Finding]:
+    """WARNING/ERROR lines no fired entry explains: the scan's unclassified lines plus signature matches whose entry
+    did not apply here. Counted and deduplicated, the most frequent errors first."""
+    rows: dict[str, dict[str, Any]] = {}
+    ids: list[str] = []
+    total = 0
+    patterns = [s.compiled() for e in catalog() for s in e.signals if s.log]
+    for hf in hosts.values():
+        for ln in hf.lines:
+            if (hf.host, ln.path, ln.line_no) in explained:
+                continue
+            # a line a catalog pattern matched whose entry did not apply here, or a WARNING/ERROR line of a probe
+            # that hands over whole logs (kernel log, engine log); plain informational lines are not news
+            level = "pattern" if any(rx.search(ln.text) for rx in patterns) else _script.level_of(ln.text)
+            if level is None:
+                continue
+            key = _mask(ln.text)
+            row = rows.setdefault(key, {"line": ln.text.strip(), "path": ln.path, "no": ln.line_no, "count": 0,
+                                        "level": level})
+            row["count"] += 1
+            total += 1
+            ids.append(ln.evidence_id)
+        for u, ev_id in hf.unclassified:
+            key = _mask(u.line)
+            row = rows.setdefault(key, {"line": u.line.strip(), "path": u.path, "no": u.line_no, "count": 0,
+                                        "level": u.level})
+            row["count"] += u.count
+            total += u.count
+            ids.append(ev_id)
+    if not rows:
+        return []
+    entry = catalog().get("unclassified-log-lines")
+    order = {"error": 0, "pattern": 1, "warning": 2, "library": 3}
+    ranked = sorted(rows.values(), key=lambda r: (order.get(r["level"], 4), -r["count"]))
+    quoted = "; ".join(f"{r['path']}:{r['no']}: {r['line'][:160]!r}" + (f" (x{r['count']})" if r["count"] > 1 else "")
+                       for r in ranked[:MAX_QUOTED])
+    more = f" and {len(ranked) - MAX_QUOTED} more distinct line(s)" if len(ranked) > MAX_QUOTED else ""
+    errors = sum(r["count"] for r in rows.values() if r["level"] == "error")
+    values = {"count": total, "distinct": len(rows), "errors": errors}
+    hf0 = HostFacts("", {k: Fact(v, "") for k, v in values.items()})
+    title = render(entry.title, hf0) if entry else "Unclassified warnings in the logs"
+    claim = (render(entry.claim, hf0) if entry else f"{total} unclassified warning/error line(s).") + f" {quoted}{more}."
+    if entry and entry.explanation:
+        claim += " " + render(entry.explanation, hf0)
+    return [Finding(
+        id="unclassified-log-lines", entry=entry.id if entry else "", rule="catalog", category="log", title=title,
+        claim=claim, confidence=entry.confidence if entry else 0.3, evidence=list(dict.fromkeys(ids)),
+        recommendations=[render(fx, hf0) + (f" [{entry.source}]" if entry else "") for fx in (entry.fixes() if entry else [])],
+        severity=entry.severity if entry else "low", secondary=True,
+        matched=[f"{r['path']}:{r['no']}: {r['line'][:200]}" for r in ranked[:MAX_MATCHED]])]
+
+
+def _mask(text: str) -> str:
+    return re.sub(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b|\d+(\.\d+)*", "#", text.strip())[:300]

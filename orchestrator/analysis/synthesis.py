@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+from orchestrator.analysis import node_view
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
 from orchestrator.diagnosis import Cause, Gap, Number, Recommendation, SubmittedDiagnosis
@@ -10,11 +13,17 @@ from orchestrator.findings import AgentResult, Finding
 from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
-_CATEGORY_RANK = {"observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
-                  "power": 5, "hardware": 6, "environment": 7, "other": 8}
+_CATEGORY_RANK = {"fleet": 0, "observation": 0, "communication": 1, "roofline": 2, "kernel": 3, "autotune": 4, "log": 4,
+                  "power": 5, "hardware": 6, "environment": 7, "other": 8,
+                  "engine": 2, "workload": 2, "jit-cache": 5}  # serving engine: its config explains serving latency
 
 
 _GEMM_SIDE = {"roofline", "kernel", "autotune"}
+
+
+def _rank(f: Finding) -> float:
+    node = node_view.rank(f)  # a high-severity node or interconnect fault explains the symptom first
+    return node if node is not None else _CATEGORY_RANK.get(f.category, 8)
 
 
 def _title(f: Finding) -> str:
@@ -40,17 +49,53 @@ def collect_findings(evidence: list[Evidence], observations: Observations | None
     return found
 
 
-def _bound(findings: list[Finding]) -> tuple[str, str]:
+def _catalog_bound(findings: list[Finding], comm_ruled_out: bool) -> Finding | None:
+    """A failure from the catalog (node fault, engine misconfiguration...) that says what the workload is bound by:
+    fired by its signals, high severity, confident, not secondary, and not contradicted by the experiments."""
+    cands = [f for f in findings if f.rule == "catalog" and f.entry and f.bound in ("compute", "memory", "communication",
+                                                                                   "latency")
+             and f.severity == "high" and f.confidence >= 0.7 and not f.secondary and not f.informational
+             and not (f.bound == "communication" and comm_ruled_out)]
+    return max(cands, key=lambda f: f.confidence, default=None)
+
+
+def _bound(findings: list[Finding]) -> tuple[str, str, Finding | None]:
+    """The bound, its reasoning, and the catalog finding that set it (ranked first), if one did."""
     by_id = {f.id: f for f in findings}
     comm = by_id.get("parallelism-points-at-communication")
-    if comm:
-        return "communication", comm.claim
     measured = by_id.get("comm-vs-gemm")
-    if measured and measured.bound == "communication":
-        return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim
+    far = by_id.get("decode-far-below-every-roof")
     moe = by_id.get("moe-decode-memory-bound") or by_id.get("moe-decode-compute-bound")
     gemm = by_id.get("parallelism-rules-out-allreduce")
     stall = by_id.get("power-stall")
+    if comm:
+        parts = [comm.claim]
+        if far:
+            parts.append(far.short)
+        if stall:
+            parts.append("Power far below the limit at full occupancy agrees: the SMs wait rather than compute.")
+        return "communication", " ".join(parts), None
+    if measured and measured.bound == "communication":
+        return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim, None
+    comm_ruled_out = bool(gemm) or bool(measured and measured.data.get("dominant") == "gemm")
+    setter = _catalog_bound(findings, comm_ruled_out)
+    if setter:
+        parts = [f"{setter.title}: {setter.short or _first_sentence(setter.claim)}"]
+        if moe and moe.bound != setter.bound:
+            parts.append(f"(The decode roofline alone would say {moe.bound}-bound: {moe.short or moe.title}; the "
+                         f"fault above comes first.)")
+        return setter.bound or "unknown", " ".join(parts), setter
+    if far:
+        parts = [far.short]
+        pointers = [f for f in findings if f is not far and f.bound in ("latency", "communication")]
+        if pointers:
+            parts.append("Evidence pointing the same way: " + "; ".join(f.title or f.id for f in pointers[:3]) + ".")
+        if stall:
+            parts.append("Power far below the limit at high occupancy agrees: the SMs wait rather than compute.")
+        if gemm:
+            parts.append("The parallelism experiment puts the difference between layouts in the per-GPU GEMMs, but "
+                         "at this throughput the GEMMs' floor is a small part of the step.")
+        return far.bound or "latency", " ".join(parts), far
     if moe:
         bound = moe.bound or "memory"
         parts = [moe.short or moe.claim]
@@ -61,15 +106,20 @@ def _bound(findings: list[Finding]) -> tuple[str, str]:
         if measured and measured.data.get("dominant") == "comparable":
             parts.append(f"The measured all-reduce latency is comparable ({measured.data['ratio']:.0%}) to this "
                          "memory floor, so TP communication is a second limiter of the same size.")
-        return bound, " ".join(parts)
+        return bound, " ".join(parts), None
+    # Serving latency against its roofline floor (analysis/serving_rules.py): the phase the question asks about.
+    serving = [f for f in findings if f.id in ("serving-decode-vs-roofline", "serving-prefill-vs-roofline") and f.bound]
+    serving.sort(key=lambda f: (not f.data.get("asked"), f.id != "serving-decode-vs-roofline"))
+    if serving and not gemm:
+        return serving[0].bound or "unknown", serving[0].short or serving[0].claim, serving[0]
     if gemm:
         return "unknown", ("The parallelism experiment puts the cost in the per-GPU GEMMs, but no roofline evidence "
-                           "separates memory- from compute-bound.")
+                           "separates memory- from compute-bound."), None
     if stall:
-        return "unknown", "Low power at high occupancy says the SMs stall, but no evidence says on what."
+        return "unknown", "Low power at high occupancy says the SMs stall, but no evidence says on what.", None
     if "power-limited" in by_id:
-        return "compute", by_id["power-limited"].claim
-    return "unknown", "The evidence gathered does not show which resource limits throughput."
+        return "compute", by_id["power-limited"].claim, None
+    return "unknown", "The evidence gathered does not show which resource limits throughput.", None
 
 
 def _first_sentence(text: str) -> str:
@@ -86,6 +136,26 @@ def _strip_source(action: str) -> str:
     return action.rstrip(".")
 
 
+_CITATION = re.compile(r" ?\[([^\[\]]+)\]")
+
+
+def _cite_once(text: str) -> str:
+    """One citation per source in a paragraph: a source already cited (the same file or URL, whatever note follows
+    it in parentheses) is not cited again; a bracket left empty goes."""
+    seen: set[str] = set()
+
+    def once(m: re.Match) -> str:
+        kept = []
+        for src in (s.strip() for s in m.group(1).split(";")):
+            key = src.split(" (", 1)[0].strip().lower()
+            if src and key not in seen:
+                seen.add(key)
+                kept.append(src)
+        return f" [{'; '.join(kept)}]" if kept else ""
+
+    return _CITATION.sub(once, text)
+
+
 def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
             for r in results if r.status != "ok"]
@@ -95,6 +165,7 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
         if ev.is_error:
             gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
+    gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
     return gaps
 
 
@@ -111,13 +182,14 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
             bound="unknown", bound_reasoning="No evidence shows the limiting resource.",
             gaps=gaps or [Gap(what="evidence", why=why)])
 
-    bound, reasoning = _bound(findings)
+    bound, reasoning, setter = _bound(findings)
     causes_f = [f for f in findings if not f.informational]
-    # When the evidence puts the limit in communication, per-GPU GEMM findings (roofline, kernels, tuning) are
-    # true but not what limits throughput: rank them after the communication and power findings.
-    behind = _GEMM_SIDE if bound == "communication" else set()
-    causes_f.sort(key=lambda f: (f.secondary or f.confidence < 0.5 or f.category in behind,
-                                 _CATEGORY_RANK.get(f.category, 8), -f.confidence))
+    # When the evidence puts the limit in communication or latency, per-GPU GEMM findings (roofline, kernels, tuning)
+    # are true but not what limits throughput: rank them after the communication and power findings. A catalog
+    # failure that set the bound (a node fault explaining the symptom) comes first.
+    behind = _GEMM_SIDE if bound in ("communication", "latency") else set()
+    causes_f.sort(key=lambda f: (f is not setter, f.secondary or f.confidence < 0.5 or f.category in behind,
+                                 _rank(f), -f.confidence))
     causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
 
     numbers: list[Number] = []
@@ -150,7 +222,10 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
         verdict = ((f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context).rstrip()
+    healthy = node_view.healthy_line(view, findings)
+    if healthy:
+        verdict += f" {healthy}"
     if gaps:
-        verdict += f" {len(gaps)} gap(s) limit this diagnosis."
-    return SubmittedDiagnosis(verdict=verdict, bound=bound, bound_reasoning=reasoning, causes=causes,
+        verdict += f" {len(gaps)} gap{'s limit' if len(gaps) != 1 else ' limits'} this diagnosis."
+    return SubmittedDiagnosis(verdict=_cite_once(verdict), bound=bound, bound_reasoning=reasoning, causes=causes,
                               numbers=numbers, recommendations=recs, gaps=gaps)

@@ -38,8 +38,8 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-AREAS = ("kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware")
-Area = Literal["kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware"]
+AREAS = ("kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs")
+Area = Literal["kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs"]
 Bound = Literal["compute", "memory", "communication", "latency"]
 Severity = Literal["high", "medium", "low", "info"]
 LOG_SOURCES = ("server", "kernel", "nccl", "engine")
@@ -158,6 +158,13 @@ class Scope(_Strict):
         return [str(x) for x in v] if isinstance(v, list) else v
 
 
+class Fix(_Strict):
+    """A fix that applies only when the rule that fires the entry says so (`if`: a flag the rule passes)."""
+
+    text: str
+    if_: str = Field(alias="if")
+
+
 class Entry(_Strict):
     """One failure mode (or, with `rule:`, the words of an arithmetic rule)."""
 
@@ -171,9 +178,12 @@ class Entry(_Strict):
     claim: str
     explanation: str = ""
     bound: Bound | None = None
+    reasoning: str | None = None
+    """One sentence for the diagnosis's bound reasoning when this entry's finding sets the bound (template)."""
     confidence: float = Field(0.7, ge=0.0, le=1.0)
     severity: Severity = "medium"
-    fix: list[str] = Field(default_factory=list)
+    fix: list[str | Fix] = Field(default_factory=list)
+    """Concrete actions (templates). `{text, if: flag}` items are for rules: kept only when the rule sets the flag."""
     sources: list[str] = Field(min_length=1)
     notes: str | None = None
     """For maintainers: why the entry is shaped as it is (not shown to users)."""
@@ -204,6 +214,14 @@ class Entry(_Strict):
     @property
     def source(self) -> str:
         return self.sources[0]
+
+    def all_fixes(self) -> list[str]:
+        """Every fix template, conditional or not."""
+        return [f if isinstance(f, str) else f.text for f in self.fix]
+
+    def fixes(self, flags: set[str] | frozenset[str] = frozenset()) -> list[str]:
+        """The fix templates that apply: plain ones always, conditional ones when their flag is set."""
+        return [f if isinstance(f, str) else f.text for f in self.fix if isinstance(f, str) or f.if_ in flags]
 
     def log_patterns(self) -> list[str]:
         return [s.log for s in self.signals if s.log]
@@ -266,7 +284,7 @@ def load_catalog(files: dict[str, str]) -> Catalog:
     seen: dict[str, str] = {}
     for name in sorted(files):
         try:
-            raw = yaml.safe_load(files[name])
+            raw = yaml.load(files[name], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: run start-up
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f" line {mark.line + 1}" if mark else ""

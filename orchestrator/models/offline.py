@@ -38,6 +38,14 @@ def _usable(step_when: str | None, inputs: RunInputs) -> bool:
     return bool(getattr(inputs, field, None))
 
 
+def _expand(step: Any, inputs: RunInputs) -> list[dict[str, Any]]:
+    """The arguments of the calls a plan step makes: one, or one per usable host (`foreach: hosts`)."""
+    args = fill(step.args, inputs)
+    if getattr(step, "foreach", None) == "hosts" and inputs.hosts:
+        return [{**args, "host": name} for name in inputs.usable_hosts]
+    return [args]
+
+
 class OfflineModel:
     def __init__(self, defn: AgentDef, agent_id: str, run: RunContext):
         self.defn = defn
@@ -51,8 +59,8 @@ class OfflineModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         steps = [s for s in self.defn.plan if _usable(s.when, self.run.inputs)]
         if request.turn == 1 and steps and not request.final:
-            blocks = [ToolUseBlock(id=self._id(1, i), name=s.tool, input=fill(s.args, self.run.inputs))
-                      for i, s in enumerate(steps)]
+            calls = [(s.tool, args) for s in steps for args in _expand(s, self.run.inputs)]
+            blocks = [ToolUseBlock(id=self._id(1, i), name=tool, input=args) for i, (tool, args) in enumerate(calls)]
             return ModelResponse(content=[TextBlock(text=f"Running my plan: {len(blocks)} tool calls.")] + blocks,
                                  stop_reason="tool_use", model=self.name, usage=Usage(calls=1))
         return self._submit(request)

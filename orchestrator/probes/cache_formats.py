@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from orchestrator import knowledge
 from orchestrator.probes.models import CacheFile, TunedEntry
 
 SAMPLE = 8
@@ -96,6 +97,16 @@ def _base_version(v: str | None) -> str | None:
     return v.split("+", 1)[0] if v else v
 
 
+def _expected(ctx: CacheContext, fmt: str) -> dict[str, str | None]:
+    """Metadata field -> the installed version it must equal, from caches.yaml `compare` of the format."""
+    info = knowledge.cache_format(fmt)
+    out: dict[str, str | None] = {}
+    for key, pkgs in (info.compare if info else {}).items():
+        have = [ctx.torch_cuda if p == "torch_cuda" else ctx.packages.get(p) for p in pkgs]
+        out[key] = next((v for v in have if v), None)
+    return out
+
+
 def _mismatch(meta: dict[str, Any], expected: dict[str, str | None]) -> list[str]:
     """Fields of meta that disagree with expected; '*' in the metadata is a wildcard, None is unknown."""
     out = []
@@ -161,10 +172,7 @@ def parse_flashinfer_autotune(path: str, text: str, ctx: CacheContext, fmt: str 
         return cf
     meta = data.get("_metadata") or {}
     cf.metadata = meta if isinstance(meta, dict) else {}
-    fi_version = ctx.packages.get("flashinfer-python") or ctx.packages.get("flashinfer")
-    cf.metadata_mismatch = _mismatch(
-        cf.metadata, {"flashinfer_version": fi_version, "cuda_version": ctx.torch_cuda, "gpu": None}
-    )
+    cf.metadata_mismatch = _mismatch(cf.metadata, _expected(ctx, fmt))
     gpu = cf.metadata.get("gpu")
     if gpu and gpu != "*":
         cf.device_name = str(gpu)
@@ -191,7 +199,7 @@ def parse_trtllm_autotuner(path: str, text: str, ctx: CacheContext, fmt: str = "
     if data is None:
         return cf
     cf.metadata = data.get("metadata") or {}
-    cf.metadata_mismatch = _mismatch(cf.metadata, {"lib_version": ctx.packages.get("tensorrt-llm")})
+    cf.metadata_mismatch = _mismatch(cf.metadata, _expected(ctx, fmt))
     name = cf.metadata.get("device_name")
     if name:
         cf.device_name = str(name)
@@ -255,7 +263,7 @@ def parse_fused_moe_config(path: str, text: str | None, ctx: CacheContext, fmt: 
         return cf
     if "triton_version" in data:
         cf.metadata["triton_version"] = data["triton_version"]
-        cf.metadata_mismatch = _mismatch(cf.metadata, {"triton_version": ctx.packages.get("triton")})
+        cf.metadata_mismatch = _mismatch(cf.metadata, _expected(ctx, fmt))
     entries = [
         TunedEntry(op="fused_moe", tactic=cfg, shape=f"M={m}")
         for m, cfg in data.items()
@@ -319,9 +327,7 @@ def parse_tunableop_csv(path: str, text: str, ctx: CacheContext, fmt: str = "tun
         entries.append(
             TunedEntry(op=row[0], shape=row[1], tactic=solution, runner=None, fallback=solution == "Default")
         )
-    torch_v = ctx.packages.get("torch")
-    if "PT_VERSION" in cf.metadata and torch_v:
-        cf.metadata_mismatch = _mismatch({"PT_VERSION": cf.metadata["PT_VERSION"]}, {"PT_VERSION": torch_v})
+    cf.metadata_mismatch = _mismatch(cf.metadata, _expected(ctx, fmt))
     return _finish(cf, entries)
 
 

@@ -33,7 +33,8 @@ def _log_state(f: LogFacts) -> LogState:
         kv_usage_max_pct=st.kv_usage_max_pct, kv_usage_last_pct=st.kv_usage_last_pct, running_max=st.running_max,
         waiting_max=st.waiting_max, gen_tok_s_max=st.gen_tok_s_max, gen_tok_s_mean=st.gen_tok_s_mean,
         prompt_tok_s_max=st.prompt_tok_s_max, prefix_hit_rate_pct=st.prefix_hit_rate_pct,
-        cuda_graph_false=st.cuda_graph_false,
+        cuda_graph_false=st.cuda_graph_false, starts=f.starts, cold_compile_starts=f.cold_compile_starts,
+        warm_compile_starts=f.warm_compile_starts, deepgemm_jit_starts=f.deepgemm_jit_starts,
     )
 
 

@@ -64,9 +64,16 @@ RX_SGL_DECODE = re.compile(
     r"gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
 RX_SGL_PREFILL = re.compile(r"Prefill batch\. #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)")
 RX_PREEMPT = re.compile(r"(preempted by PreemptionMode\.(RECOMPUTE|SWAP)|Decode out of memory happened|"
+                        r"KV cache pool is full\. Retract requests|"
                         r"#retracted_reqs: (\d+)|running out of KV cache|Preemptions?: [1-9])", re.I)
 RX_MOE_DEFAULT = re.compile(r"Using default MoE (?:kernel )?config", re.I)
 RX_COMPILE = re.compile(r"torch\.compile takes? ([\d.]+) s in total|compile took ([\d.]+) s", re.I)
+# One engine start: vLLM's API server banner, SGLang's server_args dump, TGI's launcher args, trtllm-serve's banner.
+RX_START = re.compile(r"(vLLM API server version|server_args=ServerArgs\(|Args \{\s*model_id|"
+                      r"Starting TensorRT-LLM|TensorRT-LLM version:)")
+RX_COLD_COMPILE = re.compile(r"Compiling a graph for (?:dynamic shape|shape .*) takes [\d.]+ s")
+RX_WARM_COMPILE = re.compile(r"Directly load the compiled graph\(s\) for .* from the cache")
+RX_DEEPGEMM_JIT = re.compile(r"(Try )?DeepGEMM JIT Compiling for|Entering DeepGEMM JIT Pre-Compile session")
 
 _VLLM_CONFIG_KEYS = {"tensor_parallel_size": ("tp", int), "pipeline_parallel_size": ("pp", int),
                      "data_parallel_size": ("dp", int), "enforce_eager": ("enforce_eager", bool),
@@ -127,6 +134,13 @@ class LogFacts:
     compile_s: float | None = None
     stats: StatsSummary = field(default_factory=StatsSummary)
     commands: list[str] = field(default_factory=list)
+    starts: int = 0
+    """Engine starts in the log (a log that spans restarts shows each one)."""
+    cold_compile_starts: int = 0
+    """Starts that compiled the model's graphs from scratch (no torch.compile cache hit)."""
+    warm_compile_starts: int = 0
+    deepgemm_jit_starts: int = 0
+    """Starts that JIT-compiled DeepGEMM kernels."""
 
 
 def _num(s: str) -> float:
@@ -185,8 +199,21 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
     f = LogFacts()
     gen: list[float] = []
     eager_explicit = False
+    seen_cold = seen_warm = seen_dg = False
     for path, no, line in lines:
         where = f"log {path}:{no}"
+        if RX_START.search(line):
+            f.starts += 1
+            seen_cold = seen_warm = seen_dg = False
+        if RX_COLD_COMPILE.search(line) and not seen_cold:
+            f.cold_compile_starts += 1
+            seen_cold = True
+        if RX_WARM_COMPILE.search(line) and not seen_warm:
+            f.warm_compile_starts += 1
+            seen_warm = True
+        if RX_DEEPGEMM_JIT.search(line) and not seen_dg:
+            f.deepgemm_jit_starts += 1
+            seen_dg = True
         for rx in RX_VERSION:
             m = rx.search(line)
             if m and f.version is None:

@@ -72,6 +72,10 @@ class LogState(BaseModel):
     prompt_tok_s_max: float | None = None
     prefix_hit_rate_pct: float | None = None
     cuda_graph_false: int = 0
+    starts: int = 0
+    cold_compile_starts: int = 0
+    warm_compile_starts: int = 0
+    deepgemm_jit_starts: int = 0
 
 
 class EngineInstance(BaseModel):

@@ -1,4 +1,5 @@
-"""Log scan: `--log` files on the investigated host matched against known-issue signatures, with line numbers."""
+"""Log scan: `--log` files on the investigated host matched against the failure-mode catalog's log signatures, with
+line numbers; WARNING/ERROR lines nothing matched come back too, deduplicated and counted ("unclassified")."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import re
 from typing import Any, Iterable
 
 from orchestrator.hosts.base import Host
-from orchestrator.probes.models import LogMatch, LogScan
+from orchestrator.probes.models import LogMatch, LogScan, UnclassifiedLine
 from orchestrator.probes.runner import ProbeUnavailable, run_script
+from orchestrator.probes.scripts import logscan as _script
 
 MAX_MATCHES = 500
+MAX_UNCLASSIFIED = 50
 
 
 def _sig_dicts(signatures: Iterable[Any]) -> list[dict[str, str]]:
@@ -22,16 +25,16 @@ def _sig_dicts(signatures: Iterable[Any]) -> list[dict[str, str]]:
     return out
 
 
-def scan_text(path: str, text: str, signatures: list[dict[str, str]], width: int = 400) -> tuple[int, list[LogMatch]]:
-    """Pure: (lines scanned, matches) of one log's text."""
+def scan_text(path: str, text: str, signatures: list[dict[str, str]], width: int = 400,
+              unclassified: "_script.Unclassified | None" = None) -> tuple[int, list[LogMatch]]:
+    """Pure: (lines scanned, matches) of one log's text; unclassified lines go to `unclassified` when given."""
     compiled = [(s["id"], re.compile(s["pattern"])) for s in signatures]
-    matches = []
+    out: dict[str, Any] = {"matches": [], "truncated": False}
+    sink = unclassified if unclassified is not None else _script.Unclassified(0)
     lines = text.splitlines()
     for no, line in enumerate(lines, 1):
-        for sid, rx in compiled:
-            if rx.search(line):
-                matches.append(LogMatch(path=path, line_no=no, line=line[:width], signature_id=sid))
-    return len(lines), matches
+        _script.scan_line(path, no, line, compiled, out, sink, 10**9, width)
+    return len(lines), [LogMatch(**m) for m in out["matches"]]
 
 
 async def scan_logs(host: Host, paths: list[str], signatures: Iterable[Any]) -> LogScan:
@@ -41,12 +44,15 @@ async def scan_logs(host: Host, paths: list[str], signatures: Iterable[Any]) -> 
         return LogScan(host=host.name, available=False, reason="no log files given (--log PATH)")
     try:
         data = await run_script(host, "python3", "logscan",
-                                {"paths": paths, "signatures": sigs, "max_matches": MAX_MATCHES}, timeout_s=120)
+                                {"paths": paths, "signatures": sigs, "max_matches": MAX_MATCHES,
+                                 "max_unclassified": MAX_UNCLASSIFIED}, timeout_s=120)
     except ProbeUnavailable:
         return await _scan_by_reading(host, paths, sigs)
     scan = LogScan(
         host=host.name, files=data.get("files") or [], missing=data.get("missing") or [],
         lines_scanned=int(data.get("lines") or 0), matches=[LogMatch(**m) for m in data.get("matches") or []],
+        unclassified=[UnclassifiedLine(**u) for u in data.get("unclassified") or []],
+        unclassified_total=int(data.get("unclassified_total") or 0),
         commands=[f"python3 - < logscan.py {' '.join(paths)}"],
     )
     if data.get("truncated"):
@@ -57,14 +63,17 @@ async def scan_logs(host: Host, paths: list[str], signatures: Iterable[Any]) -> 
 async def _scan_by_reading(host: Host, paths: list[str], sigs: list[dict[str, str]]) -> LogScan:
     # Without python3 on the host, read each log (capped) and match here.
     scan = LogScan(host=host.name, commands=[f"read {p}" for p in paths])
+    unclassified = _script.Unclassified(MAX_UNCLASSIFIED)
     for p in paths:
         try:
             raw = await host.read_file(p, max_bytes=50_000_000)
         except OSError:  # missing, unreadable, a directory: listed, not fatal
             scan.missing.append(p)
             continue
-        n, matches = scan_text(p, raw.decode("utf-8", "replace"), sigs)
+        n, matches = scan_text(p, raw.decode("utf-8", "replace"), sigs, unclassified=unclassified)
         scan.files.append(p)
         scan.lines_scanned += n
         scan.matches.extend(matches[: MAX_MATCHES - len(scan.matches)])
+    scan.unclassified = [UnclassifiedLine(**u) for u in unclassified.out()]
+    scan.unclassified_total = unclassified.total
     return scan

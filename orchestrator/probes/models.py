@@ -23,6 +23,13 @@ class ProbeModel(BaseModel):
     """Why the probe was unavailable or partial, one line."""
     commands: list[str] = Field(default_factory=list)
     """Commands or files the probe read, for the evidence excerpt."""
+    probe_s: float | None = None
+    """Wall time of the probe on our side, seconds: its round trips to the host included (None: not timed, e.g. a
+    transcript recorded before probes were timed). Probes of one host share results within a run, so a tool call
+    that found its probe already done or under way can take far less than this."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Where the probe's time went, phase -> seconds, as the probe measured it on the host (e.g. the kernel
+    inventory's `walk`, `sources`, `listing`)."""
 
     def facts(self) -> dict[str, str | int | float | bool]:
         """Flat dotted facts for the failure-mode catalog (see orchestrator/analysis/signals.py); {} by default.
@@ -221,6 +228,8 @@ class CacheFile(BaseModel):
     """E, N, dtype, block_shape for fused-MoE config files."""
     error: str | None = None
     """Why the file could not be parsed."""
+    cache: str | None = None
+    """The caches.yaml cache (`name`) whose location held the file."""
 
 
 class CacheLocation(BaseModel):
@@ -234,6 +243,44 @@ class CacheLocation(BaseModel):
     """Fused-MoE config locations: the device names configs exist for (as spelled in the file names)."""
     subdirs: list[str] = Field(default_factory=list)
     """Version/arch subdirectories (FlashInfer JIT cache, vLLM FlashInfer autotune cache, SGLang triton_X_Y_Z)."""
+    cache: str | None = None
+    """The caches.yaml cache (`name`) this location belongs to."""
+    bytes: int | None = None
+    fstype: str | None = None
+    """File system holding the location (or its nearest existing parent), from /proc/mounts."""
+    in_tmp: bool | None = None
+    """On tmpfs/ramfs or under /tmp, /dev/shm, /run: a reboot or container restart wipes it."""
+    truncated: bool = False
+    """The walk stopped at its file limit (counts are lower bounds)."""
+
+
+class CacheState(BaseModel):
+    """One cache of knowledge/caches.yaml on this host, summed over its locations (the cache.<name>.* facts)."""
+
+    name: str
+    library: str
+    kind: str
+    """autotune | tuned_config | jit."""
+    format: str
+    path: str
+    """Where it is (the first existing location), else where the library would put it."""
+    present: bool
+    """A location exists and holds at least one file."""
+    files: int = 0
+    bytes: int = 0
+    env_set: bool = False
+    """A variable that moves this cache is set (in the serving process's environment or the probe's)."""
+    in_tmp: bool = False
+    """It lives (or would be written) on tmpfs or under /tmp, /dev/shm, /run: a restart wipes it."""
+    persisted: bool = False
+    """It survives a restart and is usable: present, not in_tmp, and (autotune and tuned-config caches) holding at
+    least one result the library would use here (this device, no metadata mismatch that skips it, entries > 0)."""
+    result_files: int = 0
+    usable_files: int = 0
+    mismatched_files: int = 0
+    """Result files for another device or whose metadata disagrees with the installed versions."""
+    limit_bytes: int | None = None
+    """Size beyond which the library evicts (CUDA_CACHE_MAXSIZE or its default)."""
 
 
 class AutotuneReport(ProbeModel):
@@ -249,21 +296,41 @@ class AutotuneReport(ProbeModel):
     """Whether a fused-MoE tuned config exists for this exact device name (and expert shape, when known)."""
     expert_shape: dict[str, Any] | None = None
     """E and N looked for, from the observations."""
+    caches: list[CacheState] = Field(default_factory=list)
+    """Per-cache state (knowledge/caches.yaml `caches`), the source of the cache.* facts."""
 
     def facts(self) -> dict[str, str | int | float | bool]:
-        """`cache.persisted_any`, `cache.tuned_config_for_device`, `cache.<format>.{files, entries,
-        fallback_entries, metadata_mismatch}`, `cache.<format>.location_exists`, and `env.<NAME>` for the cache
-        environment variables found set."""
+        """Flat facts for the catalog's signals.
+
+        - `cache.<name>.{present, files, bytes, persisted, env_set, in_tmp, path, kind, library, result_files,
+          usable_files, mismatched_files, entries, fallback_entries, limit_bytes}` for every cache of
+          knowledge/caches.yaml the probe looked for (flashinfer_jit, trtllm_autotuner, vllm_fused_moe,
+          sglang_fused_moe, vllm_flashinfer_autotune, triton, inductor, tunableop, deep_gemm, vllm_torch_compile,
+          cuda_compute_cache, user_given): see CacheState;
+        - `cache.format.<format>.{files, entries, fallback_entries, metadata_mismatch, location_exists}` per parsed
+          file format;
+        - `cache.persisted_any`, `cache.tuned_config_for_device` (when known), `cache.device_name`;
+        - `env.<NAME>` for the cache environment variables found set.
+        """
+        if not self.available:
+            return {}
         out: dict[str, str | int | float | bool] = {"cache.persisted_any": self.persisted_any}
         if self.tuned_config_for_device is not None:
             out["cache.tuned_config_for_device"] = self.tuned_config_for_device
         if self.device_name:
             out["cache.device_name"] = self.device_name
+        for c in self.caches:
+            for key, value in c.model_dump(exclude={"name", "format"}).items():
+                if value is not None:
+                    out[f"cache.{c.name}.{key}"] = value
+            mine = [f for f in self.files if f.cache == c.name]
+            out[f"cache.{c.name}.entries"] = sum(f.entries for f in mine)
+            out[f"cache.{c.name}.fallback_entries"] = sum(f.fallback_entries for f in mine)
         for loc in self.locations:
-            key = f"cache.{loc.format}.location_exists"
+            key = f"cache.format.{loc.format}.location_exists"
             out[key] = bool(out.get(key)) or loc.exists
         for f in self.files:
-            p = f"cache.{f.format}."
+            p = f"cache.format.{f.format}."
             out[p + "files"] = int(out.get(p + "files", 0)) + 1
             out[p + "entries"] = int(out.get(p + "entries", 0)) + f.entries
             out[p + "fallback_entries"] = int(out.get(p + "fallback_entries", 0)) + f.fallback_entries
@@ -284,7 +351,8 @@ class LibraryKernels(BaseModel):
     """Per-arch tile shapes found in installed sources for this GPU's arch."""
     jit_arch_dirs: list[str] = Field(default_factory=list)
     compiled_archs: list[str] = Field(default_factory=list)
-    """sm_XX found in shared objects (cuobjdump --list-elf), when cuobjdump is present."""
+    """sm_XX (sm_90a ...) of the GPU code images compiled into the library's shared objects: read from each one's
+    fatbin headers, or listed by `cuobjdump --list-elf` where the headers carry flags we do not know."""
     backends_for_arch: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
@@ -322,12 +390,27 @@ class LogMatch(BaseModel):
     signature_id: str
 
 
+class UnclassifiedLine(BaseModel):
+    """A WARNING/ERROR (or known-library trouble) line no catalog signature matched, with its repeat count."""
+
+    path: str
+    line_no: int
+    line: str
+    count: int = 1
+    """Lines with the same text once numbers, ids and timestamps are masked."""
+    level: Literal["error", "warning", "library"] = "warning"
+
+
 class LogScan(ProbeModel):
     kind: Literal["log_scan"] = "log_scan"
     files: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     lines_scanned: int = 0
     matches: list[LogMatch] = Field(default_factory=list)
+    unclassified: list[UnclassifiedLine] = Field(default_factory=list)
+    """WARNING/ERROR and known-library trouble lines no signature matched: deduplicated, counted, capped."""
+    unclassified_total: int = 0
+    """How many such lines there were in all (before deduplication and the cap)."""
 
     def log_lines(self) -> list[tuple[str, str, int, str]]:
         """Every matched line once (the `--log` files are server logs)."""

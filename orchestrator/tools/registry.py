@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from orchestrator.fanout import TaskTool
+from orchestrator.tools.task import TaskTool
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
 
 
 def default_registry() -> ToolRegistry:
-    from orchestrator.tools import engine, fetch, knowledge, measure, node, probes, shell
+    from orchestrator.tools import engine, fetch, fleet, knowledge, measure, node, probes, shell
 
     reg = ToolRegistry()
     for tool in (TaskTool(), SubmitFindings(), SubmitDiagnosis()):
         reg.add(tool)
-    for module in (shell, probes, node, knowledge, fetch, measure, engine):
+    for module in (shell, probes, node, knowledge, fetch, measure, engine, fleet):
         module.register(reg)
     return reg

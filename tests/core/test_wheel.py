@@ -24,6 +24,7 @@ def test_wheel_installs_into_a_fresh_venv_and_investigates_offline(tmp_path):
     assert "orchestrator/_builtin/agents/lead.md" in names
     assert any(n.startswith("orchestrator/_builtin/prompts/") for n in names)
     assert not any(n.split("/")[0] in {"agents", "prompts", "transcripts"} for n in names)
+    assert "orchestrator/knowledge/failure_modes/kernels.yaml" in names  # the failure-mode catalog ships
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
@@ -42,6 +43,9 @@ def test_wheel_installs_into_a_fresh_venv_and_investigates_offline(tmp_path):
                             "print(orchestrator.__file__); print(a.builtin_dir('agents'))"],
                            capture_output=True, text=True, check=True, cwd=work, env=env).stdout.split()
     assert all(str(venv) in w for w in where), where
+    n = subprocess.run([str(py), "-c", "from orchestrator.knowledge.catalog import catalog; print(len(catalog()))"],
+                       capture_output=True, text=True, check=True, cwd=work, env=env).stdout
+    assert int(n) > 10  # the catalog loads from the installed package, not the source tree
     proc = subprocess.run([str(venv / "bin" / "investigate"), "why is FP4 slow", "--offline", "--json",
                            "--no-progress", "--transcript", str(tmp_path / "t.jsonl")],
                           capture_output=True, text=True, cwd=work, env=env, timeout=300)

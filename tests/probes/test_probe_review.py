@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from orchestrator.probes import nvidia_smi, scripts
-from orchestrator.probes.autotune import report_from_output
+from orchestrator.probes.autotune import report_from_output, script_params
 from orchestrator.probes.cache_formats import CacheContext, parse_cache_file, parse_moe_config_name
 from orchestrator.probes.gpu import inventory_from_outputs
 
@@ -47,7 +47,8 @@ def test_caches_script_survives_unlistable_cache_dirs(tmp_path):
         "    return _real_listdir(p)\n"
         "os.listdir = _deny\n" % (str(idir), str(fi.parent))
     )
-    data = _run("caches", {"env": {"HOME": str(tmp_path / "home"), "TORCHINDUCTOR_CACHE_DIR": str(idir)}}, prelude)
+    data = _run("caches", script_params(env={"HOME": str(tmp_path / "home"), "TORCHINDUCTOR_CACHE_DIR": str(idir)}),
+                prelude)
     assert any(loc["format"] == "inductor" for loc in data["locations"])
 
 
@@ -98,8 +99,8 @@ def test_vllm_maps_the_h200_family_to_nvidia_h200_configs(tmp_path):
     folder = tmp_path / "tuned"
     folder.mkdir()
     (folder / name).write_text('{"1": {"BLOCK_SIZE_M": 16}}')
-    data = _run("caches", {"env": {"HOME": str(tmp_path), "VLLM_TUNED_CONFIG_FOLDER": str(folder)},
-                           "device_names": ["NVIDIA H200 NVL"]})
+    data = _run("caches", script_params(["NVIDIA H200 NVL"],
+                                        env={"HOME": str(tmp_path), "VLLM_TUNED_CONFIG_FOLDER": str(folder)}))
     assert [f["path"] for f in data["files"] if f["format"] == "vllm_fused_moe"] == [str(folder / name)]
     rep = report_from_output(data, "NVIDIA H200 NVL")
     assert rep.tuned_config_for_device is True

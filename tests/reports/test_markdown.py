@@ -34,4 +34,4 @@ def test_usage_table_lists_each_agent_and_escapes_pipes():
     d.usage.agents[0].agent_id = "lead|x"
     md = to_markdown(d)
     assert "| agent | status | calls | tokens | cost | time |" in md
-    assert "| lead\\|x | ok | 2 | 5000 | $0.0000 | 14.0 s |" in md
+    assert "| lead\\|x | ok | 2 | 5,000 | $0.0000 | 14.0 s |" in md

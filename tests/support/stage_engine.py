@@ -198,15 +198,20 @@ from support.stagers import StageContext, StageError, stager  # noqa: E402
 @stager("engines")
 def stage_engines_for_case(ctx: StageContext, arg) -> None:
     """`engines: [{command: "vllm serve MODEL --enforce-eager ...", metrics: FILE-or-text, env: {K: V}}]`: real
-    processes with these command lines (a free --port is appended unless the command names one), serving the
-    metrics text on 127.0.0.1 at the engine's metrics path, with the planted secret env; stopped after the case."""
+    processes with these command lines (a free --port is appended unless the command names one; `{port}` is a free
+    port, `{root}`/`{home}` the staged tree), serving the metrics text on 127.0.0.1 at the engine's metrics path,
+    with the planted secret env; stopped after the case."""
     if not isinstance(arg, list) or not all(isinstance(e, dict) and e.get("command") for e in arg):
         raise StageError("engines: expected a list of {command: ..., metrics: ..., env: {...}}")
     specs = []
     for e in arg:
-        bad = set(e) - {"command", "metrics", "env", "port"}
+        bad = set(e) - {"command", "metrics", "env"}
         if bad:
             raise StageError(f"engines: unknown field(s) {', '.join(sorted(bad))}")
-        specs.append({**e, "metrics": ctx.text(e["metrics"]) if e.get("metrics") is not None else None})
+        # {root} / {home}: the staged tree (config files the command names); {port}: a free port chosen here
+        command = str(e["command"]).replace("{root}", str(ctx.root)).replace("{home}", str(ctx.home))
+        command = command.replace("{port}", str(free_port()))
+        specs.append({**e, "command": command,
+                      "metrics": ctx.text(e["metrics"]) if e.get("metrics") is not None else None})
     started = start_engines(ctx.staged, specs)
     ctx.cleanups.append(started.stop)

@@ -9,8 +9,8 @@ Each key of `stage:` names a registered stager; its value is that stager's argum
 the order the case lists them, and write into the staged tree: `ctx.path(p)` maps a host path into the staged root
 (`~/x` into the staged HOME, `/var/log/x` under the root), `ctx.text(v)` reads a value as a file of the case
 directory when one exists by that name, else as inline text, `ctx.env` is the environment every command on the host
-runs under (the sshd's SetEnv), and `ctx.logs` the paths passed as `--log`. A stager raises `StageError` (one line)
-for a bad argument.
+runs under (the sshd's SetEnv), and `ctx.logs` the paths passed as `--log`; `ctx.cleanups.append(fn)` registers what to stop after the case
+(`ctx.close()`). A stager raises `StageError` (one line) for a bad argument.
 
 Node and serving-engine stagers live in tests/support/stage_node.py and stage_engine.py and are imported at the
 bottom of this module once they exist in the tree (add the import there when you add the module).
@@ -67,6 +67,17 @@ class StageContext:
     extra: dict[str, Any] = field(default_factory=dict)
     """Free space for stagers that cooperate (e.g. a fake nvidia-smi spec the node stagers edit)."""
     cleanups: list[Callable[[], None]] = field(default_factory=list)
+    """Run by `close()` after the case (stop staged processes), last registered first."""
+
+    def close(self) -> None:
+        while self.cleanups:
+            try:
+                self.cleanups.pop()()
+            except Exception:  # one failing cleanup must not leave the others' processes running
+                pass
+        if self.staged is not None and hasattr(self.staged, "cleanup"):
+            self.staged.cleanup()
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
     """Called by the harness when the case is done (stagers that start processes stop them here)."""
 
     @property
@@ -118,9 +129,13 @@ def stage(case_dir: Path, tmp: Path, spec: dict[str, Any]) -> StageContext:
         if STAGERS[name].before_host:
             STAGERS[name].fn(ctx, arg)
     ctx.staged = sh.stage_host(tmp, variant=ctx.variant, caches=ctx.caches, packages=ctx.packages)
-    for name, arg in spec.items():
-        if not STAGERS[name].before_host:
-            STAGERS[name].fn(ctx, arg)
+    try:
+        for name, arg in spec.items():
+            if not STAGERS[name].before_host:
+                STAGERS[name].fn(ctx, arg)
+    except BaseException:
+        ctx.close()
+        raise
     return ctx
 
 
@@ -226,3 +241,4 @@ def stage_env(ctx: StageContext, arg: Any) -> None:
 
 # Stager modules of the node and serving-engine prongs register theirs on import:
 from support import stage_engine  # noqa: E402,F401
+from support import stage_node  # noqa: E402,F401

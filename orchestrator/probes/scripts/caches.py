@@ -1,26 +1,36 @@
-"""Inventory every autotune cache and tuned-config location in one round trip.
+"""Inventory every autotune cache, tuned-config location and JIT cache in one round trip.
 
-stdlib only, Python >= 3.8. Params (JSON, argv[1]):
-  {"env": {...}          environment of the serving process (overrides this process's for cache variables),
-   "cwds": [...]         working directories of serving processes (TunableOp writes relative to them),
-   "extra": [...]        more files or directories to look at (e.g. a flashinfer.autotune(cache=...) path),
-   "device_names": [...] GPU names; fused-MoE config bodies are returned only for these devices,
+stdlib only, Python >= 3.8. Knows no location itself: where to look comes in the parameters, built from
+orchestrator/knowledge/caches.yaml. Params (JSON, argv[1]):
+  {"caches": [{"name", "format", "mode": "first"|"all", "locations": [{"path", "list", "ordinal"}],
+               "collect": [{"glob", "format", "not_under": [...], "moe": bool}], "subdirs": int,
+               "devices": [...]}]   device spellings whose fused-MoE configs are read (moe collect rules),
+   "env_keys": [...]      environment variables worth reporting (the caches' variables),
+   "env": {...}           environment of the serving process (overrides this process's for those keys),
+   "cwds": [...]          working directories of serving processes (relative cache paths resolve against them),
+   "extra": [...]         more files or directories to look at ({extra}),
+   "packages": [...]      distributions whose versions cache metadata is compared with (normalized names),
    "max_walk": int, "max_content_bytes": int, "max_total_bytes": int, "max_files": int}
-Prints {"env", "user", "home", "locations": [...], "files": [...]}: counts for every location, and the text of
-the small files the parsers on the other side understand (never whole binary trees).
+Path templates: ${VAR} (a candidate naming an unset variable is skipped), ~ (home), {xdg_cache}, {tmp}, {user},
+{site} (each sys.path directory; kept only where it exists), {cwd}, {extra}. A `*` or `%d` in the last component
+globs files in that directory. A location is `in_tmp` on a tmpfs/ramfs, or under /tmp, /dev/shm, /run or $TMPDIR
+outside the home directory.
+Prints {"env", "user", "home", "locations": [...], "files": [...], "packages"}: counts, bytes, the file system
+under every location, and the text of the small files the parsers on the other side understand (never whole
+binary trees).
 """
 import fnmatch
 import getpass
 import json
 import os
+import re
 import sys
 
-ENV_KEYS = (
-    "HOME", "XDG_CACHE_HOME", "FLASHINFER_WORKSPACE_BASE", "FLASHINFER_AUTOTUNER_LOAD_FROM_FILE",
-    "TLLM_AUTOTUNER_CACHE_PATH", "VLLM_TUNED_CONFIG_FOLDER", "VLLM_CACHE_ROOT", "VLLM_FLASHINFER_AUTOTUNE_CACHE_DIR",
-    "SGLANG_MOE_CONFIG_DIR", "TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_CACHE_AUTOTUNING", "TORCHINDUCTOR_CACHE_DIR",
-    "PYTORCH_TUNABLEOP_ENABLED", "PYTORCH_TUNABLEOP_FILENAME", "PYTORCH_TUNABLEOP_TUNING",
-)
+BASE_KEYS = ("HOME", "XDG_CACHE_HOME", "TMPDIR")
+VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+MOE_DEVICE = re.compile(r"device_name=([^,]+?)(?:,|(?:_down|_up)?\.json$)")
+VOLATILE_FS = ("tmpfs", "ramfs")
+VOLATILE_DIRS = ("/tmp", "/dev/shm", "/run")
 
 
 class Budget(object):
@@ -29,17 +39,20 @@ class Budget(object):
 
 
 def walk(root, max_walk):
-    """All file paths under root (bounded), or [] when root is not a directory."""
+    """(file paths under root, bytes, truncated) bounded by max_walk; ([], 0, False) when root is not a directory."""
     out = []
+    total = 0
     if not os.path.isdir(root):
-        return out, False
+        return out, total, False
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for f in sorted(filenames):
-            out.append(os.path.join(dirpath, f))
+            p = os.path.join(dirpath, f)
+            out.append(p)
+            total += size_of(p) or 0
             if len(out) >= max_walk:
-                return out, True
-    return out, False
+                return out, total, True
+    return out, total, False
 
 
 def listdir(path):
@@ -76,191 +89,197 @@ def read_small(path, cap, budget):
     return text, size, None
 
 
+def mounts():
+    """(mount point, fstype) pairs from /proc/mounts, longest mount point first; [] where there is none."""
+    out = []
+    try:
+        with open("/proc/mounts", "r") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3:
+                    out.append((parts[1].replace("\\040", " "), parts[2]))
+    except OSError:
+        pass
+    out.sort(key=lambda m: -len(m[0]))
+    return out
+
+
+def fs_of(path, table, tmpdirs, home):
+    """(fstype, volatile) of the file system holding path (or its nearest existing parent). Volatile: a tmpfs or
+    ramfs, or a path under /tmp, /dev/shm, /run or $TMPDIR (wiped at boot, or with the container's writable layer)
+    that is not inside the home directory."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p) and p != os.path.dirname(p):
+        p = os.path.dirname(p)
+    try:
+        p = os.path.realpath(p)
+    except OSError:
+        pass
+    fstype = None
+    for mnt, fs in table:
+        if p == mnt or p.startswith(mnt.rstrip("/") + "/"):
+            fstype = fs
+            break
+    def under(d):
+        return p == d or p.startswith(d.rstrip("/") + "/")
+
+    in_home = bool(home) and under(os.path.realpath(home))
+    under_tmp = not in_home and any(under(d) for d in tmpdirs)
+    return fstype, bool(under_tmp or fstype in VOLATILE_FS)
+
+
 def main():
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     max_walk = int(params.get("max_walk", 200000))
     cap = int(params.get("max_content_bytes", 256 * 1024))
     budget = Budget(int(params.get("max_total_bytes", 3 * 1024 * 1024)))
     max_files = int(params.get("max_files", 200))
-    devices = [d.replace(" ", "_") for d in params.get("device_names") or []]
-    env = dict((k, v) for k, v in os.environ.items() if k in ENV_KEYS)
+    keys = set(BASE_KEYS) | set(params.get("env_keys") or [])
+    env = dict((k, v) for k, v in os.environ.items() if k in keys)
     for k, v in (params.get("env") or {}).items():
-        if k in ENV_KEYS:
+        if k in keys:
             env[k] = v
     home = env.get("HOME") or os.path.expanduser("~")
     try:
         user = getpass.getuser()
     except Exception:
         user = str(os.getuid())
-    xdg = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    cwds = list(params.get("cwds") or [])
+    try:
+        cwds.append(os.getcwd())
+    except OSError:  # the working directory was removed
+        pass
+    cwds.append(home)
+    cwds = list(dict.fromkeys(cwds))
+    places = {
+        "xdg_cache": [env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")],
+        "tmp": [env.get("TMPDIR") or "/tmp"],
+        "user": [user],
+        "site": [e for e in sys.path if e and os.path.isdir(e)],
+        "cwd": cwds,
+        "extra": list(params.get("extra") or []),
+    }
+    table = mounts()
+    tmpdirs = list(VOLATILE_DIRS) + ([env["TMPDIR"]] if env.get("TMPDIR") else [])
     locations = []
     files = []
 
-    def location(fmt, path, env_var=None):
-        loc = {"format": fmt, "path": path, "env_var": env_var, "exists": os.path.exists(path), "files": 0,
-               "truncated": False, "devices": [], "subdirs": []}
-        locations.append(loc)
-        return loc
-
-    def add_file(fmt, path, content=True):
+    def add_file(cache, fmt, path, content=True):
         if len(files) >= max_files:
             return
-        entry = {"format": fmt, "path": path, "size": size_of(path), "content": None, "skipped": None}
+        entry = {"cache": cache, "format": fmt, "path": path, "size": size_of(path), "content": None,
+                 "skipped": None}
         if content:
             entry["content"], entry["size"], entry["skipped"] = read_small(path, cap, budget)
         files.append(entry)
 
-    # FlashInfer JIT cache and any persisted flashinfer autotune JSON beside it.
-    fi_base = env.get("FLASHINFER_WORKSPACE_BASE")
-    fi_root = os.path.join(fi_base or home, ".cache", "flashinfer")
-    loc = location("flashinfer_jit", fi_root, "FLASHINFER_WORKSPACE_BASE" if fi_base else None)
-    paths, loc["truncated"] = walk(fi_root, max_walk)
-    loc["files"] = len(paths)
-    if os.path.isdir(fi_root):
-        for ver in listdir(fi_root):
-            vdir = os.path.join(fi_root, ver)
-            if os.path.isdir(vdir):
-                for arch in listdir(vdir):
-                    if os.path.isdir(os.path.join(vdir, arch)):
-                        loc["subdirs"].append(ver + "/" + arch)
-    for p in paths:
-        if p.endswith(".json") and "cached_ops" not in p.split(os.sep):
-            add_file("flashinfer_autotune", p)
+    def expand(cand):
+        """[(path, env_var or None, keep_if_absent)] for one candidate; [] when a variable it names is unset."""
+        template = cand["path"]
+        names = VAR.findall(template)
+        if any(not env.get(n) for n in names):
+            return []
+        values = [template]
+        if names and cand.get("list"):
+            n = names[0]
+            values = [template.replace("${%s}" % n, part) for part in env[n].split(":") if part]
+        out = []
+        for v in values:
+            for n in names:
+                v = v.replace("${%s}" % n, env[n])
+            if v == "~" or v.startswith("~/"):
+                v = home + v[1:]
+            paths = [v]
+            for key, subs in places.items():
+                token = "{%s}" % key
+                if any(token in p for p in paths):
+                    paths = [p.replace(token, s) for p in paths for s in subs]
+            for p in paths:
+                if not os.path.isabs(p):  # a relative file name lands in the working directory of the process
+                    out.extend((os.path.join(d, p), names[0] if names else None, "{site}" not in template)
+                               for d in cwds)
+                else:
+                    out.append((p, names[0] if names else None, "{site}" not in template))
+        return out
 
-    # TensorRT-LLM autotuner cache: one file named by the variable.
-    trt = env.get("TLLM_AUTOTUNER_CACHE_PATH")
-    if trt:
-        loc = location("trtllm_autotuner", trt, "TLLM_AUTOTUNER_CACHE_PATH")
-        if os.path.isfile(trt):
-            loc["files"] = 1
-            add_file("trtllm_autotuner", trt)
+    def resolve(spec):
+        cands = spec.get("locations") or []
+        if spec.get("mode") == "all":
+            return [(x, c) for c in cands for x in expand(c)]
+        for c in cands:
+            if VAR.search(c["path"]):
+                got = expand(c)
+                if got:
+                    return [(x, c) for x in got]
+        return [(x, c) for c in cands if not VAR.search(c["path"]) for x in expand(c)]
 
-    # Fused-MoE tuned configs: the override folder first, then the installed package's.
-    # vLLM looks up every H200-family GPU (H200 NVL, ...) as NVIDIA_H200; SGLang uses the exact name.
-    vllm_devices = ["NVIDIA_H200" if "H200" in d.split("_") else d for d in devices]
+    def rule_for(spec, path, root):
+        rel_dirs = os.path.relpath(os.path.dirname(path), root).split(os.sep) if root != path else []
+        base = os.path.basename(path)
+        for rule in spec.get("collect") or []:
+            if fnmatch.fnmatch(base, rule["glob"]) and not any(d in rel_dirs for d in rule.get("not_under") or []):
+                return rule
+        return None
 
-    def moe_dir(fmt, path, env_var):
-        wanted = vllm_devices if fmt == "vllm_fused_moe" else devices
-        loc = location(fmt, path, env_var)
-        paths, loc["truncated"] = walk(path, max_walk)
-        names = [p for p in paths if p.endswith(".json") and os.path.basename(p).startswith("E=")]
-        loc["files"] = len(names)
-        seen = set()
-        for p in names:
-            base = os.path.basename(p)
-            for part in base[:-5].split(","):
-                if part.startswith("device_name="):
-                    seen.add(part[len("device_name="):])
-            if any(("device_name=" + d + ",") in base or ("device_name=" + d + ".json") == base or
-                   ("device_name=" + d + "_down.json") == base or ("device_name=" + d + "_up.json") == base
-                   for d in wanted):
-                add_file(fmt, p)
-        loc["devices"] = sorted(seen)
-        for p in paths:
-            rel = os.path.relpath(os.path.dirname(p), path)
-            if rel != "." and rel not in loc["subdirs"]:
-                loc["subdirs"].append(rel)
-
-    if env.get("VLLM_TUNED_CONFIG_FOLDER"):
-        moe_dir("vllm_fused_moe", env["VLLM_TUNED_CONFIG_FOLDER"], "VLLM_TUNED_CONFIG_FOLDER")
-    if env.get("SGLANG_MOE_CONFIG_DIR"):
-        moe_dir("sglang_fused_moe", env["SGLANG_MOE_CONFIG_DIR"], "SGLANG_MOE_CONFIG_DIR")
-    for entry in sys.path:
-        if not entry or not os.path.isdir(entry):
-            continue
-        vdir = os.path.join(entry, "vllm", "model_executor", "layers", "fused_moe", "configs")
-        if os.path.isdir(vdir):
-            moe_dir("vllm_fused_moe", vdir, None)
-        sdir = os.path.join(entry, "sglang", "srt", "layers", "moe", "fused_moe_triton", "configs")
-        if os.path.isdir(sdir):
-            moe_dir("sglang_fused_moe", sdir, None)
-
-    # vLLM's persisted FlashInfer autotune results.
-    vfi = env.get("VLLM_FLASHINFER_AUTOTUNE_CACHE_DIR")
-    vroot = env.get("VLLM_CACHE_ROOT") or os.path.join(xdg, "vllm")
-    vpath = vfi or os.path.join(vroot, "flashinfer_autotune_cache")
-    var = "VLLM_FLASHINFER_AUTOTUNE_CACHE_DIR" if vfi else ("VLLM_CACHE_ROOT" if env.get("VLLM_CACHE_ROOT") else None)
-    loc = location("vllm_flashinfer_autotune", vpath, var)
-    paths, loc["truncated"] = walk(vpath, max_walk)
-    loc["files"] = len(paths)
-    for p in paths:
-        rel = os.path.relpath(os.path.dirname(p), vpath)
-        top = "/".join(rel.split(os.sep)[:2])  # <flashinfer version>/<arch>
-        if rel != "." and top not in loc["subdirs"]:
-            loc["subdirs"].append(top)
-        if p.endswith(".json"):
-            add_file("vllm_flashinfer_autotune", p)
-
-    # Triton's cache: *.autotune.json among the compiled kernels.
-    tdir = env.get("TRITON_CACHE_DIR")
-    tvar = "TRITON_CACHE_DIR" if tdir else ("TRITON_HOME" if env.get("TRITON_HOME") else None)
-    tdir = tdir or os.path.join(env.get("TRITON_HOME") or home, ".triton", "cache")
-    loc = location("triton_autotune", tdir, tvar)
-    paths, loc["truncated"] = walk(tdir, max_walk)
-    loc["files"] = len(paths)
-    for p in paths:
-        if p.endswith(".autotune.json"):
-            add_file("triton_autotune", p)
-
-    # Inductor: count compiled artefacts; its own Triton cache and autotune results live inside.
-    idir = env.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join("/tmp", "torchinductor_" + user)
-    loc = location("inductor", idir, "TORCHINDUCTOR_CACHE_DIR" if env.get("TORCHINDUCTOR_CACHE_DIR") else None)
-    paths, loc["truncated"] = walk(idir, max_walk)
-    loc["files"] = len(paths)
-    if os.path.isdir(idir):
-        loc["subdirs"] = [d for d in listdir(idir) if os.path.isdir(os.path.join(idir, d))]
-    for p in paths:
-        if p.endswith(".autotune.json"):
-            add_file("triton_autotune", p)
-        elif p.endswith(".best_config"):
-            add_file("inductor", p)
-
-    # TunableOp results: relative file names land in the working directory of the process that tuned.
-    tname = env.get("PYTORCH_TUNABLEOP_FILENAME") or "tunableop_results.csv"
-    pattern = os.path.basename(tname).replace("%d", "*")
-    if pattern.endswith(".csv"):
-        pattern = pattern[:-4] + "*.csv"
-    dirs = []
-    if os.path.isabs(tname):
-        dirs.append(os.path.dirname(tname))
-    else:
-        dirs.extend(params.get("cwds") or [])
-        try:
-            dirs.append(os.getcwd())
-        except OSError:  # the working directory was removed
-            pass
-        dirs.append(home)
-    seen_dirs = set()
-    for d in dirs:
-        if d in seen_dirs:
-            continue
-        seen_dirs.add(d)
-        loc = location("tunableop", os.path.join(d, os.path.basename(tname)),
-                       "PYTORCH_TUNABLEOP_FILENAME" if env.get("PYTORCH_TUNABLEOP_FILENAME") else None)
-        names = [n for n in listdir(d) if fnmatch.fnmatch(n, pattern)]
-        loc["files"] = len(names)
-        loc["exists"] = bool(names)
-        for n in names:
-            add_file("tunableop", os.path.join(d, n))
-
-    # Anything the caller named (flashinfer.autotune(cache=...) files, copied caches).
-    for extra in params.get("extra") or []:
-        loc = location("flashinfer_autotune", extra, None)
-        paths = [extra] if os.path.isfile(extra) else walk(extra, max_walk)[0]
-        loc["files"] = len(paths)
-        for p in paths:
-            if p.endswith(".json"):
-                add_file("flashinfer_autotune", p)
-            elif p.endswith(".csv"):
-                add_file("tunableop", p)
+    for spec in params.get("caches") or []:
+        devices = spec.get("devices") or []
+        seen_paths = set()
+        for (path, env_var, keep), cand in resolve(spec):
+            if path in seen_paths:
+                continue
+            seen_paths.add(path)
+            last = os.path.basename(path)
+            globbed = "*" in last or "%d" in last or cand.get("ordinal")
+            if globbed:
+                root = os.path.dirname(path)
+                pattern = last.replace("%d", "*")
+                if cand.get("ordinal") and "%d" not in last:
+                    stem, dot, ext = pattern.rpartition(".")
+                    pattern = (stem + "*." + ext) if dot else pattern + "*"
+                names = [n for n in listdir(root) if fnmatch.fnmatch(n, pattern)]
+                paths = [os.path.join(root, n) for n in names if os.path.isfile(os.path.join(root, n))]
+                nbytes, truncated, exists = sum(size_of(p) or 0 for p in paths), False, bool(paths)
+            elif os.path.isfile(path):
+                root, paths, nbytes, truncated, exists = os.path.dirname(path), [path], size_of(path) or 0, False, True
+            else:
+                root = path
+                paths, nbytes, truncated = walk(path, max_walk)
+                exists = os.path.exists(path)
+            if not exists and not keep:
+                continue
+            fstype, volatile = fs_of(path if not globbed else root, table, tmpdirs, home)
+            loc = {"cache": spec.get("name"), "format": spec.get("format"), "path": path, "env_var": env_var,
+                   "exists": exists, "files": len(paths), "bytes": nbytes, "truncated": truncated, "devices": [],
+                   "subdirs": [], "fstype": fstype, "in_tmp": volatile}
+            locations.append(loc)
+            depth = int(spec.get("subdirs") or 0)
+            seen = set()
+            for p in paths:
+                rule = rule_for(spec, p, root)
+                if depth and not globbed and os.path.isdir(path):
+                    rel = os.path.relpath(os.path.dirname(p), path)
+                    if rel != ".":
+                        top = "/".join(rel.split(os.sep)[:depth])
+                        if top not in loc["subdirs"] and len(loc["subdirs"]) < 50:
+                            loc["subdirs"].append(top)
+                if rule is None:
+                    continue
+                if rule.get("moe"):
+                    m = MOE_DEVICE.search(os.path.basename(p))
+                    if m:
+                        seen.add(m.group(1))
+                    if not m or m.group(1) not in devices:
+                        continue
+                add_file(spec.get("name"), rule["format"], p)
+            loc["devices"] = sorted(seen)
 
     print(json.dumps({"env": env, "user": user, "home": home, "locations": locations, "files": files,
-                      "files_capped": len(files) >= max_files, "packages": installed()}))
+                      "files_capped": len(files) >= max_files,
+                      "packages": installed(params.get("packages") or [])}))
 
 
-def installed():
-    """Versions the caches' metadata is compared with: dist-info of a few libraries, torch's CUDA version."""
-    wanted = ("flashinfer-python", "flashinfer", "tensorrt-llm", "torch", "triton", "vllm", "sglang")
+def installed(wanted):
+    """Versions the caches' metadata is compared with (dist-info of the named distributions), torch's CUDA version."""
     out = {}
     for entry in sys.path:
         if not entry or not os.path.isdir(entry):

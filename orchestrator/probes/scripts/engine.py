@@ -26,8 +26,12 @@ ENV_PREFIXES = ("VLLM_", "SGLANG_", "SGL_", "TRTLLM_", "TLLM_", "TORCH_", "TORCH
 ENV_EXACT = ("ATTENTION", "PREFIX_CACHING", "USE_PREFIX_CACHING", "MAX_BATCH_PREFILL_TOKENS", "MAX_BATCH_TOTAL_TOKENS",
              "MAX_CONCURRENT_REQUESTS", "NUM_SHARD", "QUANTIZE", "CUDA_GRAPHS", "KV_CACHE_DTYPE", "MAX_INPUT_TOKENS",
              "MAX_TOTAL_TOKENS", "MODEL_ID")
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|COOKIE|SIGNATURE|PRIVATE|SESSION)", re.I)
-SECRET_FLAG = re.compile(r"^--?[\w-]*(token|secret|passw|api[-_]?key|credential|auth|cookie|private)[\w-]*$", re.I)
+# A name part that says "secret" (HF_TOKEN, VLLM_API_KEY, AWS_SECRET_ACCESS_KEY, --hf-token, --api-key), not one
+# that merely contains the letters (MAX_NUM_BATCHED_TOKENS, --max-prefill-tokens).
+SECRET_NAME = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PASS|KEY|APIKEY|CREDENTIALS?|AUTH|COOKIE|SIGNATURE|"
+                         r"PRIVATE|SESSION)(_|$)", re.I)
+SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api[-_]?key|credentials?|auth|cookie|"
+                         r"private[-_]key)$", re.I)
 MASK = "<redacted on host>"
 
 # How each engine is started. (kind, how): module prefixes after `-m`, script basenames in argv[0..1].
@@ -51,6 +55,7 @@ LOG_LINE = re.compile(
     r"Prefix cach|radix|torch\.compile|compile took|Compil|DeepGEMM|deep_gemm|JIT|autotun|Autotun|TunableOp|"
     r"Inductor|inductor|Triton|triton cache|FlashInfer|flashinfer|Using attention|Using default cuda graphs|"
     r"capacity_scheduler|CapacitySchedulerPolicy|max_batch_size|max_num_tokens|free_gpu_memory_fraction|"
+    r"Directly load the compiled|TensorRT-LLM|Args \{|Forcing attention|"
     r"WARNING|WARN |ERROR|Error|Traceback)")
 CMD_LINE = re.compile(r"(\bvllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|"
                       r"\btrtllm-serve\b|\btext-generation-launcher\b)")

@@ -16,7 +16,6 @@ from orchestrator.api import investigate
 from orchestrator.events import AgentFinished, ToolCall, ToolResult
 from orchestrator.settings import Settings
 from orchestrator.transcript import read_transcript
-from support.sshd import sshd_factory  # noqa: F401
 
 
 def write_agents(d, fifo):

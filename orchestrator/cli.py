@@ -25,6 +25,9 @@ def _fast_path(argv: list[str]) -> int | None:
     parameter): start-up cost. None: not this command, go through typer."""
     if len(argv) != 2 or argv[0] != "specs" or argv[1].startswith("-"):
         return None
+    # pydantic otherwise scans every installed distribution for plugins on its first model (~15 ms); none matters
+    # to printing a spec sheet, and this process ends right after
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     from orchestrator.commands import UnknownGpu, render_specs
 
     try:

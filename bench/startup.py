@@ -39,7 +39,7 @@ def main() -> None:
     args = ap.parse_args()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # measured as installed: with the bytecode cache
-    print(f"| command | median CPU s | best CPU s | target |\n|---|--:|--:|---|")
+    print("| command | median CPU s | best CPU s | target |\n|---|--:|--:|---|")
     for name, argv in COMMANDS.items():
         cpu_seconds(argv, env)  # warm-up: writes the bytecode cache, fills the page cache
         runs = [cpu_seconds(argv, env) for _ in range(args.runs)]

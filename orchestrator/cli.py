@@ -245,9 +245,14 @@ def _progress(no_progress: bool):
     return Progress(sys.stderr)
 
 
+_TRANSCRIPT: list[Any] = [None]
+"""The transcript the running command writes: an interrupt that surfaces outside the run still names it."""
+
+
 def _run_with_progress(fn, no_progress: bool, *, transcript: Any = None, **kwargs):
     import anyio
 
+    _TRANSCRIPT[0] = transcript
     progress = _progress(no_progress)
     try:
         return anyio.run(lambda: fn(progress=progress, transcript=transcript, **kwargs))
@@ -256,6 +261,11 @@ def _run_with_progress(fn, no_progress: bool, *, transcript: Any = None, **kwarg
     finally:
         if progress is not None:
             progress.close()
+
+
+def _interrupted() -> str:
+    """What to say about a Ctrl-C, wherever it surfaced: the run's transcript and how to resume, if one was started."""
+    return _interrupted_line(_TRANSCRIPT[0]) if _TRANSCRIPT[0] is not None else "interrupted"
 
 
 def _interrupted_line(transcript: Any) -> str:
@@ -644,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         rv = app(args=_route(argv), prog_name="investigate", standalone_mode=False)
         if rv == 130:  # typer turns KeyboardInterrupt (Ctrl-C) into exit code 130 and returns it
-            sys.stderr.write("investigate: interrupted\n")
+            sys.stderr.write(f"investigate: {_interrupted()}\n")
             return 130
         if isinstance(rv, int) and not isinstance(rv, bool):
             return rv
@@ -655,11 +665,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
-        sys.stderr.write("investigate: interrupted\n")
+    except typer.Abort:  # click's word for a Ctrl-C that surfaced outside the run
+        sys.stderr.write(f"investigate: {_interrupted()}\n")
         return 130
     except (KeyboardInterrupt, Interrupted) as exc:
-        sys.stderr.write(f"investigate: {_one_line(exc) or 'interrupted'}\n")
+        sys.stderr.write(f"investigate: {_one_line(exc) or _interrupted()}\n")
         return 130
     except RunFailedExit as exc:
         sys.stderr.write(f"investigate: {_one_line(exc)}\n")

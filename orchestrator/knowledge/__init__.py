@@ -555,4 +555,8 @@ def log_signatures() -> list[dict[str, str]]:
     return _catalog().log_signatures()
 
 
-from orchestrator.knowledge.catalog import catalog as _catalog  # noqa: E402  (the catalog imports nothing from here)
+def _catalog():
+    # imported on first use: `investigate specs`/`roofline` never need the failure-mode catalog (CLI start-up time)
+    from orchestrator.knowledge.catalog import catalog
+
+    return catalog()

@@ -104,6 +104,10 @@ def summarize_pyenv(e: PythonEnv) -> str:
         f"packages: {pkgs}",
         f"torch CUDA {e.torch_cuda or '?'}; arch list: {', '.join(e.torch_arch_list) or 'unknown'}",
     ]
+    if e.interpreter_source == "python3 on PATH":
+        lines.append(f"no running vLLM, SGLang or TensorRT-LLM process was found and no --python was given: this is "
+                     f"{e.interpreter} (python3 on PATH), which may not be the interpreter that serves the model; "
+                     "pass --python PATH to inspect the serving one")
     if e.reason:
         lines.append(e.reason)
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
@@ -175,3 +176,17 @@ def test_probe_gemm_where_nothing_can_run_exits_1_with_the_reason(tmp_path):
         pytest.skip("this machine can run the GEMM benchmark (a GPU and torch): nothing to refuse")
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.splitlines() == [f"investigate: the GEMM benchmark could not run: {sweep['reason']}"]
+
+
+def test_probe_says_which_interpreter_it_inspected_and_that_it_may_not_serve(tmp_path):
+    proc = investigate("probe", "--json", tmp_path=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (env,) = [p for p in json.loads(proc.stdout) if p["kind"] == "python_env"]
+    if env["interpreter_source"] != "python3 on PATH":
+        pytest.skip(f"a serving process runs on this machine ({env['interpreter_source']}): its interpreter was used")
+    text = investigate("probe", tmp_path=tmp_path, timeout=300).stdout
+    text = " ".join(text.split())
+    assert f"interpreter {env['interpreter']} (python3 on PATH)" in text
+    assert "may not be the interpreter that serves the model; pass --python PATH" in text
+    given = investigate("probe", "--python", sys.executable, tmp_path=tmp_path, timeout=300).stdout
+    assert f"({'--python'})" in " ".join(given.split()) and "may not be the interpreter" not in given

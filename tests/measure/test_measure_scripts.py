@@ -14,7 +14,7 @@ from orchestrator.observations import parse_observations
 from orchestrator.probes import scripts
 from orchestrator.probes.measure import comm_params, gemm_params, run_comm_probe, run_gemm_probe
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="needs torch (its CPU build; bash .ci/run installs it)", exc_type=ImportError)
 
 OBS = parse_observations({
     "model": {"name": "GLM-like", "quantization": "fp8", "num_layers": 4, "num_experts": 256, "top_k": 8,

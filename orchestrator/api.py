@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import functools
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries
 from orchestrator.loop import AgentRunner, FatalRunError, RunInterrupted, first_leaf
 from orchestrator.models.base import ModelCallError, ReplayDivergence
 from orchestrator.observations import Observations, load_observations, parse_observations
+from orchestrator.probes.session import prefetch
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.transcript import Recorder, Transcript, default_path, read_transcript
@@ -149,6 +151,10 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
             gaps.append(Gap(what=f"host {h.name}" + (f" ({h.role})" if h.role else ""), why=h.error))
     body = submitted.model_dump()
     body["gaps"] = [g.model_dump() for g in gaps]
+    if len(gaps) != len(submitted.gaps):  # the verdict's count of gaps counts the ones added here too
+        n = len(gaps)
+        body["verdict"] = re.sub(r"\b\d+ gaps? limits? this diagnosis",
+                                 f"{n} gap{'s limit' if n != 1 else ' limits'} this diagnosis", body["verdict"])
     diag = Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
     if run.inputs.hosts:
         from orchestrator.analysis.fleet import fleet_table
@@ -221,7 +227,8 @@ async def _execute(
                 recorder.emit(Notice(run_id=run_id, message=f"host {h.name} is not investigated: {h.error}"))
         runner = AgentRunner(run, agents["lead"], agent_id="lead", ordinal=0)
         try:
-            lead = await runner.run()
+            async with prefetch(run):  # the host's read-only probes start now; their results wait for the tools
+                lead = await runner.run()
         except BaseExceptionGroup as group:  # unwrap what a task group raised to its one meaningful error
             raise first_leaf(group) from None
         submitted = runner.ctx.outbox.get("submitted")

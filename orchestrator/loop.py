@@ -221,6 +221,16 @@ class AgentRunner:
         names = [t for t in defn.tools if t not in (SUBMIT_DIAGNOSIS, SUBMIT_FINDINGS)] + [self.submit_tool]
         self.tools = {t.name: t for t in run.registry.select(names)}
         self.specs = [t.spec() for t in self.tools.values()]
+        if run.inputs.hosts:  # a multi-host run: host tools offer `host` (one-host runs keep their specs exactly)
+            from orchestrator.tools.fleet import HOST_TOOLS, with_host_arg
+
+            hosts = run.inputs.usable_hosts
+            self.specs = [with_host_arg(sp, hosts) if sp.name in HOST_TOOLS else sp for sp in self.specs]
+        if "task" in self.tools:
+            from orchestrator.tools.task import with_agent_names
+
+            subagents = [n for n, a in run.agents.items() if a.role != "lead"]
+            self.specs = [with_agent_names(sp, subagents) if sp.name == "task" else sp for sp in self.specs]
         self.ctx = AgentContext(run=run, agent_id=agent_id, defn=defn, ordinal=ordinal, parent_id=parent_id,
                                 tool_names=names)
         self.limits = limits_for(defn, run)
@@ -386,7 +396,8 @@ class AgentRunner:
                 elif run.backend.tool_replay is not None and use.name not in LIVE_IN_REPLAY:
                     executed = run.backend.tool_replay.result_for(self.agent_id, use.id, use.name, use.input)
                 else:
-                    executed = await execute(self.tools.get(use.name), use.name, use.input, self.ctx.for_call(info))
+                    executed = await execute(self.tools.get(use.name), use.name, use.input, self.ctx.for_call(info),
+                                             available=self.ctx.tool_names)
             except (KeyboardInterrupt, SystemExit) as exc:
                 raise RunInterrupted(exc) from exc
             finally:

@@ -170,7 +170,8 @@ class CredentialRule:
 @functools.lru_cache(maxsize=1)
 def credential_rules() -> tuple[CredentialRule, ...]:
     """The credential locations of `credentials.yaml` (data, one entry per kind of file, each with examples)."""
-    raw = yaml.safe_load((Path(__file__).with_name("credentials.yaml")).read_text())
+    raw = yaml.load((Path(__file__).with_name("credentials.yaml")).read_text(),
+                    Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: start-up
     return tuple(CredentialRule(kind=e["kind"], match=e["match"], what=e["what"], examples=tuple(e.get("examples", ())))
                  for e in raw)
 

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
+    from orchestrator.messages import ToolSpec
 
 
 class NoInput(BaseModel):
@@ -28,12 +28,12 @@ class FleetHostsTool(Tool):
     )
     Input = NoInput
 
-    async def run(self, args: NoInput, ctx: "AgentContext") -> ToolOutput:
-        hosts = ctx.run.inputs.hosts
+    async def run(self, args: NoInput, ctx: ToolContext) -> ToolOutput:
+        hosts = ctx.inputs.hosts
         if not hosts:
             raise ToolFailure("this run has one host; fleet_hosts describes runs over several (--host repeated, "
                               "--hosts, --slurm, --k8s)")
-        lines = [f"{len(hosts)} host(s); {sum(1 for h in hosts if not h.error)} usable; primary: {ctx.run.inputs.host}"]
+        lines = [f"{len(hosts)} host(s); {sum(1 for h in hosts if not h.error)} usable; primary: {ctx.inputs.host}"]
         for h in hosts:
             role = f" role={h.role}" if h.role else ""
             state = f" NOT USABLE: {h.error}" if h.error else ""
@@ -51,10 +51,15 @@ class SlurmNodesTool(Tool):
     )
     Input = NoInput
 
-    async def run(self, args: NoInput, ctx: "AgentContext") -> ToolOutput:
-        from orchestrator.hosts.slurm import job_env, show_job, show_nodes, slurm_available
+    async def run(self, args: NoInput, ctx: ToolContext) -> ToolOutput:
+        from orchestrator.hosts.slurm import (
+            job_env,
+            show_job,
+            show_nodes,
+            slurm_available,
+        )
 
-        nodes = [h.dest for h in ctx.run.inputs.hosts if h.via == "slurm"]
+        nodes = [h.dest for h in ctx.inputs.hosts if h.via == "slurm"]
         if not nodes:
             raise ToolFailure("this run's hosts are not Slurm nodes (use --slurm NODELIST_OR_PARTITION)")
         why = slurm_available()
@@ -63,7 +68,7 @@ class SlurmNodesTool(Tool):
         states, err = await show_nodes(nodes)
         if err and not states:
             raise ToolFailure(f"scontrol show node failed: {err}")
-        job_id = next((h.detail.get("job_id") for h in ctx.run.inputs.hosts if h.detail.get("job_id")), None)
+        job_id = next((h.detail.get("job_id") for h in ctx.inputs.hosts if h.detail.get("job_id")), None)
         job = await show_job(job_id) if job_id else None
         env = job_env() if job_id else {}
         lines = []
@@ -77,6 +82,23 @@ class SlurmNodesTool(Tool):
             lines.append("job env: " + " ".join(f"{k}={v}" for k, v in env.items()))
         data = {"kind": "slurm_nodes", "nodes": states, "job": job, "env": env}
         return ToolOutput(text="\n".join(lines) or "no node records", data=data, untrusted=True, host="slurm")
+
+
+HOST_TOOLS = frozenset({
+    "shell", "read_file", "find_files", "gpu_inventory", "power_sample", "python_env", "autotune_caches",
+    "kernel_inventory", "log_scan", "node_health", "engine_config", "gemm_benchmark", "comm_benchmark",
+})
+"""Tools that look at a host: in a multi-host run their schema offers `host` (any tool accepts it, see base.py)."""
+
+
+def with_host_arg(spec: ToolSpec, hosts: list[str]) -> ToolSpec:
+    """The tool's spec with an optional `host` argument naming one of the run's usable hosts."""
+    schema = dict(spec.input_schema)
+    props = dict(schema.get("properties") or {})
+    props["host"] = {"type": "string", "enum": list(hosts),
+                     "description": "Which host of this multi-host run to run on (default: the primary host)."}
+    schema["properties"] = props
+    return spec.model_copy(update={"input_schema": schema})
 
 
 def register(registry: ToolRegistry) -> None:

@@ -11,10 +11,9 @@ from pydantic import BaseModel, Field
 
 from orchestrator.probes.measure import run_comm_probe, run_gemm_probe
 from orchestrator.probes.measure_models import CommSweep, GemmSweep
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, require_host
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 
 if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
     from orchestrator.tools.base import ToolRegistry
 
 
@@ -29,12 +28,10 @@ class CommInput(BaseModel):
     budget_s: float | None = Field(None, gt=0, le=600, description="Time budget in seconds (default: settings).")
 
 
-def _refuse_unless_measure(ctx: "AgentContext", name: str) -> None:
-    if not ctx.run.inputs.measure:
+def _refuse_unless_measure(ctx: ToolContext, name: str) -> None:
+    if not ctx.inputs.measure:
         raise ToolFailure(f"{name} loads the GPU and runs only when the user passes --measure "
                           f"(or `investigate probe --{'gemm' if name.startswith('gemm') else 'comm'}`)")
-    if ctx.run.host is None:
-        raise ToolFailure(f"{name}: no host to run on")
 
 
 def gemm_text(sw: GemmSweep) -> str:
@@ -57,6 +54,16 @@ def gemm_text(sw: GemmSweep) -> str:
         lines.append(f"{p.shape} {p.dtype} {p.m} {p.n} {p.k} {p.ms:.4f} {p.tflops:.1f} {p.gbps:.0f} "
                      f"{f(p.fraction_of_peak, '.1%')} {f(p.fraction_of_roofline, '.1%')} {p.bound or '-'} "
                      f"{f(p.mean_power_w, '.0f')} {f(p.mean_sm_clock_mhz, '.0f')}")
+    for p in sw.points:
+        if p.hold_s is not None:
+            limit = f" of {sw.power_limit_w:.0f} W ({p.fraction_of_power_limit:.0%})" if (
+                sw.power_limit_w and p.fraction_of_power_limit is not None) else ""
+            power = (f"{p.mean_power_w:.0f} W{limit}, SM {p.mean_sm_clock_mhz:.0f} MHz over {p.power_samples} samples"
+                     if p.mean_power_w is not None and p.mean_sm_clock_mhz is not None else "no power samples")
+            lines.append(f"held {p.shape} {p.dtype} M={p.m} for {p.hold_s:.1f} s ({p.hold_calls} GEMMs, "
+                         f"{p.hold_ms:.4f} ms each): {power}")
+    for h in sw.holds_skipped:
+        lines.append(f"not held: {h}")
     return "\n".join(lines)
 
 
@@ -84,15 +91,15 @@ class GemmBenchmark(Tool):
     Input = GemmInput
     timeout_s = 900.0  # the probe bounds itself to its budget; this only guards a hung host
 
-    async def run(self, args: GemmInput, ctx: "AgentContext") -> ToolOutput:
+    async def run(self, args: GemmInput, ctx: ToolContext) -> ToolOutput:
         _refuse_unless_measure(ctx, self.name)
-        host = require_host(ctx)
-        budget = args.budget_s or ctx.run.settings.gemm_budget_s
+        host = ctx.host()
+        budget = args.budget_s or ctx.settings.gemm_budget_s
         params = None
         if args.n and args.k:
             params = {"shapes": [{"name": "requested", "n": args.n, "k": args.k}]}
-        sw = await run_gemm_probe(host, python=ctx.run.inputs.python,
-                                  observations=ctx.run.inputs.parsed_observations(), budget_s=budget, params=params)
+        sw = await run_gemm_probe(host, python=ctx.inputs.python,
+                                  observations=ctx.inputs.parsed_observations(), budget_s=budget, params=params)
         return ToolOutput(text=gemm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
 
 
@@ -104,12 +111,12 @@ class CommBenchmark(Tool):
     Input = CommInput
     timeout_s = 900.0
 
-    async def run(self, args: CommInput, ctx: "AgentContext") -> ToolOutput:
+    async def run(self, args: CommInput, ctx: ToolContext) -> ToolOutput:
         _refuse_unless_measure(ctx, self.name)
-        host = require_host(ctx)
-        budget = args.budget_s or ctx.run.settings.comm_budget_s
-        sw = await run_comm_probe(host, python=ctx.run.inputs.python,
-                                  observations=ctx.run.inputs.parsed_observations(), budget_s=budget)
+        host = ctx.host()
+        budget = args.budget_s or ctx.settings.comm_budget_s
+        sw = await run_comm_probe(host, python=ctx.inputs.python,
+                                  observations=ctx.inputs.parsed_observations(), budget_s=budget)
         return ToolOutput(text=comm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
 
 

@@ -205,6 +205,54 @@ def _edit_gpu(gpu: ET.Element, e: dict[str, Any], model: str) -> None:
         _set(gpu, "gpu_recovery_action", e["recovery_action"])
 
 
+GPU_KEYS = ("name", "memory_mib", "default_power_limit_w", "max_power_limit_w", "power_limit_w", "power_draw_w",
+            "clocks_event", "sm_clock_mhz", "max_sm_clock_mhz", "app_sm_clock_mhz", "utilization_pct", "temperature_c",
+            "pstate", "ecc", "remapped_rows", "retired", "pcie", "persistence", "mig", "fabric", "recovery_action")
+ALIASES = {"temperature": "temperature_c", "temp_c": "temperature_c", "sm_clock": "sm_clock_mhz",
+           "clocks_sm_mhz": "sm_clock_mhz", "power_w": "power_draw_w", "power_draw": "power_draw_w",
+           "power_limit": "power_limit_w", "enforced_power_limit_w": "power_limit_w", "persistence_mode": "persistence",
+           "mig_mode": "mig", "throttle": "clocks_event", "throttle_reasons": "clocks_event",
+           "clocks_event_reasons": "clocks_event", "util": "utilization_pct", "utilization": "utilization_pct",
+           "app_clocks_mhz": "app_sm_clock_mhz", "application_clocks_mhz": "app_sm_clock_mhz",
+           "remap": "remapped_rows", "row_remap": "remapped_rows", "retired_pages": "retired"}
+REASON_ALIASES = {"idle": "gpu_idle", "applications_clocks": "applications_clocks_setting", "app_clocks":
+                  "applications_clocks_setting", "power_cap": "sw_power_cap", "hw_thermal": "hw_thermal_slowdown",
+                  "sw_thermal": "sw_thermal_slowdown", "hw_power_brake": "hw_power_brake_slowdown",
+                  "power_brake": "hw_power_brake_slowdown", "display_clock_setting": "display_clocks_setting"}
+NESTED = {"pcie_gen": ("pcie", "gen"), "pcie_width": ("pcie", "width"), "pcie_gen_max": ("pcie", "gen_max"),
+          "pcie_width_max": ("pcie", "width_max"), "ecc_volatile_dbe": ("ecc", "volatile_dbe"),
+          "ecc_aggregate_dbe": ("ecc", "aggregate_dbe"), "ecc_volatile_sbe": ("ecc", "volatile_sbe"),
+          "ecc_aggregate_sbe": ("ecc", "aggregate_sbe"), "ecc_mode": ("ecc", "mode"),
+          "remap_pending": ("remapped_rows", "pending"), "remap_failure": ("remapped_rows", "failure"),
+          "remapped_rows_uncorrectable": ("remapped_rows", "uncorrectable"),
+          "fabric_state": ("fabric", "state"), "fabric_status": ("fabric", "status")}
+
+
+def gpu_edits(edits: dict[str, Any], where: str) -> dict[str, Any]:
+    """Per-GPU edits with the spellings a case may use normalized; an unknown key raises ValueError naming it."""
+    out: dict[str, Any] = {}
+    for key, value in dict(edits or {}).items():
+        if key in NESTED:
+            outer, inner = NESTED[key]
+            out.setdefault(outer, {})[inner] = value
+            continue
+        key = ALIASES.get(key, key)
+        if key not in GPU_KEYS:
+            raise ValueError(f"{where}: unknown GPU key {key!r}; known: {', '.join(GPU_KEYS + tuple(NESTED))}")
+        if key == "clocks_event":
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            value = [REASON_ALIASES.get(str(v).lower(), str(v).lower()) for v in value]
+            bad = [v for v in value if v not in REASONS]
+            if bad:
+                raise ValueError(f"{where}: unknown clocks-event reason(s) {', '.join(bad)}; one of {', '.join(REASONS)}")
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key].update(value)
+        else:
+            out[key] = value
+    return out
+
+
 def _model_defaults(model: str, count: int, nvswitch: bool) -> dict[str, Any]:
     name, default_w, max_sm, gen = MODELS.get(model, MODELS["h200"])
     out: dict[str, Any] = {"name": name, "memory_mib": MEMORY_MIB.get(model, 143771),
@@ -246,7 +294,8 @@ def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]
         _set(root, "cuda_version", spec["cuda"])
     _set(root, "attached_gpus", str(count))
     defaults = _model_defaults(model, count, nvswitch)
-    per = {int(k): v for k, v in (spec.get("gpus") or {}).items()}
+    per = {int(k): gpu_edits(v, f"gpus.{k}") for k, v in (spec.get("gpus") or {}).items()}
+    every = gpu_edits(spec.get("all") or {}, "all")
     last_tail = None
     for i in range(count):
         gpu = copy.deepcopy(template)
@@ -259,7 +308,7 @@ def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]
         _set(gpu, "platformInfo/module_id", str(i + 1))
         if "driver" in spec:
             _set(gpu, "gsp_firmware_version", spec["driver"])
-        _edit_gpu(gpu, _merge(_merge(defaults, spec.get("all") or {}), per.get(i) or {}), model)
+        _edit_gpu(gpu, _merge(_merge(defaults, every), per.get(i) or {}), model)
         procs = gpu.find("processes")
         assert procs is not None
         for child in list(procs):
@@ -436,7 +485,9 @@ def _script(path: Path, body: str) -> None:
 def stage_node_files(staged, spec: dict[str, Any]) -> None:
     """Fake dmesg / journalctl / lspci / systemctl and the host files under the staged node root."""
     bindir: Path = staged.bin
-    root: Path = staged.root / "noderoot"
+    # the staged root itself, so what a case stages with `files:` (/proc/cmdline, /sys/class/infiniband/...,
+    # /var/log/kern.log) is what the probe reads
+    root: Path = staged.root
     data = staged.root / "nodedata"
     data.mkdir(parents=True, exist_ok=True)
     count = int(spec.get("count", 1))
@@ -650,13 +701,21 @@ if stager is not None:
             raise StageError(f"nvidia_smi: unknown key(s) {', '.join(bad)}")
         if "model" in arg and arg["model"] not in MODELS:
             raise StageError(f"nvidia_smi: model {arg['model']!r} unknown; one of {', '.join(MODELS)}")
+        try:
+            for k, v in (arg.get("gpus") or {}).items():
+                gpu_edits(v, f"nvidia_smi.gpus.{k}")
+            gpu_edits(arg.get("all") or {}, "nvidia_smi.all")
+        except ValueError as e:
+            raise StageError(str(e)) from None
         _restage(ctx, "nvidia_smi", arg)
 
     @stager("kernel_log")
     def stage_kernel_log(ctx: StageContext, arg: Any) -> None:
         """`kernel_log: {lines: [NVRM lines or a file of the case dir], restricted: true, journal: true,
         kern_log: true}`: dmesg (restricted: util-linux's "Operation not permitted", exit 1), journalctl -k,
-        /var/log/kern.log."""
+        /var/log/kern.log. `kernel_log: restricted` is a restricted dmesg without any other source."""
+        if arg in ("restricted", "denied", "not permitted"):
+            arg = {"restricted": True}
         if isinstance(arg, (str, list)):
             arg = {"lines": arg}
         arg = _mapping("kernel_log", arg)
@@ -694,3 +753,7 @@ if stager is not None:
         for k, v in arg.items():
             spec[k] = v
         _restage(ctx, None)
+
+    # the names PLAN.md's examples use
+    stager("dmesg")(lambda ctx, arg: stage_kernel_log(ctx, arg))
+    stager("processes")(lambda ctx, arg: stage_gpu_processes(ctx, arg))

@@ -20,7 +20,7 @@ else
   export PYTHONPATH="$PWD"
 fi
 { echo "date $(date -u +%FT%TZ)"; echo "nproc $(nproc)"; python3 -VV; which python3 cuobjdump; nvidia-smi -L; uname -r
-  git log -1 --format='commit %H %s' 2>/dev/null; } 2>&1 | tee "$W/env.txt"
+  cat COMMIT 2>/dev/null || git log -1 --format='commit %H %s' 2>/dev/null; } 2>&1 | tee "$W/env.txt"
 OBS=bench/device/h200_obs.yaml
 echo "== probes and runs (default settings)"
 python3 bench/realhost.py --runs "${RUNS:-3}" --out "$W/default" --observations "$OBS" 2>&1 | tee "$W/realhost.txt"

@@ -450,6 +450,28 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
         sys.stdout.write(timeline.model_dump_json(indent=2) + "\n")
     else:
         render_timeline(timeline, _stdout())
+        _show_fleet(t.events)
+
+
+def _show_fleet(events) -> None:
+    """Multi-host runs: the fleet comparison of the recorded diagnosis, after the timeline (hosts helper's hook)."""
+    from pydantic import ValidationError
+
+    from orchestrator.diagnosis import FleetTable, fleet_markdown, md_text
+    from orchestrator.events import DiagnosisSubmitted
+
+    subs = [e for e in events if isinstance(e, DiagnosisSubmitted)]
+    raw = (subs[-1].diagnosis or {}).get("fleet") if subs else None
+    if not raw:
+        return
+    try:
+        tables = [FleetTable.model_validate(x) for x in raw]
+    except ValidationError:
+        sys.stderr.write("warning: the recorded fleet comparison is malformed; not shown\n")
+        return
+    from rich.markdown import Markdown
+
+    _stdout().print(Markdown("\n".join(fleet_markdown(tables, md_text))))
 
 
 @app.command("report", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from orchestrator.analysis.fleet import compare, fleet_findings, fleet_tables, slurm_findings
+from orchestrator.analysis.fleet import (
+    compare,
+    fleet_findings,
+    fleet_tables,
+    slurm_findings,
+)
 from orchestrator.evidence import Evidence
 
 

@@ -11,15 +11,20 @@ import subprocess
 import uuid
 
 import pytest
+from support.fleet import SICK
+from support.slurm import missing, start_cluster
+from support.staged_host import VARIANTS, stage_host
 
 from orchestrator.api import InputError, investigate
 from orchestrator.events import ToolCall, ToolResult
 from orchestrator.hosts.errors import HostConfigError
-from orchestrator.hosts.slurm import SlurmHost, expand_nodes, parse_scontrol_oneliner, slurm_entries
+from orchestrator.hosts.slurm import (
+    SlurmHost,
+    expand_nodes,
+    parse_scontrol_oneliner,
+    slurm_entries,
+)
 from orchestrator.settings import Settings
-from support.fleet import SICK
-from support.slurm import missing, start_cluster
-from support.staged_host import VARIANTS, stage_host
 
 REASON = "GPU 3 Xid 79 fallen off the bus"
 

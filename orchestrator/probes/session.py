@@ -130,7 +130,7 @@ class ListingCache:
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[str, str], list[Any]] = OrderedDict()
 
-    def known_for(self, host: str, limit: int = 400) -> dict[str, list[Any]]:
+    def known_for(self, host: str, limit: int = 300) -> dict[str, list[Any]]:
         """The latest listings of one host, for the script to reuse where the file's size and mtime still match.
 
         At most `limit` (one inventory lists at most 30 shared objects in each of its ten libraries): they travel

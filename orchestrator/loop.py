@@ -448,7 +448,3 @@ class AgentRunner:
         ))
         return result
 
-
-async def run_agent(run: RunContext, defn: AgentDef, *, agent_id: str, ordinal: int, parent_id: str | None = None,
-                    brief: str = "") -> AgentResult:
-    return await AgentRunner(run, defn, agent_id=agent_id, ordinal=ordinal, parent_id=parent_id, brief=brief).run()

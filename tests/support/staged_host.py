@@ -459,8 +459,8 @@ def stage_host(
         "PYTHONNOUSERSITE": "1",
         # Inductor's default is /tmp/torchinductor_<user>, shared by the whole machine: keep tests hermetic.
         "TORCHINDUCTOR_CACHE_DIR": str(root / "torchinductor"),
-        # The engine probe on a staged host sees only processes carrying this tag (tests/support/stage_engine.py):
-        # without it, engines staged by other tests running on the same machine would leak into this host's evidence.
+        # The engine and node probes on a staged host see only the processes staged for it (carrying this tag),
+        # never another test's: tests on one machine run concurrently.
         "INVESTIGATE_STAGED_TAG": uuid.uuid4().hex,
     }
     _stage_site(site, DEFAULT_PACKAGES if packages is None else packages)

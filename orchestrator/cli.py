@@ -199,8 +199,9 @@ def _load_observations(observations: Optional[Path]):
 
 
 def _check_agents(agents: List[Path]) -> None:
-    dirs = [Path(p) for p in os.environ.get("INVESTIGATE_AGENTS_DIR", "").split(os.pathsep) if p] + list(agents)
-    for d in dirs:
+    from orchestrator.agentdefs import user_dirs
+
+    for d in user_dirs(agents):
         if d.is_dir():
             for f in sorted(d.glob("*.md")):
                 _check_text(f, "agent definition")
@@ -453,17 +454,30 @@ def resume_cmd(
 def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
              as_json: bool = typer.Option(False, "--json")) -> None:
     from orchestrator.timeline import build_timeline, render_timeline
-    from orchestrator.transcript import read_transcript
+    from orchestrator.transcript import iter_transcript
 
-    t = read_transcript(transcript_path, strict=False)  # a damaged line is named and the rest still shown
-    for w in t.warnings:
+    # streamed, one line at a time: memory stays bounded on a transcript of any size (issue 15, bench/show.py);
+    # a damaged line is named and the rest still shown
+    from orchestrator.events import DiagnosisSubmitted
+
+    warnings: list[str] = []
+    _, events = iter_transcript(transcript_path, warnings)
+    submitted: list = []  # the last diagnosis event only (the fleet table reads it), not every event
+
+    def tap(stream):
+        for e in stream:
+            if isinstance(e, DiagnosisSubmitted):
+                submitted[:] = [e]
+            yield e
+
+    timeline = _scrub(build_timeline(tap(events)))
+    for w in warnings:
         sys.stderr.write(f"warning: {_one_line(w)}\n")
-    timeline = _scrub(build_timeline(t.events))
     if as_json:
         sys.stdout.write(timeline.model_dump_json(indent=2) + "\n")
     else:
         render_timeline(timeline, _stdout())
-        _show_fleet(t.events)
+        _show_fleet(submitted)
 
 
 def _show_fleet(events) -> None:
@@ -509,6 +523,11 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         where = ".".join(str(x) for x in err["loc"])
         raise BadInput(f"{transcript_path}: the recorded diagnosis is malformed at {where} ({err['msg']}); "
                        "re-synthesize it with `investigate replay --offline`") from None
+    from orchestrator.transcript import implausible_number
+
+    if (bad := implausible_number(diagnosis.model_dump())) is not None:
+        raise BadInput(f"{transcript_path}: the recorded diagnosis holds a number no report can draw at {bad}; "
+                       "re-synthesize it with `investigate replay --offline`")
     diagnosis = _scrub(diagnosis)
     if output.suffix.lower() in (".md", ".markdown"):
         _write(output, to_markdown(diagnosis))

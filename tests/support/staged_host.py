@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import sys
+import uuid
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -458,6 +459,9 @@ def stage_host(
         "PYTHONNOUSERSITE": "1",
         # Inductor's default is /tmp/torchinductor_<user>, shared by the whole machine: keep tests hermetic.
         "TORCHINDUCTOR_CACHE_DIR": str(root / "torchinductor"),
+        # The engine and node probes on a staged host see only the processes staged for it (carrying this tag),
+        # never another test's: tests on one machine run concurrently.
+        "INVESTIGATE_STAGED_TAG": uuid.uuid4().hex,
     }
     _stage_site(site, DEFAULT_PACKAGES if packages is None else packages)
     _stage_caches(root, home, env, caches)

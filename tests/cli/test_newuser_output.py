@@ -232,7 +232,7 @@ def test_resynthesized_seed_renders_each_number_one_way(tmp_path):
     for c in d["causes"]:
         assert not re.search(r"\b(\w+), (\w+)(, \w+)* is installed", c["explanation"]), c["explanation"]
         assert not re.match(r"^[\w.-]+: \d", c["title"]), c["title"]  # "flashinfer: 3 tiles" is no sentence
-    assert "(s)" not in words
+        assert "(s)" not in c["title"]
 
 
 def test_no_advice_to_pass_observations_when_they_were_passed(tmp_path):

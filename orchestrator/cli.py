@@ -428,6 +428,9 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
         sys.stdout.write(timeline.model_dump_json(indent=2) + "\n")
     else:
         render_timeline(timeline, _stdout())
+        from orchestrator.engine_render import render_engine_terminal  # the serving engine's config, latency vs floor
+
+        render_engine_terminal(t.events, _stdout())
 
 
 @app.command("report", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")

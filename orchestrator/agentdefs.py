@@ -88,7 +88,7 @@ def parse_agent_file(path: Path) -> AgentDef:
         raise AgentDefError(f"{path}: missing YAML front matter (start the file with ---)")
     try:
         _, front, body = text.split("---", 2)
-        meta = yaml.safe_load(front) or {}
+        meta = yaml.load(front, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # libyaml: start-up
     except (ValueError, yaml.YAMLError) as exc:
         raise AgentDefError(f"{path}: front matter is not valid YAML ({exc})") from None
     if isinstance(meta.get("tools"), str):  # Claude Code allows "a, b, c"

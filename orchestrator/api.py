@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 import anyio
 
+from orchestrator.redact import scrub_model, scrub_text
 from orchestrator.agentdefs import AgentDef, load_agents
 from orchestrator.context import Backend, RunContext, RunInputs
 from orchestrator.diagnosis import AgentUsage, Diagnosis, EvidenceRef, Gap, RunUsage, SubmittedDiagnosis
@@ -39,6 +40,7 @@ from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries
 from orchestrator.loop import AgentRunner, FatalRunError, RunInterrupted, first_leaf
 from orchestrator.models.base import ModelCallError, ReplayDivergence
 from orchestrator.observations import Observations, load_observations, parse_observations
+from orchestrator.probes.session import prefetch
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.transcript import Recorder, Transcript, default_path, read_transcript
@@ -155,7 +157,8 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
         table = fleet_table(run.evidence.all(), run.inputs.hosts)
         if table is not None:
             diag.fleet = table
-    return diag
+    # one place for what leaves the run: secrets redacted, terminal control removed (issue 15)
+    return scrub_model(diag)
 
 
 async def _execute(
@@ -219,7 +222,8 @@ async def _execute(
                 recorder.emit(Notice(run_id=run_id, message=f"host {h.name} is not investigated: {h.error}"))
         runner = AgentRunner(run, agents["lead"], agent_id="lead", ordinal=0)
         try:
-            lead = await runner.run()
+            async with prefetch(run):  # the host's read-only probes start now; their results wait for the tools
+                lead = await runner.run()
         except BaseExceptionGroup as group:  # unwrap what a task group raised to its one meaningful error
             raise first_leaf(group) from None
         submitted = runner.ctx.outbox.get("submitted")
@@ -364,6 +368,11 @@ async def investigate(
     """
     if not question or not question.strip():
         raise InputError("the question is empty; ask something like 'why is FP4 slow?'")
+    if python is not None:
+        from orchestrator.probes.interpreter import name_refusal
+
+        if (why := name_refusal(python)) is not None:
+            raise InputError(why)
     settings = settings or load_settings()
     notices: list[str] = []
     if backend is None:
@@ -372,9 +381,9 @@ async def investigate(
             notices.append(notice)
     entries = await _host_entries(host, hosts_file, slurm, k8s, k8s_namespace, k8s_container, settings)
     single = None if entries else (host if isinstance(host, str) or host is None else (list(host) or [None])[0])
-    inputs = RunInputs(question=question.strip(), host=single or "local", observations=_observations(observations),
-                       logs=list(logs), python=python, measure=measure, ssh_config=ssh_config, hosts=entries,
-                       slurm=slurm)
+    inputs = RunInputs(question=scrub_text(question.strip()), host=single or "local",
+                       observations=_observations(observations), logs=list(logs), python=python, measure=measure,
+                       ssh_config=ssh_config, hosts=entries, slurm=slurm)
     if registry is None:
         from orchestrator.tools.registry import default_registry
 

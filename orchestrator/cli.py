@@ -100,7 +100,25 @@ def _stdout():
 
 
 def _one_line(msg: object) -> str:
-    return " ".join(str(msg).split())
+    from orchestrator.redact import scrub_text
+
+    return scrub_text(" ".join(str(msg).split()))
+
+
+def _scrub(model):
+    """What is printed or written: secrets redacted, terminal control removed (issue 15; orchestrator.redact)."""
+    from orchestrator.redact import scrub_model
+
+    return scrub_model(model)
+
+
+def _check_python(python: Optional[str]) -> None:
+    """--python names an interpreter (python, python3, python3.N; absolute or on PATH), nothing else."""
+    from orchestrator.probes.interpreter import name_refusal
+
+    why = name_refusal(python) if python is not None else None
+    if why is not None:
+        raise BadInput(f"--python {why.split(' refused: ', 1)[-1]}" if " refused: " in why else why)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -247,18 +265,19 @@ def _interrupted_line(transcript: Any) -> str:
 def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: bool = True) -> None:
     if no_progress:  # the progress display already printed them as they happened
         for n in getattr(result, "notices", ()):
-            sys.stderr.write(f"notice: {n}\n")
+            sys.stderr.write(f"notice: {_one_line(n)}\n")
     if result.diagnosis is not None:
+        diagnosis = _scrub(result.diagnosis)
         if report:
             from orchestrator.report_html import render_html
 
-            _write(report, render_html(result.diagnosis, result.events))
+            _write(report, render_html(diagnosis, [_scrub(e) for e in result.events]))
         if as_json:
-            sys.stdout.write(result.diagnosis.model_dump_json(indent=2) + "\n")
+            sys.stdout.write(diagnosis.model_dump_json(indent=2) + "\n")
         else:
             from orchestrator.diagnosis import render_terminal
 
-            render_terminal(result.diagnosis, _stdout())
+            render_terminal(diagnosis, _stdout())
     if result.transcript_path:
         sys.stderr.write(f"transcript: {result.transcript_path}\n")
     if report and result.diagnosis is not None:
@@ -271,8 +290,10 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: 
 
 
 def _write(path: Path, text: str) -> None:
+    from orchestrator.sanitize import sanitize
+
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_text(sanitize(text), encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"cannot write {path}: {(exc.strerror or str(exc)).lower()}; pass a writable path") from None
 
@@ -333,6 +354,7 @@ def ask(
     if bench:
         obs = _with_bench(obs, bench)
     _check_agents(agents)
+    _check_python(python)
     _check_writable(report, "--report", "report")
     _check_writable(transcript, "--transcript", "transcript", create_parents=True)
     settings = _settings()
@@ -422,8 +444,8 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
 
     t = read_transcript(transcript_path, strict=False)  # a damaged line is named and the rest still shown
     for w in t.warnings:
-        sys.stderr.write(f"warning: {w}\n")
-    timeline = build_timeline(t.events)
+        sys.stderr.write(f"warning: {_one_line(w)}\n")
+    timeline = _scrub(build_timeline(t.events))
     if as_json:
         sys.stdout.write(timeline.model_dump_json(indent=2) + "\n")
     else:
@@ -455,10 +477,11 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         where = ".".join(str(x) for x in err["loc"])
         raise BadInput(f"{transcript_path}: the recorded diagnosis is malformed at {where} ({err['msg']}); "
                        "re-synthesize it with `investigate replay --offline`") from None
+    diagnosis = _scrub(diagnosis)
     if output.suffix.lower() in (".md", ".markdown"):
         _write(output, to_markdown(diagnosis))
     else:
-        _write(output, render_html(diagnosis, t.events))
+        _write(output, render_html(diagnosis, [_scrub(e) for e in t.events]))
     sys.stderr.write(f"report: {output}\n")
 
 
@@ -475,6 +498,7 @@ def probe_cmd(
 ) -> None:
     ssh = _check_ssh_config(ssh_config)
     _load_observations(observations)
+    _check_python(python)
     settings = _settings()
     for p in _missing_local_logs(log, host):
         sys.stderr.write(f"warning: --log {p} not found on this machine\n")
@@ -484,6 +508,7 @@ def probe_cmd(
 
     probes = anyio.run(lambda: probe_main(host=host, ssh_config=ssh, python=python, observations=observations,
                                           logs=log, gemm=gemm, comm=comm, settings=settings))
+    probes = [_scrub(p) for p in probes]
     if as_json:
         import json
 
@@ -506,10 +531,20 @@ def _fail_if_nothing_measured(probes, what: str) -> None:
         raise RunFailedExit(f"the {what} benchmark could not run: {reasons}")
 
 
-@app.command("specs", help="Spec sheet of a GPU, with sources.")
-def specs_cmd(gpu: str = typer.Argument(..., metavar="GPU")) -> None:
+@app.command("specs", help="Spec sheet of a GPU, with sources (--list: every GPU known).")
+def specs_cmd(
+    gpu: Optional[str] = typer.Argument(None, metavar="GPU"),
+    as_list: bool = typer.Option(False, "--list", help="List every GPU the catalogue knows, with its headline peaks."),
+) -> None:
     from orchestrator.commands import render_specs
 
+    if as_list:
+        from orchestrator.tools.knowledge import render_gpu_list
+
+        sys.stdout.write(render_gpu_list().rstrip() + "\n")
+        return
+    if not gpu:
+        raise BadInput("name a GPU (`investigate specs \"NVIDIA H200\"`) or pass --list to see every known one")
     sys.stdout.write(render_specs(gpu).rstrip() + "\n")
 
 

@@ -41,6 +41,8 @@ def render_specs(name: str) -> str:
     lines.append(f"  shared memory per SM:    {fmt(s.smem_per_sm_bytes, 'B')}")
     lines.append(f"  shared memory per block: {fmt(s.smem_per_block_bytes, 'B')}")
     lines.append(f"  TDP:                     {fmt(s.tdp_w, 'W')}")
+    if s.interconnect:
+        lines.append(f"  interconnect:            {s.interconnect}")
     for dt in ("fp4", "fp8", "bf16"):
         ridge = s.ridge_flop_per_byte(dt)
         if ridge:

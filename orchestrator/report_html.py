@@ -190,9 +190,61 @@ def find_roof(numbers: Iterable[Number]) -> Roof | None:
     return r if r.compute > 0 and r.memory > 0 else None
 
 
+_CHAR_W = 6.4
+"""Width of one character of the chart's 11 px sans-serif labels, a little generous (digits are ~6.1 px)."""
+
+
+def _text_w(text: str) -> float:
+    return len(text) * _CHAR_W
+
+
+class _Labels:
+    """Notes on the chart, each kept inside [lo, hi] x [top, bottom] (the drawing, so inside the chart at every size:
+    the SVG scales with the page) and off the ones placed before it. Text is escaped here."""
+
+    LINE = 13.0
+
+    def __init__(self, lo: float, hi: float, top: float, bottom: float):
+        self.lo, self.hi, self.top, self.bottom = lo, hi, top, bottom
+        self.boxes: list[tuple[float, float, float, float]] = []
+        self.svg: list[str] = []
+
+    def add(self, x: float, y: float, text: str, *, anchor: str = "start", gap: float = 8.0) -> None:
+        """A label beside point (x, y): it flips to the other side of its point, or is pushed in, where it would
+        run past an edge, and moves a line down (or up) while it would cover another label."""
+        w = _text_w(text)
+        if anchor == "middle":
+            x0 = min(max(x, self.lo + w / 2), self.hi - w / 2) - w / 2
+        elif anchor == "end":
+            x0 = x - gap - w
+            if x0 < self.lo:  # no room on the left: put it on the right of the point
+                x0 = x + gap
+        else:
+            x0 = x + gap
+            if x0 + w > self.hi:  # no room on the right: put it on the left of the point
+                x0 = x - gap - w
+        x0 = max(self.lo, min(x0, self.hi - w))
+        y = self._free_y(x0, w, min(max(y, self.top + 11), self.bottom - 3))
+        self.boxes.append((x0, y - 11, x0 + w, y + 2))
+        self.svg.append(f'<text x="{x0:.1f}" y="{y:.1f}" text-anchor="start" class="note">{_e(text)}</text>')
+
+    def _free_y(self, x0: float, w: float, y: float) -> float:
+        def clear(yy: float) -> bool:
+            return all(x0 + w <= a or x0 >= c or yy + 2 <= b or yy - 11 >= d for a, b, c, d in self.boxes)
+
+        for k in range(0, 12):
+            for yy in (y + k * self.LINE, y - k * self.LINE):
+                if self.top + 11 <= yy <= self.bottom - 3 and clear(yy):
+                    return yy
+        return y
+
+
 def roofline_svg(r: Roof) -> str:
-    """A log-log roofline: memory slope up to the ridge, the compute ceiling after, and the operating points."""
-    W, H, L, R, T, B = 620, 380, 70, 20, 20, 50
+    """A log-log roofline: memory slope up to the ridge, the compute ceiling after, and the operating points.
+
+    Every label stays inside the drawing (the SVG scales with the page, so inside the viewBox is inside the chart at
+    every width): tick labels sit in the margins sized for them, notes flip sides or are pushed in at the edges."""
+    W, H, L, R, T, B = 620, 380, 70, 24, 20, 50
     xs = [r.ridge] + [x for _, x in r.points] + [c / r.memory for _, c in r.other_ceilings]
     x0 = 10 ** math.floor(math.log10(min(xs) / 4))
     x1 = 10 ** math.ceil(math.log10(max(xs) * 4))
@@ -212,42 +264,46 @@ def roofline_svg(r: Roof) -> str:
     def py(y: float) -> float:
         return H - B - (math.log10(y) - math.log10(y0)) / (math.log10(y1) - math.log10(y0)) * (H - T - B)
 
+    notes = _Labels(2.0, W - 2.0, 2.0, H - B)  # notes: anywhere in the drawing above the x tick labels
     out = [f'<svg class="roofline" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" '
            f'aria-label="roofline chart">']
     for k in range(int(round(math.log10(x0))), int(round(math.log10(x1))) + 1):
         x = px(10 ** k)
+        tick = _fmt(10 ** k)
+        tx = min(max(x, _text_w(tick) / 2 + 2), W - _text_w(tick) / 2 - 2)  # the last tick's label stays inside
         out.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{H - B}" class="grid"/>'
-                   f'<text x="{x:.1f}" y="{H - B + 16}" text-anchor="middle">{_fmt(10 ** k)}</text>')
+                   f'<text x="{tx:.1f}" y="{H - B + 16}" text-anchor="middle" class="tick">{tick}</text>')
     for k in range(int(round(math.log10(y0))), int(round(math.log10(y1))) + 1):
         y = py(10 ** k)
+        ty, tick = min(max(y + 4, T + 4), H - B + 4), _fmt(10 ** k / 1e12)
         out.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W - R}" y2="{y:.1f}" class="grid"/>'
-                   f'<text x="{L - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(10 ** k / 1e12)}</text>')
+                   f'<text x="{L - 6}" y="{ty:.1f}" text-anchor="end" class="tick">{tick}</text>')
+        notes.boxes.append((L - 6 - _text_w(tick), ty - 11, L - 6, ty + 2))  # notes keep off the tick labels
     out.append(f'<text x="{(L + W - R) / 2}" y="{H - 10}" text-anchor="middle">arithmetic intensity (FLOP/byte)</text>'
                f'<text x="16" y="{(T + H - B) / 2}" text-anchor="middle" '
                f'transform="rotate(-90 16 {(T + H - B) / 2})">TFLOP/s</text>')
     roof = [(x0, r.memory * x0), (r.ridge, r.compute), (x1, r.compute)]
     pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in roof)
     out.append(f'<polyline class="roof" points="{pts}"/>')
-    out.append(f'<text x="{px(r.ridge):.1f}" y="{py(r.compute) - 8:.1f}" text-anchor="middle" class="note">'
-               f'ridge {_fmt(r.ridge)} FLOP/B · {_fmt(r.compute / 1e12)} TFLOP/s · '
-               f'{_fmt(r.memory / 1e9)} GB/s</text>')
     for label, c in r.other_ceilings:
         xr = c / r.memory
         out.append(f'<polyline class="roof-other" points="{px(x0):.1f},{py(r.memory * x0):.1f} '
-                   f'{px(xr):.1f},{py(c):.1f} {px(x1):.1f},{py(c):.1f}"/>'
-                   f'<text x="{px(x1) - 4:.1f}" y="{py(c) - 4:.1f}" text-anchor="end" class="note">{_e(label)} '
-                   f'{_fmt(c / 1e12)} TFLOP/s</text>')
+                   f'{px(xr):.1f},{py(c):.1f} {px(x1):.1f},{py(c):.1f}"/>')
+    notes.add(px(r.ridge), py(r.compute) - 8, f"ridge {_fmt(r.ridge)} FLOP/B · {_fmt(r.compute / 1e12)} "
+              f"TFLOP/s · {_fmt(r.memory / 1e9)} GB/s", anchor="middle")
+    for label, c in r.other_ceilings:
+        notes.add(px(x1), py(c) - 4, f"{label} {_fmt(c / 1e12)} TFLOP/s", anchor="end", gap=4)
     for name, x in r.points:
         y = min(r.compute, r.memory * x)
         out.append(f'<circle class="attainable" cx="{px(x):.1f}" cy="{py(y):.1f}" r="5">'
-                   f'<title>{_e(name)}: {_fmt(x)} FLOP/B, attainable {_fmt(y / 1e12)} TFLOP/s</title></circle>'
-                   f'<text x="{px(x) + 8:.1f}" y="{py(y) - 6:.1f}" class="note">'
-                   f'{_e(name)} = {_fmt(x)}</text>')
+                   f'<title>{_e(name)}: {_fmt(x)} FLOP/B, attainable {_fmt(y / 1e12)} TFLOP/s</title></circle>')
+        notes.add(px(x), py(y) - 6, f"{name} = {_fmt(x)}")
     for name, x, y in achieved:
         out.append(f'<circle class="achieved" cx="{px(x):.1f}" cy="{py(y):.1f}" r="6">'
-                   f'<title>{_e(name)}: {_fmt(y / 1e12)} TFLOP/s</title></circle>'
-                   f'<text x="{px(x) + 9:.1f}" y="{py(y) + 16:.1f}" class="note">achieved: '
-                   f'{_fmt(y / 1e12)} TFLOP/s</text>')
+                   f'<title>{_e(name)}: {_fmt(y / 1e12)} TFLOP/s</title></circle>')
+        below = py(y) + 16 if py(y) + 16 <= H - B - 3 else py(y) - 10  # under the point, or above it at the axis
+        notes.add(px(x), below, f"achieved: {_fmt(y / 1e12)} TFLOP/s", gap=9)
+    out += notes.svg  # drawn last: over the lines, each with a white halo (CSS) so it reads where it crosses one
     out.append("</svg>")
     return "".join(out)
 
@@ -329,7 +385,8 @@ _CSS = """
 .inv-report svg.roofline,.inv-report svg.gantt{max-width:100%;height:auto}.inv-report td.barcell{white-space:nowrap}
 .inv-report svg .roof-other{fill:none;stroke:#90a4ae;stroke-width:1.5;stroke-dasharray:5 4}
 .inv-report svg .attainable{fill:#fff;stroke:#1565c0;stroke-width:2}.inv-report svg .achieved{fill:#c62828}
-.inv-report svg .note{font-size:11px;fill:#1b1b1b}
+.inv-report svg .note{font-size:11px;fill:#1b1b1b;paint-order:stroke;stroke:#fff;stroke-width:3px;
+ stroke-linejoin:round}
 .inv-report .swatch{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px;vertical-align:middle}
 """
 

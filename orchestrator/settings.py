@@ -118,8 +118,11 @@ class Settings(BaseSettings):
     """SSH keepalive interval."""
     hosts_in_flight: int = Field(default=16, ge=1)
     """Hosts probed at once in a multi-host run (connections opened and commands in flight); the rest wait."""
-    power_sample_s: float = 3.0
-    """How long the power and clock sampler watches the GPUs."""
+    power_sample_s: float = 2.0
+    """How long the power and clock sampler watches the GPUs (2 s: four readings at the default 0.5 s interval; it
+    is the longest of the read-only probes, so it sets an offline investigation's wall time)."""
+    prefetch_probes: bool = True
+    """Start the read-only probes the agents may call as soon as the host is connected (probes/session.py)."""
 
     # fetch
     fetch_max_bytes: int = 2_000_000

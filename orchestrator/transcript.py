@@ -19,6 +19,16 @@ from orchestrator.redact import redact_obj
 from orchestrator.settings import state_dir
 
 
+
+# JSON leaves DEL, C1 controls and bidi overrides raw with ensure_ascii=False: escaped here, the line parses to the
+# same strings and `cat`ting a transcript cannot drive a terminal (issue 15)
+_JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def _dumps(obj: Any) -> str:
+    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", line) if _JSON_RAW_CONTROL.search(line) else line
+
 class TranscriptError(ValueError):
     """A transcript cannot be read; the message names the file, the line and the fix."""
 
@@ -55,7 +65,7 @@ class Recorder:
 
     def _write(self, obj: dict[str, Any]) -> None:
         assert self._fh is not None
-        self._fh.write(json.dumps(redact_obj(obj), ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._fh.write(_dumps(redact_obj(obj)) + "\n")
         self._fh.flush()
 
     def emit(self, event: Event) -> Event:
@@ -68,7 +78,7 @@ class Recorder:
             recorded = event if clean is dumped else EVENT_ADAPTER.validate_python(clean)
             self.events.append(recorded)
             if self._fh is not None:
-                self._fh.write(json.dumps(clean, ensure_ascii=False, separators=(",", ":")) + "\n")
+                self._fh.write(_dumps(clean) + "\n")
                 self._fh.flush()
         for cb in self._subscribers:
             try:

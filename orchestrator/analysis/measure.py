@@ -89,15 +89,22 @@ def point_arithmetic(point: GemmPoint, peaks: Peaks | None) -> PointArithmetic:
 
 def window_means(samples: list[ClockSample], t0: float | None, t1: float | None) -> tuple[float | None, float | None]:
     """Mean power (W) and SM clock (MHz) of the samples taken between t0 and t1."""
+    power, clock, _n = window_stats(samples, t0, t1)
+    return power, clock
+
+
+def window_stats(samples: list[ClockSample], t0: float | None,
+                 t1: float | None) -> tuple[float | None, float | None, int]:
+    """Mean power (W), mean SM clock (MHz) and the number of samples taken between t0 and t1."""
     if t0 is None or t1 is None:
-        return None, None
+        return None, None, 0
     inside = [s for s in samples if t0 <= s.t_s <= t1]
 
     def mean(vals: list[float]) -> float | None:
         return sum(vals) / len(vals) if vals else None
 
     return (mean([s.power_w for s in inside if s.power_w is not None]),
-            mean([s.sm_clock_mhz for s in inside if s.sm_clock_mhz is not None]))
+            mean([s.sm_clock_mhz for s in inside if s.sm_clock_mhz is not None]), len(inside))
 
 
 def attach_gemm_arithmetic(sweep: GemmSweep, peaks: Peaks | None) -> GemmSweep:
@@ -105,8 +112,11 @@ def attach_gemm_arithmetic(sweep: GemmSweep, peaks: Peaks | None) -> GemmSweep:
     points = []
     for p in sweep.points:
         a = point_arithmetic(p, peaks)
-        power, clock = window_means(sweep.samples, p.t0_s, p.t1_s)
-        points.append(p.model_copy(update={**a.model_dump(), "mean_power_w": power, "mean_sm_clock_mhz": clock}))
+        held = p.hold_t0_s is not None and p.hold_t1_s is not None
+        power, clock, n = window_stats(sweep.samples, *((p.hold_t0_s, p.hold_t1_s) if held else (p.t0_s, p.t1_s)))
+        frac = power / sweep.power_limit_w if held and power is not None and sweep.power_limit_w else None
+        points.append(p.model_copy(update={**a.model_dump(), "mean_power_w": power, "mean_sm_clock_mhz": clock,
+                                           "power_samples": n, "fraction_of_power_limit": frac}))
     return sweep.model_copy(update={"points": points, "peaks": peaks})
 
 

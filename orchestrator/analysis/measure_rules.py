@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from orchestrator import knowledge
 from orchestrator.analysis.measure import (
     allreduce_seconds,
     dtype_of_quantization,
@@ -50,7 +51,8 @@ def _nearest(points: list[GemmPoint], m: float) -> GemmPoint | None:
 def _pick_dtype(sweep: GemmSweep, obs: Observations | None) -> str | None:
     measured = {p.dtype for p in sweep.points}
     want = dtype_of_quantization(obs.model.quantization if obs and obs.model else None)
-    for d in (want, "nvfp4", "mxfp4", "fp8", "bf16"):
+    narrow_first = [d.name for d in knowledge.dtypes() if d.measurable and d.lowp]  # nvfp4, mxfp4, fp8 (dtypes.yaml)
+    for d in (want, *narrow_first, "bf16"):
         if d in measured:
             return d
     return next(iter(sorted(measured)), None)
@@ -138,7 +140,8 @@ def _dtype_speedup_findings(eid: str, sweep: GemmSweep, obs: Observations | None
     """The narrower dtype against bf16 at the decode M: how much of its byte (and FLOP) advantage it delivers."""
     from orchestrator.analysis.measure import gemm_bytes
 
-    narrow = next((d for d in ("nvfp4", "mxfp4", "fp8") if any(p.dtype == d for p in sweep.points)), None)
+    narrow = next((d.name for d in knowledge.dtypes() if d.measurable and d.lowp
+                   and any(p.dtype == d.name for p in sweep.points)), None)
     if narrow is None or not any(p.dtype == "bf16" for p in sweep.points) or not obs:
         return []
     out = []

@@ -145,8 +145,8 @@ def arch_vs_peer(v: EvidenceView) -> list[Finding]:
             data["numbers"] = [_num(f"shared memory per block ({caps.sm})", caps.max_smem_per_block_bytes, "B",
                                     f"knowledge: {fact.source}", peak=peer.max_smem_per_block_bytes,
                                     note=f"peak = {peer.sm}")]
-            recs = [f"Prefer kernels built for {caps.sm} tiles (e.g. CUTLASS >= 4.5.0 128x32/128x64 SM120 block-scaled tiles) "
-                    "over SM100 ports [CUTLASS CHANGELOG 4.5.0]"]
+            recs = entry_words("arch-smem-per-block", {"sm": caps.sm})["recommendations"]
+            data["entry"] = "arch-smem-per-block"
         elif fid == "arch-no-tcgen05":
             cutlass = next((n for n in caps.notes if "reduced subset" in n.text), None)
             claim_extra = f" {cutlass.text}" if cutlass else ""
@@ -174,20 +174,16 @@ def fp4_without_tensor_cores(v: EvidenceView) -> list[Finding]:
     if fp8:
         ceiling += f", at most the FP8 peak ({fp8:,.0f} TFLOPS) where a W4A8 kernel exists"
     alt = "BF16 or FP8" if cls == "fp4" and g.caps.fp8_tensor_cores else "BF16 (or INT8 W8A8)"
-    recs = [f"Keep the {dtype} weights for decode (memory-bound: fewer weight bytes per token is the win here); for "
-            f"compute-heavy load (long prefills, large batches) compare a {alt} checkpoint, whose GEMMs use the "
-            f"tensor cores natively on CC {g.cc} [{g.caps.sources[0]}]"]
-    if "vllm" in v.libraries:
-        recs.append(f"vLLM: the Marlin weight-only {cls.upper()} path is expected on CC {g.cc}; confirm in the startup "
-                    "log which linear/MoE backend was picked [vLLM Marlin kernels]")
+    w = entry_words("lowp-no-native-mma", {"dtype": dtype, "alt": alt, "cc": g.cc, "cls": cls.upper(), "sm": g.caps.sm},
+                    flags={"vllm"} if "vllm" in v.libraries else set())
+    recs = w["recommendations"]
     return [Finding(
         id=f"{cls}-no-native-mma", category="kernel", confidence=0.85, evidence=g.evidence + ids,
         claim=(f"{_gpu_label(g)} has no {cls.upper()} tensor cores ({g.caps.sm}: {', '.join(g.caps.tensor_dtypes)}): "
                f"a {dtype} model runs as weight-only {cls.upper()}, the weights dequantized to BF16 inside the kernel "
                f"(Marlin-style, BF16 activations), so {cls.upper()} saves memory traffic but its math ceiling is "
                f"{ceiling}."),
-        recommendations=recs,
-        data={"title": f"No {cls.upper()} tensor cores on {g.caps.sm}: {dtype} runs weight-only"})]
+        recommendations=recs, title=w["title"], entry=w["entry"])]
 
 
 def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
@@ -199,11 +195,8 @@ def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
                 id="no-gpu-on-host", category="environment", confidence=0.95, evidence=[ev.id],
                 claim=(f"The investigated host ({inv.host}) shows no usable NVIDIA GPU ({inv.reason}), so nothing about "
                        "this workload's kernels, autotune results, power or clocks can be read here."),
-                recommendations=["Investigate the GPU server itself: `investigate QUESTION --host user@gpu-box` "
-                                 "(an ~/.ssh/config alias works), or run investigate on that machine",
-                                 "Pass `--observations obs.yaml` with the model, parallelism and tokens/s you measured "
-                                 "so the roofline and scaling analysis can run"],
-                data={"title": "No GPU on the investigated host", "informational": True}))
+                recommendations=entry_words("no-gpu-on-host")["recommendations"], entry="no-gpu-on-host",
+                title="No GPU on the investigated host", informational=True))
             break
     return out
 
@@ -224,11 +217,9 @@ def dtype_native_support(v: EvidenceView) -> list[Finding]:
                 claim=(f"{dtype.upper()} runs on tensor cores natively only on compute capability {native}; on any other "
                        f"GPU {dtype.upper()} weights are dequantized to a wider type inside the kernel, so they save "
                        f"memory traffic but do not raise the math ceiling [{hit['source']}]."),
-                recommendations=[f"Check the serving GPU's compute capability (`nvidia-smi --query-gpu=name,compute_cap "
-                                 f"--format=csv`) against {native}",
-                                 "On a GPU without native support, compare an FP8/BF16 checkpoint against the "
-                                 f"{dtype.upper()} one: {dtype.upper()} only helps memory-bound decode GEMMs there"],
-                data={"title": f"Native {dtype.upper()} tensor cores: CC {native} only", "informational": True}))
+                recommendations=entry_words("dtype-native-support", {"dtype": dtype.upper(), "native": native})[
+                    "recommendations"], entry="dtype-native-support",
+                title=f"Native {dtype.upper()} tensor cores: CC {native} only", informational=True))
     return out
 
 
@@ -247,13 +238,9 @@ def autotune_not_persisted(v: EvidenceView) -> list[Finding]:
         ids = [ev.id] + sorted({v.libraries[t][1] for t in tuners})
         env = ", ".join(f"{k}={val}" for k, val in rep.env.items()) or "none set"
         looked = ", ".join(loc.path for loc in rep.locations[:6])
-        recs = []
-        if FLASHINFER in v.libraries:
-            recs.append('Persist FlashInfer tactics: run warmup under flashinfer.autotune(cache="/path/fi_autotune.json") and reuse the file; in vLLM set VLLM_FLASHINFER_AUTOTUNE_CACHE_DIR to a persistent directory [FlashInfer autotuner.py; vLLM envs]')
-        if "tensorrt-llm" in v.libraries:
-            recs.append("Set TLLM_AUTOTUNER_CACHE_PATH so TensorRT-LLM keeps its tuned tactics [TensorRT-LLM autotuner.py]")
-        if "triton" in v.libraries:
-            recs.append("Set TRITON_CACHE_AUTOTUNING=1 (and TRITON_PRINT_AUTOTUNING=1 to see choices) [Triton autotuner.py]")
+        flags = {"flashinfer"} if FLASHINFER in v.libraries else set()
+        flags |= {lib for lib in ("tensorrt-llm", "triton") if lib in v.libraries}
+        recs = entry_words("autotune-not-persisted", flags=flags)["recommendations"]
         # Triton alone (no serving library) tunes only what a program asks it to: nothing persisted there is
         # expected, and says little about a serving stack.
         serving = [t for t in tuners if t != "triton"]
@@ -262,7 +249,7 @@ def autotune_not_persisted(v: EvidenceView) -> list[Finding]:
         extra = (f" This {dtype} workload runs weight-only Marlin kernels on CC {v.gpu.cc}, which pick their tiles by "
                  "heuristics rather than an autotuner, so this matters less here." if weight_only else "")
         out.append(Finding(
-            id="autotune-not-persisted", category="autotune",
+            id="autotune-not-persisted", category="autotune", entry="autotune-not-persisted",
             confidence=0.4 if weight_only or not serving else 0.8, evidence=ids + (dids if weight_only else []),
             claim=(f"No persisted autotune results on {rep.host} although {', '.join(tuners)} is installed "
                    f"(looked in: {looked or 'the known cache locations'}; cache env vars: {env}). Tactics chosen at "
@@ -284,7 +271,7 @@ def autotune_fallback(v: EvidenceView) -> list[Finding]:
             id="autotune-fallback-tactics", category="autotune", confidence=0.75, evidence=[ev.id],
             claim=(f"{n} of {total} persisted autotune entries are the fallback tactic -1 "
                    f"({', '.join(f.path for f in fb[:3])}): those shapes run an untuned default kernel."),
-            recommendations=["Re-tune on this GPU with the serving shapes (decode batch sizes), then persist the cache"],
+            recommendations=entry_words("autotune-fallback-tactics")["recommendations"], entry="autotune-fallback-tactics",
             data={"title": "Autotune cache holds fallback tactics",
                   "numbers": [_num("fallback autotune entries", n, "entries", ev.id, peak=total)]}))
     return out
@@ -327,7 +314,8 @@ def autotune_mismatch(v: EvidenceView) -> list[Finding]:
                 claim=(f"{len(skipped)} FlashInfer autotune cache file(s) disagree with this host on "
                        f"{', '.join(fields)} ({skipped[0].path}); FlashInfer skips a cache whose metadata does not "
                        "match, so its tactics are unused and untuned shapes fall back."),
-                recommendations=["Re-tune with the installed versions, or set the mismatching _metadata fields to \"*\" only if the kernels are truly identical [FlashInfer autotuner.py]"],
+                recommendations=entry_words("autotune-metadata-mismatch")["recommendations"],
+                entry="autotune-metadata-mismatch",
                 data={"title": "Autotune cache skipped on metadata mismatch"}))
         if stale:
             fields = sorted({m for f in stale for m in f.metadata_mismatch})
@@ -337,9 +325,7 @@ def autotune_mismatch(v: EvidenceView) -> list[Finding]:
                 claim=(f"{len(stale)} tuned config file(s) ({', '.join(formats)}) were made under a different "
                        f"{', '.join(fields)} than this host runs ({stale[0].path}); they are still loaded, but "
                        "their block sizes were timed against other kernels and may no longer be the best."),
-                recommendations=["Re-run the MoE tuning script with the installed versions (vLLM "
-                                 "benchmarks/kernels/benchmark_moe.py --tune; SGLang tuning_fused_moe_triton.py) "
-                                 "[vLLM fused_moe.py: triton_version is informational]"],
+                recommendations=entry_words("tuned-config-stale")["recommendations"], entry="tuned-config-stale",
                 data={"title": "Tuned configs made under other versions", "secondary": True}))
     return out
 
@@ -366,10 +352,8 @@ def moe_config_missing(v: EvidenceView) -> list[Finding]:
             evidence=[ev.id] + ([oe[0].id] if oe and not matters else []),
             claim=(f"No fused-MoE tuned config for device_name={dev.replace(' ', '_')} and {shape_txt}: the Triton "
                    f"fused MoE runs its default config (the device name must match exactly).{other_txt}"),
-            recommendations=[
-                "vLLM: tune with benchmarks/kernels/benchmark_moe.py --tune for this model/TP and set VLLM_TUNED_CONFIG_FOLDER [vLLM fused_moe.py]",
-                "SGLang: tune with tuning_fused_moe_triton.py and set SGLANG_MOE_CONFIG_DIR [SGLang fused_moe_triton_config.py]"]
-            if matters else [],
+            recommendations=entry_words("moe-config-missing")["recommendations"] if matters else [],
+            entry="moe-config-missing",
             data={"title": "No tuned fused-MoE config for this device", "secondary": not matters}))
     return out
 
@@ -420,12 +404,13 @@ def _moe_backend_rec(v: EvidenceView, r: MoeDecodeRoofline) -> str:
     judge = f"Judge the MoE kernels by achieved GB/s against the {r.bandwidth_gbs:,.0f} GB/s memory roof, not TFLOPS"
     g = v.gpu
     cls = _lowp_class(r.dtype) or "bf16"
+    generic = entry_words("moe-decode-roofline", {"bandwidth": f"{r.bandwidth_gbs:,.0f}"}, flags={"no_backends"})
     if g is None or g.caps is None:
-        return judge + ", and prefer backends with small-M decode tiles [KNOWLEDGE.md: roofline for MoE decode]"
+        return generic["recommendations"][0]
     ops = (_WEIGHT_ONLY_OPS[cls],) if _runs_weight_only(g, r.dtype) else _MOE_OPS.get(cls, ())
     found = [b for op in ops for b in knowledge.backends_for(g.cc, op=op)]
     if not found:
-        return judge + f" [KNOWLEDGE.md: roofline for MoE decode]"
+        return generic["recommendations"][0]
     names = "; ".join(f"{b.library} {b.backend}" for b in found)
     sources = "; ".join(dict.fromkeys(b.source for b in found))
     return (f"{judge}: benchmark the {r.dtype} MoE backends that support CC {g.cc} at the decode batch sizes "
@@ -481,17 +466,16 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
                   "weights, EP) raises throughput.")
     recs = [_moe_backend_rec(v, r)]
     gpus = _observed_gpus(v)
-    raise_tpe = "Raise tokens per expert where latency allows (larger decode batch)"
-    if gpus and gpus > 1:
-        raise_tpe += ", or use EP so each GPU streams fewer, fuller experts (vLLM --enable-expert-parallel)"
-    recs.append(raise_tpe + " [KNOWLEDGE.md: roofline for MoE decode]")
+    ep = ", or use EP so each GPU streams fewer, fuller experts (vLLM --enable-expert-parallel)" if gpus and gpus > 1 else ""
+    recs += entry_words("moe-decode-roofline", {"ep": ep})["recommendations"]
     if comm_limited:
         return [Finding(id="moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound",
                         category="roofline", confidence=0.6, evidence=ids, claim=claim, recommendations=recs[:1],
                         title="Decode MoE GEMMs sit far below the ridge, but the limit is in communication",
-                        numbers=nums, secondary=True)]
+                        numbers=nums, secondary=True, entry="moe-decode-roofline")]
     return [Finding(id="moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound",
                     category="roofline", confidence=0.8, evidence=ids, claim=claim, recommendations=recs,
+                    entry="moe-decode-roofline",
                     data={"short": f"~{r.tokens_per_expert:.1f} tokens per expert give the MoE GEMMs ~{r.intensity:.0f} FLOP/B against a ridge of ~{r.ridge:.0f} FLOP/B: {r.bound}-bound.",
                           "title": f"Decode MoE GEMMs are {r.bound}-bound (intensity far below the ridge)" if r.bound == "memory"
                           else "Decode MoE GEMMs are compute-bound", "numbers": nums, "bound": r.bound})]
@@ -522,7 +506,7 @@ def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str],
     claim = f"{fill(e.claim, values)} {fill(e.explanation, values)} [{e.source}]"
     return Finding(id="decode-far-below-every-roof", entry=e.id, category="roofline", confidence=e.confidence,
                    evidence=ids, claim=claim, title=fill(e.title, values), numbers=nums,
-                   recommendations=[f"{fill(fx, values)} [{e.source}]" for fx in e.fix],
+                   recommendations=[f"{fill(fx, values)} [{e.source}]" for fx in e.fixes()],
                    bound="communication" if comm and nv is False else "latency", severity=e.severity,
                    short=fill(e.reasoning or "", values))
 
@@ -636,12 +620,13 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
                 id="power-stall", category="power", confidence=0.7, evidence=list(dict.fromkeys(ids + [oe[0].id])),
                 claim=reading.reasoning + " With throughput rising as all-reduce groups shrink, the waiting is on "
                       "communication or synchronization, not on the GEMMs.",
-                recommendations=["Profile one decode step with Nsight Systems (nsys profile): expect long NCCL / all-reduce kernels and idle gaps between GEMMs [KNOWLEDGE.md: reading parallelism experiments]"],
+                recommendations=entry_words("power-stall", flags={"comm"})["recommendations"], entry="power-stall",
                 data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit at high occupancy: SMs wait on communication",
                       "numbers": [num]}))
         elif reading.pattern == "stall":
             out.append(Finding(id="power-stall", category="power", confidence=0.7, evidence=ids, claim=reading.reasoning,
-                               recommendations=["Profile the hot GEMMs with Nsight Compute (ncu --set full): expect low tensor-pipe utilization and long memory/barrier stalls [KNOWLEDGE.md: reading parallelism experiments]"],
+                               recommendations=entry_words("power-stall", flags={"gemm"})["recommendations"],
+                               entry="power-stall",
                                data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit at high occupancy: SMs stall",
                                      "numbers": [num]}))
         else:
@@ -657,7 +642,7 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
                              ": not throttled at that moment (it may not have been taken under the same load)."))
             out.append(Finding(id="power-limited", category="power", confidence=0.6, evidence=list(dict.fromkeys(cids)),
                                claim=claim,
-                               recommendations=["Check clocks-event reasons under load (nvidia-smi -q -d PERFORMANCE) for SW power cap / HW slowdown"],
+                               recommendations=entry_words("power-limited")["recommendations"], entry="power-limited",
                                data={"title": "Near the power limit: compute-heavy, clocks may be capped", "numbers": nums}))
         break  # one power reading is enough; observations come first, then the sampler
     return out
@@ -710,7 +695,8 @@ def kernel_inventory(v: EvidenceView) -> list[Finding]:
                     id=f"kernels-missing-{lib.name}", category="kernel", confidence=0.7, evidence=[ev.id],
                     claim=(f"{_lib_label(lib)} ships no {arch} binaries (has {', '.join(lib.compiled_archs[:6])}): "
                            "its kernels JIT from PTX or fall back."),
-                    recommendations=[f"Install a {lib.name} build compiled for {arch}"],
+                    recommendations=entry_words("kernels-missing-arch", {"lib": lib.name, "arch": arch})["recommendations"],
+                    entry="kernels-missing-arch",
                     data={"title": f"{lib.name} has no {arch} kernels"}))
             if lib.tile_candidates and g and g.caps and g.caps.peer_cc:
                 out.append(Finding(
@@ -731,7 +717,8 @@ def torch_arch(v: EvidenceView) -> list[Finding]:
         if env.torch_arch_list and not any(a.rstrip("a").startswith(want) for a in env.torch_arch_list):
             return [Finding(id="torch-arch-missing", category="environment", confidence=0.7, evidence=[ev.id] + g.evidence,
                             claim=f"torch ({env.torch_cuda or 'CUDA ?'}) is built for {', '.join(env.torch_arch_list)}, not {want}.",
-                            recommendations=[f"Install a torch wheel whose CUDA supports {want} (CUDA >= 12.8 for SM120)"],
+                            recommendations=entry_words("torch-arch-missing", {"arch": want})["recommendations"],
+                            entry="torch-arch-missing",
                             data={"title": f"torch lacks {want}"})]
     return []
 

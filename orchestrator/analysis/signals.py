@@ -28,6 +28,7 @@ from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import Condition, Entry, Signal, catalog
+from orchestrator.probes.scripts import logscan as _script
 from orchestrator.knowledge.catalog import entry as catalog_entry_by_id
 
 FactValue = str | int | float | bool
@@ -512,13 +513,19 @@ def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str,
     rows: dict[str, dict[str, Any]] = {}
     ids: list[str] = []
     total = 0
+    patterns = [s.compiled() for e in catalog() for s in e.signals if s.log]
     for hf in hosts.values():
         for ln in hf.lines:
             if (hf.host, ln.path, ln.line_no) in explained:
                 continue
+            # a line a catalog pattern matched whose entry did not apply here, or a WARNING/ERROR line of a probe
+            # that hands over whole logs (kernel log, engine log); plain informational lines are not news
+            level = "pattern" if any(rx.search(ln.text) for rx in patterns) else _script.level_of(ln.text)
+            if level is None:
+                continue
             key = _mask(ln.text)
             row = rows.setdefault(key, {"line": ln.text.strip(), "path": ln.path, "no": ln.line_no, "count": 0,
-                                        "level": "pattern"})
+                                        "level": level})
             row["count"] += 1
             total += 1
             ids.append(ln.evidence_id)

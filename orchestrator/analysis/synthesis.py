@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orchestrator.analysis import node_view
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
 from orchestrator.diagnosis import Cause, Gap, Number, Recommendation, SubmittedDiagnosis
@@ -16,6 +17,11 @@ _CATEGORY_RANK = {"fleet": 0, "observation": 0, "communication": 1, "roofline": 
 
 
 _GEMM_SIDE = {"roofline", "kernel", "autotune"}
+
+
+def _rank(f: Finding) -> float:
+    node = node_view.rank(f)  # a high-severity node or interconnect fault explains the symptom first
+    return node if node is not None else _CATEGORY_RANK.get(f.category, 8)
 
 
 def _title(f: Finding) -> str:
@@ -137,6 +143,7 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
         if ev.is_error:
             gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
+    gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
     return gaps
 
 
@@ -160,7 +167,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     # failure that set the bound (a node fault explaining the symptom) comes first.
     behind = _GEMM_SIDE if bound in ("communication", "latency") else set()
     causes_f.sort(key=lambda f: (f is not setter, f.secondary or f.confidence < 0.5 or f.category in behind,
-                                 _CATEGORY_RANK.get(f.category, 8), -f.confidence))
+                                 _rank(f), -f.confidence))
     causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
 
     numbers: list[Number] = []
@@ -193,6 +200,9 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
         verdict = ((f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context).rstrip()
+    healthy = node_view.healthy_line(view, findings)
+    if healthy:
+        verdict += f" {healthy}"
     if gaps:
         verdict += f" {len(gaps)} gap(s) limit this diagnosis."
     return SubmittedDiagnosis(verdict=verdict, bound=bound, bound_reasoning=reasoning, causes=causes,

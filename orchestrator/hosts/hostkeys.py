@@ -6,8 +6,12 @@ known_hosts file); a changed key is refused naming both fingerprints, unless `no
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+import re
 import shlex
+from base64 import b64decode
 from pathlib import Path
 
 import paramiko
@@ -60,6 +64,38 @@ def _load_with_revoked(files: list[str]) -> tuple[paramiko.HostKeys, list[parami
     return keys, revoked
 
 
+def _pattern_matches(pattern: str, name: str) -> bool:
+    """One known_hosts host pattern against the host name, as OpenSSH's match_pattern: `*` and `?` wildcards only
+    (`[host]:port` brackets are literal), case-insensitive; `|1|salt|hash` entries are HMAC-SHA1 hashed names."""
+    if pattern.startswith("|1|"):
+        try:
+            _, _, salt, digest = pattern.split("|", 3)
+            mac = hmac.new(b64decode(salt), name.encode(), hashlib.sha1).digest()
+            return hmac.compare_digest(mac, b64decode(digest))
+        except (ValueError, TypeError):
+            return False
+    rx = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern.lower())
+    return re.fullmatch(rx, name.lower(), re.S) is not None
+
+
+def _entry_matches(hostnames: list[str], name: str) -> bool:
+    """An entry's comma-separated patterns: any positive one matching, and no negated (`!pattern`) one."""
+    matched = False
+    for pat in hostnames:
+        if pat.startswith("!"):
+            if _pattern_matches(pat[1:], name):
+                return False
+        elif _pattern_matches(pat, name):
+            matched = True
+    return matched
+
+
+def matching_keys(keys: paramiko.HostKeys, name: str) -> list[paramiko.PKey]:
+    """Every key known for name, in file order: wildcard and hashed entries included, all of them (OpenSSH accepts
+    the server's key when ANY matching line holds it, so a wrong key before the right one is no change)."""
+    return [e.key for e in keys._entries if _entry_matches(e.hostnames, name)]
+
+
 def load_known(files: list[str]) -> paramiko.HostKeys:
     """Every known_hosts file that exists, merged (hashed entries included); unparsable lines are skipped."""
     return _load_with_revoked(files)[0]
@@ -67,8 +103,8 @@ def load_known(files: list[str]) -> paramiko.HostKeys:
 
 def known_types(target: SshTarget) -> list[str]:
     """Key types already known for the target, so the handshake asks for one of them first."""
-    entry = load_known(target.known_hosts_files).lookup(target.known_hosts_name)
-    return list(entry.keys()) if entry else []
+    types = [k.get_name() for k in matching_keys(load_known(target.known_hosts_files), target.known_hosts_name)]
+    return list(dict.fromkeys(types))
 
 
 def _trust_hint(target: SshTarget) -> str:
@@ -89,17 +125,17 @@ def verify(target: SshTarget, key: paramiko.PKey) -> None:
     """Accept the server's key or raise HostKeyRefused with one line naming the problem and the fix."""
     name = target.known_hosts_name
     known_keys, revoked = _load_with_revoked(target.known_hosts_files)
-    entry = known_keys.lookup(name)
+    candidates = [k for k in matching_keys(known_keys, name) if k.get_name() == key.get_name()]
     mode = target.strict_host_key_checking
     if any(r == key for r in revoked):
         raise HostKeyRefused(
             f"host key for {name} ({key.get_name()} {fingerprint(key)}) is marked @revoked in known_hosts; "
             "nothing was run. Ask the host's owner for its current key"
         )
-    if entry is not None and key.get_name() in entry:
-        known = entry[key.get_name()]
-        if known == key:
+    if candidates:
+        if any(known == key for known in candidates):
             return
+        known = candidates[0]
         if mode == "no":
             return
         raise HostKeyRefused(

@@ -7,10 +7,15 @@ as a literal, and only allowlisted programs that cannot write run, with their wr
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import posixpath
 import re
 import shlex
+from dataclasses import dataclass
+from pathlib import Path
 
+import yaml
 from pydantic import BaseModel
 
 # Characters a shell would treat as operators, expansions or redirections.
@@ -53,7 +58,6 @@ _ALLOWED: dict[str, frozenset[str]] = {
     "which": frozenset(),
     "whoami": frozenset(),
     "id": frozenset(),
-    "printenv": frozenset(),
     "readlink": frozenset(),
     "realpath": frozenset(),
     "basename": frozenset(),
@@ -71,7 +75,6 @@ _ALLOWED: dict[str, frozenset[str]] = {
     "nvcc": frozenset(),  # only --version, checked below
     "cuobjdump": frozenset(),  # only listing, checked below
     "numactl": frozenset(),  # only --hardware / --show
-    "env": frozenset(),  # only without arguments: `env CMD` would run anything
     "hostname": frozenset(),  # only without arguments: `hostname NAME` sets it
     "date": frozenset(),  # only without arguments: `date -s` sets the clock
 }
@@ -104,10 +107,15 @@ _PIP: dict[str, tuple[set[str], set[str]]] = {
 # to them. Every other program reads what it is given, and reading some files has effects: opening /dev/watchdog arms
 # the watchdog (the machine reboots), /proc/kmsg and tracing's trace_pipe consume what they return, ttys steal input.
 _NAME_ONLY = {"ls", "stat", "find", "du", "df", "which", "readlink", "realpath", "basename", "dirname"}
-_PROC_LINKS = re.compile(r"^/proc/[^/]+/(root|cwd|fd|map_files)(/|$)")
+_PROC_LINKS = re.compile(r"^/proc/[^/]+/(?:task/[^/]+/)?(root|cwd|fd|map_files)(/|$)")
 _CONSUMING_FILES = {"kmsg", "trace_pipe", "trace_pipe_raw"}
 
 _NVSMI_SUBCOMMANDS = {"topo": {"-m", "--matrix"}, "nvlink": {"-s", "--status", "-c", "--capabilities", "-i"}}
+
+
+# Process-environment listings: free-form commands never print environments (a fixed probe reads the serving
+# processes' NCCL_*/engine variables, filtered on the host).
+_ENVIRONMENT_LISTINGS = frozenset({"env", "printenv", "set", "export", "declare"})
 
 
 class PolicyDecision(BaseModel):
@@ -151,25 +159,84 @@ def unsafe_read(path: str) -> str | None:
     return None
 
 
-# Credentials an investigation never needs, and whose content must not reach a model provider or a transcript.
-_SECRET_PARTS = ("/.ssh/", "/.aws/", "/.gnupg/", "/.docker/config.json", "/.kube/config", "/.config/gcloud/",
-                 "/.netrc", "/.git-credentials", "/.pgpass", "/.vault-token", "/etc/shadow", "/etc/gshadow",
-                 "/etc/ssh/ssh_host_", "/.cache/huggingface/token", "/.huggingface/token", "/.pypirc")
-_SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".kdbx")
-_SECRET_NAMES = frozenset({"id_rsa", "id_ecdsa", "id_ed25519", "id_dsa", "credentials", ".env"})
-# Recursive searches rooted here would sweep credentials into the output.
-_BROAD_ROOTS = frozenset({"/", "/root", "/home", "/etc", "~", "."})
+@dataclass(frozen=True)
+class CredentialRule:
+    kind: str
+    match: str
+    what: str
+    examples: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=1)
+def credential_rules() -> tuple[CredentialRule, ...]:
+    """The credential locations of `credentials.yaml` (data, one entry per kind of file, each with examples)."""
+    raw = yaml.load((Path(__file__).with_name("credentials.yaml")).read_text(),
+                    Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: start-up
+    return tuple(CredentialRule(kind=e["kind"], match=e["match"], what=e["what"], examples=tuple(e.get("examples", ())))
+                 for e in raw)
+
+
+def _credential_hit(norm: str) -> CredentialRule | None:
+    parts = [p for p in norm.split("/") if p]
+    base = parts[-1] if parts else ""
+    slashed = "/" + "/".join(parts) + "/"
+    for rule in credential_rules():
+        if rule.kind == "dir" and f"/{rule.match}/" in slashed:
+            return rule
+        if rule.kind == "suffix" and slashed.endswith(f"/{rule.match}/"):
+            return rule
+        if rule.kind == "name" and base == rule.match:
+            return rule
+        if rule.kind == "glob" and fnmatch.fnmatchcase(base, rule.match):
+            return rule
+        if rule.kind == "path" and (norm == rule.match or norm.startswith(rule.match)):
+            return rule
+    return None
+
+
+# Recursive searches rooted here would sweep credentials (homes, /etc) or kernel/process state into the output.
+_BROAD_ROOTS = frozenset({"/", "/root", "/home", "/etc", "~", ".", "/proc", "/sys", "/dev", "/run", "/var/run", "/tmp",
+                          "/var", "/var/lib", "/srv", "/opt", "/usr", "/mnt", "/media"})
 
 
 def secret_path(path: str) -> str | None:
-    """Why path names credentials the investigation must not read, or None."""
+    """Why path names credentials the investigation must not read, or None (the list is `credentials.yaml`)."""
     norm = _normpath(path)
-    probe = norm if norm.startswith("/") else "/" + norm
-    base = posixpath.basename(norm)
-    if (any(part in probe + ("/" if not probe.endswith("/") else "") for part in _SECRET_PARTS)
-            or base.endswith(_SECRET_SUFFIXES) or base in _SECRET_NAMES):
-        return f"{path!r} holds credentials: investigations never read keys, tokens or password files"
+    rule = _credential_hit(norm)
+    if rule is not None:
+        return f"{path!r} holds credentials ({rule.what}): investigations never read keys, tokens or password files"
+    why = _proc_secret(norm)
+    if why is not None:
+        return f"{path!r} {why}"
     return None
+
+
+# /proc entries that hand out another process's memory, environment or whole filesystem view
+_PROC_SECRET = re.compile(
+    r"^/proc/(?:[^/]+/)?(?:task/[^/]+/)?(?:mem|environ|pagemap|map_files|root|cwd|fd|fdinfo|auxv|syscall|stack|"
+    r"personality|timers|clear_refs)(?:/|$)|^/proc/(?:kcore|kmem|kpagecount|kpageflags|kpagecgroup)$"
+)
+
+
+def _proc_secret(norm: str) -> str | None:
+    if _PROC_SECRET.match(norm):
+        return ("is a process's memory, environment or filesystem view (credentials): never read by free-form "
+                "commands")
+    return None
+
+
+def broad_root(path: str) -> str | None:
+    """Why a recursive walk from path would sweep too much (credentials, kernel state), or None."""
+    norm = _normpath(path).rstrip("/") or "/"
+    if norm in _BROAD_ROOTS or not norm.startswith("/") or re.fullmatch(r"/home/[^/]+|/proc/.*|/sys/.*|/dev/.*", norm):
+        return (f"a recursive walk of {path!r} would sweep credentials or kernel state into the output; name a "
+                "narrower absolute directory (e.g. /var/log/vllm)")
+    return None
+
+
+def extra_path_refusal(path: str) -> str | None:
+    """Why an extra cache path (walked recursively on the host) is refused, or None."""
+    return unsafe_read(path) or secret_path(path) or broad_root(path)
 
 
 def _read_operands(arg: str) -> list[str]:
@@ -182,15 +249,158 @@ def _read_operands(arg: str) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class _GetoptSpec:
+    """A getopt_long program's options: short letters without/with a value, long names without/with a value."""
+
+    short_flags: str
+    short_values: str
+    long_flags: frozenset[str]
+    long_values: frozenset[str]
+    long_optional: frozenset[str] = frozenset()
+
+
+# GNU grep 3.x (grep.c long_options and short_options "0123456789A:B:C:D:EFGHIJLNPRTUVX:abcd:e:f:hiLlm:noqRrsuvwxyZz")
+_GREP = _GetoptSpec(
+    short_flags="0123456789EFGHILNPRTUVZabchilnoqrsuvwxyz",
+    short_values="ABCDXdefm",
+    long_flags=frozenset({
+        "basic-regexp", "extended-regexp", "fixed-regexp", "fixed-strings", "perl-regexp", "ignore-case",
+        "no-ignore-case", "word-regexp", "line-regexp", "null-data", "no-messages", "invert-match", "version", "help",
+        "byte-offset", "line-number", "line-buffered", "with-filename", "no-filename", "only-matching", "quiet",
+        "silent", "recursive", "dereference-recursive", "files-without-match", "files-with-matches", "count",
+        "initial-tab", "null", "text", "binary", "no-group-separator", "unix-byte-offsets",
+    }),
+    long_values=frozenset({
+        "regexp", "file", "max-count", "after-context", "before-context", "context", "label", "binary-files",
+        "devices", "directories", "exclude", "exclude-from", "exclude-dir", "include", "group-separator",
+    }),
+    long_optional=frozenset({"color", "colour"}),
+)
+
+
+def _getopt_parse(spec: _GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str | None]], list[str]] | str:
+    """Parse args as GNU getopt_long does (permuted operands, clusters, attached values, unique long prefixes).
+
+    Returns (options as (name, value), operands), or why the real program would not accept the line."""
+    opts: list[tuple[str, str | None]] = []
+    operands: list[str] = []
+    longs = spec.long_flags | spec.long_values | spec.long_optional
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            operands.extend(args[i:])
+            break
+        if arg.startswith("--"):
+            name, eq, value = arg[2:].partition("=")
+            if name in longs:
+                full = name
+            else:
+                matches = sorted(n for n in longs if n.startswith(name))
+                if len(matches) != 1:
+                    return f"option {arg!r} is {'ambiguous' if matches else 'unknown'}"
+                full = matches[0]
+            if full in spec.long_values and not eq:
+                if i >= len(args):
+                    return f"option {arg!r} needs a value"
+                value, i = args[i], i + 1
+            elif full in spec.long_flags and eq:
+                return f"option {arg!r} takes no value"
+            opts.append(("--" + full, value if (eq or full in spec.long_values) else None))
+        elif arg.startswith("-") and arg != "-":
+            j = 1
+            while j < len(arg):
+                letter = arg[j]
+                j += 1
+                if letter in spec.short_values:
+                    if j < len(arg):
+                        value = arg[j:]
+                    elif i < len(args):
+                        value, i = args[i], i + 1
+                    else:
+                        return f"option -{letter} needs a value"
+                    opts.append(("-" + letter, value))
+                    break
+                if letter not in spec.short_flags:
+                    return f"option -{letter} is unknown"
+                opts.append(("-" + letter, None))
+        else:
+            operands.append(arg)
+    return opts, operands
+
+
+def _check_grep(program: str, args: list[str]) -> str | None:
+    parsed = _getopt_parse(_GREP, args)
+    if isinstance(parsed, str):
+        return f"{program}: {parsed}"
+    opts, operands = parsed
+    names = {n for n, _ in opts}
+    recursive = bool(names & {"-r", "-R", "--recursive", "--dereference-recursive"}) or any(
+        n in ("-d", "--directories") and v and "recurse".startswith(v) for n, v in opts)
+    if not names & {"-e", "--regexp", "-f", "--file"}:
+        operands = operands[1:]  # the first operand is the pattern
+    if recursive:
+        if not operands:
+            return (f"{program}: a recursive search without a directory searches the working directory (the home "
+                    "directory, credentials included); name a narrower absolute directory (e.g. /var/log/vllm)")
+        for path in operands:
+            why = broad_root(path)
+            if why is not None:
+                return f"{program}: {why}"
+        if names & {"-R", "--dereference-recursive"}:
+            return f"{program} -R follows symlinks (a link can lead into ~/.ssh or /proc): use -r, which does not"
+    return None
+
+
+def grep_excludes() -> list[str]:
+    """Options that keep a recursive grep out of every credential location of `credentials.yaml`."""
+    out: list[str] = []
+    for rule in credential_rules():
+        if rule.kind == "dir":
+            out.append(f"--exclude-dir={rule.match.rsplit('/', 1)[-1]}")
+        elif rule.kind == "suffix":
+            out.append(f"--exclude={rule.match.rsplit('/', 1)[-1]}")
+        elif rule.kind in ("name", "glob"):
+            out.append(f"--exclude={rule.match}")
+        else:
+            base = posixpath.basename(rule.match.rstrip("/"))
+            out += [f"--exclude={base}*", f"--exclude-dir={base}"]
+    return out
+
+
+def _is_recursive_grep(args: list[str]) -> bool:
+    parsed = _getopt_parse(_GREP, args)
+    if isinstance(parsed, str):
+        return False
+    return any(n in ("-r", "--recursive") or (n in ("-d", "--directories") and v and "recurse".startswith(v))
+               for n, v in parsed[0])
+
+
+def _check_ps(args: list[str]) -> str | None:
+    """`ps e`/`ps auxe` (BSD `e`) print every process's environment: refused. Values of -o/-p/... are skipped."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg.startswith("--"):
+            skip = "=" not in arg and arg[2:] in {"format", "pid", "ppid", "sort", "user", "User", "group", "Group",
+                                                    "tty", "sid", "cols", "columns", "rows", "width", "quick-pid"}
+            continue
+        letters = arg[1:] if arg.startswith("-") else arg
+        if not arg.startswith("-") and "e" in letters:
+            return ("ps with the BSD option `e` prints every process's environment (tokens, keys): refused; "
+                    "`ps aux` or `ps -ef` list processes")
+        skip = bool(letters) and letters[-1] in ("oOpqugGtCUsk" if arg.startswith("-") else "oOpUtk")
+    return None
+
+
 def _check_reads(program: str, args: list[str]) -> str | None:
     if program in _NAME_ONLY:
         return None
-    recursive = program in ("grep", "egrep", "fgrep") and any(
-        a in ("-r", "-R", "--recursive", "--dereference-recursive")
-        or (a.startswith("-") and not a.startswith("--") and ("r" in a[1:] or "R" in a[1:])) for a in args)
     for arg in args:
-        if recursive and not arg.startswith("-") and _normpath(arg).rstrip("/") in _BROAD_ROOTS | {""}:
-            return f"{program}: a recursive search of {arg!r} would sweep credentials into the output; search a narrower directory (e.g. /var/log)"
         for candidate in _read_operands(arg):
             path_like = "/" in candidate or candidate in (".", "..")
             why = (unsafe_read(candidate) if path_like else None) or secret_path(candidate)
@@ -281,6 +491,12 @@ def _check_program(program: str, args: list[str]) -> str | None:
     why = _check_reads(program, args)
     if why is not None:
         return why
+    if program in ("grep", "egrep", "fgrep"):
+        why = _check_grep(program, args)
+        if why is not None:
+            return why
+    if program == "ps":
+        return _check_ps(args)
     if program == "nvidia-smi":
         return _check_nvidia_smi(args)
     if program in ("pip", "pip3"):
@@ -292,10 +508,11 @@ def _check_program(program: str, args: list[str]) -> str | None:
             return f"{program} option {bad!r} executes, deletes or writes"
     if program == "lspci":
         shorts = [a for a in args if a.startswith("-") and not a.startswith("--")]
-        if any("H" in a for a in shorts) or sum(a.count("x") for a in shorts) >= 3:
-            return ("lspci options -xxx/-xxxx (config space some devices crash on when read) and -H (direct hardware "
-                    "access) are not allowed")
-    if program in ("env", "hostname", "date"):
+        if (any(("H" in a or "A" in a or "O" in a) for a in shorts) or sum(a.count("x") for a in shorts) >= 3
+                or any(a.startswith(("--A", "--O", "--H")) for a in args)):
+            return ("lspci options -xxx/-xxxx (config space some devices crash on when read), -H and -A (direct "
+                    "hardware access, e.g. -A intel-conf1) and -O are not allowed")
+    if program in ("hostname", "date"):
         return f"{program} runs only without arguments" if args else None
     if program == "nvcc":
         return None if args in (["--version"], ["-V"]) else "nvcc runs only as `nvcc --version`"
@@ -344,6 +561,9 @@ def check_argv(argv: list[str]) -> PolicyDecision:
         # a path could name any binary that happens to be called `cat`
         return _refuse(f"program {first!r} is a path: name an allowed program bare, e.g. `cat`", argv)
     program = first
+    if program in _ENVIRONMENT_LISTINGS:
+        return _refuse(f"{program} prints environment variables (tokens, keys) and runs programs: refused; "
+                       "the probes report the serving processes' relevant variables", argv)
     if program not in _ALLOWED:
         return _refuse(
             f"{first!r} is not an allowed read-only program; allowed: {', '.join(sorted(_ALLOWED))}", argv
@@ -351,4 +571,52 @@ def check_argv(argv: list[str]) -> PolicyDecision:
     why = _check_program(program, argv[1:])
     if why is not None:
         return _refuse(why, argv)
+    if program in ("grep", "egrep", "fgrep") and _is_recursive_grep(argv[1:]):
+        # a recursive search skips every credential location (GNU grep permutes, so the options may come first)
+        argv = [program, *grep_excludes(), *argv[1:]]
     return PolicyDecision(allowed=True, argv=argv, reason="read-only program " + program)
+
+
+def read_operands(argv: list[str]) -> list[str]:
+    """The strings of an allowed argv that its program could open as files (resolved on the host before it runs)."""
+    program, args = argv[0], argv[1:]
+    if program in _NAME_ONLY:
+        return []
+    if program in ("grep", "egrep", "fgrep"):
+        parsed = _getopt_parse(_GREP, args)
+        if isinstance(parsed, str):
+            return []
+        opts, operands = parsed
+        if not {n for n, _ in opts} & {"-e", "--regexp", "-f", "--file"}:
+            operands = operands[1:]  # the pattern
+        files = [v for n, v in opts if n in ("-f", "--file", "--exclude-from") and v]
+        return list(dict.fromkeys(files + operands))
+    out: list[str] = []
+    for arg in args:
+        if arg == "--":
+            continue
+        if arg.startswith("-"):
+            out += [c for c in _read_operands(arg)[1:] if c]
+        else:
+            out.append(arg)
+    return list(dict.fromkeys(out))
+
+
+def resolved_refusal(argv: list[str], given: str, kind: str, real: str) -> str | None:
+    """Why a file argv's program would open is refused once the host resolved it (symlinks followed), or None.
+
+    kind: f regular file, d directory, o anything else that exists (device, FIFO, socket), n missing."""
+    program = argv[0]
+    if kind == "n" or not real:
+        return None
+    where = repr(given) if real == given else f"{given!r} (on the host: {real!r})"
+    if kind == "o" and program not in _NAME_ONLY:
+        return f"{program}: {where} is a device, pipe or socket: reading it can change or hang the machine"
+    why = unsafe_read(real) or secret_path(real)
+    if why is not None:
+        return f"{program}: {where} is refused: {why}"
+    if kind == "d" and program in ("grep", "egrep", "fgrep") and _is_recursive_grep(argv[1:]):
+        why = broad_root(real)
+        if why is not None:
+            return f"{program}: {where}: {why}"
+    return None

@@ -13,8 +13,8 @@ import json
 import logging
 import math
 import os
+import re
 import select
-import shlex
 import socket
 import threading
 import time
@@ -160,16 +160,47 @@ def connect_blocking(target: SshTarget, settings: Settings, *, depth: int = 0) -
         raise _fail_line(target, exc) from exc
 
 
-# The command runs under coreutils `timeout` where the host has it: OpenSSH refuses the SSH "signal" request for
-# root sessions, so without it a command we gave up on (a `tail -f`, a hung nvidia-smi) would run on after its
+# sshd hands the command line to the user's LOGIN shell (`$SHELL -c LINE`), and quoting for POSIX sh is not quoting
+# for fish, csh or nushell: `ls '\\' '(touch X)' '\\'` runs `touch` under fish. So the line holds nothing any of them
+# interprets: `/bin/sh -c 'SCRIPT' sh T I M ARG...` where SCRIPT has no `'`, backslash, `!` or newline, and each ARG
+# is either a word of plain characters (mode `l`) or, when any argument has another character, every argument is
+# hex-encoded (mode `x`) and decoded by SCRIPT with awk into sh-quoted words. T is the remote time limit; I is `n`
+# when the command gets no input (it reads /dev/null, so we never send an EOF that could race the channel's close).
+# The command then runs under coreutils `timeout` where the host has it: OpenSSH refuses the SSH "signal" request
+# for root sessions, so without it a command we gave up on (a `tail -f`, a hung nvidia-smi) would run on after its
 # channel closed. The remote limit sits a little past ours, so the client reports the timeout first.
-_WATCHDOG = 'T=$1; shift; if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 "$T" "$@"; fi; exec "$@"'
+_DECODE_AWK = (
+    "BEGIN{q=sprintf(f,39);e=q sprintf(f,34) q sprintf(f,34) q;"
+    "for(i=1;i<ARGC;i++){a=ARGV[i];if(substr(a,1,1)==X){if(i>1)printf(g,sprintf(f,32) s q);s=q}"
+    "for(j=2;j<length(a);j+=2){"
+    "c=(index(h,substr(a,j,1))-1)*16+index(h,substr(a,j+1,1))-1;s=s ((c==39)?e:sprintf(f,c))}}"
+    "if(ARGC>1)printf(g,sprintf(f,32) s q)}"
+)
+_WATCHDOG = (
+    'T=$1; I=$2; M=$3; shift 3; if [ "$I" = n ]; then exec </dev/null; fi; '
+    'if [ "$M" = x ]; then A=awk; command -v awk >/dev/null 2>&1 || A=/usr/bin/awk; [ -x "$A" ] || '
+    '[ "$A" = awk ] || A=/bin/awk; w=$(LC_ALL=C "$A" -v f=%c -v g=%s -v X=x -v h=0123456789abcdef "' + _DECODE_AWK + '" "$@") '
+    '|| exit 125; eval "set -- $w"; fi; '
+    'if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 "$T" "$@"; fi; exec "$@"'
+)
+assert not set("'\\!\n") & set(_WATCHDOG)
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:@+,-][A-Za-z0-9_./:@+,=-]*")
+"""Words every shell (sh, bash, fish, csh, tcsh, zsh, nushell) passes on unchanged."""
+_HEX_PIECE = 4096
 
 
-def remote_command(argv: list[str], timeout_s: float) -> str:
-    """The command line sent to sshd: argv quoted for the remote shell, under a remote time limit when possible."""
+def remote_command(argv: list[str], timeout_s: float, *, stdin: bool = False) -> str:
+    """The command line sent to sshd: the same argv whatever the login shell, under a remote time limit."""
     seconds = int(math.ceil(timeout_s)) + 2
-    return f"/bin/sh -c {shlex.quote(_WATCHDOG)} sh {seconds} {shlex.join(argv)}"
+    if all(_PLAIN_WORD.fullmatch(a) and len(a) < _HEX_PIECE for a in argv):
+        mode, words = "l", argv
+    else:
+        # csh refuses words past ~8 KB ("Word too long"): a long argument goes as `x<hex>` then `y<hex>` pieces
+        mode, words = "x", []
+        for a in argv:
+            h = a.encode("utf-8", "surrogateescape").hex()
+            words += [("x" if i == 0 else "y") + h[i:i + _HEX_PIECE] for i in range(0, max(len(h), 1), _HEX_PIECE)]
+    return " ".join(["/bin/sh", "-c", "'" + _WATCHDOG + "'", "sh", str(seconds), "i" if stdin else "n", mode, *words])
 
 
 def _signal_kill(chan: paramiko.Channel) -> None:
@@ -198,10 +229,10 @@ def _exec_blocking(
     """Run command on chan until it ends, the deadline passes or stop is set; returns (exit status, timed out)."""
     chan.settimeout(max(deadline - time.monotonic(), 0.001))
     pending = stdin or b""
-    # Without input the remote shell gives the command /dev/null rather than us sending EOF: a quick command can
-    # exit and sshd close the channel before our EOF arrives, and OpenSSH drops the whole connection for an EOF on
-    # a channel it has already freed ("ieof packet referred to nonexistent channel").
-    chan.exec_command(command if pending else command + " </dev/null")
+    # Without input the remote command reads /dev/null (see remote_command) rather than us sending EOF: a quick
+    # command can exit and sshd close the channel before our EOF arrives, and OpenSSH drops the whole connection for
+    # an EOF on a channel it has already freed ("ieof packet referred to nonexistent channel").
+    chan.exec_command(command)
     fd = chan.fileno()
     transport = chan.get_transport()
     while True:
@@ -400,7 +431,7 @@ class SshHost:
             code, timed_out = None, True
             with anyio.move_on_after(max(deadline - time.monotonic(), 0) + _DEADLINE_GRACE_S):
                 code, timed_out = await anyio.to_thread.run_sync(
-                    _exec_blocking, chan, remote_command(argv, timeout_s), stdin, deadline, out, err, stop,
+                    _exec_blocking, chan, remote_command(argv, timeout_s, stdin=bool(stdin)), stdin, deadline, out, err, stop,
                     abandon_on_cancel=True,
                 )
             finished = True

@@ -26,12 +26,16 @@ class GpuSpec(_Strict):
     """One GPU product as nvidia-smi names it, with dense tensor peaks and the sources they come from."""
 
     name: str
+    """The product name exactly as nvidia-smi prints it (amd-smi / rocm-smi's product name for AMD parts)."""
     aliases: list[str] = Field(default_factory=list)
+    vendor: Literal["nvidia", "amd"] = "nvidia"
     arch: str
     cc: str
+    """NVIDIA compute capability ("9.0"); AMD: the gfx target ("gfx942")."""
     sms: int | None = None
-    tflops: dict[str, float | None] = Field(default_factory=dict)
-    """Dense tensor TFLOPS per dtype (fp4, fp8, bf16, fp16, tf32); None = not verified."""
+    """Streaming multiprocessors (AMD: compute units)."""
+    tflops: dict[Literal["fp4", "fp6", "fp8", "bf16", "fp16", "tf32", "int8"], float | None] = Field(default_factory=dict)
+    """Dense tensor TFLOPS (int8: TOPS) per dtype; None = not verified. GeForce parts: FP32-accumulate rates."""
     tflops_note: str | None = None
     mem_bw_gbs: float | None = None
     memory_gb: float | None = None
@@ -39,6 +43,8 @@ class GpuSpec(_Strict):
     smem_per_sm_bytes: int | None = None
     smem_per_block_bytes: int | None = None
     tdp_w: float | None = None
+    interconnect: str | None = None
+    """GPU-to-GPU and host links (NVLink generation and bandwidth, PCIe generation)."""
     disputes: list[str] = Field(default_factory=list)
     """Where sources disagree: both figures, and which one is used."""
     sources: list[str] = Field(min_length=1)
@@ -230,60 +236,6 @@ def parse_caches(raw: Any) -> CachesFile:
     return data
 
 
-class AppliesTo(_Strict):
-    ccs: list[str] = Field(default_factory=list)
-    """Empty: any compute capability."""
-    libraries: list[str] = Field(default_factory=list)
-    dtypes: list[str] = Field(default_factory=list)
-    """Workload quantizations (observations' model.quantization) the issue concerns; empty: any."""
-
-
-class IssueElsewhere(_Strict):
-    """What a known issue's log line means on a GPU outside `applies_to.ccs` (where its documented cause is not shown)."""
-
-    title: str
-    cause: str
-    fix: list[str]
-
-
-class KnownIssue(_Strict):
-    id: str
-    title: str
-    symptom: str
-    patterns: list[str] = Field(default_factory=list)
-    cause: str
-    fix: list[str]
-    applies_to: AppliesTo = Field(default_factory=AppliesTo)
-    configuration_risk: bool = False
-    elsewhere: IssueElsewhere | None = None
-    source: str
-
-    def compiled(self) -> list[re.Pattern[str]]:
-        return [re.compile(p, re.IGNORECASE) for p in self.patterns]
-
-    def matches(self, line: str) -> bool:
-        return any(p.search(line) for p in self.compiled())
-
-    def applies_to_cc(self, cc: str | None) -> bool | None:
-        """Whether the issue's documented cause concerns this compute capability (None: cc unknown)."""
-        if not self.applies_to.ccs:
-            return True
-        if cc is None:
-            return None
-        caps = arch_caps(cc)
-        return (caps.cc if caps else str(cc)) in self.applies_to.ccs
-
-    def applies_to_dtype(self, dtype: str | None) -> bool:
-        """False only when the workload's quantization is known and the issue concerns other ones."""
-        return not self.applies_to.dtypes or dtype is None or dtype.lower() in self.applies_to.dtypes
-
-    def applies(self, cc: str | None, libraries: set[str], dtype: str | None = None) -> bool:
-        """Whether this issue can apply on a GPU of cc with these libraries installed (and this workload dtype)."""
-        if self.applies_to_cc(cc) is not True or not self.applies_to_dtype(dtype):
-            return False
-        return not self.applies_to.libraries or any(lib in libraries for lib in self.applies_to.libraries)
-
-
 def _load(name: str) -> Any:
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: CLI start-up time
@@ -336,15 +288,6 @@ def skipped_on_mismatch_formats() -> frozenset[str]:
 def moe_formats() -> frozenset[str]:
     """Fused-MoE tuned-config formats."""
     return frozenset(k for k, f in cache_formats_table().items() if f.moe)
-
-
-@lru_cache(maxsize=None)
-def known_issues() -> tuple[KnownIssue, ...]:
-    return tuple(KnownIssue.model_validate(x) for x in _load("issues.yaml"))
-
-
-def issue(issue_id: str) -> KnownIssue | None:
-    return next((i for i in known_issues() if i.id == issue_id), None)
 
 
 @lru_cache(maxsize=None)
@@ -463,18 +406,36 @@ def gpu_spec(name: str | None) -> GpuSpec | None:
 
 
 def closest_gpu_names(name: str, n: int = 3) -> list[str]:
-    """The known nvidia-smi names nearest to name, best first."""
+    """The known GPU names nearest to name, best first.
+
+    A query whose every word starts a word of a GPU's name or alias names a family: all its members come back
+    ("h100" -> the SXM, PCIe and NVL parts; "mi300" -> MI300X; "rtx 6000 pro" -> the three RTX PRO 6000 editions).
+    Otherwise the n nearest by spelling, a shared model number ("5090") counting more than spelling.
+    """
     key = _norm(name)
+    words = key.split()
+    family: list[tuple[float, str]] = []
     scored: list[tuple[float, str]] = []
     for g in gpus():
         cands = [_norm(g.name)] + [_norm(a) for a in g.aliases]
         best = max(difflib.SequenceMatcher(None, key, c).ratio() for c in cands)
+        if words and any(all(any(t.startswith(w) for t in c.split()) for w in words) for c in cands):
+            family.append((best, g.name))
+            continue
         # a shared model number (e.g. "6000", "5090") is a stronger hint than spelling
-        if any(tok.isdigit() and tok in c.split() for tok in key.split() for c in cands):
+        if any(tok.isdigit() and tok in c.split() for tok in words for c in cands):
             best += 0.5
         scored.append((best, g.name))
+    family.sort(key=lambda t: -t[0])
     scored.sort(key=lambda t: -t[0])
+    if family:
+        return [nm for _, nm in family[:8]]
     return [nm for _, nm in scored[:n]]
+
+
+def gpu_names() -> list[str]:
+    """Every GPU the catalogue knows, by the name nvidia-smi (or the vendor tool) prints."""
+    return [g.name for g in gpus()]
 
 
 def arch_caps(cc: str | float | None) -> ArchCaps | None:
@@ -496,13 +457,10 @@ _STOPWORDS = frozenset(
     "a an and are as at be but by do does for from how i in is it its my of on or so the this to too was what when "
     "where which who why with slow slower fast faster performance perf low high bad poor".split()
 )
-# A word in a question stands for the spellings the knowledge base uses.
+# A word in a question stands for the spellings the knowledge base uses (dtype words: from dtypes.yaml, plus the
+# PTX instruction spellings of their tensor-core class).
+_MMA_WORDS = {"fp4": ("mxf4", "mxf4nvf4"), "fp8": ("f8f6f4",)}
 _SYNONYMS = {
-    "fp4": ("fp4", "nvfp4", "mxfp4", "e2m1", "mxf4"),
-    "nvfp4": ("nvfp4", "fp4", "mxf4nvf4"),
-    "mxfp4": ("mxfp4", "fp4", "mxf4"),
-    "fp8": ("fp8", "e4m3", "e5m2", "f8f6f4"),
-    "bf16": ("bf16", "bfloat16"),
     "moe": ("moe", "fused_moe", "expert"),
     "blackwell": ("blackwell", "sm100", "sm120", "sm_100", "sm_120"),
     "sm120": ("sm120", "sm_120", "12.0"),
@@ -515,10 +473,24 @@ def _dtype_word(word: str) -> str | None:
     return info.tensor_peak if info and info.tensor_peak in ("fp4", "fp8", "bf16", "fp16") else None
 
 
+def _dtype_synonyms(word: str) -> tuple[str, ...] | None:
+    """Spellings a dtype word stands for: its entry's, its tensor peak, and for a class word (fp4, fp8) every
+    dtype of that low-precision class (fp4 also finds nvfp4/mxfp4/e2m1)."""
+    info = dtype_info(word)
+    if info is None:
+        return None
+    group = [info]
+    if info.lowp and info.name == info.lowp:
+        group += [d for d in dtypes() if d.lowp == info.lowp and d is not info]
+    out = [word] + [s.lower() for d in group for s in (d.name, *d.aliases)]
+    out += [info.tensor_peak or info.name, *_MMA_WORDS.get(info.tensor_peak or "", ())]
+    return tuple(dict.fromkeys(out))
+
+
 def _terms(query: str) -> list[tuple[str, ...]]:
     words = [w for w in re.split(r"[^a-z0-9_.]+", query.lower())
              if w and w not in _STOPWORDS and (len(w) >= 3 or any(c.isdigit() for c in w))]
-    return [_SYNONYMS.get(w, (w,)) for w in dict.fromkeys(words)]
+    return [_SYNONYMS.get(w) or _dtype_synonyms(w) or (w,) for w in dict.fromkeys(words)]
 
 
 def dtype_support(dtype: str) -> dict[str, Any]:
@@ -583,4 +555,8 @@ def log_signatures() -> list[dict[str, str]]:
     return _catalog().log_signatures()
 
 
-from orchestrator.knowledge.catalog import catalog as _catalog  # noqa: E402  (the catalog imports nothing from here)
+def _catalog():
+    # imported on first use: `investigate specs`/`roofline` never need the failure-mode catalog (CLI start-up time)
+    from orchestrator.knowledge.catalog import catalog
+
+    return catalog()

@@ -284,7 +284,7 @@ def load_catalog(files: dict[str, str]) -> Catalog:
     seen: dict[str, str] = {}
     for name in sorted(files):
         try:
-            raw = yaml.safe_load(files[name])
+            raw = yaml.load(files[name], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: run start-up
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f" line {mark.line + 1}" if mark else ""

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import posixpath
+import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,12 +52,98 @@ def choose(python: str | None, discovered: dict[str, Any] | None) -> Interpreter
     return Interpreter("python3", "python3 on PATH", seen or ["python3"], servers)
 
 
+# An interpreter is named python, python3 or python3.N; whatever else a model (or a hostile process table) names
+# would become the program our probes run (`tee`, `rm`, ...).
+_PY_NAME = re.compile(r"python(?:3(?:\.[0-9]{1,2})?)?")
+# what a name may resolve to on the host (symlinks followed): the same, or a free-threaded/debug build (python3.13t)
+_PY_REAL = "python|python3|python3.[0-9]|python3.[0-9][0-9]|python3.[0-9]t|python3.[0-9][0-9]t|python3.[0-9][0-9]d"
+_MIN_VERSION = (3, 8)
+# Fixed shell code: PATH-resolve the name, refuse anything that is not an executable regular file whose real name is
+# an interpreter's, and only then ask it for its version (isolated mode, no site, stdin /dev/null).
+_VERIFY = (
+    'p=$1; case $p in /*) ;; *) p=$(command -v -- "$p") || exit 44 ;; esac; '
+    'case $p in /*) ;; *) exit 44 ;; esac; [ -f "$p" ] && [ -x "$p" ] || exit 44; '
+    'r=$(readlink -f -- "$p" 2>/dev/null) || r=$p; printf "%s\\n%s\\n" "$p" "$r"; '
+    'case ${r##*/} in ' + _PY_REAL + ') ;; *) exit 45 ;; esac; '
+    'exec "$p" -I -S -c "import sys, json; print(json.dumps(list(sys.version_info[:3])))" </dev/null'
+)
+
+
+class InterpreterRefused(ProbeUnavailable):
+    """The named interpreter is not one: refused before any probe script is sent."""
+
+
+def name_refusal(python: str) -> str | None:
+    """Why `python` cannot name an interpreter (pure: the name alone), or None."""
+    base = posixpath.basename(python)
+    if not python or any(ord(c) < 32 or c == "\x7f" for c in python):
+        return f"interpreter {python!r} refused: give an interpreter path such as /usr/bin/python3"
+    if "/" in python and not python.startswith("/"):
+        return f"interpreter {python!r} refused: a path must be absolute (or give a bare name found on PATH)"
+    if not _PY_NAME.fullmatch(base):
+        return (f"interpreter {python!r} refused: only python, python3 or python3.N (absolute or on PATH) run probe "
+                "scripts")
+    return None
+
+
+_verified: "weakref.WeakKeyDictionary[Any, dict[str, str]]" = weakref.WeakKeyDictionary()
+
+
+async def verify(host: Host, python: str) -> str:
+    """Check on the host that `python` is a Python >= 3.8 interpreter; returns its absolute path, else raises
+    InterpreterRefused (one line). Nothing but the fixed check runs until it has passed."""
+    why = name_refusal(python)
+    if why is not None:
+        raise InterpreterRefused(why)
+    try:
+        cache = _verified.setdefault(host, {})
+    except TypeError:  # a host that cannot be weakly referenced: verify every time
+        cache = {}
+    if python in cache:
+        return cache[python]
+    res = await host.run(["/bin/sh", "-c", _VERIFY, "sh", python], timeout_s=30, max_output=4096)
+    lines = res.stdout.splitlines()
+    if res.exit_code == 44:
+        raise InterpreterRefused(f"interpreter {python!r} not found on {host.name} (not an executable file on PATH)")
+    if res.exit_code == 45:
+        real = lines[1] if len(lines) > 1 else "?"
+        raise InterpreterRefused(f"interpreter {python!r} refused: on {host.name} it is {real!r}, not a python")
+    version: list[int] | None = None
+    try:
+        got = json.loads(lines[2]) if res.exit_code == 0 and len(lines) >= 3 else None
+        if isinstance(got, list) and len(got) == 3 and all(type(x) is int for x in got):
+            version = got
+    except ValueError:
+        pass
+    if version is None or tuple(version[:2]) < _MIN_VERSION:
+        shown = ".".join(map(str, version)) if version else "no version"
+        raise InterpreterRefused(f"interpreter {python!r} refused: on {host.name} it did not report a Python >= "
+                                 f"{_MIN_VERSION[0]}.{_MIN_VERSION[1]} ({shown})")
+    cache[python] = lines[0]
+    return lines[0]
+
+
 async def resolve(host: Host, python: str | None = None) -> Interpreter:
-    """Look for running servers with python3 (one round trip) and choose; `python` wins when given."""
+    """Look for running servers with python3 (one round trip) and choose; `python` wins when given.
+
+    The chosen interpreter is verified on the host (`verify`) before any probe script is sent to it; a server
+    process whose executable is not an interpreter is passed over."""
+    if python:
+        await verify(host, python)
     try:
         discovered = await run_script(host, "python3", "discover", {"env_keys": SERVER_ENV_KEYS}, timeout_s=30)
     except ProbeUnavailable:
         if python:
             return Interpreter(python, "--python", [python])
         raise
+    if not python and discovered:
+        # a server whose executable is no interpreter keeps its environment and cwd (they locate caches) but is
+        # not chosen to run probes
+        for s in discovered.get("servers") or []:
+            exe = s.get("exe") if isinstance(s, dict) else None
+            if exe:
+                try:
+                    await verify(host, str(exe))
+                except InterpreterRefused:
+                    s["exe_refused"] = s.pop("exe")
     return choose(python, discovered)

@@ -10,6 +10,9 @@ from orchestrator.probes import interpreter
 from orchestrator.probes.autotune import gpu_identity
 from orchestrator.probes.models import KernelInventory, LibraryKernels
 from orchestrator.probes.runner import ProbeUnavailable, run_script
+from orchestrator.probes.session import LISTINGS, shared
+
+HOW = {"fatbin": "fatbin headers read", "cuobjdump": "cuobjdump --list-elf", "cached": "unchanged since last listed"}
 
 
 def arch_of(compute_cap: str | None) -> str | None:
@@ -32,7 +35,9 @@ def inventory_from_output(data: dict[str, Any]) -> KernelInventory:
         if lib.get("arch_files"):
             notes.append(f"{len(lib['arch_files'])} source file(s) mention {arch}: " + ", ".join(lib["arch_files"][:5]))
         if lib.get("so_scanned"):
-            notes.append(f"cuobjdump --list-elf on {lib['so_scanned']} shared object(s)")
+            how = lib.get("listed_by") or {}
+            detail = ", ".join(f"{HOW.get(k, k)}: {n}" for k, n in sorted(how.items()))
+            notes.append(f"GPU code listed in {lib['so_scanned']} shared object(s)" + (f" ({detail})" if detail else ""))
         libs.append(LibraryKernels(name=lib["name"], path=lib.get("path"), tile_candidates=lib.get("tile_candidates") or [],
                                    compiled_archs=lib.get("compiled_archs") or [],
                                    backends_for_arch=lib.get("backends_for_arch") or [], notes=notes))
@@ -46,22 +51,33 @@ def inventory_from_output(data: dict[str, Any]) -> KernelInventory:
         fi.jit_arch_dirs = dirs
         if digits and not any(digits in d["dir"].split("/")[-1] for d in jit["dirs"]):
             fi.notes.append(f"no JIT-cache directory for {arch} under {jit.get('root')}")
-    return KernelInventory(arch=arch, libraries=libs, cuobjdump=bool(data.get("cuobjdump")))
+    timings = {k: float(v) for k, v in (data.get("timings") or {}).items() if isinstance(v, (int, float))}
+    return KernelInventory(arch=arch, libraries=libs, cuobjdump=bool(data.get("cuobjdump")), timings=timings)
 
 
 async def collect_kernel_inventory(host: Host, arch: str | None = None, python: str | None = None) -> KernelInventory:
-    """Per-arch tile candidates, JIT-cache arch dirs and compiled archs of the installed inference libraries."""
+    """Per-arch tile candidates, JIT-cache arch dirs and compiled archs of the installed inference libraries.
+
+    Shared objects listed before (this process, this host) and unchanged since (size and mtime, checked on the host)
+    are not read again (`probes.session.LISTINGS`)."""
     if arch is None:
         _, cc = await gpu_identity(host)
         arch = arch_of(cc)
     try:
-        interp = await interpreter.resolve(host, python)
-        data = await run_script(host, interp.path, "kernels", {"arch": arch, "budget_s": 60}, timeout_s=150)
+        interp = await resolve_interpreter(host, python)
+        params = {"arch": arch, "budget_s": 60, "known": LISTINGS.known_for(host.name)}
+        data = await run_script(host, interp.path, "kernels", params, timeout_s=150)
     except ProbeUnavailable as exc:
         return KernelInventory(host=host.name, available=False, reason=str(exc), arch=arch)
+    LISTINGS.update(host.name, data.get("listings") or {})
     inv = inventory_from_output(data)
     inv.host = host.name
     inv.commands = [f"{interp.path} - < kernels.py ({interp.source})"]
     if arch is None:
         inv.reason = "GPU architecture unknown (no nvidia-smi): per-arch tiles not looked for"
     return inv
+
+
+async def resolve_interpreter(host: Host, python: str | None) -> interpreter.Interpreter:
+    """interpreter.resolve, once per host and --python within a run (the kernel and Python-env probes share it)."""
+    return await shared(host, ("interpreter", python), lambda: interpreter.resolve(host, python))

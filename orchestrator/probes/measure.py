@@ -22,6 +22,10 @@ from orchestrator.probes.models import GpuTopology
 from orchestrator.probes.nvidia_smi import NvidiaSmiParseError, parse_topo
 
 DEFAULT_M = [16 << i for i in range(11)]
+HOLD_S = 1.0
+"""Seconds each held GEMM point runs on (see gemm_params)."""
+SAMPLE_INTERVAL_S = 0.1
+"""Seconds between the GEMM sweep's power/clock samples: about ten in a held point."""
 STARTUP_S = 90.0
 """Time allowed on top of the budget for the interpreter to start and import torch (and NCCL to initialise)."""
 
@@ -49,6 +53,14 @@ def gemm_params(observations: Observations | None, budget_s: float) -> dict[str,
                 m = math.ceil(run.decode_batch * model.top_k / model.num_experts)
                 extra.add(max(16, -(-m // 16) * 16))  # multiples of 16: _scaled_mm's kernels want them
         params["m"] = sorted(set(params["m"]) | extra)
+        hold = sorted(extra)
+    else:
+        hold = []
+    # the decode-sized point(s) the question is about run on for HOLD_S so that the power sampler sees them
+    # (a sweep point alone lasts ~20 ms, under one sampling interval); with no decode batch given, the smallest M
+    params["hold_m"] = hold or [min(params["m"])]
+    params["hold_s"] = HOLD_S
+    params["sample_interval_s"] = SAMPLE_INTERVAL_S
     return params
 
 
@@ -107,6 +119,12 @@ async def _run_script(host: Host, script: str, model: type[SweepT], params: dict
     The flag says whether the script's own result came back (False: an unavailable sweep saying why not)."""
     interp = python or "python3"
     cmd = f"{interp} - <{script}.py> {json.dumps(params)}"
+    if python:  # issue 15: a named interpreter is verified on the host before any script is sent to it
+        from orchestrator.probes.interpreter import InterpreterRefused, verify
+        try:
+            await verify(host, python)
+        except InterpreterRefused as exc:
+            return model(host=host.name, available=False, reason=str(exc), commands=[cmd]), False
     res = await host.run([interp, "-", json.dumps(params)], stdin=scripts.load(script), timeout_s=timeout_s)
     data = _parse_json(res)
     if data is None:

@@ -82,6 +82,19 @@ class GemmPoint(BaseModel):
     """Which roof caps this point (intensity below or above the ridge)."""
     mean_power_w: float | None = None
     mean_sm_clock_mhz: float | None = None
+    """Mean power and SM clock of the samples taken while the point ran: over its hold when it was held (a point
+    alone is shorter than one sampling interval, so it usually has none)."""
+    power_samples: int | None = None
+    """How many samples those means are over."""
+    # A held point (the decode-sized Ms the question is about) ran on, back to back, for hold_s seconds:
+    hold_s: float | None = None
+    hold_t0_s: float | None = None
+    hold_t1_s: float | None = None
+    hold_calls: int | None = None
+    hold_ms: float | None = None
+    """Mean time of one GEMM over the hold, milliseconds (a second timing of the same point)."""
+    fraction_of_power_limit: float | None = None
+    """mean_power_w over the sweep's power_limit_w, for a held point."""
 
 
 class GemmSweep(ProbeModel):
@@ -108,6 +121,10 @@ class GemmSweep(ProbeModel):
     """True when the time budget ended the sweep before every planned point ran (`reason` says where)."""
     sampler: str | None = None
     """How power and clocks were read: pynvml, nvidia-smi, or None."""
+    power_limit_w: float | None = None
+    """The GPU's enforced power limit when the sweep ran, W."""
+    holds_skipped: list[str] = Field(default_factory=list)
+    """Points that were to be held but the budget had no time left for."""
     samples: list[ClockSample] = Field(default_factory=list)
     peaks: Peaks | None = None
 

@@ -23,6 +23,13 @@ class ProbeModel(BaseModel):
     """Why the probe was unavailable or partial, one line."""
     commands: list[str] = Field(default_factory=list)
     """Commands or files the probe read, for the evidence excerpt."""
+    probe_s: float | None = None
+    """Wall time of the probe on our side, seconds: its round trips to the host included (None: not timed, e.g. a
+    transcript recorded before probes were timed). Probes of one host share results within a run, so a tool call
+    that found its probe already done or under way can take far less than this."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Where the probe's time went, phase -> seconds, as the probe measured it on the host (e.g. the kernel
+    inventory's `walk`, `sources`, `listing`)."""
 
     def facts(self) -> dict[str, str | int | float | bool]:
         """Flat dotted facts for the failure-mode catalog (see orchestrator/analysis/signals.py); {} by default.
@@ -344,7 +351,8 @@ class LibraryKernels(BaseModel):
     """Per-arch tile shapes found in installed sources for this GPU's arch."""
     jit_arch_dirs: list[str] = Field(default_factory=list)
     compiled_archs: list[str] = Field(default_factory=list)
-    """sm_XX found in shared objects (cuobjdump --list-elf), when cuobjdump is present."""
+    """sm_XX (sm_90a ...) of the GPU code images compiled into the library's shared objects: read from each one's
+    fatbin headers, or listed by `cuobjdump --list-elf` where the headers carry flags we do not know."""
     backends_for_arch: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 

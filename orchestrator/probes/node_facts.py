@@ -168,6 +168,10 @@ def gpu_facts(node: NodeHealth, g: GpuHealth, serving_pids: set[int] | None) -> 
             f[p + "numa.process_pid"] = proc.pid
             f[p + "numa.process_cpus"] = sp.cpus_allowed or ""
             f[p + "numa.process_cpu_overlap"] = round(len(allowed & gpu_cpus) / len(allowed), 3)
+            # an unpinned process may run anywhere (the scheduler's business); only a pinned one is misplaced
+            host_cpus = set().union(*(cpu_set(c) or set() for c in node.numa_nodes.values())) or \
+                set().union(*(cpu_set(c) or set() for c in topo.cpu_affinity.values()))  # type: ignore[union-attr]
+            f[p + "numa.process_pinned"] = bool(host_cpus) and not host_cpus <= allowed
             break
     return f
 

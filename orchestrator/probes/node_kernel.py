@@ -35,7 +35,8 @@ class XidInfo(BaseModel):
 @functools.lru_cache(maxsize=1)
 def xid_table() -> dict[int, XidInfo]:
     """knowledge/xids.yaml by code."""
-    raw = yaml.safe_load(resources.files("orchestrator.knowledge").joinpath("xids.yaml").read_text())
+    raw = yaml.load(resources.files("orchestrator.knowledge").joinpath("xids.yaml").read_text(),
+                   Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: start-up
     out = {}
     for item in raw:
         item = dict(item)

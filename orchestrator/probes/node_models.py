@@ -24,7 +24,7 @@ bool; a key is absent when the probe could not determine it, never guessed):
   xid.count, xid.codes, xid.fatal_count, xid.fatal_codes, xid.app_count, xid.app_codes, xid.worst,
   xid.worst_name, xid.worst_meaning, xid.worst_action, xid.worst_class, xid.worst_line, numa.node, numa.cpus,
   numa.process_pid, numa.process_cpus, numa.process_cpu_overlap` (fraction of the serving process's allowed CPUs
-  local to the GPU).
+  local to the GPU), `numa.process_pinned` (its allowed CPUs are not all of the host's).
 - `host.*`: `gpu_count, driver_version, cuda_version, nvlink (any GPU pair on NVLink), nvswitch (fabric state
   supported), iommu (pt|on|off), iommu_cmdline, acs_enabled, acs_bridges, numa_nodes, rdma_devices,
   rdma_active_ports, rdma_link_layers, libibverbs, fabricmanager, fabricmanager_running, kernel_log.readable,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.hosts.base import Host
-from orchestrator.probes import interpreter
+from orchestrator.probes.kernels import resolve_interpreter
 from orchestrator.probes.models import PythonEnv
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 
@@ -32,13 +32,14 @@ def env_from_output(data: dict[str, Any]) -> PythonEnv:
     )
     if "torch" in env.packages and not env.torch_arch_list and arch.get("error"):
         env.reason = f"torch CUDA arch list unavailable: {arch['error'][:200]}"
+    env.timings = {k: float(v) for k, v in (data.get("timings") or {}).items() if isinstance(v, (int, float))}
     return env
 
 
 async def collect_python_env(host: Host, python: str | None = None) -> PythonEnv:
     """Versions of torch, triton, flashinfer, vllm, sglang, tensorrt_llm, CUTLASS, deep_gemm under the serving python."""
     try:
-        interp = await interpreter.resolve(host, python)
+        interp = await resolve_interpreter(host, python)
         data = await run_script(host, interp.path, "pyenv", {"packages": PACKAGES, "import_torch": True,
                                                              "import_timeout_s": 30})
     except ProbeUnavailable as exc:

@@ -57,6 +57,16 @@ def gemm_text(sw: GemmSweep) -> str:
         lines.append(f"{p.shape} {p.dtype} {p.m} {p.n} {p.k} {p.ms:.4f} {p.tflops:.1f} {p.gbps:.0f} "
                      f"{f(p.fraction_of_peak, '.1%')} {f(p.fraction_of_roofline, '.1%')} {p.bound or '-'} "
                      f"{f(p.mean_power_w, '.0f')} {f(p.mean_sm_clock_mhz, '.0f')}")
+    for p in sw.points:
+        if p.hold_s is not None:
+            limit = f" of {sw.power_limit_w:.0f} W ({p.fraction_of_power_limit:.0%})" if (
+                sw.power_limit_w and p.fraction_of_power_limit is not None) else ""
+            power = (f"{p.mean_power_w:.0f} W{limit}, SM {p.mean_sm_clock_mhz:.0f} MHz over {p.power_samples} samples"
+                     if p.mean_power_w is not None and p.mean_sm_clock_mhz is not None else "no power samples")
+            lines.append(f"held {p.shape} {p.dtype} M={p.m} for {p.hold_s:.1f} s ({p.hold_calls} GEMMs, "
+                         f"{p.hold_ms:.4f} ms each): {power}")
+    for h in sw.holds_skipped:
+        lines.append(f"not held: {h}")
     return "\n".join(lines)
 
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from orchestrator.hosts.base import CommandResult
-from orchestrator.hosts.policy import check_command, secret_path
+from orchestrator.hosts.policy import check_command, read_operands, secret_path, unsafe_read
+from orchestrator.hosts.resolve import check_on_host
 from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, record_refusal, require_host
 
 if TYPE_CHECKING:
@@ -47,6 +48,13 @@ class ShellTool(Tool):
             record_refusal(ctx, self.name, args.command, decision.reason)
             return ToolOutput(text=f"refused by the read-only policy: {decision.reason}", is_error=True,
                               host=host.name)
+        # what the arguments point at on the host (symlinks followed) decides, not their names
+        paths = read_operands(decision.argv)
+        if paths:
+            why, _ = await check_on_host(host, decision.argv, paths)
+            if why is not None:
+                record_refusal(ctx, self.name, args.command, why)
+                return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
         s = ctx.run.settings
         res = await host.run(decision.argv, timeout_s=s.command_timeout_s, max_output=s.command_output_bytes)
         return ToolOutput(text=render_result(res), data=res.model_dump(), untrusted=True, host=host.name)
@@ -69,8 +77,17 @@ class ReadFileTool(Tool):
             record_refusal(ctx, self.name, args.path, why)
             return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
         cap = min(args.max_bytes or ctx.run.settings.file_max_bytes, ctx.run.settings.file_max_bytes)
+        # resolve on the host first (a log that is a symlink to ~/.netrc or /dev/zero), then read what was checked
+        why = unsafe_read(args.path)
+        resolved: list[tuple[str, str]] = []
+        if why is None:
+            why, resolved = await check_on_host(host, ["cat"], [args.path])
+        if why is not None:
+            record_refusal(ctx, self.name, args.path, why)
+            return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
+        target = resolved[0][1] if resolved and resolved[0][0] == "f" else args.path
         try:
-            data = await host.read_file(args.path, max_bytes=cap)
+            data = await host.read_file(target, max_bytes=cap)
         except FileNotFoundError:
             raise ToolFailure(f"{args.path} does not exist on {host.name}")
         except (IsADirectoryError, PermissionError, OSError) as exc:

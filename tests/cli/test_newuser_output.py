@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
@@ -97,7 +98,7 @@ def test_roofline_unknown_dtype_lists_the_valid_ones(tmp_path):
         assert name in line
 
 
-@pytest.mark.parametrize("gpu", ["H200", "H100", "A100", "L40S", "B200"])
+@pytest.mark.parametrize("gpu", ["H200", "H100 SXM", "A100 SXM 80GB", "L40S", "B200"])
 def test_roofline_int8_works_where_specs_shows_an_int8_figure(tmp_path, gpu):
     specs = investigate("specs", gpu, tmp_path=tmp_path)
     assert specs.returncode == 0
@@ -110,10 +111,10 @@ def test_roofline_int8_works_where_specs_shows_an_int8_figure(tmp_path, gpu):
 
 
 def test_specs_explains_n_v_and_roofline_points_at_it(tmp_path):
-    specs = investigate("specs", "RTX PRO 6000", tmp_path=tmp_path).stdout
+    specs = investigate("specs", "RTX PRO 6000 Workstation", tmp_path=tmp_path).stdout
     assert "dense INT8 tensor:       n/v" in specs
     assert "n/v = not verified" in specs
-    line = one_line(investigate("roofline", "--gpu", "RTX PRO 6000", "--dtype", "int8", "-m", "1", "-n", "2", "-k", "3",
+    line = one_line(investigate("roofline", "--gpu", "RTX PRO 6000 Workstation", "--dtype", "int8", "-m", "1", "-n", "2", "-k", "3",
                                 tmp_path=tmp_path), 2, "no verified INT8 peak", "n/v", "investigate specs")
     assert "FOO" not in line
     h200 = investigate("specs", "H200", tmp_path=tmp_path).stdout
@@ -175,3 +176,17 @@ def test_probe_gemm_where_nothing_can_run_exits_1_with_the_reason(tmp_path):
         pytest.skip("this machine can run the GEMM benchmark (a GPU and torch): nothing to refuse")
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.splitlines() == [f"investigate: the GEMM benchmark could not run: {sweep['reason']}"]
+
+
+def test_probe_says_which_interpreter_it_inspected_and_that_it_may_not_serve(tmp_path):
+    proc = investigate("probe", "--json", tmp_path=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (env,) = [p for p in json.loads(proc.stdout) if p["kind"] == "python_env"]
+    if env["interpreter_source"] != "python3 on PATH":
+        pytest.skip(f"a serving process runs on this machine ({env['interpreter_source']}): its interpreter was used")
+    text = investigate("probe", tmp_path=tmp_path, timeout=300).stdout
+    text = " ".join(text.split())
+    assert f"interpreter {env['interpreter']} (python3 on PATH)" in text
+    assert "may not be the interpreter that serves the model; pass --python PATH" in text
+    given = investigate("probe", "--python", sys.executable, tmp_path=tmp_path, timeout=300).stdout
+    assert f"({'--python'})" in " ".join(given.split()) and "may not be the interpreter" not in given

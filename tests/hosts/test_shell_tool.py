@@ -74,7 +74,7 @@ async def test_every_refused_shape_is_recorded_and_never_reaches_the_host(sshd_f
     assert refusals[0].agent_id == "a1" and refusals[0].call_id == "c1" and refusals[0].tool == "shell"
     ok = await execute(tool, "shell", {"command": "cat /etc/hostname"}, ctx)
     assert not ok.output.is_error and ok.output.untrusted and ok.output.host == host.name
-    assert "exit code 0" in ok.output.text and host.calls == 1
+    assert "exit code 0" in ok.output.text and host.calls == 2  # its file resolved on the host (issue 15), then run
     await host.inner.aclose()
 
 

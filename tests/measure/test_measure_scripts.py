@@ -14,7 +14,7 @@ from orchestrator.observations import parse_observations
 from orchestrator.probes import scripts
 from orchestrator.probes.measure import comm_params, gemm_params, run_comm_probe, run_gemm_probe
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="needs torch (its CPU build; bash .ci/run installs it)", exc_type=ImportError)
 
 OBS = parse_observations({
     "model": {"name": "GLM-like", "quantization": "fp8", "num_layers": 4, "num_experts": 256, "top_k": 8,
@@ -68,15 +68,22 @@ async def test_gemm_sweep_stops_at_its_budget_and_says_where():
 
 async def test_gemm_probe_without_torch_is_skipped_with_the_reason(tmp_path):
     # An interpreter that cannot see site-packages (python -S): torch does not import there.
-    wrapper = tmp_path / "python-no-site"
+    (tmp_path / "no-site").mkdir()
+    wrapper = tmp_path / "no-site" / "python3"  # interpreters are named python* (issue 15)
     wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
     sw = await run_gemm_probe(LocalHost(), python=str(wrapper), budget_s=10)
     assert sw.available is False and "torch does not import" in sw.reason
 
 
-async def test_gemm_probe_with_a_broken_interpreter_reports_why():
+async def test_gemm_probe_with_a_broken_interpreter_reports_why(tmp_path):
     sw = await run_gemm_probe(LocalHost(), python="/bin/false", budget_s=5)
+    assert sw.available is False and "refused" in sw.reason  # not an interpreter: nothing sent (issue 15)
+    (tmp_path / "b").mkdir()
+    broken = tmp_path / "b" / "python3"  # passes the version check, then fails on the script
+    broken.write_text(f"#!/bin/sh\n[ \"$1\" = -I ] && exec {sys.executable} \"$@\"\nexit 1\n")
+    broken.chmod(0o755)
+    sw = await run_gemm_probe(LocalHost(), python=str(broken), budget_s=5)
     assert sw.available is False and "exited 1 without a JSON result" in sw.reason
 
 

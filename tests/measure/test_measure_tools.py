@@ -11,6 +11,7 @@ from orchestrator.hosts.local import LocalHost
 from orchestrator.settings import Settings
 from orchestrator.tools.base import ToolRegistry, execute
 from orchestrator.tools.measure import register
+from support.machine import needs_torch
 
 
 def _ctx(measure: bool) -> AgentContext:
@@ -29,6 +30,7 @@ async def test_measurement_tools_refuse_without_measure(name):
     assert res.output.is_error and "--measure" in res.output.text
 
 
+@needs_torch
 async def test_gemm_tool_with_measure_records_the_typed_sweep():
     ctx = _ctx(measure=True)
     res = await execute(ctx.run.registry.get("gemm_benchmark"), "gemm_benchmark", {"n": 64, "k": 32}, ctx)

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from support.machine import needs_torch_on_path
+
 
 def probe(*args):
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
@@ -26,6 +28,7 @@ def test_probe_gemm_runs_only_the_gemm_probe_and_reports_the_skip_reason_on_a_cp
     assert proc.stderr == f"investigate: the GEMM benchmark could not run: {' '.join(sweep['reason'].split())}\n"
 
 
+@needs_torch_on_path
 def test_probe_comm_runs_only_the_allreduce_probe_with_gloo_on_a_cpu_host():
     proc = probe("--comm")
     assert proc.returncode == 0, proc.stderr

@@ -133,3 +133,29 @@ def test_nccl_transports_per_channel():
     assert s.version == "2.21.5+cuda12.4" and s.network == "Socket" and s.ib_no_device
     assert s.transports == {"shm": 2, "net_socket": 1, "p2p": 1, "net_ib": 1} and s.gdr is True
     assert s.env_from_log == {"NCCL_P2P_DISABLE": "1"}
+
+
+def test_real_h200_probe_output_idle_and_under_load():
+    """The node probe's own JSON from a real H200 (tests/node/data/h200/README.md)."""
+    import json
+
+    idle = health_from_output(json.loads((DATA / "h200" / "node-probe-idle.json").read_text()))
+    assert idle.available and idle.kernel_log_source == "dmesg" and idle.xids == []
+    assert [g.what for g in idle.gaps] == ["lspci -vv"]
+    f = idle.facts()
+    assert f["gpu.0.clocks_event.gpu_idle"] is True and f["host.libibverbs"] is True and f["host.iommu"] == "off"
+    load = health_from_output(json.loads((DATA / "h200" / "node-probe-load.json").read_text()))
+    f = load.facts()
+    assert f["gpu.0.clocks_event.sw_power_cap"] is True and f["gpu.0.clocks_event.throttled"] is False
+    assert f["gpu.0.processes.count"] == 1 and f["gpu.0.processes.other_count"] == 0
+    assert f["env.NCCL_P2P_DISABLE"] == "1" and f["gpu.0.numa.process_pinned"] is False
+    raw = (DATA / "h200" / "node-probe-load.json").read_text()
+    assert "hf_DeviceRun" not in raw and "acct-planted" not in raw and load.processes[0].env_dropped == 84
+
+
+def test_node_script_is_python38_syntax():
+    import ast
+
+    from orchestrator.probes import scripts
+
+    ast.parse(scripts.load("node"), feature_version=(3, 8))

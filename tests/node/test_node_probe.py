@@ -22,7 +22,7 @@ async def test_healthy_h200x8_under_load(node_host):
     f = node.facts()
     assert f["host.gpu_count"] == 8 and f["host.nvlink"] is True and f["host.nvswitch"] is True
     assert all(f[f"gpu.{i}.processes.other_count"] == 0 for i in range(8))
-    assert f["env.NCCL_DEBUG"] == "INFO" and f["host.serving_processes"] == 1
+    assert f["env.NCCL_DEBUG"] == "INFO" and f["host.serving_processes"] == 8  # a worker per GPU
     assert f["gpu.5.nvlink.links_down"] == 0 and f["gpu.5.power.enforced_vs_default"] == 1.0
     assert {g.what for g in node.gaps} == {"lspci -vv", "systemctl is-active nvidia-fabricmanager"}
 
@@ -71,7 +71,7 @@ async def test_serving_env_is_filtered_on_the_host_and_secrets_never_leave(node_
     assert "/home/svc" not in text  # not allowlisted either
     node = await collect_node_health(host)
     proc = node.processes[0]
-    assert proc.kind == "vllm" and proc.env == {"NCCL_P2P_DISABLE": "1", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
+    assert proc.kind == "vllm" and proc.comm and proc.env == {"NCCL_P2P_DISABLE": "1", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
                                                 "VLLM_ATTENTION_BACKEND": "FLASHINFER"}
     assert proc.env_dropped >= 6
     f = node.facts()

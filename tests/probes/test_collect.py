@@ -73,7 +73,7 @@ async def test_a_10000_file_cache_dir_is_inventoried_in_one_round_trip(staged, t
     (triton / "H000" / "add.autotune.json").write_text('{"key": [1], "configs_timings": [[{"num_warps": 4}, [0.1]]]}')
     counting = CountingHost(host)
     r = await collect_autotune_caches(counting, python="python3", device_name=RTX_PRO_6000)
-    assert len(counting.calls) == 2  # interpreter discovery + the one inventory
+    assert len(counting.calls) == 3  # the named interpreter verified (issue 15), discovery, the one inventory
     loc = next(loc for loc in r.locations if loc.format == "triton_autotune")
     assert loc.files == 10_001 and [f.ops for f in r.files if f.format == "triton_autotune"] == [["add"]]
 

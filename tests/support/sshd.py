@@ -223,12 +223,17 @@ def start_sshd(
     jump: Sshd | None = None,
     trust: bool = True,
     extra_config: str = "",
+    user: str | None = None,
 ) -> Sshd:
-    """Start an sshd under tmp_path/name with fresh keys and a client config whose `Host` alias is name."""
+    """Start an sshd under tmp_path/name with fresh keys and a client config whose `Host` alias is name.
+
+    `user` logs in as another account than the current one (sshd runs as root then; the directory must be
+    readable by that user, since sshd reads `authorized_keys` as the user).
+    """
     d = Path(tmp_path) / name
     d.mkdir(parents=True, exist_ok=True)
     sshd = Sshd(dir=d, port=free_port(), alias=name, max_sessions=max_sessions, env=dict(env or {}), jump=jump,
-                extra_config=extra_config)
+                extra_config=extra_config, **({"user": user} if user else {}))
     keygen(sshd.host_key, "host")
     keygen(sshd.client_key, "client")
     auth = sshd.client_key.with_suffix(".pub").read_text()

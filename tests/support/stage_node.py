@@ -18,7 +18,8 @@ spec keys (all optional):
   gpus: {<index>: {...}}                 per-GPU edits (below); `all: {...}` applies to every GPU first
   nvlink: {links: 18, speed: 26.562, gpus: {<index>: {down: [2, 5], crc: {3: 1200}, replay: {..}, recovery: {..},
            all_inactive: true}}}          NVLink (also puts NV<links> in topo -m); omit for PCIe-only GPUs
-  topo: {cpus: ["0-47", "48-95"], link: NODE}   per-NUMA-node CPU lists (GPUs split evenly), PCIe link kind
+  topo: {cpus: ["0", "1"], link: NODE}   per-NUMA-node CPU lists (GPUs split evenly; default: this machine's CPUs
+                                         in two nodes), PCIe link kind between GPUs of one node (SYS across)
   kernel: {lines: [...], restricted: false, journal: true|false, kern_log: true|false, source: dmesg}
   lspci: {gpus: {<index>: {speed: 2.5, width: 16}}, acs: true, denied: false}  (absent key: lspci not installed)
   rdma: [{name: mlx5_0, state: "4: ACTIVE", rate: "400 Gb/sec (4X NDR)", link_layer: InfiniBand}]
@@ -28,7 +29,8 @@ spec keys (all optional):
   numa_cpus: ["0-47", "48-95"]            /sys/devices/system/node/nodeN/cpulist
   fabricmanager: active | inactive | failed   (systemctl is-active; absent: systemctl not installed)
   processes: [{gpus: [0, 1], kind: vllm | sglang | other, name: python3, memory_mib: 70000, env: {...},
-               cpus: [1]}]               real processes; `cpus` pins them (sched_setaffinity)
+               cpus: [1]}]               real processes (an engine: one worker per GPU, named as the engine
+                                         names them; other: one process); `cpus` pins them (sched_setaffinity)
 Per-GPU edits: name, power_limit_w, default_power_limit_w, max_power_limit_w, power_draw_w, clocks_event: [...],
   sm_clock_mhz, max_sm_clock_mhz, app_sm_clock_mhz, utilization_pct, temperature_c, pstate,
   ecc: {mode, volatile_dbe, aggregate_dbe, volatile_sbe, aggregate_sbe}, retired: {sbe, dbe, pending},
@@ -56,12 +58,20 @@ MODELS = {
     # name, default / max power limit, max SM clock, PCIe gen
     "h200": ("NVIDIA H200", 700.0, 1980, 5),
     "h100": ("NVIDIA H100 80GB HBM3", 700.0, 1980, 5),
+    "h100-pcie": ("NVIDIA H100 PCIe", 350.0, 1755, 5),
     "b200": ("NVIDIA B200", 1000.0, 1965, 6),
     "a100": ("NVIDIA A100-SXM4-80GB", 400.0, 1410, 4),
+    "l40s": ("NVIDIA L40S", 350.0, 2520, 4),
+    "rtx-pro-6000": ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 600.0, 2617, 5),
 }
+MEMORY_MIB = {"h200": 143771, "h100": 81559, "h100-pcie": 81559, "b200": 183359, "a100": 81920, "l40s": 46068,
+              "rtx-pro-6000": 97887}
+CC = {"h200": "9.0", "h100": "9.0", "h100-pcie": "9.0", "b200": "10.0", "a100": "8.0", "l40s": "8.9",
+      "rtx-pro-6000": "12.0"}
 
 LSPCI_NAMES = {"h200": "GH100 [H200 SXM 141GB]", "h100": "GH100 [H100 SXM5 80GB]", "b200": "GB100 [B200]",
-               "a100": "GA100 [A100 SXM4 80GB]"}
+               "a100": "GA100 [A100 SXM4 80GB]", "h100-pcie": "GH100 [H100 PCIe]", "l40s": "AD102GL [L40S]",
+               "rtx-pro-6000": "GB202GL [RTX PRO 6000 Blackwell Workstation Edition]"}
 
 REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
            "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
@@ -71,14 +81,21 @@ COUNTER_OF = {"sw_power_cap": "sw_power_cap", "sync_boost": "sync_boost", "sw_th
 SLEEPER = ("import os, time\np = os.getppid()\nwhile os.getppid() == p:\n    time.sleep(0.5)\n")
 """A process that lives as long as the test process that started it (it exits when reparented)."""
 
-ENGINE_ARGV = {
-    "vllm": ["-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-3.1-70B-Instruct",
-             "--tensor-parallel-size", "8"],
-    "sglang": ["-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-235B-A22B", "--tp", "8"],
-    "other": ["train.py", "--config", "finetune.yaml"],
-}
+PROCTITLE = {"vllm": "VLLM::Worker_TP{rank}", "sglang": "sglang::scheduler_TP{rank}"}
+"""The engines' GPU processes name themselves (setproctitle): vLLM's workers `VLLM::Worker_TP0`, SGLang's
+schedulers `sglang::scheduler_TP0`; nvidia-smi lists those, not the API server. Staged the same way, they are also
+invisible to the `discover` probe of concurrently running tests (it looks for server entry points only)."""
+OTHER_ARGV = ["python3", "train.py", "--config", "finetune.yaml"]
 
 DEFAULT_CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.8.0-60-generic root=UUID=00000000-0000-0000-0000-000000000000 ro console=tty1 console=ttyS0"
+
+
+def _nvlink(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The spec's NVLink block: None for PCIe-only GPUs; `nvlink: {}` or `true` means 18 healthy links."""
+    nv = spec.get("nvlink")
+    if nv is None or nv is False:
+        return None
+    return {} if nv is True else dict(nv)
 
 
 def bus_id(i: int, count: int) -> str:
@@ -99,6 +116,10 @@ def _edit_gpu(gpu: ET.Element, e: dict[str, Any], model: str) -> None:
     name, default_w, max_sm, _gen = MODELS.get(model, MODELS["h200"])
     if "name" in e:
         _set(gpu, "product_name", e["name"])
+    if "memory_mib" in e:
+        total = float(e["memory_mib"])
+        _set(gpu, "fb_memory_usage/total", f"{total:.0f} MiB")
+        _set(gpu, "fb_memory_usage/free", f"{total - 1011 - 616:.0f} MiB")
     if "default_power_limit_w" in e:
         _set(gpu, "gpu_power_readings/default_power_limit", _w(e["default_power_limit_w"]))
     if "max_power_limit_w" in e:
@@ -184,9 +205,58 @@ def _edit_gpu(gpu: ET.Element, e: dict[str, Any], model: str) -> None:
         _set(gpu, "gpu_recovery_action", e["recovery_action"])
 
 
+GPU_KEYS = ("name", "memory_mib", "default_power_limit_w", "max_power_limit_w", "power_limit_w", "power_draw_w",
+            "clocks_event", "sm_clock_mhz", "max_sm_clock_mhz", "app_sm_clock_mhz", "utilization_pct", "temperature_c",
+            "pstate", "ecc", "remapped_rows", "retired", "pcie", "persistence", "mig", "fabric", "recovery_action")
+ALIASES = {"temperature": "temperature_c", "temp_c": "temperature_c", "sm_clock": "sm_clock_mhz",
+           "clocks_sm_mhz": "sm_clock_mhz", "power_w": "power_draw_w", "power_draw": "power_draw_w",
+           "power_limit": "power_limit_w", "enforced_power_limit_w": "power_limit_w", "persistence_mode": "persistence",
+           "mig_mode": "mig", "throttle": "clocks_event", "throttle_reasons": "clocks_event",
+           "clocks_event_reasons": "clocks_event", "util": "utilization_pct", "utilization": "utilization_pct",
+           "app_clocks_mhz": "app_sm_clock_mhz", "application_clocks_mhz": "app_sm_clock_mhz",
+           "remap": "remapped_rows", "row_remap": "remapped_rows", "retired_pages": "retired"}
+REASON_ALIASES = {"idle": "gpu_idle", "applications_clocks": "applications_clocks_setting", "app_clocks":
+                  "applications_clocks_setting", "power_cap": "sw_power_cap", "hw_thermal": "hw_thermal_slowdown",
+                  "sw_thermal": "sw_thermal_slowdown", "hw_power_brake": "hw_power_brake_slowdown",
+                  "power_brake": "hw_power_brake_slowdown", "display_clock_setting": "display_clocks_setting"}
+NESTED = {"pcie_gen": ("pcie", "gen"), "pcie_width": ("pcie", "width"), "pcie_gen_max": ("pcie", "gen_max"),
+          "pcie_width_max": ("pcie", "width_max"), "ecc_volatile_dbe": ("ecc", "volatile_dbe"),
+          "ecc_aggregate_dbe": ("ecc", "aggregate_dbe"), "ecc_volatile_sbe": ("ecc", "volatile_sbe"),
+          "ecc_aggregate_sbe": ("ecc", "aggregate_sbe"), "ecc_mode": ("ecc", "mode"),
+          "remap_pending": ("remapped_rows", "pending"), "remap_failure": ("remapped_rows", "failure"),
+          "remapped_rows_uncorrectable": ("remapped_rows", "uncorrectable"),
+          "fabric_state": ("fabric", "state"), "fabric_status": ("fabric", "status")}
+
+
+def gpu_edits(edits: dict[str, Any], where: str) -> dict[str, Any]:
+    """Per-GPU edits with the spellings a case may use normalized; an unknown key raises ValueError naming it."""
+    out: dict[str, Any] = {}
+    for key, value in dict(edits or {}).items():
+        if key in NESTED:
+            outer, inner = NESTED[key]
+            out.setdefault(outer, {})[inner] = value
+            continue
+        key = ALIASES.get(key, key)
+        if key not in GPU_KEYS:
+            raise ValueError(f"{where}: unknown GPU key {key!r}; known: {', '.join(GPU_KEYS + tuple(NESTED))}")
+        if key == "clocks_event":
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            value = [REASON_ALIASES.get(str(v).lower(), str(v).lower()) for v in value]
+            bad = [v for v in value if v not in REASONS]
+            if bad:
+                raise ValueError(f"{where}: unknown clocks-event reason(s) {', '.join(bad)}; one of {', '.join(REASONS)}")
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key].update(value)
+        else:
+            out[key] = value
+    return out
+
+
 def _model_defaults(model: str, count: int, nvswitch: bool) -> dict[str, Any]:
     name, default_w, max_sm, gen = MODELS.get(model, MODELS["h200"])
-    out: dict[str, Any] = {"name": name, "default_power_limit_w": default_w, "max_power_limit_w": default_w,
+    out: dict[str, Any] = {"name": name, "memory_mib": MEMORY_MIB.get(model, 143771),
+                           "default_power_limit_w": default_w, "max_power_limit_w": default_w,
                            "power_limit_w": default_w, "max_sm_clock_mhz": max_sm,
                            "pcie": {"gen": gen, "gen_max": gen, "width": 16, "width_max": 16}}
     if nvswitch:  # HGX baseboards: NVSwitch fabric registered by the fabric manager
@@ -217,14 +287,15 @@ def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]
     root.remove(template)
     model = spec.get("model", "h200")
     count = int(spec.get("count", 1))
-    nvswitch = bool(spec.get("nvlink")) and count >= 4
+    nvswitch = _nvlink(spec) is not None and count >= 4
     if "driver" in spec:
         _set(root, "driver_version", spec["driver"])
     if "cuda" in spec:
         _set(root, "cuda_version", spec["cuda"])
     _set(root, "attached_gpus", str(count))
     defaults = _model_defaults(model, count, nvswitch)
-    per = {int(k): v for k, v in (spec.get("gpus") or {}).items()}
+    per = {int(k): gpu_edits(v, f"gpus.{k}") for k, v in (spec.get("gpus") or {}).items()}
+    every = gpu_edits(spec.get("all") or {}, "all")
     last_tail = None
     for i in range(count):
         gpu = copy.deepcopy(template)
@@ -237,7 +308,7 @@ def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]
         _set(gpu, "platformInfo/module_id", str(i + 1))
         if "driver" in spec:
             _set(gpu, "gsp_firmware_version", spec["driver"])
-        _edit_gpu(gpu, _merge(_merge(defaults, spec.get("all") or {}), per.get(i) or {}), model)
+        _edit_gpu(gpu, _merge(_merge(defaults, every), per.get(i) or {}), model)
         procs = gpu.find("processes")
         assert procs is not None
         for child in list(procs):
@@ -261,8 +332,8 @@ def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]
 
 def nvlink_texts(spec: dict[str, Any], names: list[str]) -> tuple[str, str]:
     """(`nvidia-smi nvlink -s`, `nvidia-smi nvlink -e`) in the captured layout."""
-    nv = spec.get("nvlink")
-    if not nv:
+    nv = _nvlink(spec)
+    if nv is None:
         return "", ""
     links = int(nv.get("links", 18))
     speed = float(nv.get("speed", 26.562))
@@ -299,11 +370,36 @@ Legend:
 """
 
 
+def machine_numa(count: int) -> list[str]:
+    """CPU lists of staged NUMA nodes made of this machine's CPUs (an unpinned process may use all of them, as on a
+    real host): two nodes when there are GPUs and CPUs to split, else one."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if count < 2 or len(cpus) < 2:
+        return [_cpulist(cpus)]
+    half = len(cpus) // 2
+    return [_cpulist(cpus[:half]), _cpulist(cpus[half:])]
+
+
+def _cpulist(cpus: list[int]) -> str:
+    out, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            out.append(str(start) if start == c else f"{start}-{c}")
+            start = None
+    return ",".join(out)
+
+
+def numa_cpus(spec: dict[str, Any]) -> list[str]:
+    return (spec.get("topo") or {}).get("cpus") or spec.get("numa_cpus") or machine_numa(int(spec.get("count", 1)))
+
+
 def topo_text(spec: dict[str, Any], count: int) -> str:
     """`nvidia-smi topo -m` as the capture prints it (ANSI underline on the header row)."""
     topo = spec.get("topo") or {}
-    cpus = topo.get("cpus") or spec.get("numa_cpus") or ["0-31"]
-    nv = spec.get("nvlink")
+    cpus = numa_cpus(spec)
+    nv = _nvlink(spec)
     per_node = max(count // len(cpus), 1)
     cols = [f"GPU{i}" for i in range(count)]
     out = ["\t\x1b[4m" + "\t".join(cols + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]) + "\x1b[0m"]
@@ -314,7 +410,7 @@ def topo_text(spec: dict[str, Any], count: int) -> str:
             node_b = min(b // per_node, len(cpus) - 1)
             if a == b:
                 cells.append(" X ")
-            elif nv:
+            elif nv is not None:
                 cells.append(f"NV{int(nv.get('links', 18))}")
             else:
                 cells.append(topo.get("link", "NODE") if node_a == node_b else "SYS")
@@ -423,7 +519,7 @@ def stage_node_files(staged, spec: dict[str, Any]) -> None:
     (root / "proc" / "sys" / "kernel").mkdir(parents=True, exist_ok=True)
     (root / "proc" / "cmdline").write_text(spec.get("cmdline", DEFAULT_CMDLINE) + "\n")
     (root / "proc" / "sys" / "kernel" / "dmesg_restrict").write_text("1\n" if k.get("restricted") else "0\n")
-    for i, cpus in enumerate(spec.get("numa_cpus") or (spec.get("topo") or {}).get("cpus") or ["0-31"]):
+    for i, cpus in enumerate(spec.get("numa_cpus") or numa_cpus(spec)):
         d = root / "sys" / "devices" / "system" / "node" / f"node{i}"
         d.mkdir(parents=True, exist_ok=True)
         (d / "cpulist").write_text(cpus + "\n")
@@ -451,29 +547,47 @@ def stage_node_files(staged, spec: dict[str, Any]) -> None:
     staged.env["INVESTIGATE_NODE_ROOT"] = str(root)
 
 
-def spawn_process(staged, kind: str, env: dict[str, str] | None = None, cpus: list[int] | None = None) -> int:
-    """A real process whose command line reads like `kind` (vllm, sglang, other) and whose environment is `env`."""
-    argv = [sys.executable, "-c", SLEEPER, *ENGINE_ARGV.get(kind, ENGINE_ARGV["other"])]
+def spawn_process(staged, kind: str, env: dict[str, str] | None = None, cpus: list[int] | None = None,
+                  rank: int = 0) -> int:
+    """A real process named like `kind`'s GPU worker (vllm, sglang; else `python3 train.py`) with environment `env`."""
+    title = PROCTITLE.get(kind)
+    if title:
+        argv = [title.format(rank=rank), "-c", SLEEPER]
+    else:
+        argv = [OTHER_ARGV[0], "-c", SLEEPER, *OTHER_ARGV[1:]]
     full_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **(env or {})}
     preexec = (lambda: os.sched_setaffinity(0, set(cpus))) if cpus else None
-    proc = subprocess.Popen(argv, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, preexec_fn=preexec)
+    proc = subprocess.Popen(argv, executable=sys.executable, env=full_env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=preexec)
     staged.procs.append(proc)
     return proc.pid
 
 
-def stage_node(staged, spec: dict[str, Any] | None = None) -> None:
-    """Stage the node on a StagedHost: nvidia-smi (-q -x, nvlink, topo), kernel log, lspci, host files, processes."""
-    spec = dict(spec or {})
-    count = int(spec.setdefault("count", 1))
+def spawn_processes(staged, procs: list[dict[str, Any]]) -> dict[int, list[tuple[int, str, float]]]:
+    """Start the spec's GPU processes; GPU index -> [(pid, nvidia-smi process name, MiB)]."""
     available = os.sched_getaffinity(0)
     pids: dict[int, list[tuple[int, str, float]]] = {}
-    for p in spec.get("processes") or []:
+    for p in procs or []:
         cpus = [c for c in (p.get("cpus") or []) if c in available] or None
-        pid = spawn_process(staged, p.get("kind", "vllm"), p.get("env"), cpus)
-        name = p.get("name") or ("python3" if p.get("kind") == "other" else "VLLM::Worker_TP0")
-        for g in p.get("gpus", [0]):
-            pids.setdefault(int(g), []).append((pid, name, float(p.get("memory_mib", 70000))))
+        kind = p.get("kind", "vllm")
+        # an engine runs one worker per GPU; another tenant is one process
+        groups = [[g] for g in p.get("gpus", [0])] if kind in PROCTITLE else [list(p.get("gpus", [0]))]
+        for rank, gpus in enumerate(groups):
+            pid = spawn_process(staged, kind, p.get("env"), cpus, rank)
+            name = p.get("name") or (PROCTITLE[kind].format(rank=rank) if kind in PROCTITLE else "python3")
+            for g in gpus:
+                pids.setdefault(int(g), []).append((pid, name, float(p.get("memory_mib", 70000))))
+    return pids
+
+
+def stage_node(staged, spec: dict[str, Any] | None = None,
+               pids: dict[int, list[tuple[int, str, float]]] | None = None) -> dict[int, list[tuple[int, str, float]]]:
+    """Stage the node on a StagedHost: nvidia-smi (-q -x, nvlink, topo), kernel log, lspci, host files, processes
+    (spawned unless `pids` of processes started before are given). Returns the GPU processes."""
+    spec = dict(spec or {})
+    count = int(spec.setdefault("count", 1))
+    if pids is None:
+        pids = spawn_processes(staged, spec.get("processes") or [])
     xml = node_xml(spec, pids)
     datadir = staged.root / "nodedata"
     datadir.mkdir(parents=True, exist_ok=True)
@@ -496,6 +610,7 @@ def stage_node(staged, spec: dict[str, Any] | None = None) -> None:
         exe.write_text(FAKE_NVIDIA_SMI.replace("{python}", sys.executable))
         exe.chmod(0o755)
     stage_node_files(staged, spec)
+    return pids
 
 
 def _query_rows(xml: str) -> list[dict[str, str]]:
@@ -503,14 +618,140 @@ def _query_rows(xml: str) -> list[dict[str, str]]:
     from orchestrator.probes.node_smi import parse_health_xml
 
     driver, _cuda, gpus = parse_health_xml(xml)
+    root = ET.fromstring(xml.split("\n", 2)[2])
+    totals = [g.findtext("fb_memory_usage/total") or "143771 MiB" for g in root.findall("gpu")]
     rows = []
     for g in gpus:
-        cc = {"NVIDIA B200": "10.0", "NVIDIA A100-SXM4-80GB": "8.0"}.get(g.name, "9.0")
+        cc = CC.get(_model_of(g.name), "9.0")
         rows.append({
             "index": str(g.index), "name": g.name, "pci.bus_id": g.bus_id or "", "driver_version": driver or "",
-            "compute_cap": cc, "memory.total": "143771 MiB", "memory.used": "1011 MiB",
+            "compute_cap": cc, "memory.total": totals[g.index], "memory.used": "1011 MiB",
             "power.draw": f"{g.power_draw_w or 0:.2f} W", "power.limit": f"{g.power_enforced_w or 0:.2f} W",
             "clocks.sm": f"{g.sm_mhz or 0:.0f} MHz", "clocks.max.sm": f"{g.max_sm_mhz or 0:.0f} MHz",
             "utilization.gpu": f"{g.utilization_pct or 0:.0f} %", "temperature.gpu": f"{g.temperature_c or 0:.0f}",
         })
     return rows
+
+
+# --- scenario stagers (tests/support/stagers.py registry) ---------------------------------------------------------
+# Each merges its argument into one node spec kept on the StageContext and re-stages the node from it, so a case
+# can give them in any order; processes are started once.
+
+try:
+    from support.stagers import StageContext, StageError, stager
+except ImportError:  # the registry is not in this tree yet
+    stager = None  # type: ignore[assignment]
+
+
+def _model_of(name: str) -> str:
+    low = name.lower()
+    for key, (full, *_rest) in MODELS.items():
+        if full.lower() == low:
+            return key
+    for key in ("b200", "h200", "a100", "l40s"):
+        if key in low:
+            return key
+    if "rtx pro 6000" in low:
+        return "rtx-pro-6000"
+    return "h100-pcie" if "h100" in low and "pcie" in low else "h100" if "h100" in low else "h200"
+
+
+def _restage(ctx, key: str | None, arg: Any = None) -> None:
+    if ctx.staged is None:
+        raise StageError(f"{key}: the host is not built yet")
+    spec = ctx.extra.setdefault("node_spec", {})
+    if key == "nvidia_smi":
+        spec.update(arg)
+    elif key == "gpu_processes":
+        spec["processes"] = list(arg)
+    elif key is not None:
+        spec[key] = arg
+    if "count" not in spec:
+        spec["count"] = len(ctx.staged.gpus) or 1
+    if "model" not in spec and ctx.staged.gpus:
+        spec["model"] = _model_of(str(ctx.staged.gpus[0].get("name", "")))
+        if spec["model"] in ("h200", "h100", "b200", "a100") and "nvlink" not in spec and spec["count"] >= 2 \
+                and "NV" in json.loads((ctx.staged.bin / "nvidia-smi.json").read_text()).get("topo", ""):
+            spec["nvlink"] = {}
+    if "node_pids" not in ctx.extra or key == "gpu_processes":
+        ctx.extra["node_pids"] = spawn_processes(ctx.staged, spec.get("processes") or [])
+        if ctx.staged.cleanup not in ctx.cleanups:
+            ctx.cleanups.append(ctx.staged.cleanup)
+    stage_node(ctx.staged, spec, ctx.extra["node_pids"])
+
+
+def _mapping(key: str, arg: Any) -> dict[str, Any]:
+    if not isinstance(arg, dict):
+        raise StageError(f"{key}: expected a mapping (see tests/support/stage_node.py)")
+    return dict(arg)
+
+
+if stager is not None:
+
+    @stager("nvidia_smi")
+    def stage_nvidia_smi(ctx: StageContext, arg: Any) -> None:
+        """`nvidia_smi: {model: h200, count: 8, driver: .., load: true, all: {..}, gpus: {3: {power_limit_w: 450,
+        clocks_event: [sw_power_cap]}}, nvlink: {gpus: {5: {down: [2]}}}, topo: {cpus: [..]}}`: the real H200
+        `nvidia-smi -q -x` edited in place (per-GPU keys in tests/support/stage_node.py)."""
+        arg = _mapping("nvidia_smi", arg)
+        bad = [k for k in arg if k not in ("model", "count", "driver", "cuda", "load", "all", "gpus", "nvlink", "topo")]
+        if bad:
+            raise StageError(f"nvidia_smi: unknown key(s) {', '.join(bad)}")
+        if "model" in arg and arg["model"] not in MODELS:
+            raise StageError(f"nvidia_smi: model {arg['model']!r} unknown; one of {', '.join(MODELS)}")
+        try:
+            for k, v in (arg.get("gpus") or {}).items():
+                gpu_edits(v, f"nvidia_smi.gpus.{k}")
+            gpu_edits(arg.get("all") or {}, "nvidia_smi.all")
+        except ValueError as e:
+            raise StageError(str(e)) from None
+        _restage(ctx, "nvidia_smi", arg)
+
+    @stager("kernel_log")
+    def stage_kernel_log(ctx: StageContext, arg: Any) -> None:
+        """`kernel_log: {lines: [NVRM lines or a file of the case dir], restricted: true, journal: true,
+        kern_log: true}`: dmesg (restricted: util-linux's "Operation not permitted", exit 1), journalctl -k,
+        /var/log/kern.log. `kernel_log: restricted` is a restricted dmesg without any other source."""
+        if arg in ("restricted", "denied", "not permitted"):
+            arg = {"restricted": True}
+        if isinstance(arg, (str, list)):
+            arg = {"lines": arg}
+        arg = _mapping("kernel_log", arg)
+        lines = arg.get("lines") or []
+        if isinstance(lines, str):
+            lines = ctx.text(lines).splitlines()
+        arg["lines"] = [str(x) for x in lines if str(x).strip()]
+        _restage(ctx, "kernel", arg)
+
+    @stager("lspci")
+    def stage_lspci(ctx: StageContext, arg: Any) -> None:
+        """`lspci: {gpus: {4: {speed: 2.5, width: 8}}, acs: true, denied: false}` (without it lspci is not installed)."""
+        _restage(ctx, "lspci", _mapping("lspci", arg or {}))
+
+    @stager("gpu_processes")
+    def stage_gpu_processes(ctx: StageContext, arg: Any) -> None:
+        """`gpu_processes: [{gpus: [0..7], kind: vllm|sglang|other, env: {NCCL_P2P_DISABLE: "1"}, cpus: [1],
+        memory_mib: 70000, name: python3}]`: real processes (an engine: one worker per GPU) in nvidia-smi's list."""
+        if not isinstance(arg, list):
+            raise StageError("gpu_processes: expected a list of processes")
+        _restage(ctx, "gpu_processes", arg)
+
+    @stager("host_node")
+    def stage_host_node(ctx: StageContext, arg: Any) -> None:
+        """`host_node: {rdma: [{name: mlx5_0, state: "4: ACTIVE", link_layer: InfiniBand}], libibverbs: true,
+        cmdline: "... intel_iommu=on", iommu_devices: [dmar0], numa_cpus: ["0", "1"],
+        fabricmanager: active|inactive|failed}`."""
+        arg = _mapping("host_node", arg)
+        bad = [k for k in arg if k not in ("rdma", "libibverbs", "cmdline", "iommu_devices", "numa_cpus", "fabricmanager")]
+        if bad:
+            raise StageError(f"host_node: unknown key(s) {', '.join(bad)}")
+        if ctx.staged is None:
+            raise StageError("host_node: the host is not built yet")
+        spec = ctx.extra.setdefault("node_spec", {})
+        for k, v in arg.items():
+            spec[k] = v
+        _restage(ctx, None)
+
+    # the names PLAN.md's examples use
+    stager("dmesg")(lambda ctx, arg: stage_kernel_log(ctx, arg))
+    stager("processes")(lambda ctx, arg: stage_gpu_processes(ctx, arg))

@@ -3,7 +3,12 @@
 stdlib + torch, Python >= 3.8. Run as `python - PARAMS_JSON` with this file on stdin (or as a file with flags, see
 `parse_args`). Params: {"shapes": [{"name", "n", "k"}], "m": [...], "dtypes": ["bf16", "fp8", "nvfp4", "mxfp4"],
 "budget_s": 60, "repeats": 15, "warmup": 3, "device_index": 0, "sample_interval_s": 0.2, "l2_bytes": null,
-"max_buffer_bytes": 4e9, "cpu_sanity": false}.
+"max_buffer_bytes": 4e9, "cpu_sanity": false, "hold_m": [...], "hold_s": 1.0}.
+
+Held points: after its timing, each point whose M is in `hold_m` (the decode-sized Ms the question is about) runs
+on, the same pass replayed back to back, for `hold_s` seconds: long enough for the power sampler to see it, so the
+point reports the mean power (against the GPU's enforced power limit, read once) and SM clock during that GEMM, and
+the mean time per GEMM over the hold (a second timing of the same point).
 
 Timing: CUDA events around one pass over several input sets (rotated so the L2 cannot keep the operands between
 calls), the median of `repeats` passes. Inputs are random (never zeros: power and clocks depend on the data).
@@ -159,6 +164,26 @@ class Sampler(object):
             self._thread.join(timeout=5)
 
 
+def power_limit(index):
+    """The GPU's enforced power limit in W (pynvml, else nvidia-smi), or None."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetEnforcedPowerLimit(pynvml.nvmlDeviceGetHandleByIndex(index)) / 1000.0
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        pass
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=enforced.power.limit", "--format=csv,noheader,nounits",
+                              "-i", str(index)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+        return float(out.stdout.decode().strip().splitlines()[0])
+    except Exception:
+        return None
+
+
 def fp4_support(torch, cc):
     """None when NVFP4/MXFP4 GEMMs can be tried here, else why not."""
     if cc < (10, 0):
@@ -268,7 +293,35 @@ def time_point(torch, cuda, run, sets, repeats, warmup, deadline):
             per_call.append((time.perf_counter() - t) * 1e3 / len(sets))
         if time.monotonic() > deadline and len(per_call) >= 3:
             break
-    return per_call, mode
+    return per_call, mode, replay
+
+
+def hold_point(torch, run, sets, replay, hold_s, t0):
+    """Run the point's pass back to back for hold_s seconds; (start, end) from t0, GEMMs run, mean ms per GEMM."""
+    torch.cuda.synchronize()
+    start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    began = time.monotonic()
+    start_ev.record()
+    passes = 0
+    batch = 8
+    while True:
+        for _ in range(batch):
+            if replay is not None:
+                replay()
+            else:
+                for s in sets:
+                    run(s)
+        passes += batch
+        end_ev.record()
+        end_ev.synchronize()  # keeps the queue short, so that the wall clock below is the GPU's time
+        elapsed = time.monotonic() - began
+        if elapsed >= hold_s:
+            break
+        if elapsed < hold_s / 20:
+            batch *= 2
+    ended = time.monotonic()
+    calls = passes * len(sets)
+    return began - t0, ended - t0, calls, start_ev.elapsed_time(end_ev) / calls
 
 
 def sweep(torch, params, cuda, dev, result, t0, deadline):
@@ -281,6 +334,8 @@ def sweep(torch, params, cuda, dev, result, t0, deadline):
     max_bytes = float(params.get("max_buffer_bytes", 4e9))
     plan = [(m, sh, dt) for m in ms for sh in shapes for dt in dtypes]  # M outer: decode-sized M first
     result["planned_points"] = len(plan)
+    hold_m = set(int(x) for x in params.get("hold_m") or [])
+    hold_s = float(params.get("hold_s", 1.0))
     last_cost = 0.0
     for i, (m, sh, dt) in enumerate(plan):
         if dt in result["dtypes_skipped"]:
@@ -296,8 +351,16 @@ def sweep(torch, params, cuda, dev, result, t0, deadline):
             count = buffers_for(m, n, k, dt, l2, max_bytes) if cuda else 2
             sets, run = make_inputs(torch, dt, m, n, k, dev, count)
             t_start = time.monotonic() - t0
-            per_call, mode = time_point(torch, cuda, run, sets, repeats, warmup, deadline)
+            per_call, mode, replay = time_point(torch, cuda, run, sets, repeats, warmup, deadline)
             t_end = time.monotonic() - t0
+            held = None
+            if cuda and m in hold_m and hold_s > 0:
+                if time.monotonic() + hold_s + (t_end - t_start) * 1.2 <= deadline:
+                    held = hold_point(torch, run, sets, replay, hold_s, t0)
+                else:
+                    result.setdefault("holds_skipped", []).append("%s %s M=%d: no time left in the budget" % (
+                        sh.get("name", ""), dt, m))
+            replay = None
         except Exception as exc:  # a dtype this torch/GPU cannot run: skip the dtype, keep the sweep
             msg = str(exc).strip().splitlines()
             result["dtypes_skipped"][dt] = "%s M=%d N=%d K=%d raised %s: %s" % (
@@ -311,6 +374,10 @@ def sweep(torch, params, cuda, dev, result, t0, deadline):
                 torch.cuda.empty_cache()
         last_cost = (t_end - t_start) * 1.2
         med = median(per_call)
+        hold = {}
+        if held is not None:
+            hold = {"hold_t0_s": round(held[0], 3), "hold_t1_s": round(held[1], 3), "hold_s": round(held[1] - held[0], 3),
+                    "hold_calls": held[2], "hold_ms": held[3]}
         flops = 2.0 * m * n * k
         nbytes = min_bytes(m, n, k, dt)
         result["points"].append({
@@ -320,6 +387,7 @@ def sweep(torch, params, cuda, dev, result, t0, deadline):
             "tflops": flops / (med / 1e3) / 1e12, "gbps": nbytes / (med / 1e3) / 1e9,
             "t0_s": round(t_start, 3), "t1_s": round(t_end, 3),
         })
+        result["points"][-1].update(hold)
 
 
 def main(argv):
@@ -393,6 +461,7 @@ def main(argv):
             smi_index = int(first) if first.isdigit() else idx
     except Exception:
         pass
+    result["power_limit_w"] = power_limit(smi_index)
     sampler = Sampler(smi_index, float(params.get("sample_interval_s", 0.2)), t0)
     sampler.start()
     result["sampler"] = sampler.how

@@ -9,7 +9,8 @@ libibverbs, IOMMU settings, NUMA nodes, and `gaps`: every command that was missi
 
 INVESTIGATE_NODE_ROOT, when set, is a directory the host's files (/proc/cmdline, /sys, /var/log, library dirs) are
 read under instead of / (a container that mounts the host under /host; the staged test hosts). Processes are always
-read from this machine's /proc.
+read from this machine's /proc; with a staged root only nvidia-smi's GPU processes count, plus server processes
+carrying this environment's INVESTIGATE_STAGED_TAG (the staged test hosts of tests/support).
 """
 import json
 import os
@@ -203,7 +204,11 @@ def server_kind(argv):
         kind = SCRIPTS.get(os.path.basename(arg))
         if kind:
             return kind
-    if argv and ENGINE_NAME.search(argv[0]):
+    if argv and ENGINE_NAME.search(argv[0]):  # a worker named by setproctitle (VLLM::Worker_TP0, sglang::scheduler)
+        low = argv[0].lower()
+        for word, kind in (("vllm", "vllm"), ("sglang", "sglang"), ("trtllm", "tensorrt_llm")):
+            if word in low:
+                return kind
         return "engine worker"
     return None
 
@@ -244,6 +249,14 @@ def filtered_env(pid):
     return env, dropped, True
 
 
+def has_tag(pid, tag):
+    try:
+        with open("/proc/%s/environ" % pid, "rb") as f:
+            return ("INVESTIGATE_STAGED_TAG=" + tag).encode() in f.read(1 << 20).split(b"\0")
+    except OSError:
+        return False
+
+
 def status_field(pid, field):
     try:
         for line in read("/proc/%s/status" % pid).splitlines():
@@ -257,7 +270,9 @@ def status_field(pid, field):
 def processes(out, xml):
     gpu_pids = set(int(p) for p in re.findall(r"<pid>\s*(\d+)\s*</pid>", xml or ""))
     kinds = {}
-    if ROOT == "/":  # a staged root means a test host: only the processes its nvidia-smi names are its own
+    # A staged test host: only the processes its nvidia-smi names, and engines staged with its tag, are its own.
+    tag = os.environ.get("INVESTIGATE_STAGED_TAG")
+    if ROOT == "/" or tag:
         try:
             pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
         except OSError:
@@ -267,7 +282,7 @@ def processes(out, xml):
                 continue
             argv = proc_argv(pid)
             kind = server_kind(argv) if argv else None
-            if kind and kind != "engine worker":
+            if kind and not ENGINE_NAME.search(argv[0]) and (not tag or has_tag(pid, tag)):
                 kinds[pid] = kind
     result = []
     for pid in sorted(gpu_pids | set(kinds)):

@@ -2,13 +2,20 @@
 
 stdlib only, Python >= 3.8. Params (JSON, argv[1]): {"packages": [...normalized names], "import_torch": bool,
 "import_timeout_s": float}. Reads dist-info/egg-info METADATA on sys.path (no imports), torch/version.py, and
-optionally asks torch for its CUDA arch list in a subprocess with a timeout. Prints one JSON object.
+torch's CUDA arch list: the string torch.cuda.get_arch_list() splits (torch._C._cuda_getArchFlags, compiled into
+libtorch_python.so as one "sm_75 sm_80 ... sm_120" string), read from the library's read-only data; only when that
+string is not found exactly once is torch imported (in a subprocess with a timeout, if import_torch) to ask it.
+Importing torch takes seconds on a serving box; reading the string takes milliseconds. Prints one JSON object with
+"timings" (phase -> seconds).
 """
 import json
+import mmap
 import os
 import re
+import struct
 import subprocess
 import sys
+import time
 
 
 def norm(name):
@@ -75,6 +82,56 @@ ARCH_CODE = (
 )
 
 
+ARCH_FLAGS = re.compile(rb"\x00((?:sm|compute)_\d+[a-z]?(?: (?:sm|compute)_\d+[a-z]?)+)\x00")
+"""A NUL-terminated run of two or more space-separated arch names: how CUDA_ARCH_FLAGS sits in the binary."""
+
+
+def rodata(path):
+    """(offset, size) of the .rodata section of a 64-bit little-endian ELF file, else None (then read it all)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None
+            shoff, = struct.unpack_from("<Q", head, 0x28)
+            shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+            if shentsize < 64 or shstrndx >= shnum:
+                return None
+            f.seek(shoff)
+            table = f.read(shentsize * shnum)
+            stroff, strsize = struct.unpack_from("<QQ", table, shstrndx * shentsize + 0x18)
+            f.seek(stroff)
+            names = f.read(min(strsize, 1 << 20))
+            for i in range(shnum):
+                name_off, = struct.unpack_from("<I", table, i * shentsize)
+                if names[name_off:name_off + 8] == b".rodata\x00":
+                    return struct.unpack_from("<QQ", table, i * shentsize + 0x18)
+    except (OSError, struct.error):
+        return None
+    return None
+
+
+def torch_arch_from_binary(location):
+    """torch's arch list read from libtorch_python.so without importing torch, or None when not found once."""
+    path = os.path.join(location, "torch", "lib", "libtorch_python.so")
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                sec = rodata(path)
+                start, end = (sec[0], sec[0] + sec[1]) if sec and sec[0] + sec[1] <= len(mm) else (0, len(mm))
+                found = set(m.group(1) for m in ARCH_FLAGS.finditer(mm, max(0, start - 1), end + 1))
+            finally:
+                mm.close()
+    except (OSError, ValueError):
+        return None
+    if len(found) != 1:
+        return None
+    return {"arch_list": found.pop().decode("ascii").split(), "source": path}
+
+
 def torch_arch(timeout):
     try:
         proc = subprocess.run(
@@ -92,9 +149,11 @@ def torch_arch(timeout):
 
 
 def main():
+    started = time.time()
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     wanted = [norm(p) for p in params.get("packages") or []]
     dists = distributions()
+    timings = {"distributions": round(time.time() - started, 4)}
     packages = {}
     locations = {}
     for name in wanted:
@@ -114,12 +173,28 @@ def main():
         "distributions": len(dists),
         "torch_version_py": None,
         "torch_arch": None,
+        "timings": timings,
     }
     if "torch" in locations:
         result["torch_version_py"] = torch_version_py(locations["torch"])
-        if params.get("import_torch", True):
-            result["torch_arch"] = torch_arch(float(params.get("import_timeout_s", 30)))
+        t = time.time()
+        tv = result["torch_version_py"] or {}
+        if tv.get("__version__") and not tv.get("cuda") and not tv.get("hip"):
+            # a CPU build: torch.cuda.get_arch_list() is [] there (CUDA is never available)
+            arch = {"arch_list": [], "cuda": None, "available": False, "source": "torch/version.py (CPU build)"}
+        else:
+            arch = torch_arch_from_binary(locations["torch"])
+        timings["torch_arch_read"] = round(time.time() - t, 4)
+        if arch is None and params.get("import_torch", True):
+            t = time.time()
+            arch = torch_arch(float(params.get("import_timeout_s", 30)))
+            timings["torch_import"] = round(time.time() - t, 4)
+        if arch is not None:
+            arch.setdefault("cuda", (result["torch_version_py"] or {}).get("cuda"))
+        result["torch_arch"] = arch
+    timings["total"] = round(time.time() - started, 4)
     print(json.dumps(result))
 
 
-main()
+if __name__ == "__main__":
+    main()

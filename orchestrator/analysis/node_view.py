@@ -1,0 +1,72 @@
+"""What the synthesis takes from the node-health prong: its partial gaps, the rank of node and interconnect
+findings, and the one-line healthy verdict when the node shows nothing wrong (the bound a high-severity node or
+interconnect fault sets is the synthesis's own `_catalog_bound`).
+
+The catalog turns the node facts into findings (orchestrator/knowledge/failure_modes/node.yaml, interconnect.yaml);
+these helpers only say how such findings weigh against the others, so the synthesis stays one place.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orchestrator.probes.node_models import NodeHealth
+
+if TYPE_CHECKING:
+    from orchestrator.analysis.evidence_view import EvidenceView
+    from orchestrator.findings import Finding
+
+NODE_AREAS = ("node", "interconnect")
+
+
+def node_probes(view: "EvidenceView") -> list[tuple[str, NodeHealth]]:
+    """(evidence id, model) of every available node-health probe result."""
+    return [(ev.id, m) for ev, m in view.probes("node_health") if isinstance(m, NodeHealth)]
+
+
+KERNEL_SOURCES = ("dmesg", "journalctl", "/var/log/kern.log")
+MINOR = ("lspci -vv", "systemctl")
+"""Tools whose absence is common and costs little (kept in the probe's record, not raised as diagnosis gaps)."""
+
+
+def node_gaps(view: "EvidenceView") -> list[tuple[str, str]]:
+    """(what, why) for each part of a node the probe could not read that limits the diagnosis: the kernel log when
+    no source of it was readable (restricted dmesg, no journal, no kern.log), another user's process environment,
+    nvidia-smi subcommands that failed, lspci refusing the capabilities."""
+    out: list[tuple[str, str]] = []
+    for ev_id, m in node_probes(view):
+        kernel = [g for g in m.gaps if g.what.startswith(KERNEL_SOURCES)]
+        if kernel and m.kernel_log_source is None:
+            out.append((f"kernel log (Xid lines) on {m.host} ({ev_id})",
+                        "; ".join(f"{g.what}: {g.why}" for g in kernel)))
+        for g in m.gaps:
+            if g.what.startswith(KERNEL_SOURCES) or (g.what.startswith(MINOR) and "not installed" in g.why):
+                continue
+            out.append((f"{g.what} on {m.host} ({ev_id})", g.why))
+    return out
+
+
+def is_node_fault(f: "Finding") -> bool:
+    return f.category in NODE_AREAS and bool(f.entry) and not f.informational
+
+
+def rank(f: "Finding") -> float | None:
+    """Where a node or interconnect finding ranks among the causes (the synthesis's category ranks: observation 0,
+    communication 1, roofline 2, kernel 3 ...): a high-severity node fault explains the symptom before any kernel
+    does; None for other findings."""
+    if not is_node_fault(f):
+        return None
+    return {"high": 0.5, "medium": 4.5}.get(f.severity or "", 7.5)
+
+
+def healthy_line(view: "EvidenceView", findings: list["Finding"]) -> str | None:
+    """One line saying the node is healthy and what was checked, when a node probe ran and no node or interconnect
+    entry fired."""
+    probes = node_probes(view)
+    if not probes or any(f.category in NODE_AREAS and f.entry for f in findings):
+        return None
+    _, m = probes[0]
+    gpus = f"{len(m.gpus)} x {m.gpus[0].name}" if m.gpus else "the GPUs"
+    what = "; ".join(m.checked) or "the GPUs"
+    gaps = f" (not readable: {', '.join(g.what for g in m.gaps)})" if m.gaps else ""
+    return f"Node healthy: nothing wrong on {m.host} ({gpus}); checked {what}{gaps}."

@@ -1,0 +1,210 @@
+"""What the probes of one host share: each probe runs once per host and arguments, and can start early.
+
+Within a run, several agents ask for the same probes (the kernel prong and the generalist both want `python_env`;
+the kernel inventory, the autotune inventory and the Python environment all need the interpreter that the
+`discover` script finds). `shared(host, key, factory)` runs `factory` once per (host, key): a caller that comes
+while it runs waits for it, a later one gets a copy of its result. `prefetch(run)` starts the read-only probes the
+offline plans call with their default arguments as soon as the host is connected, so that what the prongs then ask
+for is under way or done; the probes' own wall time is in each model's `probe_s`.
+
+Separately, `ListingCache` keeps what the kernel inventory read out of each shared object (the sm_XX images in its
+fatbin) in this process's memory, keyed by host and path and served only while the file keeps the same size and
+mtime (the script checks both on the host before reusing a listing). Nothing is cached on the host.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from orchestrator.probes.models import ProbeModel
+
+if TYPE_CHECKING:
+    from orchestrator.context import RunContext
+    from orchestrator.hosts.base import Host
+
+T = TypeVar("T")
+
+
+class _Slot:
+    """One probe of one host: running (done unset), or finished with a result or an exception."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.taken = False
+        """Someone got this result (or is running the probe for themselves)."""
+        self.abandoned = False
+        """The run that started it was cancelled before it finished: the next caller starts it again."""
+
+
+class ProbeSession:
+    """The shared probe results of one host (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.slots: dict[Hashable, _Slot] = {}
+
+    async def shared(self, key: Hashable, factory: Callable[[], Awaitable[T]], *, once: bool = False,
+                     prefetch: bool = False) -> T:
+        """factory's result for this key, run at most once at a time; with `once` (live readings: power, clocks)
+        a result is handed out to one caller only, and the next caller runs the probe again. A `prefetch` run
+        leaves its result for the next caller."""
+        while True:
+            slot = self.slots.get(key)
+            if slot is None or slot.abandoned or (once and slot.taken):
+                break
+            if prefetch:
+                return _copy(slot.result)  # already there or under way: nothing to start
+            await slot.done.wait()
+            if slot.abandoned or (once and slot.taken):
+                continue
+            slot.taken = True
+            if slot.error is not None:
+                raise slot.error
+            return _copy(slot.result)
+        slot = _Slot()
+        slot.taken = not prefetch
+        self.slots[key] = slot
+        started = time.monotonic()
+        try:
+            result = await factory()
+        except BaseException as exc:
+            if isinstance(exc, anyio.get_cancelled_exc_class()) or not isinstance(exc, Exception):
+                slot.abandoned = True
+                if self.slots.get(key) is slot:
+                    del self.slots[key]
+            else:
+                slot.error = exc
+            slot.done.set()
+            raise
+        if isinstance(result, ProbeModel) and result.probe_s is None:
+            result.probe_s = round(time.monotonic() - started, 4)
+        slot.result = result
+        slot.done.set()
+        return _copy(result)
+
+
+def _copy(value: Any) -> Any:
+    return value.model_copy(deep=True) if isinstance(value, ProbeModel) else value
+
+
+_sessions: "weakref.WeakKeyDictionary[Any, ProbeSession]" = weakref.WeakKeyDictionary()
+
+
+def session_of(host: "Host") -> ProbeSession:
+    s = _sessions.get(host)
+    if s is None:
+        s = _sessions[host] = ProbeSession()
+    return s
+
+
+async def shared(host: "Host", key: Hashable, factory: Callable[[], Awaitable[T]], *, once: bool = False) -> T:
+    """Run factory once per host and key (see the module's docstring); a ProbeModel result gets its probe_s."""
+    return await session_of(host).shared(key, factory, once=once)
+
+
+async def start(host: "Host", key: Hashable, factory: Callable[[], Awaitable[Any]], *, once: bool = False) -> None:
+    """Run factory now for whoever asks for this key next (a prefetch), unless it is there or under way."""
+    await session_of(host).shared(key, factory, once=once, prefetch=True)
+
+
+def forget(host: "Host") -> None:
+    """Drop what this host's probes shared (the next call of each runs it again)."""
+    _sessions.pop(host, None)
+
+
+# --- the shared-object listing cache ----------------------------------------------------------------------------
+
+
+class ListingCache:
+    """host, path -> [size, mtime_ns, archs, how]: what the kernel inventory listed, in memory only, bounded."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, str], list[Any]] = OrderedDict()
+
+    def known_for(self, host: str) -> dict[str, list[Any]]:
+        """The listings of one host, for the script to reuse where the file's size and mtime still match."""
+        return {path: list(v) for (h, path), v in self._entries.items() if h == host}
+
+    def update(self, host: str, listings: dict[str, Any]) -> None:
+        for path, entry in (listings or {}).items():
+            if not _valid_listing(entry):
+                continue
+            key = (host, str(path))
+            self._entries[key] = [int(entry[0]), int(entry[1]), [str(a) for a in entry[2]], str(entry[3])]
+            self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def lookup(self, host: str, path: str, size: int, mtime_ns: int) -> list[str] | None:
+        """The archs listed for this file if it still has this size and mtime, else None (never a stale listing)."""
+        entry = self._entries.get((host, path))
+        if entry is None or entry[0] != size or entry[1] != mtime_ns:
+            return None
+        return list(entry[2])
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def _valid_listing(entry: Any) -> bool:
+    return (isinstance(entry, (list, tuple)) and len(entry) >= 4 and all(isinstance(x, int) for x in entry[:2])
+            and isinstance(entry[2], list) and all(isinstance(a, str) for a in entry[2]))
+
+
+LISTINGS = ListingCache()
+"""This process's listing cache (see ListingCache)."""
+
+
+# --- prefetch -----------------------------------------------------------------------------------------------------
+
+
+def _prefetchable(run: "RunContext") -> set[str]:
+    """The probe tools some agent of this run may call, when the run's registry has them."""
+    names = set()
+    for defn in run.agents.values():
+        names.update(getattr(defn, "tools", None) or [])
+    return {n for n in names if n in run.registry.names()} if hasattr(run.registry, "names") else names
+
+
+@asynccontextmanager
+async def prefetch(run: "RunContext") -> AsyncIterator[None]:
+    """Start the read-only probes of the run's host now (each with the arguments its tool's default call uses) and
+    cancel what is still running when the body ends. Errors stay with the probe: whoever asks for it gets them."""
+    host = run.host
+    if host is None or not run.settings.prefetch_probes:
+        yield
+        return
+    from orchestrator.tools.probes import default_probe_calls
+
+    calls = default_probe_calls(run, host, _prefetchable(run))
+    if not calls:
+        yield
+        return
+    error: BaseException | None = None
+    async with anyio.create_task_group() as tg:
+        for call in calls:
+            tg.start_soon(_quietly, call)
+        try:
+            yield
+        except BaseException as exc:  # re-raised below, outside the task group, unwrapped
+            error = exc
+        finally:
+            tg.cancel_scope.cancel()
+    if error is not None:
+        raise error
+
+
+async def _quietly(call: Callable[[], Awaitable[Any]]) -> None:
+    try:
+        await call()
+    except Exception:  # kept in the shared slot for the tool that asks
+        pass

@@ -1,0 +1,75 @@
+"""Item 9 of issue 15: known_hosts matching as OpenSSH does it, checked against the real `ssh` client.
+
+OpenSSH accepts a wildcard `* key` entry, and a hashed file where a wrong key for the host precedes the right one
+(any matching line holding the offered key will do).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from orchestrator.hosts import HostKeyRefused
+from orchestrator.hosts.ssh import SshHost
+from orchestrator.settings import Settings
+from support.sshd import keygen, sshd_factory  # noqa: F401
+
+pytestmark = [pytest.mark.ssh, pytest.mark.skipif(not (os.path.exists("/usr/sbin/sshd") and shutil.which("ssh")),
+                                                  reason="needs sshd and ssh")]
+
+
+def _openssh_accepts(sshd) -> bool:
+    r = subprocess.run(["ssh", "-F", str(sshd.ssh_config), "-o", "BatchMode=yes", sshd.alias, "true"],
+                       capture_output=True, text=True, timeout=30)
+    return r.returncode == 0
+
+
+async def _we_accept(sshd) -> bool:
+    try:
+        host = await SshHost(sshd.target(), Settings()).connect()
+    except HostKeyRefused:
+        return False
+    ok = (await host.run(["true"])).ok
+    await host.aclose()
+    return ok
+
+
+def _wrong_key_line(tmp_path, name: str) -> str:
+    other = tmp_path / "other_host_key"
+    if not other.exists():
+        keygen(other, "other")
+    kind, b64 = other.with_suffix(".pub").read_text().split()[:2]
+    return f"{name} {kind} {b64}\n"
+
+
+@pytest.mark.parametrize("case,accepted", [
+    ("wildcard", True),                 # `* key`
+    ("wildcard-port", True),            # `[127.0.0.1]:* key`
+    ("wrong-then-right", True),         # the same host twice: a wrong key first
+    ("hashed-wrong-then-right", True),  # the same, hashed with ssh-keygen -H
+    ("wrong-only", False),              # CHANGED
+    ("question-mark", True),            # `[127.0.0.?]:PORT key`
+])
+async def test_known_hosts_matching_agrees_with_openssh(sshd_factory, tmp_path, case, accepted):
+    sshd = sshd_factory()
+    right = sshd.host_key_line()
+    name, kind, b64 = right.split()
+    lines = {
+        "wildcard": f"* {kind} {b64}\n",
+        "wildcard-port": f"[127.0.0.1]:* {kind} {b64}\n",
+        "wrong-then-right": _wrong_key_line(tmp_path, name) + right,
+        "hashed-wrong-then-right": _wrong_key_line(tmp_path, name) + right,
+        "wrong-only": _wrong_key_line(tmp_path, name),
+        "question-mark": f"{name.replace('127.0.0.1', '127.0.0.?')} {kind} {b64}\n",
+    }[case]
+    sshd.known_hosts.write_text(lines)
+    if case.startswith("hashed"):
+        subprocess.run(["ssh-keygen", "-H", "-f", str(sshd.known_hosts)], check=True, capture_output=True)
+        assert "|1|" in sshd.known_hosts.read_text() and "127.0.0.1" not in sshd.known_hosts.read_text()
+    before = sshd.known_hosts.read_text()
+    assert _openssh_accepts(sshd) is accepted  # the reference
+    assert await _we_accept(sshd) is accepted
+    assert sshd.known_hosts.read_text() == before

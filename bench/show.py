@@ -11,6 +11,12 @@ call carrying the previous tool result, a tool call and a tool result of ~1.5 KB
 - show --json: `read_transcript` + `build_timeline` + `model_dump_json`.
 
 Prints a table with absolute times and each path's ratio to the parse floor. Target: show under 1 s.
+
+    python bench/show.py --big-gb 1
+
+Memory on a big transcript (issue 15): repeats that transcript's events (call ids made unique per copy) into a file
+of about 1 GB, runs `investigate show` and `show --json` on it as subprocesses, and reports each one's wall time and
+peak RSS. Target: at most 300 MB whatever the transcript's size (show reads it one line at a time).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 import tempfile
 import time
@@ -137,12 +144,60 @@ def best_of(fn, path: Path, repeat: int) -> float:
     return min(times)
 
 
+def build_big(small: Path, big: Path, target_bytes: int) -> int:
+    """Repeat small's event lines (between its header and its run_finished) until big holds target_bytes."""
+    lines = small.read_text(encoding="utf-8").splitlines(keepends=True)
+    head, body, tail = lines[0], lines[1:-1], lines[-1]
+    written, copies = 0, 0
+    with big.open("w", encoding="utf-8") as fh:
+        fh.write(head)
+        while written < target_bytes:
+            chunk = "".join(body).replace('"call_id":"c', f'"call_id":"k{copies}c')
+            fh.write(chunk)
+            written += len(chunk)
+            copies += 1
+        fh.write(tail)
+    return copies * len(body) + 2
+
+
+def run_measured(argv: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS in MB, exit code) of a child process."""
+    import subprocess
+
+    t = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - t, usage.ru_maxrss / 1024, proc.returncode
+
+
+def main_big(gb: float) -> None:
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        small, big = Path(tmp) / "small.jsonl", Path(tmp) / "big.jsonl"
+        build(small, 10_000, 50)
+        n = build_big(small, big, int(gb * 1e9))
+        size = big.stat().st_size
+        print(f"transcript: {n} events, {size / 1e9:.2f} GB")
+        print(f"{'command':<28} {'wall s':>8} {'peak RSS MB':>12} {'target':>10}")
+        env_py = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(root)!r}); "
+                  "from orchestrator.cli import main; sys.exit(main(sys.argv[1:]))"]
+        for name, extra in (("show", []), ("show --json", ["--json"])):
+            wall, rss, rc = run_measured([*env_py, "show", str(big), *extra])
+            verdict = "met" if rss <= 300 and rc == 0 else f"MISSED (exit {rc})" if rc else "MISSED"
+            print(f"{name:<28} {wall:>8.1f} {rss:>12.0f} {'<= 300 ' + verdict:>10}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=10_000)
     ap.add_argument("--agents", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--big-gb", type=float, default=None, help="measure show's memory on a transcript this big")
     args = ap.parse_args()
+    if args.big_gb:
+        main_big(args.big_gb)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.jsonl"
         n = build(path, args.events, args.agents)

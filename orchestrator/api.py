@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import functools
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -150,6 +151,10 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
             gaps.append(Gap(what=f"host {h.name}" + (f" ({h.role})" if h.role else ""), why=h.error))
     body = submitted.model_dump()
     body["gaps"] = [g.model_dump() for g in gaps]
+    if len(gaps) != len(submitted.gaps):  # the verdict's count of gaps counts the ones added here too
+        n = len(gaps)
+        body["verdict"] = re.sub(r"\b\d+ gaps? limits? this diagnosis",
+                                 f"{n} gap{'s limit' if n != 1 else ' limits'} this diagnosis", body["verdict"])
     diag = Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
     if run.inputs.hosts:
         from orchestrator.analysis.fleet import fleet_table

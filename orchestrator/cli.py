@@ -440,19 +440,58 @@ def resume_cmd(
 def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
              as_json: bool = typer.Option(False, "--json")) -> None:
     from orchestrator.timeline import build_timeline, render_timeline
-    from orchestrator.transcript import read_transcript
+    from orchestrator.transcript import iter_transcript
 
-    t = read_transcript(transcript_path, strict=False)  # a damaged line is named and the rest still shown
-    for w in t.warnings:
+    # streamed, one line at a time: memory stays bounded on a transcript of any size (issue 15, bench/show.py);
+    # a damaged line is named and the rest still shown
+    from orchestrator.events import DiagnosisSubmitted
+
+    warnings: list[str] = []
+    _, events = iter_transcript(transcript_path, warnings)
+    submitted: list = []  # the last diagnosis event only (the fleet table reads it), not every event
+
+    engine_events: list = []  # the serving engine's results (engine_config, observations): a few small events
+
+    def tap(stream):
+        for e in stream:
+            if isinstance(e, DiagnosisSubmitted):
+                submitted[:] = [e]
+            elif getattr(e, "tool", None) in ("engine_config", "observations") and getattr(e, "data", None):
+                engine_events.append(e)
+            yield e
+
+    timeline = _scrub(build_timeline(tap(events)))
+    for w in warnings:
         sys.stderr.write(f"warning: {_one_line(w)}\n")
-    timeline = _scrub(build_timeline(t.events))
     if as_json:
         sys.stdout.write(timeline.model_dump_json(indent=2) + "\n")
     else:
         render_timeline(timeline, _stdout())
+        _show_fleet(submitted)
         from orchestrator.engine_render import render_engine_terminal  # the serving engine's config, latency vs floor
 
-        render_engine_terminal(t.events, _stdout())
+        render_engine_terminal(engine_events + submitted, _stdout())
+
+
+def _show_fleet(events) -> None:
+    """Multi-host runs: the fleet comparison of the recorded diagnosis, after the timeline (hosts helper's hook)."""
+    from pydantic import ValidationError
+
+    from orchestrator.diagnosis import FleetTable, fleet_markdown, md_text
+    from orchestrator.events import DiagnosisSubmitted
+
+    subs = [e for e in events if isinstance(e, DiagnosisSubmitted)]
+    raw = (subs[-1].diagnosis or {}).get("fleet") if subs else None
+    if not raw:
+        return
+    try:
+        tables = [FleetTable.model_validate(x) for x in raw]
+    except ValidationError:
+        sys.stderr.write("warning: the recorded fleet comparison is malformed; not shown\n")
+        return
+    from rich.markdown import Markdown
+
+    _stdout().print(Markdown("\n".join(fleet_markdown(tables, md_text))))
 
 
 @app.command("report", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")
@@ -477,6 +516,11 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         where = ".".join(str(x) for x in err["loc"])
         raise BadInput(f"{transcript_path}: the recorded diagnosis is malformed at {where} ({err['msg']}); "
                        "re-synthesize it with `investigate replay --offline`") from None
+    from orchestrator.transcript import implausible_number
+
+    if (bad := implausible_number(diagnosis.model_dump())) is not None:
+        raise BadInput(f"{transcript_path}: the recorded diagnosis holds a number no report can draw at {bad}; "
+                       "re-synthesize it with `investigate replay --offline`")
     diagnosis = _scrub(diagnosis)
     if output.suffix.lower() in (".md", ".markdown"):
         _write(output, to_markdown(diagnosis))

@@ -22,6 +22,19 @@ _OS_ERROR = re.compile(r"(?:\b[A-Z]\w*(?:Error|Exception): )?\[Errno -?\d+\] ([^
 _EXC_PREFIX = re.compile(r"\b(?:builtins\.)?[A-Z]\w*(?:Error|Exception)\(\s*(['\"])(.*?)\1\s*\)")
 
 
+_FIRST_WORD = re.compile(r"[a-z][a-z'-]*(?=[\s,:;.]|$)")
+
+
+def sentence_case(text: str) -> str:
+    """Text that starts a sentence starts with a capital: "no cause ..." -> "No cause ...". Identifiers stay as
+    written ("sm_120a lacks ...", "nvidia-smi reports ...", "vLLM ..."): only a plain lowercase word is capitalized."""
+    s = text.lstrip()
+    m = _FIRST_WORD.match(s)
+    if m is None or "-" in m.group(0):
+        return text
+    return text[: len(text) - len(s)] + s[0].upper() + s[1:]
+
+
 def readable(text: str) -> str:
     """Error text as people read it: no `[Errno N]`, no exception class names, no Python reprs of exceptions."""
 
@@ -138,9 +151,10 @@ def fleet_markdown(tables: list[FleetTable], esc=lambda s: s, max_rows: int = 40
     for t in tables:
         group = "" if t.group == "all" else f" ({esc(t.group)})"
         out += [f"## Fleet comparison{group}", "",
-                f"{len(t.hosts)} hosts compared; {t.identical} fact(s) identical on all; {len(t.rows)} differ.", ""]
+                f"{len(t.hosts)} hosts compared; {plural(t.identical, 'fact')} identical on all; {len(t.rows)} "
+                f"{'differs' if len(t.rows) == 1 else 'differ'}.", ""]
         if t.outliers:
-            out.append("Odd host(s), most different first: " + "; ".join(
+            out.append(("Odd host" if len(t.outliers) == 1 else "Odd hosts, most different first") + ": " + "; ".join(
                 f"**{esc(o.host)}** ({esc(', '.join(o.differs[:3]))})" for o in t.outliers[:10]))
             out.append("")
         if t.rows:
@@ -172,6 +186,11 @@ class Diagnosis(_Strict):
     """Multi-host runs: the comparison of facts that should be identical across hosts (None: one host, and then
     left out of the dump, so one-host diagnoses and their recordings keep their shape)."""
 
+    @field_validator("verdict")
+    @classmethod
+    def _verdict_starts_a_sentence(cls, v: str) -> str:
+        return sentence_case(v)
+
     @model_serializer(mode="wrap")
     def _drop_empty_fleet(self, handler):
         out = handler(self)
@@ -199,6 +218,11 @@ class SubmittedDiagnosis(_Strict):
     numbers: list[Number] = Field(default_factory=list)
     recommendations: list[Recommendation] = Field(default_factory=list)
     gaps: list[Gap] = Field(default_factory=list)
+
+    @field_validator("verdict")
+    @classmethod
+    def _verdict_starts_a_sentence(cls, v: str) -> str:
+        return sentence_case(v)
 
 
 def fmt_number(v: float) -> str:

@@ -221,6 +221,11 @@ class AgentRunner:
         names = [t for t in defn.tools if t not in (SUBMIT_DIAGNOSIS, SUBMIT_FINDINGS)] + [self.submit_tool]
         self.tools = {t.name: t for t in run.registry.select(names)}
         self.specs = [t.spec() for t in self.tools.values()]
+        if run.inputs.hosts:  # a multi-host run: host tools offer `host` (one-host runs keep their specs exactly)
+            from orchestrator.tools.fleet import HOST_TOOLS, with_host_arg
+
+            hosts = run.inputs.usable_hosts
+            self.specs = [with_host_arg(sp, hosts) if sp.name in HOST_TOOLS else sp for sp in self.specs]
         self.ctx = AgentContext(run=run, agent_id=agent_id, defn=defn, ordinal=ordinal, parent_id=parent_id,
                                 tool_names=names)
         self.limits = limits_for(defn, run)

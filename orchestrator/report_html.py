@@ -396,9 +396,11 @@ def _fleet_html(tables, known) -> str:
     for t in tables:
         group = "" if t.group == "all" else f" ({_e(t.group)})"
         parts.append(f'<h2 id="fleet">Fleet comparison{group}</h2><p class="muted">{len(t.hosts)} hosts compared; '
-                     f"{t.identical} fact(s) identical on all; {len(t.rows)} differ.</p>")
+                     f"{plural(t.identical, 'fact')} identical on all; {len(t.rows)} "
+                     f"{'differs' if len(t.rows) == 1 else 'differ'}.</p>")
         if t.outliers:
-            parts.append("<p>Odd host(s), most different first: " + "; ".join(
+            parts.append("<p>" + ("Odd host" if len(t.outliers) == 1 else "Odd hosts, most different first") + ": "
+                         + "; ".join(
                 f"<strong>{_e(o.host)}</strong> ({_e(', '.join(o.differs[:3]))})" for o in t.outliers[:10]) + "</p>")
         if t.rows:
             parts.append('<table class="numbers"><tr><th>fact</th><th>most hosts</th><th>differing hosts</th>'

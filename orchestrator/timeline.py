@@ -66,13 +66,16 @@ class AgentSpan(BaseModel):
     model_calls: int = 0
     model_errors: int = 0
     tool_calls: list[ToolSpan] = Field(default_factory=list)
+    omitted_calls: int = 0
+    """Tool calls past MAX_TOOL_SPANS kept only as counts (issue 15: `show` of a huge transcript in bounded memory)."""
+    omitted_errors: int = 0
     usage: Usage = Field(default_factory=Usage)
     overlaps: list[str] = Field(default_factory=list)
     """Ids of the other agents that were running at some moment this one was (parents and children included)."""
 
     @property
     def tool_errors(self) -> int:
-        return sum(1 for t in self.tool_calls if t.is_error)
+        return sum(1 for t in self.tool_calls if t.is_error) + self.omitted_errors
 
 
 class Timeline(BaseModel):
@@ -100,6 +103,11 @@ class Timeline(BaseModel):
 
     def agent(self, agent_id: str) -> AgentSpan | None:
         return next((a for a in self.agents if a.agent_id == agent_id), None)
+
+
+MAX_TOOL_SPANS = 500
+"""Tool calls laid out per agent; later ones are counted (a transcript of any size shows in bounded memory)."""
+_OMITTED = object()
 
 
 def build_timeline(events: Iterable[object]) -> Timeline:
@@ -130,13 +138,22 @@ def build_timeline(events: Iterable[object]) -> Timeline:
         last_s = max(last_s, at)
         if isinstance(ev, ToolCall):
             a = span(ev.agent_id, at)
+            a.end_s = max(a.end_s, at)
+            if len(a.tool_calls) >= MAX_TOOL_SPANS:
+                a.omitted_calls += 1
+                open_calls[(ev.agent_id, ev.call_id)] = _OMITTED  # type: ignore[assignment]
+                continue
             t = ToolSpan(call_id=ev.call_id, tool=ev.tool, turn=ev.turn, start_s=at, finished=False)
             a.tool_calls.append(t)
             open_calls[(ev.agent_id, ev.call_id)] = t
-            a.end_s = max(a.end_s, at)
         elif isinstance(ev, ToolResult):
             a = span(ev.agent_id, at)
             t = open_calls.pop((ev.agent_id, ev.call_id), None)
+            if t is _OMITTED or (t is None and len(a.tool_calls) >= MAX_TOOL_SPANS):
+                a.omitted_calls += t is None
+                a.omitted_errors += bool(ev.is_error)
+                a.end_s = max(a.end_s, at)
+                continue
             if t is None:  # a result without its call: keep it, starting where it ended
                 t = ToolSpan(call_id=ev.call_id, tool=ev.tool, turn=ev.turn, start_s=max(0.0, at - ev.duration_s))
                 a.tool_calls.append(t)
@@ -180,7 +197,7 @@ def build_timeline(events: Iterable[object]) -> Timeline:
         elif isinstance(ev, PolicyRefusal):
             a = span(ev.agent_id, at)
             t = open_calls.get((ev.agent_id, ev.call_id))
-            if t is not None:
+            if t is not None and t is not _OMITTED:
                 t.refused = t.is_error = True
         elif isinstance(ev, RunStarted):
             tl.question, tl.backend = ev.question, ev.backend
@@ -214,7 +231,7 @@ def build_timeline(events: Iterable[object]) -> Timeline:
     tl.agents = _tree_order(list(agents.values()))
     _concurrency(tl)
 
-    tl.tool_calls = sum(len(a.tool_calls) for a in tl.agents)
+    tl.tool_calls = sum(len(a.tool_calls) + a.omitted_calls for a in tl.agents)
     tl.tool_errors = sum(a.tool_errors for a in tl.agents)
     tl.model_calls = sum(a.model_calls for a in tl.agents)
     total = Usage()
@@ -326,6 +343,8 @@ def render_tools(tl: Timeline, console, labels: list[str] | None = None) -> None
         if not a.tool_calls:
             continue
         calls = ", ".join(f"{t.tool} {_fmt_s(t.duration_s)}{' ✗' if t.is_error else ''}" for t in a.tool_calls)
+        if a.omitted_calls:
+            calls += f", … and {a.omitted_calls} more (only the first {MAX_TOOL_SPANS} are listed)"
         console.print(Text(f"{label}: {calls}", overflow="fold"))
 
 
@@ -354,7 +373,7 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
     headers = ["agent", "status", "start", "dur", "turns", "tools"] + (["tokens", "cost"] if paid else [])
     rows: list[list[str]] = []
     for a, label in zip(tl.agents, labels):
-        tools = str(len(a.tool_calls)) + (f" ({a.tool_errors}✗)" if a.tool_errors else "")
+        tools = str(len(a.tool_calls) + a.omitted_calls) + (f" ({a.tool_errors}✗)" if a.tool_errors else "")
         rows.append([label, a.status, _fmt_s(a.start_s), _fmt_s(a.duration_s), str(a.turns), tools]
                     + ([_fmt_tokens(a.usage.total_tokens), f"${a.usage.cost_usd:.3f}"] if paid else []))
     # every column but the bar at its natural width, two cells between columns; the bar gets what is left

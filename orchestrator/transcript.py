@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 from pydantic import ValidationError
 
@@ -136,11 +137,16 @@ def read_transcript(path: str | Path, *, strict: bool = True) -> Transcript:
         head = json.loads(complete[0])
     except json.JSONDecodeError as exc:
         raise TranscriptError(f"{p}: line 1 is not JSON ({exc.msg}); not an investigate transcript") from None
+    except (ValueError, RecursionError) as exc:  # integers past 4,300 digits, nesting past the recursion limit
+        raise TranscriptError(f"{p}: line 1 is not a transcript header ({_hostile(exc)})") from None
     if not isinstance(head, dict) or head.get("type") != "header":
         raise TranscriptError(f"{p}: line 1 is not a transcript header; not an investigate transcript")
     version = head.get("schema_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise TranscriptError(f"{p}: header has no integer schema_version")
+    if version < 1:
+        raise TranscriptError(f"{p}: schema_version {version} was never written by investigate (versions start at 1); "
+                              "the file is not a transcript or was edited")
     if version > SCHEMA_VERSION:
         raise TranscriptError(
             f"{p}: schema_version {version} is newer than this investigate understands ({SCHEMA_VERSION}); "
@@ -185,11 +191,104 @@ def read_transcript(path: str | Path, *, strict: bool = True) -> Transcript:
     return Transcript(header=header, events=events, path=p, warnings=warnings, upgraded_from=upgraded_from)
 
 
+def implausible_number(obj: Any, where: str = "") -> str | None:
+    """The path and value of the first number in obj no renderer can draw (NaN, infinities, |x| >= 1e18, subnormal
+    or near-subnormal magnitudes below 1e-30), or None. A hand-edited or hostile transcript may hold any of them."""
+    if isinstance(obj, bool):
+        return None
+    if isinstance(obj, (int, float)):
+        x = float(obj) if abs(obj) < 10**300 else math.inf
+        if not math.isfinite(x) or abs(x) >= 1e18 or (x != 0 and abs(x) < 1e-30):
+            return f"{where or 'value'} ({obj!r:.40})"
+        return None
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    else:
+        return None
+    for k, v in items:
+        found = implausible_number(v, f"{where}.{k}" if where else str(k))
+        if found is not None:
+            return found
+    return None
+
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A longer line is skipped by the streaming reader (named in a warning) rather than held in memory."""
+
+
+def iter_transcript(path: str | Path, warnings: list[str]) -> tuple[Header, Iterator[Event]]:
+    """The header and a lazy iterator over the events, reading one line at a time: memory stays bounded by the
+    longest line, whatever the file's size (`show` of a multi-GB transcript). Damaged lines become warnings, as
+    `read_transcript(strict=False)` does; a transcript of an older schema is read whole (they are small)."""
+    p = Path(path)
+    if not p.is_file():
+        raise TranscriptError(f"transcript {p} not found; pass the path of a .jsonl file written by investigate")
+    with p.open("rb") as fh:
+        first = fh.readline(MAX_LINE_BYTES)
+    try:
+        head = json.loads(first.decode("utf-8", errors="replace")) if first.strip() else None
+    except (ValueError, RecursionError):
+        head = None
+    if not isinstance(head, dict) or head.get("schema_version") != SCHEMA_VERSION:
+        t = read_transcript(p, strict=False)  # older schema or a damaged header: the full reader says what is wrong
+        warnings.extend(t.warnings)
+        return t.header, iter(t.events)
+    try:
+        header = Header.model_validate(head)
+    except ValidationError as exc:
+        raise TranscriptError(f"{p}: line 1: invalid header ({exc.errors()[0]['msg']})") from None
+
+    def events() -> Iterator[Event]:
+        with p.open("rb") as fh:
+            fh.readline(MAX_LINE_BYTES)
+            n = 1
+            while True:
+                raw = fh.readline(MAX_LINE_BYTES)
+                if not raw:
+                    return
+                n += 1
+                if not raw.endswith(b"\n") and len(raw) == MAX_LINE_BYTES:
+                    while (more := fh.readline(MAX_LINE_BYTES)) and not more.endswith(b"\n"):
+                        pass
+                    warnings.append(f"{p}: line {n} is longer than {MAX_LINE_BYTES // 2**20} MiB; skipped it")
+                    continue
+                if not raw.strip():
+                    continue
+                try:
+                    yield EVENT_ADAPTER.validate_json(raw)
+                    continue
+                except ValidationError:
+                    pass
+                line = raw.decode("utf-8", errors="replace")
+                if not raw.endswith(b"\n"):
+                    try:
+                        json.loads(line)
+                    except (ValueError, RecursionError):
+                        warnings.append(f"{p}: line {n} is cut off mid-line (the run was interrupted); ignored it")
+                        return
+                try:
+                    yield _validate(p, n, _loads(p, n, line))
+                except TranscriptError as exc:
+                    warnings.append(f"{exc}; skipped it")
+
+    return header, events()
+
+
+def _hostile(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return "an integer too long to read" if "digits" in str(exc) else " ".join(str(exc).split())[:120]
+
+
 def _loads(p: Path, n: int, line: str) -> dict[str, Any]:
     try:
         return json.loads(line)
     except json.JSONDecodeError as exc:
         raise TranscriptError(f"{p}: line {n} is not valid JSON ({exc.msg} at column {exc.colno}); the file is damaged") from None
+    except (ValueError, RecursionError) as exc:
+        raise TranscriptError(f"{p}: line {n} cannot be read ({_hostile(exc)}); the file is damaged") from None
 
 
 def _validate(p: Path, n: int, obj: dict[str, Any]) -> Event:

@@ -20,7 +20,8 @@ import fnmatch
 import re
 import statistics
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from orchestrator.diagnosis import FleetOutlier, FleetRow, FleetTable
 from orchestrator.evidence import Evidence

@@ -195,7 +195,9 @@ def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
                 id="no-gpu-on-host", category="environment", confidence=0.95, evidence=[ev.id],
                 claim=(f"The investigated host ({inv.host}) shows no usable NVIDIA GPU ({inv.reason}), so nothing about "
                        "this workload's kernels, autotune results, power or clocks can be read here."),
-                recommendations=entry_words("no-gpu-on-host")["recommendations"], entry="no-gpu-on-host",
+                # a user who already gave --observations is not told to pass them
+                recommendations=[r for r in entry_words("no-gpu-on-host")["recommendations"]
+                                 if v.observations is None or "--observations" not in r], entry="no-gpu-on-host",
                 title="No GPU on the investigated host", informational=True))
             break
     return out
@@ -251,7 +253,7 @@ def autotune_not_persisted(v: EvidenceView) -> list[Finding]:
         out.append(Finding(
             id="autotune-not-persisted", category="autotune", entry="autotune-not-persisted",
             confidence=0.4 if weight_only or not serving else 0.8, evidence=ids + (dids if weight_only else []),
-            claim=(f"No persisted autotune results on {rep.host} although {', '.join(tuners)} is installed "
+            claim=(f"No persisted autotune results on {rep.host} although {', '.join(tuners)} {'is' if len(tuners) == 1 else 'are'} installed "
                    f"(looked in: {looked or 'the known cache locations'}; cache env vars: {env}). Tactics chosen at "
                    f"runtime are lost on restart and untuned shapes run the fallback tactic (-1).{extra}"),
             recommendations=recs,
@@ -431,7 +433,7 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
     ]
     claim = (f"Decode puts ~{r.tokens_per_expert:.1f} tokens on each expert (B*k/E = {r.batch}*{r.top_k}/{r.num_experts}; "
              f"{r.experts_touched:.0f} experts touched per step), so the MoE GEMMs have arithmetic intensity "
-             f"~{r.intensity:.0f} FLOP/B against a ridge point of ~{r.ridge:.0f} FLOP/B "
+             f"~{r.intensity:,.0f} FLOP/B against a ridge point of ~{r.ridge:,.0f} FLOP/B "
              f"({r.ridge / r.intensity:.0f}x below): they are {r.bound}-bound and must be judged by GB/s, not TFLOPS.")
     oe = v.observations_evidence
     comm_limited = bool(oe) and any(c.verdict == "communication" for c in analyze_observations(oe[1]).comparisons)
@@ -476,7 +478,7 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
     return [Finding(id="moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound",
                     category="roofline", confidence=0.8, evidence=ids, claim=claim, recommendations=recs,
                     entry="moe-decode-roofline",
-                    data={"short": f"~{r.tokens_per_expert:.1f} tokens per expert give the MoE GEMMs ~{r.intensity:.0f} FLOP/B against a ridge of ~{r.ridge:.0f} FLOP/B: {r.bound}-bound.",
+                    data={"short": f"~{r.tokens_per_expert:.1f} tokens per expert give the MoE GEMMs ~{r.intensity:,.0f} FLOP/B against a ridge of ~{r.ridge:,.0f} FLOP/B: {r.bound}-bound.",
                           "title": f"Decode MoE GEMMs are {r.bound}-bound (intensity far below the ridge)" if r.bound == "memory"
                           else "Decode MoE GEMMs are compute-bound", "numbers": nums, "bound": r.bound})]
 
@@ -498,7 +500,7 @@ def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str],
              "and per-step latency (launches, synchronisation, host scheduling)") if comm else \
         "per-step latency: kernel launches, synchronisation and host-side scheduling"
     values = {"tokens_per_expert": f"{r.tokens_per_expert:.2g}", "batch": r.batch, "top_k": r.top_k,
-              "experts": r.num_experts, "intensity": f"{r.intensity:.0f}", "ridge": f"{r.ridge:.0f}",
+              "experts": r.num_experts, "intensity": f"{r.intensity:,.0f}", "ridge": f"{r.ridge:,.0f}",
               "achieved": f"{achieved:,.0f}", "run": run or "the observed run",
               "fraction": f"{frac * 100:.2g}", "floor_ms": f"{r.time_floor_per_step_ms:.3g}",
               "step_ms": f"{step_ms:.3g}", "bandwidth": f"{r.bandwidth_gbs:,.0f}",

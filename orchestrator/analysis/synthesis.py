@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from orchestrator.analysis import node_view
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
@@ -134,6 +136,26 @@ def _strip_source(action: str) -> str:
     return action.rstrip(".")
 
 
+_CITATION = re.compile(r" ?\[([^\[\]]+)\]")
+
+
+def _cite_once(text: str) -> str:
+    """One citation per source in a paragraph: a source already cited (the same file or URL, whatever note follows
+    it in parentheses) is not cited again; a bracket left empty goes."""
+    seen: set[str] = set()
+
+    def once(m: re.Match) -> str:
+        kept = []
+        for src in (s.strip() for s in m.group(1).split(";")):
+            key = src.split(" (", 1)[0].strip().lower()
+            if src and key not in seen:
+                seen.add(key)
+                kept.append(src)
+        return f" [{'; '.join(kept)}]" if kept else ""
+
+    return _CITATION.sub(once, text)
+
+
 def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
             for r in results if r.status != "ok"]
@@ -204,6 +226,6 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     if healthy:
         verdict += f" {healthy}"
     if gaps:
-        verdict += f" {len(gaps)} gap(s) limit this diagnosis."
-    return SubmittedDiagnosis(verdict=verdict, bound=bound, bound_reasoning=reasoning, causes=causes,
+        verdict += f" {len(gaps)} gap{'s limit' if len(gaps) != 1 else ' limits'} this diagnosis."
+    return SubmittedDiagnosis(verdict=_cite_once(verdict), bound=bound, bound_reasoning=reasoning, causes=causes,
                               numbers=numbers, recommendations=recs, gaps=gaps)

@@ -15,10 +15,11 @@ and the offline plan's fan-out (`foreach: hosts`) makes the same calls with the 
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Literal
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel, Field

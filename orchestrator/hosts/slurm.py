@@ -219,7 +219,7 @@ class SlurmHost:
             res.timed_out, res.exit_code = True, None
         return res
 
-    async def connect(self) -> "SlurmHost":
+    async def connect(self) -> SlurmHost:
         """Run `true` on the node: a drained, down or unknown node fails here, with its state and reason."""
         res = await self.run(["true"], timeout_s=self.settings.ssh_connect_timeout_s)
         if res.ok:

@@ -14,6 +14,7 @@ from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry
 
 if TYPE_CHECKING:
     from orchestrator.context import AgentContext
+    from orchestrator.messages import ToolSpec
 
 
 class NoInput(BaseModel):
@@ -28,7 +29,7 @@ class FleetHostsTool(Tool):
     )
     Input = NoInput
 
-    async def run(self, args: NoInput, ctx: "AgentContext") -> ToolOutput:
+    async def run(self, args: NoInput, ctx: AgentContext) -> ToolOutput:
         hosts = ctx.run.inputs.hosts
         if not hosts:
             raise ToolFailure("this run has one host; fleet_hosts describes runs over several (--host repeated, "
@@ -51,8 +52,13 @@ class SlurmNodesTool(Tool):
     )
     Input = NoInput
 
-    async def run(self, args: NoInput, ctx: "AgentContext") -> ToolOutput:
-        from orchestrator.hosts.slurm import job_env, show_job, show_nodes, slurm_available
+    async def run(self, args: NoInput, ctx: AgentContext) -> ToolOutput:
+        from orchestrator.hosts.slurm import (
+            job_env,
+            show_job,
+            show_nodes,
+            slurm_available,
+        )
 
         nodes = [h.dest for h in ctx.run.inputs.hosts if h.via == "slurm"]
         if not nodes:
@@ -77,6 +83,23 @@ class SlurmNodesTool(Tool):
             lines.append("job env: " + " ".join(f"{k}={v}" for k, v in env.items()))
         data = {"kind": "slurm_nodes", "nodes": states, "job": job, "env": env}
         return ToolOutput(text="\n".join(lines) or "no node records", data=data, untrusted=True, host="slurm")
+
+
+HOST_TOOLS = frozenset({
+    "shell", "read_file", "find_files", "gpu_inventory", "power_sample", "python_env", "autotune_caches",
+    "kernel_inventory", "log_scan", "node_health", "engine_config", "gemm_benchmark", "comm_benchmark",
+})
+"""Tools that look at a host: in a multi-host run their schema offers `host` (any tool accepts it, see base.py)."""
+
+
+def with_host_arg(spec: ToolSpec, hosts: list[str]) -> ToolSpec:
+    """The tool's spec with an optional `host` argument naming one of the run's usable hosts."""
+    schema = dict(spec.input_schema)
+    props = dict(schema.get("properties") or {})
+    props["host"] = {"type": "string", "enum": list(hosts),
+                     "description": "Which host of this multi-host run to run on (default: the primary host)."}
+    schema["properties"] = props
+    return spec.model_copy(update={"input_schema": schema})
 
 
 def register(registry: ToolRegistry) -> None:

@@ -190,3 +190,54 @@ def test_probe_says_which_interpreter_it_inspected_and_that_it_may_not_serve(tmp
     assert "may not be the interpreter that serves the model; pass --python PATH" in text
     given = investigate("probe", "--python", sys.executable, tmp_path=tmp_path, timeout=300).stdout
     assert f"({'--python'})" in " ".join(given.split()) and "may not be the interpreter" not in given
+
+
+def test_verdict_starts_with_a_capital_in_every_rendering(offline_run):
+    verdict = offline_run["json"]["verdict"]
+    assert verdict[:1].isupper(), verdict[:60]
+    assert verdict.split()[0] in offline_run["md"] and verdict.split()[0] in offline_run["html"]
+
+
+def test_a_lowercase_verdict_from_a_model_is_capitalised_but_identifiers_are_left_alone():
+    from orchestrator.diagnosis import SubmittedDiagnosis
+
+    assert SubmittedDiagnosis(verdict="the GEMMs are memory-bound").verdict == "The GEMMs are memory-bound"
+    assert SubmittedDiagnosis(verdict="sm_120a lacks tcgen05").verdict == "sm_120a lacks tcgen05"
+    assert SubmittedDiagnosis(verdict="vLLM falls back").verdict == "vLLM falls back"
+
+
+def _sources_in_brackets(text: str) -> list[str]:
+    return [s.strip().split(" (", 1)[0].lower() for grp in re.findall(r"\[([^\[\]]+)\]", text) for s in grp.split(";")]
+
+
+def test_verdict_counts_gaps_in_words_and_cites_each_source_once(offline_run):
+    verdict = offline_run["json"]["verdict"]
+    assert "(s)" not in verdict
+    n = len(offline_run["json"]["gaps"])
+    assert f"{n} gap{'s limit' if n != 1 else ' limits'} this diagnosis" in verdict
+    cited = _sources_in_brackets(verdict)
+    assert len(cited) == len(set(cited)), cited
+
+
+def test_resynthesized_seed_renders_each_number_one_way(tmp_path):
+    proc = investigate("replay", ROOT / "transcripts" / "seed-rtx-pro-6000-fp4.jsonl", "--offline", "--json",
+                       tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    words = " ".join([d["verdict"], d["bound_reasoning"]] + [c["explanation"] for c in d["causes"]])
+    assert "1,116 FLOP/B" in words and not re.search(r"\b1116\b", words)  # as the numbers table writes it
+    cited = _sources_in_brackets(d["verdict"])
+    assert len(cited) == len(set(cited)), cited
+    for c in d["causes"]:
+        assert not re.search(r"\b(\w+), (\w+)(, \w+)* is installed", c["explanation"]), c["explanation"]
+
+
+def test_no_advice_to_pass_observations_when_they_were_passed(tmp_path):
+    obs = tmp_path / "obs.yaml"
+    obs.write_text("runs: [{tp: 8, concurrency: 64, total_tok_s: 1000}]\n")
+    proc = investigate("why is FP4 slow", "--offline", "--no-progress", "--json", "--observations", obs,
+                       "--transcript", tmp_path / "t.jsonl", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    advice = " ".join(r["action"] for r in d["recommendations"]) + " ".join(g["why"] for g in d["gaps"])
+    assert "--observations" not in advice

@@ -6,7 +6,6 @@ import dataclasses
 import uuid
 
 import pytest
-
 from support.fleet import SICK, dead_block, write_config
 from support.sshd import free_port, sshd_factory  # noqa: F401
 from support.staged_host import VARIANTS, stage_host

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from orchestrator.analysis.fleet import compare, fleet_findings, fleet_tables, slurm_findings
+from orchestrator.analysis.fleet import (
+    compare,
+    fleet_findings,
+    fleet_tables,
+    slurm_findings,
+)
 from orchestrator.evidence import Evidence
 
 
@@ -69,3 +74,16 @@ def test_drained_slurm_node_reason_is_a_finding():
     (f,) = slurm_findings([ev])
     assert f.title == "Slurm node gpu2 is drained: GPU 3 Xid 79"
     assert "gres gpu:h200:8".lower() in f.claim.lower() and "State=RESUME" in f.recommendations[0]
+
+
+def test_reports_render_the_fleet_table():
+    from orchestrator.diagnosis import Diagnosis, to_markdown
+    from orchestrator.report_html import render_html
+
+    ev = [inv("ev-5.1", "a"), inv("ev-5.2", "b"), inv("ev-5.3", "c", limit=450)]
+    d = Diagnosis(question="q", verdict="v", fleet=fleet_tables(ev))
+    md = to_markdown(d)
+    assert "## Fleet comparison" in md and "| GPUs 0-1 power limit (W) | 600 | c: 450 |" in md
+    html = render_html(d, [])
+    assert 'id="fleet"' in html and "<strong>c</strong>" in html and "c: 450" in html
+    assert "fleet" not in Diagnosis(question="q", verdict="v").model_dump()  # one-host diagnoses keep their shape

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from support.fleet import dead_block, needs_sshd, write_config
 
 from orchestrator.api import InputError, investigate, replay
 from orchestrator.events import ToolResult
 from orchestrator.hosts.base import HostError
 from orchestrator.settings import Settings
-
-from support.fleet import dead_block, needs_sshd, write_config
 
 pytestmark = [pytest.mark.ssh, needs_sshd]
 
@@ -61,7 +60,7 @@ async def test_fleet_names_the_sick_twin_and_records_the_unreachable_host_as_a_g
     assert again.diagnosis.model_dump(exclude={"usage"}) == d.model_dump(exclude={"usage"})
 
 
-async def test_identical_hosts_have_no_outlier(tmp_path, sshd_factory):  # noqa: F811
+async def test_identical_hosts_have_no_outlier(tmp_path, sshd_factory):
     from support.staged_host import stage_host
 
     staged = stage_host(tmp_path / "twins")
@@ -77,7 +76,7 @@ async def test_identical_hosts_have_no_outlier(tmp_path, sshd_factory):  # noqa:
     assert "odd host" not in _words(d)
 
 
-async def test_every_host_unreachable_is_bad_input(tmp_path, sshd_factory):  # noqa: F811
+async def test_every_host_unreachable_is_bad_input(tmp_path, sshd_factory):
     from support.sshd import free_port
 
     like = sshd_factory(name="alive")
@@ -92,3 +91,47 @@ async def test_host_sources_exclude_each_other(tmp_path):
     f.write_text("a\nb\n")
     with pytest.raises(InputError, match="exclude each other"):
         await investigate("q", host=["a", "b"], hosts_file=f, offline=True, transcript=False)
+
+
+def test_cli_several_hosts_exit_0_with_the_gap_and_show_renders_the_table(fleet, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "INVESTIGATE_POWER_SAMPLE_S": "0.3"}
+    path = tmp_path / "cli.jsonl"
+    args = [sys.executable, "-m", "orchestrator.cli", "why is node4 slow?", "--ssh-config", str(fleet["config"]),
+            "--offline", "--json", "--no-progress", "--transcript", str(path)]
+    for h in ("node1", "node2", "node4", "node5"):
+        args += ["--host", h]
+    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert any(g["what"] == "host node5" for g in d["gaps"])
+    assert d["fleet"][0]["hosts"] == ["node1", "node2", "node4"]
+    assert [o["host"] for o in d["fleet"][0]["outliers"]] == ["node4"]
+    shown = subprocess.run([sys.executable, "-m", "orchestrator.cli", "show", str(path)], capture_output=True,
+                           text=True, env=env, timeout=120)
+    assert shown.returncode == 0 and "Fleet comparison" in shown.stdout and "node4: 450" in shown.stdout, shown.stdout
+
+
+async def test_unknown_host_key_is_a_gap_and_hosts_open_within_the_bound(tmp_path, sshd_factory):
+    from orchestrator.hosts.multi import entries_from_dests, open_hosts
+
+    ok = [sshd_factory(name=f"ok{i}") for i in range(3)]
+    stranger = sshd_factory(name="stranger", trust=False)  # its key is in no known_hosts
+    cfg = write_config(tmp_path / "ssh_config", ok + [stranger])
+    hs = await open_hosts(entries_from_dests(["ok0", "stranger", "ok1", "ok2"]), ssh_config=str(cfg),
+                          settings=Settings(hosts_in_flight=2))
+    try:
+        assert list(hs.hosts) == ["ok0", "ok1", "ok2"] and hs.primary is hs.hosts["ok0"]
+        err = {e.name: e.error for e in hs.entries}
+        assert err["ok0"] is None and re.search(r"key|known", err["stranger"], re.IGNORECASE), err
+        assert hs.gate.peak <= 2
+        res = await hs.hosts["ok1"].run(["echo", "hi"])
+        assert res.stdout.strip() == "hi"
+    finally:
+        await hs.aclose()

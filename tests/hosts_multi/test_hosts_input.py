@@ -10,7 +10,13 @@ import anyio
 import pytest
 
 from orchestrator.hosts.base import CommandResult
-from orchestrator.hosts.multi import GatedHost, HostGate, HostsFileError, entries_from_dests, parse_hosts_text
+from orchestrator.hosts.multi import (
+    GatedHost,
+    HostGate,
+    HostsFileError,
+    entries_from_dests,
+    parse_hosts_text,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,3 +105,14 @@ def test_cli_bad_hosts_file_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2 and "exclude each other" in r.stderr, r.stderr
     r = _cli("why?", "--namespace", "x", "--offline", "--no-progress")
     assert r.returncode == 2 and "--k8s" in r.stderr
+
+
+def test_host_tools_offer_the_host_argument_only_in_multi_host_runs():
+    from orchestrator.tools.fleet import HOST_TOOLS, with_host_arg
+    from orchestrator.tools.registry import default_registry
+
+    reg = default_registry()
+    assert HOST_TOOLS <= set(reg.names()), HOST_TOOLS - set(reg.names())
+    spec = with_host_arg(reg.get("gpu_inventory").spec(), ["a", "b"])
+    assert spec.input_schema["properties"]["host"]["enum"] == ["a", "b"]
+    assert "host" not in reg.get("gpu_inventory").spec().input_schema.get("properties", {})

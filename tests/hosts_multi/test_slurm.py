@@ -11,15 +11,22 @@ import subprocess
 import uuid
 
 import pytest
+from support.fleet import SICK
+from support.slurm import missing, start_cluster
+from support.staged_host import VARIANTS, stage_host
 
 from orchestrator.api import InputError, investigate
 from orchestrator.events import ToolCall, ToolResult
 from orchestrator.hosts.errors import HostConfigError
-from orchestrator.hosts.slurm import SlurmHost, expand_nodes, parse_scontrol_oneliner, slurm_entries
+from orchestrator.hosts.slurm import (
+    SlurmHost,
+    expand_nodes,
+    job_env,
+    parse_scontrol_oneliner,
+    show_job,
+    slurm_entries,
+)
 from orchestrator.settings import Settings
-from support.fleet import SICK
-from support.slurm import missing, start_cluster
-from support.staged_host import VARIANTS, stage_host
 
 REASON = "GPU 3 Xid 79 fallen off the bus"
 
@@ -121,6 +128,12 @@ async def test_inside_an_allocation_steps_overlap_the_job(staged, cluster, monke
         h = await SlurmHost("gpu1", job_id=job).connect()
         res = await h.run(["sh", "-c", "echo $SLURM_JOB_ID"])
         assert res.stdout.strip() == job
+        # the allocation and the job's environment are evidence: allowlisted SLURM_* only, nothing else
+        alloc = await show_job(job)
+        assert alloc["JobId"] == job and alloc["NodeList"] == "gpu1" and "gres/gpu" not in alloc.get("Command", "")
+        env = job_env({"SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": "gpu1", "SLURM_GPUS_PER_NODE": "8",
+                       "HF_TOKEN": "hf_secret", "SLURM_JOB_PASSWORD_X": "x", "PATH": "/bin"})
+        assert env == {"SLURM_GPUS_PER_NODE": "8", "SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": "gpu1"}
     finally:
         subprocess.run(["scancel", job], env={**cluster.env(), "PATH": "/usr/bin:/bin"}, check=False)
 

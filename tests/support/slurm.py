@@ -144,7 +144,7 @@ def start_cluster(tmp_path: Path, nodes: int = 3, partition: str = "gpu") -> Clu
     ctld, slurmd = free_port(), free_port()
     plugins = _plugin_dir()
     lines = [
-        "ClusterName=investigate", f"SlurmctldHost=localhost(127.0.0.1)", f"SlurmctldPort={ctld}",
+        "ClusterName=investigate", "SlurmctldHost=localhost(127.0.0.1)", f"SlurmctldPort={ctld}",
         f"SlurmdPort={slurmd}", "AuthType=auth/munge", f"AuthInfo=socket={sock}", "CredType=cred/munge",
         "SlurmUser=root", "SlurmdUser=root", f"StateSaveLocation={d / 'state'}",
         f"SlurmdSpoolDir={d / 'spool'}/%n", f"SlurmctldPidFile={d / 'slurmctld.pid'}",

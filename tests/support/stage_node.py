@@ -485,7 +485,9 @@ def _script(path: Path, body: str) -> None:
 def stage_node_files(staged, spec: dict[str, Any]) -> None:
     """Fake dmesg / journalctl / lspci / systemctl and the host files under the staged node root."""
     bindir: Path = staged.bin
-    root: Path = staged.root / "noderoot"
+    # the staged root itself, so what a case stages with `files:` (/proc/cmdline, /sys/class/infiniband/...,
+    # /var/log/kern.log) is what the probe reads
+    root: Path = staged.root
     data = staged.root / "nodedata"
     data.mkdir(parents=True, exist_ok=True)
     count = int(spec.get("count", 1))

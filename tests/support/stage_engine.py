@@ -70,8 +70,10 @@ srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
 import threading
 threading.Timer(float(os.environ.get("FAKE_ENGINE_TTL_S", "600")), lambda: os._exit(0)).start()
 ready = os.environ.get("FAKE_ENGINE_READY")
-if ready:
-    open(ready, "w").write(str(port))
+if ready:  # written whole, then renamed: the stager never reads a half-written file
+    with open(ready + ".tmp", "w") as f:
+        f.write(str(port))
+    os.replace(ready + ".tmp", ready)
 srv.serve_forever()
 '''
 

@@ -22,7 +22,7 @@ from orchestrator.agentdefs import load_agents
 from orchestrator.api import _execute
 from orchestrator.context import RunInputs
 from orchestrator.events import AgentFinished
-from orchestrator.fanout import TaskTool
+from orchestrator.tools.task import TaskTool
 from orchestrator.models.doubles import DoublesBackend, ScriptedModel, call, respond
 from orchestrator.settings import Settings
 from orchestrator.tools.base import Tool, ToolOutput, ToolRegistry

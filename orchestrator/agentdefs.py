@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -100,13 +100,16 @@ def parse_agent_file(path: Path) -> AgentDef:
         raise AgentDefError(f"{path}: field {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
-def load_agents(extra_dirs: list[str | Path] | None = None) -> dict[str, AgentDef]:
+def user_dirs(extra_dirs: Iterable[str | Path] = ()) -> list[Path]:
+    """The user's definition directories in override order: `INVESTIGATE_AGENTS_DIR` (os.pathsep-separated), then
+    `--agents DIR`s."""
+    env = os.environ.get("INVESTIGATE_AGENTS_DIR", "")
+    return [Path(p) for p in env.split(os.pathsep) if p] + [Path(d) for d in extra_dirs]
+
+
+def load_agents(extra_dirs: Iterable[str | Path] | None = None) -> dict[str, AgentDef]:
     """Built-in definitions, then each user directory in order (later ones override)."""
-    dirs: list[Path] = [builtin_dir("agents")]
-    env = os.environ.get("INVESTIGATE_AGENTS_DIR")
-    if env:
-        dirs += [Path(p) for p in env.split(os.pathsep) if p]
-    dirs += [Path(d) for d in extra_dirs or []]
+    dirs: list[Path] = [builtin_dir("agents"), *user_dirs(extra_dirs or ())]
     agents: dict[str, AgentDef] = {}
     for d in dirs:
         if not d.is_dir():

@@ -196,8 +196,9 @@ def _load_observations(observations: Optional[Path]):
 
 
 def _check_agents(agents: List[Path]) -> None:
-    dirs = [Path(p) for p in os.environ.get("INVESTIGATE_AGENTS_DIR", "").split(os.pathsep) if p] + list(agents)
-    for d in dirs:
+    from orchestrator.agentdefs import user_dirs
+
+    for d in user_dirs(agents):
         if d.is_dir():
             for f in sorted(d.glob("*.md")):
                 _check_text(f, "agent definition")

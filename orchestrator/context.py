@@ -160,9 +160,48 @@ class AgentContext:
     def for_call(self, call: CallInfo) -> "AgentContext":
         return replace(self, call=call)
 
+    # --- the ToolContext a tool sees (orchestrator.tools.base.ToolContext) ---------------------------------------
+
     @property
-    def host(self) -> "Host | None":
-        """The host this call runs on: the one its `host` argument names, else the run's primary host."""
-        if self.call is not None and self.call.host is not None:
-            return self.run.hosts.get(self.call.host)
+    def inputs(self) -> RunInputs:
+        return self.run.inputs
+
+    @property
+    def settings(self) -> Settings:
+        return self.run.settings
+
+    def host(self) -> "Host":
+        from orchestrator.tools.base import ToolFailure
+
+        target = self.call.host if self.call is not None else None
+        if target is not None:
+            host = self.run.hosts.get(target)
+            if host is None:
+                names = ", ".join(self.run.hosts) or "none"
+                raise ToolFailure(f"no usable host named {target!r} in this run; hosts: {names}")
+            return host
+        if self.run.host is None:
+            raise ToolFailure("no host is attached to this run: nothing to run on")
         return self.run.host
+
+    def for_host(self, name: str) -> "AgentContext":
+        call = self.call or CallInfo(call_id="", evidence_id="", turn=0)
+        return replace(self, call=replace(call, host=name))
+
+    def has_evidence(self, evidence_id: str) -> bool:
+        return evidence_id in self.run.evidence
+
+    def refuse(self, tool: str, subject: str, reason: str) -> None:
+        from orchestrator.events import PolicyRefusal
+
+        self.run.recorder.emit(PolicyRefusal(run_id=self.run.run_id, agent_id=self.agent_id,
+                                             call_id=self.call.call_id if self.call else "", tool=tool,
+                                             subject=subject, reason=reason))
+
+    def submit(self, result: dict[str, Any]) -> None:
+        self.outbox["submitted"] = result
+
+    async def spawn(self, agent: str, brief: str) -> AgentResult:
+        from orchestrator.fanout import spawn
+
+        return await spawn(self, agent, brief)

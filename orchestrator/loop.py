@@ -226,6 +226,11 @@ class AgentRunner:
 
             hosts = run.inputs.usable_hosts
             self.specs = [with_host_arg(sp, hosts) if sp.name in HOST_TOOLS else sp for sp in self.specs]
+        if "task" in self.tools:
+            from orchestrator.tools.task import with_agent_names
+
+            subagents = [n for n, a in run.agents.items() if a.role != "lead"]
+            self.specs = [with_agent_names(sp, subagents) if sp.name == "task" else sp for sp in self.specs]
         self.ctx = AgentContext(run=run, agent_id=agent_id, defn=defn, ordinal=ordinal, parent_id=parent_id,
                                 tool_names=names)
         self.limits = limits_for(defn, run)
@@ -391,7 +396,8 @@ class AgentRunner:
                 elif run.backend.tool_replay is not None and use.name not in LIVE_IN_REPLAY:
                     executed = run.backend.tool_replay.result_for(self.agent_id, use.id, use.name, use.input)
                 else:
-                    executed = await execute(self.tools.get(use.name), use.name, use.input, self.ctx.for_call(info))
+                    executed = await execute(self.tools.get(use.name), use.name, use.input, self.ctx.for_call(info),
+                                             available=self.ctx.tool_names)
             except (KeyboardInterrupt, SystemExit) as exc:
                 raise RunInterrupted(exc) from exc
             finally:
@@ -442,7 +448,3 @@ class AgentRunner:
         ))
         return result
 
-
-async def run_agent(run: RunContext, defn: AgentDef, *, agent_id: str, ordinal: int, parent_id: str | None = None,
-                    brief: str = "") -> AgentResult:
-    return await AgentRunner(run, defn, agent_id=agent_id, ordinal=ordinal, parent_id=parent_id, brief=brief).run()

@@ -557,8 +557,3 @@ def diagnosis_from_events(events: list) -> Diagnosis:
                      verdict=f"No diagnosis was submitted: run {status}" + (f" ({error})" if error else "") + ".",
                      gaps=gaps)
 
-
-def report_from_events(events: list) -> str:
-    """The HTML report of a recorded run (what `investigate report TRANSCRIPT -o FILE.html` writes)."""
-    events = list(events)
-    return render_html(diagnosis_from_events(events), events)

@@ -354,7 +354,7 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
     from rich.text import Text
 
     width = console.width or 100
-    labels = ["  " * a.depth + (a.agent_id.rsplit("/", 1)[-1] if a.depth else a.agent_id) for a in tl.agents]
+    labels = ["  " * a.depth + a.agent_id for a in tl.agents]
     head = Text()
     head.append(f"run {tl.run_id}", style="bold")
     head.append(f"  {tl.status}", style=_STATUS_STYLE.get(tl.status, ""))

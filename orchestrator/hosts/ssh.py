@@ -519,7 +519,3 @@ class SshHost:
         self._pool.conns = []
         self._lost = self._lost or f"{self.name} was closed"
 
-
-async def open_ssh(target: SshTarget, settings: Settings | None = None) -> SshHost:
-    """Connect to target and return the host, or raise a HostError subclass with one line."""
-    return await SshHost(target, settings).connect()

@@ -185,7 +185,7 @@ async def prefetch(run: "RunContext") -> AsyncIterator[None]:
         return
     from orchestrator.tools.probes import default_probe_calls
 
-    calls = default_probe_calls(run, host, _prefetchable(run))
+    calls = default_probe_calls(run.inputs, run.settings, host, _prefetchable(run))
     if not calls:
         yield
         return

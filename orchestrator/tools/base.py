@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -20,8 +20,65 @@ from orchestrator.models.base import RunAbort
 from orchestrator.redact import redact
 
 if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
+    from orchestrator.context import RunInputs
+    from orchestrator.findings import AgentResult
     from orchestrator.hosts.base import Host
+    from orchestrator.settings import Settings
+
+
+class ToolContext(Protocol):
+    """What a tool may reach of the run it is called in; nothing else (not the recorder, the backend, the registry,
+    other agents or other hosts' connections).
+
+    The loop's `AgentContext` satisfies it; `orchestrator.tools.mock.MockToolContext` is a stand-alone one (tests,
+    notebooks). A tool that needs more than this asks for a new member here, where the seam is reviewed.
+    """
+
+    @property
+    def agent_id(self) -> str:
+        """The calling agent (e.g. `node-health-2`)."""
+        ...
+
+    @property
+    def inputs(self) -> "RunInputs":
+        """The run's inputs: question, observations, --log paths, --python, --measure, the hosts of the run."""
+        ...
+
+    @property
+    def settings(self) -> "Settings":
+        """The run's limits and defaults."""
+        ...
+
+    @property
+    def final(self) -> bool:
+        """True during the agent's forced "report what you have" turn."""
+        ...
+
+    def host(self) -> "Host":
+        """The host this call runs on: the one its `host` argument names (multi-host runs), else the run's primary
+        host. Raises `ToolFailure` when there is none (a replay, a host-less call, a name not among the run's hosts).
+        """
+        ...
+
+    def for_host(self, name: str) -> "ToolContext":
+        """This context aimed at the run's host `name` (a call's `host: NAME` argument)."""
+        ...
+
+    def has_evidence(self, evidence_id: str) -> bool:
+        """Whether `evidence_id` names a recorded tool result of this run."""
+        ...
+
+    def refuse(self, tool: str, subject: str, reason: str) -> None:
+        """Record a policy refusal (a refused command, path or address) before the tool answers with an error."""
+        ...
+
+    def submit(self, result: dict[str, Any]) -> None:
+        """Hand the agent's result (findings or diagnosis, as JSON) to whoever runs the agent."""
+        ...
+
+    async def spawn(self, agent: str, brief: str) -> "AgentResult":
+        """Run subagent `agent` on `brief` to completion and return its result (the `task` tool)."""
+        ...
 
 
 class ToolOutput(BaseModel):
@@ -51,7 +108,7 @@ class Tool:
     def spec(self) -> ToolSpec:
         return _spec(type(self))
 
-    async def run(self, args: BaseModel, ctx: "AgentContext") -> ToolOutput:  # pragma: no cover - abstract
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -63,24 +120,9 @@ def _spec(cls: type[Tool]) -> ToolSpec:
     return ToolSpec(name=cls.name, description=cls.description, input_schema=schema)
 
 
-def require_host(ctx: "AgentContext") -> "Host":
-    """The host of this call (its `host` argument in a multi-host run, else the run's primary host), or a tool
-    failure saying there is none (a replay, a host-less library call, a name that is not one of the run's hosts)."""
-    target = ctx.call.host if ctx.call is not None else None
-    if target is not None:
-        host = ctx.run.hosts.get(target)
-        if host is None:
-            names = ", ".join(ctx.run.hosts) or "none"
-            raise ToolFailure(f"no usable host named {target!r} in this run; hosts: {names}")
-        return host
-    if ctx.run.host is None:
-        raise ToolFailure("no host is attached to this run: nothing to run on")
-    return ctx.run.host
-
-
 HOST_ARG = "host"
 """In a multi-host run any tool call may carry `host: NAME` (a tool whose own input has no `host` field): the call
-runs on that host of the run (`require_host`/`ctx.host`) and its evidence is labelled with it."""
+runs on that host of the run (`ctx.host()`) and its evidence is labelled with it."""
 
 
 def split_host_arg(tool: Tool, raw_args: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -90,15 +132,6 @@ def split_host_arg(tool: Tool, raw_args: dict[str, Any]) -> tuple[str | None, di
     target = raw_args[HOST_ARG]
     rest = {k: v for k, v in raw_args.items() if k != HOST_ARG}
     return (str(target) if target is not None else None), rest
-
-
-def record_refusal(ctx: "AgentContext", tool: str, subject: str, reason: str) -> None:
-    """Record a policy refusal (a refused command or address) in the transcript before answering the call."""
-    from orchestrator.events import PolicyRefusal
-
-    ctx.run.recorder.emit(PolicyRefusal(run_id=ctx.run.run_id, agent_id=ctx.agent_id,
-                                        call_id=ctx.call.call_id if ctx.call else "", tool=tool, subject=subject,
-                                        reason=reason))
 
 
 TRUNCATION_MARKER = "\n[... {omitted} characters omitted by the output cap ...]\n"
@@ -124,16 +157,19 @@ class ExecutedCall:
     duration_s: float
 
 
-async def execute(tool: Tool | None, name: str, raw_args: dict[str, Any], ctx: "AgentContext") -> ExecutedCall:
-    """Validate, run under the timeout, cap the output; every failure becomes an error result."""
+async def execute(tool: Tool | None, name: str, raw_args: dict[str, Any], ctx: ToolContext, *,
+                  available: Iterable[str] = ()) -> ExecutedCall:
+    """Validate, run under the timeout, cap the output; every failure becomes an error result.
+
+    `available`: the calling agent's tool names, for the answer to a call of an unknown tool."""
     started = time.monotonic()
-    settings = ctx.run.settings
+    settings = ctx.settings
     if tool is None:
-        out = ToolOutput(text=f"unknown tool {name!r}; available: {', '.join(ctx.tool_names)}", is_error=True)
+        out = ToolOutput(text=f"unknown tool {name!r}; available: {', '.join(available)}", is_error=True)
         return ExecutedCall(out, False, 0.0)
     target, raw_args = split_host_arg(tool, raw_args)
-    if target is not None and ctx.call is not None:
-        ctx.call.host = target
+    if target is not None:
+        ctx = ctx.for_host(target)
     try:
         args = tool.Input.model_validate(raw_args)
     except ValidationError as exc:

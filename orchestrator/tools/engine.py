@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from orchestrator.probes.engine import collect_engine_report
 from orchestrator.probes.engine_cmdline import ENGINE_LABEL
 from orchestrator.probes.engine_models import EngineInstance, EngineReport
-from orchestrator.tools.base import Tool, ToolOutput, ToolRegistry, require_host
+from orchestrator.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 
-if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
 
 # The settings an engineer reads first, in table order, with their labels.
 CONFIG_ROWS = [
@@ -141,9 +138,9 @@ class EngineConfigTool(Tool):
     )
     Input = EngineConfigInput
 
-    async def run(self, args: EngineConfigInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
-        paths = args.paths or list(ctx.run.inputs.logs)
+    async def run(self, args: EngineConfigInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
+        paths = args.paths or list(ctx.inputs.logs)
         r = await collect_engine_report(host, paths, metrics=args.metrics)
         return ToolOutput(text=summarize_engines(r), data=r.model_dump(mode="json"), untrusted=True, host=host.name)
 

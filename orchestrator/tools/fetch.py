@@ -21,12 +21,11 @@ import anyio
 import httpx
 from pydantic import BaseModel, Field
 
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, record_refusal
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 from orchestrator.tools.html_text import html_to_text
 from orchestrator.tools.netpolicy import FetchRefused, resolve_checked, split_url
 
 if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
     from orchestrator.settings import Settings
 
 MAX_REDIRECTS = 5
@@ -238,9 +237,9 @@ class FetchTool(Tool):
     )
     Input = FetchInput
 
-    async def run(self, args: BaseModel, ctx: "AgentContext") -> ToolOutput:
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, FetchInput)
-        s: Settings = ctx.run.settings
+        s: Settings = ctx.settings
         started = time.monotonic()
         try:
             fetched = await fetch_url(
@@ -251,7 +250,7 @@ class FetchTool(Tool):
                 allow_hosts=s.fetch_allow_hosts,
             )
         except FetchRefused as exc:
-            record_refusal(ctx, self.name, args.url, str(exc))
+            ctx.refuse(self.name, args.url, str(exc))
             return ToolOutput(text=f"refused by fetch policy: {args.url}: {exc}", is_error=True)
         except (httpx.HTTPError, OSError) as exc:
             raise ToolFailure(f"fetch {args.url} failed: {type(exc).__name__}: {exc}") from None

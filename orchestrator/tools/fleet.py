@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
     from orchestrator.messages import ToolSpec
 
 
@@ -29,12 +28,12 @@ class FleetHostsTool(Tool):
     )
     Input = NoInput
 
-    async def run(self, args: NoInput, ctx: AgentContext) -> ToolOutput:
-        hosts = ctx.run.inputs.hosts
+    async def run(self, args: NoInput, ctx: ToolContext) -> ToolOutput:
+        hosts = ctx.inputs.hosts
         if not hosts:
             raise ToolFailure("this run has one host; fleet_hosts describes runs over several (--host repeated, "
                               "--hosts, --slurm, --k8s)")
-        lines = [f"{len(hosts)} host(s); {sum(1 for h in hosts if not h.error)} usable; primary: {ctx.run.inputs.host}"]
+        lines = [f"{len(hosts)} host(s); {sum(1 for h in hosts if not h.error)} usable; primary: {ctx.inputs.host}"]
         for h in hosts:
             role = f" role={h.role}" if h.role else ""
             state = f" NOT USABLE: {h.error}" if h.error else ""
@@ -52,7 +51,7 @@ class SlurmNodesTool(Tool):
     )
     Input = NoInput
 
-    async def run(self, args: NoInput, ctx: AgentContext) -> ToolOutput:
+    async def run(self, args: NoInput, ctx: ToolContext) -> ToolOutput:
         from orchestrator.hosts.slurm import (
             job_env,
             show_job,
@@ -60,7 +59,7 @@ class SlurmNodesTool(Tool):
             slurm_available,
         )
 
-        nodes = [h.dest for h in ctx.run.inputs.hosts if h.via == "slurm"]
+        nodes = [h.dest for h in ctx.inputs.hosts if h.via == "slurm"]
         if not nodes:
             raise ToolFailure("this run's hosts are not Slurm nodes (use --slurm NODELIST_OR_PARTITION)")
         why = slurm_available()
@@ -69,7 +68,7 @@ class SlurmNodesTool(Tool):
         states, err = await show_nodes(nodes)
         if err and not states:
             raise ToolFailure(f"scontrol show node failed: {err}")
-        job_id = next((h.detail.get("job_id") for h in ctx.run.inputs.hosts if h.detail.get("job_id")), None)
+        job_id = next((h.detail.get("job_id") for h in ctx.inputs.hosts if h.detail.get("job_id")), None)
         job = await show_job(job_id) if job_id else None
         env = job_env() if job_id else {}
         lines = []

@@ -10,7 +10,7 @@ from orchestrator import knowledge
 from orchestrator.analysis.moe_inputs import compute_peak, moe_args_from
 from orchestrator.analysis.observations import analyze_observations
 from orchestrator.analysis.roofline import gemm_roofline, moe_decode_roofline
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 
 
 def spec_payload(spec: knowledge.GpuSpec, count: int = 1, reported_name: str | None = None) -> dict:
@@ -51,7 +51,7 @@ class GpuSpecs(Tool):
     description = "Spec sheet (dense tensor TFLOPS per dtype, bandwidth, shared memory, TDP, arch capabilities) with sources."
     Input = GpuSpecsInput
 
-    async def run(self, args: GpuSpecsInput, ctx) -> ToolOutput:
+    async def run(self, args: GpuSpecsInput, ctx: ToolContext) -> ToolOutput:
         from orchestrator.commands import render_specs
 
         if args.gpu:
@@ -60,12 +60,14 @@ class GpuSpecs(Tool):
                 raise ToolFailure(f"unknown GPU {args.gpu!r}; closest: {', '.join(knowledge.closest_gpu_names(args.gpu))}")
             return ToolOutput(text=render_specs(spec.name), data={"kind": "gpu_specs", "source": "argument",
                                                                   "gpus": [spec_payload(spec)]})
-        if ctx.run.host is None:
-            raise ToolFailure("no host to look up GPUs on; pass gpu=<name>")
-        from orchestrator.probes.gpu import collect_gpu_inventory  # written by the probes engineer
+        try:
+            on = ctx.host()
+        except ToolFailure as exc:
+            raise ToolFailure(f"{exc}; pass gpu=<name>") from None
+        from orchestrator.probes.gpu import collect_gpu_inventory
 
-        inv = await collect_gpu_inventory(ctx.run.host)
-        host = ctx.run.host.name
+        inv = await collect_gpu_inventory(on)
+        host = on.name
         if not inv.available:
             raise ToolFailure(f"could not list GPUs on {host}: {inv.reason or 'unavailable'}")
         if not inv.gpus:
@@ -106,15 +108,20 @@ class Roofline(Tool):
                    "ridge, bound, time floor. Without args: MoE decode from the observations and the host's GPU.")
     Input = RooflineInput
 
-    async def _spec(self, name: str | None, ctx) -> knowledge.GpuSpec:
+    async def _spec(self, name: str | None, ctx: ToolContext) -> knowledge.GpuSpec:
         if name is None:
-            obs = ctx.run.inputs.parsed_observations()
+            obs = ctx.inputs.parsed_observations()
             name = obs.gpu.name if obs and obs.gpu and obs.gpu.name else None
-        if name is None and ctx.run.host is not None:
+        if name is None:
             from orchestrator.probes.gpu import collect_gpu_inventory
 
-            inv = await collect_gpu_inventory(ctx.run.host)
-            name = inv.gpus[0].name if inv.available and inv.gpus else None
+            try:
+                on = ctx.host()
+            except ToolFailure:
+                on = None  # no host: the observations or the arguments must name the GPU
+            if on is not None:
+                inv = await collect_gpu_inventory(on)
+                name = inv.gpus[0].name if inv.available and inv.gpus else None
         if name is None:
             raise ToolFailure("no GPU known: none on the host and no gpu.name in the observations")
         spec = knowledge.gpu_spec(name)
@@ -122,7 +129,7 @@ class Roofline(Tool):
             raise ToolFailure(f"unknown GPU {name!r}; closest: {', '.join(knowledge.closest_gpu_names(name))}")
         return spec
 
-    async def run(self, args: RooflineInput, ctx) -> ToolOutput:
+    async def run(self, args: RooflineInput, ctx: ToolContext) -> ToolOutput:
         spec = await self._spec(args.gpu, ctx)
         caps = knowledge.arch_caps(spec.cc)
         if args.mode == "gemm" or (args.mode == "auto" and args.m and args.n and args.k):
@@ -135,7 +142,7 @@ class Roofline(Tool):
             r = gemm_roofline(args.m, args.n, args.k, args.dtype, peak, spec.mem_bw_gbs)
             return ToolOutput(text=text, data={"kind": "roofline", "mode": "gemm", "gpu": spec.name,
                                                 "result": r.model_dump()})
-        obs = ctx.run.inputs.parsed_observations()
+        obs = ctx.inputs.parsed_observations()
         if obs is None:
             raise ToolFailure("no observations to derive MoE decode shapes from; pass m, n, k and dtype for a GEMM")
         got = moe_args_from(obs, spec, caps)
@@ -173,8 +180,8 @@ class ObservationsTool(Tool):
     description = "The user's observations (--observations) and what they rule out (parallelism scaling, power vs limit)."
     Input = NoArgs
 
-    async def run(self, args: NoArgs, ctx) -> ToolOutput:
-        obs = ctx.run.inputs.parsed_observations()
+    async def run(self, args: NoArgs, ctx: ToolContext) -> ToolOutput:
+        obs = ctx.inputs.parsed_observations()
         if obs is None:
             return ToolOutput(text="No observations were given (--observations).",
                               data={"kind": "observations", "observations": None, "analysis": None})
@@ -199,7 +206,7 @@ class KnowledgeSearch(Tool):
     description = "Search the knowledge base (arch facts, known issues, backend support, cache locations, GPUs) with sources."
     Input = KnowledgeSearchInput
 
-    async def run(self, args: KnowledgeSearchInput, ctx) -> ToolOutput:
+    async def run(self, args: KnowledgeSearchInput, ctx: ToolContext) -> ToolOutput:
         hits = knowledge.search(args.query)
         if not hits:
             return ToolOutput(text=f"no knowledge entries match {args.query!r}", data={"kind": "knowledge", "query": args.query, "hits": []})

@@ -11,10 +11,9 @@ from pydantic import BaseModel, Field
 
 from orchestrator.probes.measure import run_comm_probe, run_gemm_probe
 from orchestrator.probes.measure_models import CommSweep, GemmSweep
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, require_host
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 
 if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
     from orchestrator.tools.base import ToolRegistry
 
 
@@ -29,12 +28,10 @@ class CommInput(BaseModel):
     budget_s: float | None = Field(None, gt=0, le=600, description="Time budget in seconds (default: settings).")
 
 
-def _refuse_unless_measure(ctx: "AgentContext", name: str) -> None:
-    if not ctx.run.inputs.measure:
+def _refuse_unless_measure(ctx: ToolContext, name: str) -> None:
+    if not ctx.inputs.measure:
         raise ToolFailure(f"{name} loads the GPU and runs only when the user passes --measure "
                           f"(or `investigate probe --{'gemm' if name.startswith('gemm') else 'comm'}`)")
-    if ctx.run.host is None:
-        raise ToolFailure(f"{name}: no host to run on")
 
 
 def gemm_text(sw: GemmSweep) -> str:
@@ -94,15 +91,15 @@ class GemmBenchmark(Tool):
     Input = GemmInput
     timeout_s = 900.0  # the probe bounds itself to its budget; this only guards a hung host
 
-    async def run(self, args: GemmInput, ctx: "AgentContext") -> ToolOutput:
+    async def run(self, args: GemmInput, ctx: ToolContext) -> ToolOutput:
         _refuse_unless_measure(ctx, self.name)
-        host = require_host(ctx)
-        budget = args.budget_s or ctx.run.settings.gemm_budget_s
+        host = ctx.host()
+        budget = args.budget_s or ctx.settings.gemm_budget_s
         params = None
         if args.n and args.k:
             params = {"shapes": [{"name": "requested", "n": args.n, "k": args.k}]}
-        sw = await run_gemm_probe(host, python=ctx.run.inputs.python,
-                                  observations=ctx.run.inputs.parsed_observations(), budget_s=budget, params=params)
+        sw = await run_gemm_probe(host, python=ctx.inputs.python,
+                                  observations=ctx.inputs.parsed_observations(), budget_s=budget, params=params)
         return ToolOutput(text=gemm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
 
 
@@ -114,12 +111,12 @@ class CommBenchmark(Tool):
     Input = CommInput
     timeout_s = 900.0
 
-    async def run(self, args: CommInput, ctx: "AgentContext") -> ToolOutput:
+    async def run(self, args: CommInput, ctx: ToolContext) -> ToolOutput:
         _refuse_unless_measure(ctx, self.name)
-        host = require_host(ctx)
-        budget = args.budget_s or ctx.run.settings.comm_budget_s
-        sw = await run_comm_probe(host, python=ctx.run.inputs.python,
-                                  observations=ctx.run.inputs.parsed_observations(), budget_s=budget)
+        host = ctx.host()
+        budget = args.budget_s or ctx.settings.comm_budget_s
+        sw = await run_comm_probe(host, python=ctx.inputs.python,
+                                  observations=ctx.inputs.parsed_observations(), budget_s=budget)
         return ToolOutput(text=comm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
 
 

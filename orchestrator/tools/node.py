@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from orchestrator.probes.node import collect_node_health
 from orchestrator.probes.node_models import GpuHealth, NodeHealth
-from orchestrator.tools.base import Tool, ToolOutput, ToolRegistry, require_host
+from orchestrator.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 
-if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
 
 
 def _n(v: float | int | None, unit: str = "") -> str:
@@ -96,9 +93,9 @@ class NodeHealthTool(Tool):
     Input = NodeHealthInput
     timeout_s = 200.0
 
-    async def run(self, args: NodeHealthInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
-        node = await collect_node_health(host, args.logs or list(ctx.run.inputs.logs))
+    async def run(self, args: NodeHealthInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
+        node = await collect_node_health(host, args.logs or list(ctx.inputs.logs))
         return ToolOutput(text=summarize_node(node), data=node.model_dump(mode="json"), untrusted=True,
                           host=host.name)
 

@@ -24,10 +24,11 @@ from orchestrator.hosts.policy import extra_path_refusal
 from orchestrator.hosts.resolve import check_on_host
 from orchestrator.probes.interpreter import name_refusal
 from orchestrator.probes.session import shared, start
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, record_refusal, require_host
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 if TYPE_CHECKING:
-    from orchestrator.context import AgentContext, RunContext
+    from orchestrator.context import RunInputs
+    from orchestrator.settings import Settings
 
 POWER_INTERVAL_S = 0.5
 """Seconds between power samples when the call does not say (PowerSampleInput's default)."""
@@ -62,21 +63,21 @@ def _kernels(host: Host, arch: str | None, python: str | None, *, prefetch: bool
                                            lambda: collect_kernel_inventory(host, arch=arch, python=python))
 
 
-def default_probe_calls(run: "RunContext", host: Host, tools: set[str]) -> list[Any]:
+def default_probe_calls(inputs: "RunInputs", settings: "Settings", host: Host, tools: set[str]) -> list[Any]:
     """Zero-argument coroutines that start each named probe tool's default call (as an offline plan's `args: {}`
     makes it) on the run's host, for `probes.session.prefetch`."""
-    python = run.inputs.python
+    python = inputs.python
     calls: list[Any] = []
     if python and name_refusal(python) is not None:  # the tools refuse it (and record why): nothing to prefetch
         tools = tools - {"python_env", "autotune_caches", "kernel_inventory"}
     if "gpu_inventory" in tools:
         calls.append(lambda: start(host, ("gpu_inventory",), lambda: collect_gpu_inventory(host), once=True))
     if "power_sample" in tools:
-        calls.append(lambda: _power(host, run.settings.power_sample_s, POWER_INTERVAL_S, prefetch=True))
+        calls.append(lambda: _power(host, settings.power_sample_s, POWER_INTERVAL_S, prefetch=True))
     if "python_env" in tools:
         calls.append(lambda: _python_env(host, python, prefetch=True))
     if "autotune_caches" in tools:
-        shape = _shape_of(run)
+        shape = _shape_of(inputs)
         calls.append(lambda: _autotune(host, python, None, shape, [], prefetch=True))
     if "kernel_inventory" in tools:
         calls.append(lambda: _kernels(host, None, python, prefetch=True))
@@ -87,22 +88,22 @@ def _output(model: ProbeModel, text: str, host: Host) -> ToolOutput:
     return ToolOutput(text=text, data=model.model_dump(mode="json"), untrusted=True, host=host.name)
 
 
-def _refused_python(ctx: "AgentContext", host: Host, tool: str, python: str | None) -> ToolOutput | None:
+def _refused_python(ctx: ToolContext, host: Host, tool: str, python: str | None) -> ToolOutput | None:
     """A model-named interpreter that is not one is refused (and recorded) before anything runs."""
     if not python:
         return None
     why = name_refusal(python)
     if why is None:
         return None
-    record_refusal(ctx, tool, python, why)
+    ctx.refuse(tool, python, why)
     return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
 
 
-def _record_host_refusal(ctx: "AgentContext", tool: str, python: str | None, model: ProbeModel) -> None:
+def _record_host_refusal(ctx: ToolContext, tool: str, python: str | None, model: ProbeModel) -> None:
     """An interpreter refused on the host (not there, not a python) is a policy refusal too."""
     reason = getattr(model, "reason", None) or ""
     if not model.available and python and reason.startswith(f"interpreter {python!r}"):
-        record_refusal(ctx, tool, python, reason)
+        ctx.refuse(tool, python, reason)
 
 
 def _unavailable(model: ProbeModel) -> str | None:
@@ -265,8 +266,8 @@ class GpuInventoryTool(Tool):
     )
     Input = GpuInventoryInput
 
-    async def run(self, args: GpuInventoryInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
+    async def run(self, args: GpuInventoryInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
         inv = await _gpu_inventory(host)
         return _output(inv, summarize_gpus(inv), host)
 
@@ -281,9 +282,9 @@ class PowerSampleTool(Tool):
     description = "Sample power draw, SM clock and utilization of every GPU for a few seconds (read-only, no load)."
     Input = PowerSampleInput
 
-    async def run(self, args: PowerSampleInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
-        duration = args.duration_s or ctx.run.settings.power_sample_s
+    async def run(self, args: PowerSampleInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
+        duration = args.duration_s or ctx.settings.power_sample_s
         p = await _power(host, duration, args.interval_s)
         return _output(p, summarize_power(p), host)
 
@@ -300,12 +301,12 @@ class PythonEnvTool(Tool):
     )
     Input = PythonEnvInput
 
-    async def run(self, args: PythonEnvInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
+    async def run(self, args: PythonEnvInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
         if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
             return refused
-        env = await _python_env(host, args.python or ctx.run.inputs.python)
-        _record_host_refusal(ctx, self.name, args.python or ctx.run.inputs.python, env)
+        env = await _python_env(host, args.python or ctx.inputs.python)
+        _record_host_refusal(ctx, self.name, args.python or ctx.inputs.python, env)
         return _output(env, summarize_pyenv(env), host)
 
 
@@ -324,8 +325,8 @@ class AutotuneCachesTool(Tool):
     )
     Input = AutotuneCachesInput
 
-    async def run(self, args: AutotuneCachesInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
+    async def run(self, args: AutotuneCachesInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
         if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
             return refused
         if args.extra_paths:  # walked and parsed on the host: never a credential directory (issue 15)
@@ -335,21 +336,17 @@ class AutotuneCachesTool(Tool):
                 why = why or next((extra_path_refusal(real) for kind, real in resolved
                                    if kind != "n" and extra_path_refusal(real)), None)
             if why is not None:
-                record_refusal(ctx, self.name, " ".join(args.extra_paths), why)
+                ctx.refuse(self.name, " ".join(args.extra_paths), why)
                 return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
-        shape = _expert_shape(ctx)
-        r = await _autotune(host, args.python or ctx.run.inputs.python, args.device_name, shape, args.extra_paths)
-        _record_host_refusal(ctx, self.name, args.python or ctx.run.inputs.python, r)
+        shape = _shape_of(ctx.inputs)
+        r = await _autotune(host, args.python or ctx.inputs.python, args.device_name, shape, args.extra_paths)
+        _record_host_refusal(ctx, self.name, args.python or ctx.inputs.python, r)
         return _output(r, summarize_autotune(r), host)
 
 
-def _expert_shape(ctx: "AgentContext") -> dict[str, Any] | None:
-    return _shape_of(ctx.run)
-
-
-def _shape_of(run: "RunContext") -> dict[str, Any] | None:
+def _shape_of(inputs: "RunInputs") -> dict[str, Any] | None:
     try:
-        return expert_shape_from_observations(run.inputs.parsed_observations())
+        return expert_shape_from_observations(inputs.parsed_observations())
     except Exception:  # observations are validated at the CLI; a bad one must not break the probe
         return None
 
@@ -368,12 +365,12 @@ class KernelInventoryTool(Tool):
     Input = KernelInventoryInput
     timeout_s = 240.0
 
-    async def run(self, args: KernelInventoryInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
+    async def run(self, args: KernelInventoryInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
         if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
             return refused
-        k = await _kernels(host, args.arch, args.python or ctx.run.inputs.python)
-        _record_host_refusal(ctx, self.name, args.python or ctx.run.inputs.python, k)
+        k = await _kernels(host, args.arch, args.python or ctx.inputs.python)
+        _record_host_refusal(ctx, self.name, args.python or ctx.inputs.python, k)
         return _output(k, summarize_kernels(k), host)
 
 
@@ -386,9 +383,9 @@ class LogScanTool(Tool):
     description = "Match server log files on the host against known-issue signatures; returns matching lines with numbers."
     Input = LogScanInput
 
-    async def run(self, args: LogScanInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
-        paths = args.paths or list(ctx.run.inputs.logs)
+    async def run(self, args: LogScanInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
+        paths = args.paths or list(ctx.inputs.logs)
         if not paths:
             raise ToolFailure("no log files to scan: pass paths, or run with --log PATH")
         s = await scan_logs(host, paths, log_signatures())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.fanout import TaskTool
+from orchestrator.tools.task import TaskTool
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
 

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.policy import check_command, read_operands, secret_path, unsafe_read
 from orchestrator.hosts.resolve import check_on_host
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput, ToolRegistry, record_refusal, require_host
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
-if TYPE_CHECKING:
-    from orchestrator.context import AgentContext
 
 
 def render_result(res: CommandResult) -> str:
@@ -41,11 +38,11 @@ class ShellTool(Tool):
     )
     Input = ShellInput
 
-    async def run(self, args: ShellInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
+    async def run(self, args: ShellInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
         decision = check_command(args.command)
         if not decision.allowed:
-            record_refusal(ctx, self.name, args.command, decision.reason)
+            ctx.refuse(self.name, args.command, decision.reason)
             return ToolOutput(text=f"refused by the read-only policy: {decision.reason}", is_error=True,
                               host=host.name)
         # what the arguments point at on the host (symlinks followed) decides, not their names
@@ -53,9 +50,9 @@ class ShellTool(Tool):
         if paths:
             why, _ = await check_on_host(host, decision.argv, paths)
             if why is not None:
-                record_refusal(ctx, self.name, args.command, why)
+                ctx.refuse(self.name, args.command, why)
                 return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
-        s = ctx.run.settings
+        s = ctx.settings
         res = await host.run(decision.argv, timeout_s=s.command_timeout_s, max_output=s.command_output_bytes)
         return ToolOutput(text=render_result(res), data=res.model_dump(), untrusted=True, host=host.name)
 
@@ -70,20 +67,20 @@ class ReadFileTool(Tool):
     description = "Read a text file on the investigated host (size-capped)."
     Input = ReadFileInput
 
-    async def run(self, args: ReadFileInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
+    async def run(self, args: ReadFileInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
         why = secret_path(args.path)
         if why is not None:
-            record_refusal(ctx, self.name, args.path, why)
+            ctx.refuse(self.name, args.path, why)
             return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
-        cap = min(args.max_bytes or ctx.run.settings.file_max_bytes, ctx.run.settings.file_max_bytes)
+        cap = min(args.max_bytes or ctx.settings.file_max_bytes, ctx.settings.file_max_bytes)
         # resolve on the host first (a log that is a symlink to ~/.netrc or /dev/zero), then read what was checked
         why = unsafe_read(args.path)
         resolved: list[tuple[str, str]] = []
         if why is None:
             why, resolved = await check_on_host(host, ["cat"], [args.path])
         if why is not None:
-            record_refusal(ctx, self.name, args.path, why)
+            ctx.refuse(self.name, args.path, why)
             return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
         target = resolved[0][1] if resolved and resolved[0][0] == "f" else args.path
         try:
@@ -112,8 +109,8 @@ class FindFilesTool(Tool):
     description = "List files under a directory on the investigated host whose names match a glob (one round trip)."
     Input = FindFilesInput
 
-    async def run(self, args: FindFilesInput, ctx: "AgentContext") -> ToolOutput:
-        host = require_host(ctx)
+    async def run(self, args: FindFilesInput, ctx: ToolContext) -> ToolOutput:
+        host = ctx.host()
         paths = await host.find(args.root, args.pattern, max_results=args.max_results)
         more = len(paths) >= args.max_results
         head = f"{len(paths)} file(s) under {args.root} matching {args.pattern!r}" + (

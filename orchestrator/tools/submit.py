@@ -9,28 +9,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from orchestrator.context import AgentContext
 from orchestrator.diagnosis import SubmittedDiagnosis
-from orchestrator.tools.base import Tool, ToolFailure, ToolOutput
-
-
-class FindingInput(BaseModel):
-    claim: str = Field(description="One or two sentences, true of the cited evidence.")
-    confidence: float = Field(0.5, ge=0.0, le=1.0)
-    evidence: list[str] = Field(default_factory=list, description="Evidence ids (ev-…) the claim rests on.")
-    recommendations: list[str] = Field(default_factory=list)
-    id: str = ""
-    category: str = "other"
-    data: dict = Field(default_factory=dict)
+from orchestrator.findings import Finding
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 
 
 class FindingsInput(BaseModel):
     summary: str = Field(description="What this prong found, in two or three sentences.")
-    findings: list[FindingInput] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
 
 
-def _unknown(ids: set[str], ctx: AgentContext) -> list[str]:
-    return sorted(i for i in ids if i not in ctx.run.evidence)
+def _unknown(ids: set[str], ctx: ToolContext) -> list[str]:
+    return sorted(i for i in ids if not ctx.has_evidence(i))
 
 
 class SubmitFindings(Tool):
@@ -38,16 +28,16 @@ class SubmitFindings(Tool):
     description = "Finish your prong: hand the lead a summary and findings, each citing recorded evidence ids."
     Input = FindingsInput
 
-    async def run(self, args: FindingsInput, ctx: AgentContext) -> ToolOutput:
+    async def run(self, args: FindingsInput, ctx: ToolContext) -> ToolOutput:
         unknown = _unknown({e for f in args.findings for e in f.evidence}, ctx)
         note = ""
         if unknown and not ctx.final:
             raise ToolFailure(f"unknown evidence ids {', '.join(unknown)}; cite only ids shown as [evidence …]")
         if unknown:
             for f in args.findings:
-                f.evidence = [e for e in f.evidence if e in ctx.run.evidence]
+                f.evidence = [e for e in f.evidence if ctx.has_evidence(e)]
             note = f" (dropped unknown evidence ids {', '.join(unknown)})"
-        ctx.outbox["submitted"] = args.model_dump(mode="json")
+        ctx.submit(args.model_dump(mode="json"))
         return ToolOutput(text=f"findings accepted: {len(args.findings)}{note}")
 
 
@@ -59,7 +49,7 @@ class SubmitDiagnosis(Tool):
     )
     Input = SubmittedDiagnosis
 
-    async def run(self, args: SubmittedDiagnosis, ctx: AgentContext) -> ToolOutput:
+    async def run(self, args: SubmittedDiagnosis, ctx: ToolContext) -> ToolOutput:
         cited = {e for c in args.causes for e in c.evidence}
         cited |= {n.source for n in args.numbers if n.source.startswith("ev-")}
         unknown = _unknown(cited, ctx)
@@ -68,12 +58,12 @@ class SubmitDiagnosis(Tool):
         if unknown:
             causes = []
             for c in args.causes:
-                kept = [e for e in c.evidence if e in ctx.run.evidence]
+                kept = [e for e in c.evidence if ctx.has_evidence(e)]
                 if kept:
                     causes.append(c.model_copy(update={"evidence": kept}))
             args = args.model_copy(update={
                 "causes": causes,
                 "numbers": [n for n in args.numbers if not (n.source.startswith("ev-") and n.source in unknown)],
             })
-        ctx.outbox["submitted"] = args.model_dump(mode="json")
+        ctx.submit(args.model_dump(mode="json"))
         return ToolOutput(text="diagnosis accepted")

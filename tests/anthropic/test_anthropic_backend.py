@@ -31,7 +31,7 @@ def request(messages: list[Message] | None = None, **kw) -> ModelRequest:
         ),
     ]
     return ModelRequest(
-        agent_id="lead/1-kernel-research",
+        agent_id="kernel-research-1",
         agent_name="kernel-research",
         turn=1,
         model="claude-sonnet-5-5",
@@ -62,7 +62,7 @@ async def test_requests_carry_cache_control_on_tools_system_and_newest_message_a
         text("done", input_tokens=50, output_tokens=10, cache_read=1000),
     )
     backend = backend_for(api)
-    model = backend.model_for(agent(), "lead/1-kernel-research", None)
+    model = backend.model_for(agent(), "kernel-research-1", None)
     first = await model.complete(request())
     call = first.content[0]
     second = await model.complete(

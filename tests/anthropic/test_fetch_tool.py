@@ -7,38 +7,27 @@ import time
 import httpx
 import pytest
 
-from orchestrator.agentdefs import AgentDef
-from orchestrator.context import AgentContext, CallInfo, RunContext, RunInputs
+from orchestrator.context import RunInputs
 from orchestrator.events import PolicyRefusal
 from orchestrator.settings import Settings
 from orchestrator.tools.base import ToolRegistry, execute
 from orchestrator.tools.fetch import FetchTool, fetch_url, register
 from orchestrator.tools.html_text import html_to_text
+from orchestrator.tools.mock import MockToolContext
 from orchestrator.tools.netpolicy import FetchRefused
-from orchestrator.transcript import Recorder
 
-from conftest import DATA
+from support.web import DATA
 
 
-def make_ctx(**settings) -> AgentContext:
-    run = RunContext(
-        run_id="run-fetch",
-        inputs=RunInputs(question="why is fp4 slow?"),
-        settings=Settings(**settings),
-        recorder=Recorder("run-fetch"),
-        registry=ToolRegistry(),
-        agents={},
-        backend=None,  # type: ignore[arg-type]
-    )
-    defn = AgentDef(name="kernel-research", description="d", tools=["fetch"])
-    ctx = AgentContext(run=run, agent_id="lead/1-kernel-research", defn=defn, ordinal=1, tool_names=["fetch"])
-    return ctx.for_call(CallInfo(call_id="toolu_fetch1", evidence_id="ev-1.1", turn=1))
+def make_ctx(**settings) -> MockToolContext:
+    return MockToolContext(inputs=RunInputs(question="why is fp4 slow?"), settings=Settings(**settings),
+                           agent_id="kernel-research-1", call_id="toolu_fetch1")
 
 
 async def run_fetch(url: str, **settings):
     ctx = make_ctx(**settings)
     done = await execute(FetchTool(), "fetch", {"url": url}, ctx)
-    return done.output, ctx.run.recorder.events
+    return done.output, ctx.refusals
 
 
 class CountingTransport(httpx.AsyncBaseTransport):

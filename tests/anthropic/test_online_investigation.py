@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from support.fake_messages import FakeMessagesAPI, RecordedRequest, Reply, overloaded, rate_limited, text, tool_calls, unauthorized
 
-from conftest import WebServer
+from support.web import WebServer
 
 import orchestrator.api as api_mod  # noqa: E402
-from orchestrator import fanout as fanout_mod  # noqa: E402
+from orchestrator.tools import task as task_mod  # noqa: E402
 from orchestrator.tools import knowledge as knowledge_mod  # noqa: E402
 from orchestrator.tools import shell as shell_mod  # noqa: E402
 from orchestrator.tools import submit as submit_mod  # noqa: E402
@@ -163,7 +163,7 @@ def agents_dir(tmp_path):
 
 def registry() -> ToolRegistry:
     reg = ToolRegistry()
-    for tool in (fanout_mod.TaskTool(), submit_mod.SubmitFindings(), submit_mod.SubmitDiagnosis()):
+    for tool in (task_mod.TaskTool(), submit_mod.SubmitFindings(), submit_mod.SubmitDiagnosis()):
         reg.add(tool)
     for module in (shell_mod, knowledge_mod, fetch_mod):
         module.register(reg)

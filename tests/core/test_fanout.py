@@ -118,3 +118,18 @@ async def test_diagnosis_citing_unknown_evidence_is_refused_then_fixed(tmp_path)
     refused = [e for e in result.events if isinstance(e, ToolResult) and e.tool == "submit_diagnosis" and e.is_error]
     assert "ev-9.9" in refused[0].content
     assert set(result.diagnosis.evidence) == {"ev-1.1"}
+
+
+async def test_the_task_tool_names_the_loaded_subagents_and_refuses_others(tmp_path):
+    from orchestrator.events import ModelCall
+
+    agents = write_agents(tmp_path / "agents", {"alpha": {}, "beta": {}})
+    backend = DoublesBackend({"lead": lead_dispatching(["alpha", "nobody"], cite="ev-0.1"),
+                              "alpha": sleeper(0.0)})
+    result = await run(tmp_path, agents, backend)
+    lead_call = next(e for e in result.events if isinstance(e, ModelCall) and e.agent_id == "lead")
+    task = next(t for t in lead_call.tools if t.name == "task")
+    enum = task.input_schema["properties"]["agent"]["enum"]
+    assert {"alpha", "beta"} <= set(enum) and "lead" not in enum and enum == sorted(enum)  # the lead is no subagent
+    refused = next(e for e in result.events if isinstance(e, ToolResult) and e.tool == "task" and e.is_error)
+    assert "no subagent named 'nobody'; available: alpha, " in refused.content

@@ -6,21 +6,13 @@ import os
 
 import pytest
 
-from orchestrator.context import AgentContext, CallInfo, RunContext, RunInputs
 from orchestrator.events import PolicyRefusal
 from orchestrator.hosts.ssh import SshHost
 from orchestrator.settings import Settings
 from orchestrator.tools.base import ToolRegistry, execute
+from orchestrator.tools.mock import MockToolContext
 from orchestrator.tools.shell import register
 from support.sshd import sshd_factory  # noqa: F401
-
-
-class ListRecorder:
-    def __init__(self):
-        self.events = []
-
-    def emit(self, event):
-        self.events.append(event)
 
 
 class CountingHost:
@@ -42,13 +34,12 @@ class CountingHost:
         return await self.inner.find(root, pattern, **kw)
 
 
-def _ctx(host) -> AgentContext:
-    registry = ToolRegistry()
-    register(registry)
-    run = RunContext(run_id="run-1", inputs=RunInputs(question="q"), settings=Settings(), recorder=ListRecorder(),
-                     registry=registry, agents={}, backend=None, host=host)  # type: ignore[arg-type]
-    ctx = AgentContext(run=run, agent_id="a1", defn=None, ordinal=1, tool_names=registry.names())  # type: ignore[arg-type]
-    return ctx.for_call(CallInfo(call_id="c1", evidence_id="ev-1.1", turn=1))
+REGISTRY = ToolRegistry()
+register(REGISTRY)
+
+
+def _ctx(host) -> MockToolContext:
+    return MockToolContext(host)
 
 
 SHAPES = [
@@ -64,12 +55,12 @@ async def test_every_refused_shape_is_recorded_and_never_reaches_the_host(sshd_f
     marker = tmp_path / "marker"
     host = CountingHost(await SshHost(sshd_factory().target(), Settings()).connect())
     ctx = _ctx(host)
-    tool = ctx.run.registry.get("shell")
+    tool = REGISTRY.get("shell")
     for shape in SHAPES:
         done = await execute(tool, "shell", {"command": shape.format(m=marker)}, ctx)
         assert done.output.is_error and "refused by the read-only policy" in done.output.text, shape
     assert host.calls == 0 and not marker.exists()
-    refusals = [e for e in ctx.run.recorder.events if isinstance(e, PolicyRefusal)]
+    refusals = [e for e in ctx.refusals if isinstance(e, PolicyRefusal)]
     assert len(refusals) == len(SHAPES)
     assert refusals[0].agent_id == "a1" and refusals[0].call_id == "c1" and refusals[0].tool == "shell"
     ok = await execute(tool, "shell", {"command": "cat /etc/hostname"}, ctx)
@@ -83,7 +74,7 @@ async def test_read_file_and_find_files_tools_on_the_local_host(tmp_path):
 
     (tmp_path / "a.json").write_text('{"k": 1}')
     ctx = _ctx(LocalHost())
-    reg = ctx.run.registry
+    reg = REGISTRY
     got = await execute(reg.get("read_file"), "read_file", {"path": str(tmp_path / "a.json")}, ctx)
     assert got.output.text == '{"k": 1}' and got.output.untrusted and got.output.host == "local"
     missing = await execute(reg.get("read_file"), "read_file", {"path": str(tmp_path / "nope")}, ctx)
@@ -100,10 +91,10 @@ async def test_read_file_refuses_credentials_before_reaching_the_host(tmp_path):
     key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n-----END OPENSSH PRIVATE KEY-----\n")
     host = CountingHost(LocalHost())
     ctx = _ctx(host)
-    out = await execute(ctx.run.registry.get("read_file"), "read_file", {"path": str(key)}, ctx)
+    out = await execute(REGISTRY.get("read_file"), "read_file", {"path": str(key)}, ctx)
     assert out.output.is_error and "credentials" in out.output.text and "secret" not in out.output.text
     assert host.calls == 0
-    assert [e.subject for e in ctx.run.recorder.events if isinstance(e, PolicyRefusal)] == [str(key)]
+    assert [e.subject for e in ctx.refusals if isinstance(e, PolicyRefusal)] == [str(key)]
 
 
 async def test_secrets_in_host_output_are_redacted_before_the_model_sees_them(tmp_path):
@@ -112,6 +103,6 @@ async def test_secrets_in_host_output_are_redacted_before_the_model_sees_them(tm
     conf = tmp_path / "serve.env"
     conf.write_text("MODEL=glm\nHF_TOKEN=hf_abcdefghijklmnopqrstu\nANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnop\n")
     ctx = _ctx(LocalHost())
-    out = await execute(ctx.run.registry.get("read_file"), "read_file", {"path": str(conf)}, ctx)
+    out = await execute(REGISTRY.get("read_file"), "read_file", {"path": str(conf)}, ctx)
     assert "MODEL=glm" in out.output.text
     assert "hf_abcdefghijklmnopqrstu" not in out.output.text and "abcdefghijklmnop" not in out.output.text

@@ -6,34 +6,35 @@ import sys
 
 import pytest
 
-from orchestrator.context import AgentContext, RunContext, RunInputs
+from orchestrator.context import RunInputs
 from orchestrator.hosts.local import LocalHost
 from orchestrator.settings import Settings
 from orchestrator.tools.base import ToolRegistry, execute
 from orchestrator.tools.measure import register
+from orchestrator.tools.mock import MockToolContext
 from support.machine import needs_torch
 
 
-def _ctx(measure: bool) -> AgentContext:
-    registry = ToolRegistry()
-    register(registry)
-    run = RunContext(run_id="r", inputs=RunInputs(question="q", measure=measure, python=sys.executable),
-                     settings=Settings(gemm_budget_s=10, comm_budget_s=10), recorder=None, registry=registry,
-                     agents={}, backend=None, host=LocalHost())
-    return AgentContext(run=run, agent_id="a", defn=None, ordinal=1, tool_names=registry.names())
+REGISTRY = ToolRegistry()
+register(REGISTRY)
+
+
+def _ctx(measure: bool) -> MockToolContext:
+    return MockToolContext(LocalHost(), inputs=RunInputs(question="q", measure=measure, python=sys.executable),
+                           settings=Settings(gemm_budget_s=10, comm_budget_s=10))
 
 
 @pytest.mark.parametrize("name", ["gemm_benchmark", "comm_benchmark"])
 async def test_measurement_tools_refuse_without_measure(name):
     ctx = _ctx(measure=False)
-    res = await execute(ctx.run.registry.get(name), name, {}, ctx)
+    res = await execute(REGISTRY.get(name), name, {}, ctx)
     assert res.output.is_error and "--measure" in res.output.text
 
 
 @needs_torch
 async def test_gemm_tool_with_measure_records_the_typed_sweep():
     ctx = _ctx(measure=True)
-    res = await execute(ctx.run.registry.get("gemm_benchmark"), "gemm_benchmark", {"n": 64, "k": 32}, ctx)
+    res = await execute(REGISTRY.get("gemm_benchmark"), "gemm_benchmark", {"n": 64, "k": 32}, ctx)
     assert not res.output.is_error
     assert res.output.data["kind"] == "gemm_sweep" and res.output.data["available"] is False
     assert "skipped: no CUDA GPU" in res.output.text and res.output.host == "local"

@@ -130,3 +130,16 @@ async def test_numa_misaligned_serving_process(node_host):
     f = node.facts()
     assert f["gpu.0.numa.process_cpu_overlap"] == 0.0
     assert f["gpu.1.numa.process_cpu_overlap"] == 1.0
+
+
+def test_node_health_agent_and_the_leads_task():
+    from orchestrator.agentdefs import load_agents
+    from orchestrator.tools.registry import default_registry
+
+    agents = load_agents()
+    node = agents["node-health"]
+    assert [s.tool for s in node.plan] == ["node_health"] and "node_health" in node.tools
+    default_registry().select(node.tools)  # every tool it names is registered
+    lead_tasks = [s.args.get("agent") for s in agents["lead"].plan if s.tool == "task"]
+    assert "node-health" in lead_tasks
+    assert "node-health" in agents["lead"].prompt

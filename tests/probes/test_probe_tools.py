@@ -1,28 +1,30 @@
 """The probe tools on a run's host: compact text, the model as data, untrusted, errors as tool errors."""
 
-from orchestrator.context import AgentContext, RunContext, RunInputs
+from orchestrator.context import RunInputs
 from orchestrator.hosts.base import HostLost
 from orchestrator.hosts.local import LocalHost
 from orchestrator.probes.models import parse_probe
 from orchestrator.settings import Settings
 from orchestrator.tools import probes as probe_tools
 from orchestrator.tools.base import ToolRegistry, execute
+from orchestrator.tools.mock import MockToolContext
 from support.staged_host import stage_host
 
 OBS = {"model": {"num_experts": 256, "moe_intermediate_size": 2048}, "runs": [{"tp": 8, "concurrency": 512}],
        "gpu": {"power_w": 330, "power_limit_w": 600, "sm_occupancy": 0.98}}
 
 
-def _ctx(host, **inputs) -> AgentContext:
-    reg = ToolRegistry()
-    probe_tools.register(reg)
-    run = RunContext(run_id="r1", inputs=RunInputs(question="why slow?", **inputs), settings=Settings(power_sample_s=0.4),
-                     recorder=None, registry=reg, agents={}, backend=None, host=host)
-    return AgentContext(run=run, agent_id="autotune", defn=None, ordinal=1, tool_names=reg.names())
+REGISTRY = ToolRegistry()
+probe_tools.register(REGISTRY)
+
+
+def _ctx(host, **inputs) -> MockToolContext:
+    return MockToolContext(host, inputs=RunInputs(question="why slow?", **inputs), settings=Settings(power_sample_s=0.4),
+                           agent_id="autotune")
 
 
 async def _call(ctx, name, args=None):
-    return (await execute(ctx.run.registry.get(name), name, args or {}, ctx)).output
+    return (await execute(REGISTRY.get(name), name, args or {}, ctx)).output
 
 
 async def test_seed_case_through_the_tools(tmp_path):

@@ -46,10 +46,10 @@ def sample_diagnosis(*, hostile: bool = False) -> Diagnosis:
         ],
         gaps=[Gap(what="web research", why="no network" + (" " + HOSTILE if hostile else ""))],
         evidence={
-            "ev-2.1": EvidenceRef(agent="lead/1-gpu", tool="nvidia_smi", host="h200-box", excerpt=excerpt),
-            "ev-3.2": EvidenceRef(agent="lead/2-autotune", tool="autotune_cache", host="h200-box",
+            "ev-2.1": EvidenceRef(agent="node-health-2", tool="nvidia_smi", host="h200-box", excerpt=excerpt),
+            "ev-3.2": EvidenceRef(agent="autotune-inspection-3", tool="autotune_cache", host="h200-box",
                                   excerpt="[AutoTuner]: No tuned config covers M=8 tactic=-1"),
-            "ev-4.1": EvidenceRef(agent="lead/3-specs", tool="roofline", excerpt="ridge 412 FLOP/B"),
+            "ev-4.1": EvidenceRef(agent="tensor-core-specs-4", tool="roofline", excerpt="ridge 412 FLOP/B"),
         },
         usage=RunUsage(total=Usage(input_tokens=12000, output_tokens=1500, cost_usd=0.12, calls=9),
                        agents=[AgentUsage(agent_id="lead", usage=Usage(input_tokens=5000, calls=2), duration_s=14)]),

@@ -84,7 +84,7 @@ def fanout_run(n_sub: int = 3, tools: int = 2, *, statuses: dict[int, str] | Non
     end = 1.0
     for i in range(n_sub):
         start, stop = (1.0 + 10 * i, 10.0 + 10 * i) if sequential else (1.0 + 0.01 * i, 10.0 + i)
-        aid = f"lead/{i + 1}-sub{i + 1}"
+        aid = f"sub{i + 1}-{i + 1}"  # the live scheme: <definition name>-<ordinal>
         total = total + agent_run(c, aid, "lead", f"sub{i + 1}", start, stop, tools=tools, ordinal=i + 2,
                                   status=statuses.get(i, "ok"), finish=not interrupted)
         end = max(end, stop)

@@ -14,7 +14,6 @@ from orchestrator.report_html import (
     evidence_entries,
     find_roof,
     render_html,
-    report_from_events,
 )
 from orchestrator.timeline import build_timeline
 from reports import browser
@@ -63,7 +62,7 @@ def test_every_evidence_link_lands_on_an_entry_with_agent_tool_and_excerpt(rende
         assert a.attrs["href"].startswith("#") and a.attrs["href"][1:] in ids, a.attrs["href"]
     entry = idx.find("dt", id="ev-3.2")[0]
     dd = idx.elements[idx.elements.index(entry) + 1]
-    assert dd.tag == "dd" and "lead/2-autotune" in dd.text and "tactic=-1" in dd.text
+    assert dd.tag == "dd" and "autotune-inspection-3" in dd.text and "tactic=-1" in dd.text
 
 
 @needs_browser
@@ -129,10 +128,10 @@ def test_cited_ids_missing_from_the_diagnosis_get_entries_from_the_transcript_or
     d = sample_diagnosis()
     d.evidence.pop("ev-3.2")
     d.evidence.pop("ev-4.1")
-    events = fanout_run(n_sub=3)  # records ev-3.1, ev-3.2 (agent lead/2-sub2) among others
+    events = fanout_run(n_sub=3)  # records ev-3.1, ev-3.2 (agent sub2-2) among others
     ev = evidence_entries(d, events)
-    assert ev["ev-3.2"].agent == "lead/2-sub2" and ev["ev-3.2"].tool == "shell" and ev["ev-3.2"].host == "gpu-box"
-    assert ev["ev-4.1"].agent == "lead/3-sub3"
+    assert ev["ev-3.2"].agent == "sub2-2" and ev["ev-3.2"].tool == "shell" and ev["ev-3.2"].host == "gpu-box"
+    assert ev["ev-4.1"].agent == "sub3-3"
     ev = evidence_entries(d, None)
     assert ev["ev-4.1"].excerpt == "(not recorded in this run)"
     out = render_html(d, None)
@@ -171,7 +170,7 @@ def test_report_from_a_transcript_file_uses_the_submitted_diagnosis(tmp_path):
     path = write_jsonl(tmp_path / "run.jsonl", fanout_run(n_sub=2, diagnosis=d.model_dump()))
     events = read_jsonl(path)
     assert diagnosis_from_events(events) == d
-    out = report_from_events(events)
+    out = render_html(diagnosis_from_events(events), events)  # what `investigate report` writes
     assert out.count('class="agent-bar"') == 3
 
 
@@ -179,8 +178,8 @@ def test_report_of_a_run_without_diagnosis_says_so_and_lists_unfinished_agents()
     events = fanout_run(n_sub=2, interrupted=True)
     d = diagnosis_from_events(events)
     assert isinstance(d, Diagnosis) and d.verdict.startswith("No diagnosis was submitted")
-    assert {g.what for g in d.gaps} == {"lead", "lead/1-sub1", "lead/2-sub2"}
-    assert "No diagnosis was submitted" in report_from_events(events)
+    assert {g.what for g in d.gaps} == {"lead", "sub1-1", "sub2-2"}
+    assert "No diagnosis was submitted" in render_html(d, events)
 
 
 def test_roof_from_spec_sheet_numbers_picks_the_ceiling_that_matches_the_ridge():

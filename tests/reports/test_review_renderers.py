@@ -82,18 +82,18 @@ def _show(tl, width) -> str:
 def test_agent_ids_with_rich_markup_are_printed_literally():
     events = fanout_run(n_sub=2)
     for ev in events:
-        if getattr(ev, "agent_id", None) == "lead/1-sub1":
-            ev.agent_id = "lead/1-[red]x [bold]y"
-        if getattr(ev, "parent_id", None) == "lead/1-sub1":
-            ev.parent_id = "lead/1-[red]x [bold]y"
+        if getattr(ev, "agent_id", None) == "sub1-1":
+            ev.agent_id = "sub[red]x [bold]y-1"
+        if getattr(ev, "parent_id", None) == "sub1-1":
+            ev.parent_id = "sub[red]x [bold]y-1"
     out = _show(build_timeline(events), 120)
-    row = next(line for line in out.splitlines() if "█" in line and "1-" in line)
-    assert "1-[red]x [bold]y" in row, out
+    row = next(line for line in out.splitlines() if "█" in line and "-1" in line)
+    assert "sub[red]x [bold]y-1" in row, out
 
 
 def test_show_at_80_columns_keeps_every_number_whole():
     tl = build_timeline(fanout_run(n_sub=3))
-    tl.agents[1].agent_id = "lead/autotune-inspection-2"  # a real-length label
+    tl.agents[1].agent_id = "autotune-inspection-12"  # a real-length label
     out = _show(tl, 80)
     assert "…" not in out, out
     assert max(len(line) for line in out.splitlines()) <= 80

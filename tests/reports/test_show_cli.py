@@ -23,7 +23,7 @@ def test_show_prints_a_timeline_row_per_agent(tmp_path):
     out = investigate("show", str(path))
     assert out.returncode == 0, out.stderr
     rows = [line for line in out.stdout.splitlines() if "█" in line]
-    assert [r.split()[0] for r in rows] == ["lead", "1-sub1", "2-sub2", "3-sub3"]
+    assert [r.split()[0] for r in rows] == ["lead", "sub1-1", "sub2-2", "sub3-3"]
     assert "timeout" in rows[2] and "peak 4 concurrent" in out.stdout
     assert max(len(line) for line in out.stdout.splitlines()) <= 100
 
@@ -33,7 +33,7 @@ def test_show_json_is_one_timeline_document(tmp_path):
     out = investigate("show", str(path), "--json")
     assert out.returncode == 0, out.stderr
     tl = Timeline.model_validate(json.loads(out.stdout))
-    assert tl.max_concurrency == 3 and [a.agent_id for a in tl.agents] == ["lead", "lead/1-sub1", "lead/2-sub2"]
+    assert tl.max_concurrency == 3 and [a.agent_id for a in tl.agents] == ["lead", "sub1-1", "sub2-2"]
 
 
 def test_report_writes_one_self_contained_html_file(tmp_path):

@@ -19,22 +19,22 @@ def render(tl: Timeline, width: int = 100) -> str:
 
 def test_concurrent_subagents_overlap_each_other_and_the_lead():
     tl = build_timeline(fanout_run(n_sub=3))
-    assert [a.agent_id for a in tl.agents] == ["lead", "lead/1-sub1", "lead/2-sub2", "lead/3-sub3"]
+    assert [a.agent_id for a in tl.agents] == ["lead", "sub1-1", "sub2-2", "sub3-3"]
     assert tl.max_concurrency == 4
-    assert set(tl.peak_agents) == {"lead", "lead/1-sub1", "lead/2-sub2", "lead/3-sub3"}
-    assert set(tl.agent("lead/2-sub2").overlaps) == {"lead", "lead/1-sub1", "lead/3-sub3"}
+    assert set(tl.peak_agents) == {"lead", "sub1-1", "sub2-2", "sub3-3"}
+    assert set(tl.agent("sub2-2").overlaps) == {"lead", "sub1-1", "sub3-3"}
 
 
 def test_sequential_subagents_do_not_overlap_each_other():
     tl = build_timeline(fanout_run(n_sub=3, sequential=True))
     assert tl.max_concurrency == 2  # the lead and one subagent at a time
-    assert tl.agent("lead/1-sub1").overlaps == ["lead"]
-    assert tl.agent("lead/2-sub2").overlaps == ["lead"]
+    assert tl.agent("sub1-1").overlaps == ["lead"]
+    assert tl.agent("sub2-2").overlaps == ["lead"]
 
 
 def test_agent_spans_carry_parent_depth_turns_tools_and_times():
     tl = build_timeline(fanout_run(n_sub=2, tools=3))
-    sub = tl.agent("lead/1-sub1")
+    sub = tl.agent("sub1-1")
     assert (sub.parent_id, sub.depth, sub.name, sub.status) == ("lead", 1, "sub1", "ok")
     assert sub.start_s == 1.0 and sub.end_s == 10.0 and sub.duration_s == 9.0
     assert sub.turns == 4 and sub.model_calls == 4
@@ -47,18 +47,18 @@ def test_failed_statuses_and_tool_errors_are_reported_per_agent():
     events = fanout_run(n_sub=2, statuses={0: "timeout"})
     # make one tool result an error
     for ev in events:
-        if ev.type == "tool_result" and ev.agent_id == "lead/2-sub2" and ev.call_id == "c1":
+        if ev.type == "tool_result" and ev.agent_id == "sub2-2" and ev.call_id == "c1":
             ev.is_error = True
     tl = build_timeline(events)
-    assert tl.agent("lead/1-sub1").status == "timeout"
-    assert "timeout" in tl.agent("lead/1-sub1").error
-    assert tl.agent("lead/2-sub2").tool_errors == 1
+    assert tl.agent("sub1-1").status == "timeout"
+    assert "timeout" in tl.agent("sub1-1").error
+    assert tl.agent("sub2-2").tool_errors == 1
     assert tl.tool_errors == 1 and tl.tool_calls == 4
 
 
 def test_usage_totals_add_up_per_agent_and_for_the_run():
     tl = build_timeline(fanout_run(n_sub=3, tools=2))
-    sub = tl.agent("lead/1-sub1")
+    sub = tl.agent("sub1-1")
     assert (sub.usage.input_tokens, sub.usage.output_tokens, sub.usage.calls) == (2500, 250, 3)
     assert abs(sub.usage.cost_usd - 0.025) < 1e-9
     lead = tl.agent("lead")
@@ -73,7 +73,7 @@ def test_interrupted_run_marks_agents_unfinished_and_sums_usage_from_model_calls
     tl = build_timeline(fanout_run(n_sub=2, tools=2, interrupted=True))
     assert tl.status == UNFINISHED
     assert {a.status for a in tl.agents} == {UNFINISHED}
-    sub = tl.agent("lead/1-sub1")
+    sub = tl.agent("sub1-1")
     assert sub.usage.input_tokens == 2500 and sub.usage.calls == 3
     # an unfinished agent runs until the last recorded event
     assert sub.end_s == tl.duration_s
@@ -83,7 +83,7 @@ def test_timeline_json_round_trips():
     tl = build_timeline(fanout_run(n_sub=2))
     doc = json.loads(tl.model_dump_json())
     assert doc["max_concurrency"] == 3
-    assert [a["agent_id"] for a in doc["agents"]] == ["lead", "lead/1-sub1", "lead/2-sub2"]
+    assert [a["agent_id"] for a in doc["agents"]] == ["lead", "sub1-1", "sub2-2"]
     assert Timeline.model_validate_json(tl.model_dump_json()) == tl
 
 
@@ -120,10 +120,10 @@ def test_empty_transcript_gives_an_empty_timeline_that_still_renders():
 
 
 def test_agents_whose_start_was_not_recorded_still_appear_with_their_tools():
-    events = [e for e in fanout_run(n_sub=2) if not (e.type == "agent_started" and e.agent_id == "lead/2-sub2")]
-    events = [e for e in events if not (e.type == "tool_call" and e.agent_id == "lead/2-sub2" and e.call_id == "c0")]
+    events = [e for e in fanout_run(n_sub=2) if not (e.type == "agent_started" and e.agent_id == "sub2-2")]
+    events = [e for e in events if not (e.type == "tool_call" and e.agent_id == "sub2-2" and e.call_id == "c0")]
     tl = build_timeline(events)
-    sub = tl.agent("lead/2-sub2")
+    sub = tl.agent("sub2-2")
     assert sub is not None and sub.status == "ok" and len(sub.tool_calls) == 2
     assert sub.depth == 0  # its parent is unknown without the start event
     assert all(t.finished for t in sub.tool_calls)
@@ -135,10 +135,10 @@ def test_nested_subagents_are_listed_under_their_parent():
 
     c = Clock()
     c.add(AgentStarted, 0.0, agent_id="lead", name="lead", model="m")
-    agent_run(c, "lead/1-a", "lead", "a", 1.0, 9.0)
-    agent_run(c, "lead/1-a/1-b", "lead/1-a", "b", 2.0, 5.0, ordinal=3)
-    agent_run(c, "lead/2-c", "lead", "c", 1.5, 4.0, ordinal=4)
+    agent_run(c, "a-1", "lead", "a", 1.0, 9.0)
+    agent_run(c, "b-3", "a-1", "b", 2.0, 5.0, ordinal=3)
+    agent_run(c, "c-4", "lead", "c", 1.5, 4.0, ordinal=4)
     tl = build_timeline(sorted(c.events, key=lambda e: e.ts))
     assert [(a.agent_id, a.depth) for a in tl.agents] == [
-        ("lead", 0), ("lead/1-a", 1), ("lead/1-a/1-b", 2), ("lead/2-c", 1)]
-    assert "\n    1-b " in render(tl)
+        ("lead", 0), ("a-1", 1), ("b-3", 2), ("c-4", 1)]
+    assert "\n    b-3 " in render(tl)

@@ -19,7 +19,7 @@ from orchestrator.hosts.ssh import SshHost
 from orchestrator.probes.interpreter import InterpreterRefused, name_refusal, verify
 from orchestrator.settings import Settings
 from orchestrator.tools.base import execute
-from support.security import CountingHost, make_ctx
+from support.security import REGISTRY, CountingHost, make_ctx
 from support.sshd import sshd_factory  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,8 +80,8 @@ async def test_probe_tools_refuse_and_record_non_interpreters(sshd_factory, trap
         for python in ["tee", "rm", "mkdir", "rmdir", f"/usr/bin/tee", str(d / "python3"), str(d / "python3.11")]:
             ctx = make_ctx(host)
             host.calls.clear()
-            out = (await execute(ctx.run.registry.get(tool), tool, {"python": python, **extra}, ctx)).output
-            refusals = [e for e in ctx.run.recorder.events if isinstance(e, PolicyRefusal)]
+            out = (await execute(REGISTRY.get(tool), tool, {"python": python, **extra}, ctx)).output
+            refusals = [e for e in ctx.refusals if isinstance(e, PolicyRefusal)]
             assert refusals and refusals[0].subject == python, (python, out.text)
             assert "refused" in out.text or "refused" in (out.data or {}).get("reason", ""), out.text
             # nothing but the fixed check reached the host, and no probe script was sent anywhere

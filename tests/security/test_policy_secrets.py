@@ -17,7 +17,7 @@ from orchestrator.hosts.policy import check_command, credential_rules, extra_pat
 from orchestrator.hosts.ssh import SshHost
 from orchestrator.settings import Settings
 from orchestrator.tools.base import execute
-from support.security import CountingHost, make_ctx
+from support.security import REGISTRY, CountingHost, make_ctx
 from support.sshd import sshd_factory  # noqa: F401
 
 needs_sshd = pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"), reason="needs sshd")
@@ -126,7 +126,7 @@ async def test_symlinks_are_resolved_on_the_host_before_reading(sshd_factory, st
     host = CountingHost(await SshHost(sshd_factory(env={"HOME": str(home)}).target(), Settings()).connect())
     try:
         ctx = make_ctx(host)
-        reg = ctx.run.registry
+        reg = REGISTRY
         for name in ("x.log", "zero.log", "rand.log", "env.log"):
             path = str(home / "logs" / name)
             for tool, args in [("read_file", {"path": path}), ("shell", {"command": f"cat {path}"}),
@@ -135,7 +135,7 @@ async def test_symlinks_are_resolved_on_the_host_before_reading(sshd_factory, st
                 out = (await execute(reg.get(tool), tool, args, ctx)).output
                 assert out.is_error and "refused" in out.text, (tool, args, out.text)
                 assert "s3cret" not in out.text
-        refusals = [e for e in ctx.run.recorder.events if isinstance(e, PolicyRefusal)]
+        refusals = [e for e in ctx.refusals if isinstance(e, PolicyRefusal)]
         assert len(refusals) == 16
         # every probe of it resolved, nothing opened: only the fixed resolver ran
         assert {argv[0] for argv, _ in host.calls} == {"/bin/sh"}

@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel, Field
 
-from orchestrator.fanout import TaskTool
+from orchestrator.tools.task import TaskTool
 from orchestrator.tools.base import Tool, ToolOutput, ToolRegistry
 from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
 

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from orchestrator.context import AgentContext, CallInfo, RunContext, RunInputs
+from orchestrator.context import RunInputs
 from orchestrator.settings import Settings
-from orchestrator.tools.base import ToolRegistry
+from orchestrator.tools.mock import MockToolContext
+from orchestrator.tools.registry import default_registry
 
-
-class ListRecorder:
-    def __init__(self):
-        self.events = []
-
-    def emit(self, event):
-        self.events.append(event)
+REGISTRY = default_registry()
+"""Every tool, for calling one by name through `execute`."""
 
 
 class CountingHost:
@@ -34,11 +30,5 @@ class CountingHost:
         return await self.inner.find(root, pattern, **kw)
 
 
-def make_ctx(host, *, python: str | None = None, settings: Settings | None = None) -> AgentContext:
-    from orchestrator.tools.registry import default_registry
-
-    registry: ToolRegistry = default_registry()
-    run = RunContext(run_id="run-1", inputs=RunInputs(question="q", python=python), settings=settings or Settings(),
-                     recorder=ListRecorder(), registry=registry, agents={}, backend=None, host=host)  # type: ignore[arg-type]
-    ctx = AgentContext(run=run, agent_id="a1", defn=None, ordinal=1, tool_names=registry.names())  # type: ignore[arg-type]
-    return ctx.for_call(CallInfo(call_id="c1", evidence_id="ev-1.1", turn=1))
+def make_ctx(host, *, python: str | None = None, settings: Settings | None = None) -> MockToolContext:
+    return MockToolContext(host, inputs=RunInputs(question="q", python=python), settings=settings)

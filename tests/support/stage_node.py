@@ -102,6 +102,13 @@ def bus_id(i: int, count: int) -> str:
     return f"00000000:{HGX_BUS[i] if count <= 8 else f'{0x10 + i:02X}'}:00.0"
 
 
+def _on(v: Any) -> bool:
+    """A case's boolean, however spelled (true, "Enabled", "Yes", "on", 1)."""
+    if isinstance(v, str):
+        return v.strip().lower() in ("enabled", "true", "yes", "on", "1", "active")
+    return bool(v)
+
+
 def _set(el: ET.Element, path: str, text: str) -> None:
     found = el.find(path)
     if found is not None:
@@ -171,14 +178,14 @@ def _edit_gpu(gpu: ET.Element, e: dict[str, Any], model: str) -> None:
             _set(gpu, f"remapped_rows/{tag}", str(rr[key]))
     for key, tag in (("pending", "remapped_row_pending"), ("failure", "remapped_row_failure")):
         if key in rr:
-            _set(gpu, f"remapped_rows/{tag}", "Yes" if rr[key] else "No")
+            _set(gpu, f"remapped_rows/{tag}", "Yes" if _on(rr[key]) else "No")
     ret = e.get("retired") or {}
     if "sbe" in ret:
         _set(gpu, "retired_pages/multiple_single_bit_retirement/retired_count", str(ret["sbe"]))
     if "dbe" in ret:
         _set(gpu, "retired_pages/double_bit_retirement/retired_count", str(ret["dbe"]))
     if "pending" in ret:
-        _set(gpu, "retired_pages/pending_retirement", "Yes" if ret["pending"] else "No")
+        _set(gpu, "retired_pages/pending_retirement", "Yes" if _on(ret["pending"]) else "No")
     pcie = e.get("pcie") or {}
     base = "pci/pci_gpu_link_info"
     if "gen" in pcie:
@@ -192,10 +199,10 @@ def _edit_gpu(gpu: ET.Element, e: dict[str, Any], model: str) -> None:
     if "width_max" in pcie:
         _set(gpu, f"{base}/link_widths/max_link_width", f"{pcie['width_max']}x")
     if "persistence" in e:
-        _set(gpu, "persistence_mode", "Enabled" if e["persistence"] else "Disabled")
+        _set(gpu, "persistence_mode", "Enabled" if _on(e["persistence"]) else "Disabled")
     if "mig" in e:
-        _set(gpu, "mig_mode/current_mig", "Enabled" if e["mig"] else "Disabled")
-        _set(gpu, "mig_mode/pending_mig", "Enabled" if e["mig"] else "Disabled")
+        _set(gpu, "mig_mode/current_mig", "Enabled" if _on(e["mig"]) else "Disabled")
+        _set(gpu, "mig_mode/pending_mig", "Enabled" if _on(e["mig"]) else "Disabled")
     fab = e.get("fabric") or {}
     if "state" in fab:
         _set(gpu, "fabric/state", fab["state"])
@@ -754,6 +761,10 @@ if stager is not None:
             spec[k] = v
         _restage(ctx, None)
 
-    # the names PLAN.md's examples use
-    stager("dmesg")(lambda ctx, arg: stage_kernel_log(ctx, arg))
-    stager("processes")(lambda ctx, arg: stage_gpu_processes(ctx, arg))
+    # the names PLAN.md's examples use (unless another module registered them first)
+    from support.stagers import STAGERS
+
+    if "dmesg" not in STAGERS:
+        stager("dmesg")(lambda ctx, arg: stage_kernel_log(ctx, arg))
+    if "processes" not in STAGERS:
+        stager("processes")(lambda ctx, arg: stage_gpu_processes(ctx, arg))

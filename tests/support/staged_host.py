@@ -462,6 +462,9 @@ def stage_host(
         "INVESTIGATE_STAGED_TAG": uuid.uuid4().hex,
         # Inductor's default is /tmp/torchinductor_<user>, shared by the whole machine: keep tests hermetic.
         "TORCHINDUCTOR_CACHE_DIR": str(root / "torchinductor"),
+        # The engine and node probes on a staged host see only the processes staged for it (carrying this tag),
+        # never another test's: tests on one machine run concurrently.
+        "INVESTIGATE_STAGED_TAG": uuid.uuid4().hex,
     }
     _stage_site(site, DEFAULT_PACKAGES if packages is None else packages)
     _stage_caches(root, home, env, caches)

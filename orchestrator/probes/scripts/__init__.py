@@ -1,7 +1,8 @@
 """Fixed probe scripts sent to `python3 -` on the investigated host (stdlib only, Python >= 3.8).
 
 Each script reads its parameters as JSON from argv[1] and prints one JSON document on stdout. The text of a script
-is never assembled at run time: `load(name)` returns the file as shipped.
+is never assembled from parameters: `load(name)` returns the shared prelude (`_prelude.py`: helpers every script
+uses, reviewed once) followed by the file as shipped.
 """
 
 from __future__ import annotations
@@ -10,5 +11,14 @@ from importlib import resources
 
 
 def load(name: str) -> str:
-    """The source of the fixed script `name` (e.g. "pyenv")."""
+    """The source sent for the fixed script `name` (e.g. "pyenv"): the prelude, then the script."""
+    return prelude() + "\n\n" + _read(name)
+
+
+def prelude() -> str:
+    """The helpers every probe script shares (`_prelude.py`)."""
+    return _read("_prelude")
+
+
+def _read(name: str) -> str:
     return resources.files(__package__).joinpath(f"{name}.py").read_text()

@@ -55,21 +55,6 @@ def walk(root, max_walk):
     return out, total, False
 
 
-def listdir(path):
-    """Sorted names in a directory; [] when it cannot be listed (permissions, vanished)."""
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
-
-
-def size_of(path):
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return None
-
-
 def read_small(path, cap, budget):
     size = size_of(path)
     if size is None:

@@ -7,25 +7,6 @@ import json
 import os
 import sys
 
-# A server is recognized by its entry point, not by a word anywhere in its command line (grep, editors, tests).
-MODULES = (("sglang.launch_server", "sglang"), ("sglang.srt", "sglang"), ("tensorrt_llm", "tensorrt_llm"),
-           ("vllm.entrypoints", "vllm"), ("vllm.", "vllm"))
-SCRIPTS = {"vllm": "vllm", "trtllm-serve": "tensorrt_llm", "trtllm-llmapi-launch": "tensorrt_llm"}
-
-
-def server_kind(argv):
-    """vllm / sglang / tensorrt_llm when argv starts one of their servers, else None."""
-    for i, arg in enumerate(argv[:-1]):
-        if arg == "-m":
-            mod = argv[i + 1]
-            for prefix, kind in MODULES:
-                if mod == prefix or mod.startswith(prefix + ".") or mod.startswith(prefix):
-                    return kind
-    for arg in argv[:2]:
-        kind = SCRIPTS.get(os.path.basename(arg))
-        if kind:
-            return kind
-    return None
 
 
 def interpreter_path(argv, exe, cwd, path_var):

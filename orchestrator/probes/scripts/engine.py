@@ -35,9 +35,9 @@ SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api
 MASK = "<redacted on host>"
 
 # How each engine is started. (kind, how): module prefixes after `-m`, script basenames in argv[0..1].
-MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
+ENGINE_MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
            ("tensorrt_llm.commands.serve", "trtllm"), ("text_generation_server", "tgi"))
-SCRIPTS = {"vllm": "vllm", "trtllm-serve": "trtllm", "text-generation-launcher": "tgi",
+ENGINE_SCRIPTS = {"vllm": "vllm", "trtllm-serve": "trtllm", "text-generation-launcher": "tgi",
            "text-generation-server": "tgi"}
 DEFAULT_PORTS = {"vllm": 8000, "sglang": 30000, "trtllm": 8000, "tgi": 3000}
 METRICS_PATHS = {"vllm": ["/metrics"], "sglang": ["/metrics"], "trtllm": ["/prometheus/metrics"],
@@ -66,11 +66,11 @@ def engine_kind(argv):
     for i, arg in enumerate(argv[:-1]):
         if arg == "-m":
             mod = argv[i + 1]
-            for prefix, kind in MODULES:
+            for prefix, kind in ENGINE_MODULES:
                 if mod == prefix or mod.startswith(prefix + ".") or mod.startswith(prefix):
                     return kind
     for j, arg in enumerate(argv[:2]):
-        kind = SCRIPTS.get(os.path.basename(arg))
+        kind = ENGINE_SCRIPTS.get(os.path.basename(arg))
         if kind == "vllm":
             rest = argv[j + 1:]
             return "vllm" if rest and rest[0] == "serve" else None

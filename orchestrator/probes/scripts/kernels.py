@@ -143,21 +143,6 @@ def list_archs(path, stat, known, cuobjdump, timeout):
         return None, "unlisted"
 
 
-def listdir(path):
-    """Sorted names in a directory; [] when it cannot be listed (permissions, vanished)."""
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
-
-
-def size_of(path):
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
 def function_body(text, name):
     """The text of a C++ or Python function `name` (from its name to the matching close or the next def)."""
     i = text.find(name)

@@ -27,11 +27,7 @@ SECRET_VALUE = re.compile(r"hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_\-]{8,}|(?:AKIA|ASI
                           r"|xox[bpase]-|-----BEGIN|://[^/\s:@]+:[^/\s@]+@|eyJ[A-Za-z0-9_\-]{10,}\.")
 MAX_VALUE = 300
 
-# A server is recognized by its entry point (same rules as the discover probe).
-MODULES = (("sglang.launch_server", "sglang"), ("sglang.srt", "sglang"), ("tensorrt_llm", "tensorrt_llm"),
-           ("vllm.entrypoints", "vllm"), ("vllm.", "vllm"))
-SCRIPTS = {"vllm": "vllm", "trtllm-serve": "tensorrt_llm", "trtllm-llmapi-launch": "tensorrt_llm",
-           "sglang": "sglang"}
+# A server is recognized by its entry point (the prelude's server_kind), a worker by its process title.
 ENGINE_NAME = re.compile(r"^(VLLM|vllm|sglang|SGLang|trtllm|TRTLLM)|::(Worker|EngineCore|scheduler|TP\d)", re.I)
 
 KERNEL_LINE = re.compile(r"NVRM|Xid|SXid|nvidia|nvlink|nvswitch|fallen off the bus|NVSwitch|AER:.*(?:Corrected|Uncorrected)"
@@ -193,17 +189,10 @@ def keep_kernel(out, source, text, limit):
 # --- processes ---------------------------------------------------------------------------------------------------
 
 
-def server_kind(argv):
-    for i, arg in enumerate(argv[:-1]):
-        if arg == "-m":
-            mod = argv[i + 1]
-            for prefix, kind in MODULES:
-                if mod == prefix or mod.startswith(prefix):
-                    return kind
-    for arg in argv[:2]:
-        kind = SCRIPTS.get(os.path.basename(arg))
-        if kind:
-            return kind
+def process_kind(argv):
+    kind = server_kind(argv)
+    if kind:
+        return kind
     if argv and ENGINE_NAME.search(argv[0]):  # a worker named by setproctitle (VLLM::Worker_TP0, sglang::scheduler)
         low = argv[0].lower()
         for word, kind in (("vllm", "vllm"), ("sglang", "sglang"), ("trtllm", "tensorrt_llm")):
@@ -281,14 +270,14 @@ def processes(out, xml):
             if pid == os.getpid():
                 continue
             argv = proc_argv(pid)
-            kind = server_kind(argv) if argv else None
+            kind = process_kind(argv) if argv else None
             if kind and not ENGINE_NAME.search(argv[0]) and (not tag or has_tag(pid, tag)):
                 kinds[pid] = kind
     result = []
     for pid in sorted(gpu_pids | set(kinds)):
         argv = proc_argv(pid)
         visible = argv is not None
-        kind = kinds.get(pid) or (server_kind(argv) if argv else None)
+        kind = kinds.get(pid) or (process_kind(argv) if argv else None)
         # a worker that an engine started is part of the engine (vLLM's VLLM::Worker, spawn_main children)
         chain, p = 0, pid
         while kind is None and visible and chain < 12:
@@ -296,7 +285,7 @@ def processes(out, xml):
             if not p or p <= 1:
                 break
             pargv = proc_argv(p)
-            pk = server_kind(pargv) if pargv else None
+            pk = process_kind(pargv) if pargv else None
             if pk:
                 kind = pk
             chain += 1
@@ -318,7 +307,8 @@ def processes(out, xml):
 # --- fabric, RDMA, IOMMU, NUMA ------------------------------------------------------------------------------------
 
 
-def listdir(path):
+def host_listdir(path):
+    """Sorted names under the host root; None when the directory cannot be listed."""
     try:
         return sorted(os.listdir(host_path(path)))
     except OSError:
@@ -327,10 +317,10 @@ def listdir(path):
 
 def rdma(out):
     devices = []
-    names = listdir("/sys/class/infiniband")
+    names = host_listdir("/sys/class/infiniband")
     for name in names or []:
         ports = []
-        for port in listdir("/sys/class/infiniband/%s/ports" % name) or []:
+        for port in host_listdir("/sys/class/infiniband/%s/ports" % name) or []:
             base = "/sys/class/infiniband/%s/ports/%s/" % (name, port)
             item = {"port": port}
             for key in ("state", "rate", "link_layer"):
@@ -368,13 +358,13 @@ def iommu(out):
     if cmdline is not None:
         # only the IOMMU-related words leave the host (a command line can carry anything)
         out["cmdline_iommu"] = [w for w in cmdline.split() if re.match(r"(intel_iommu|amd_iommu|iommu)[=.]", w)]
-    out["iommu_devices"] = listdir("/sys/class/iommu")
-    groups = listdir("/sys/kernel/iommu_groups")
+    out["iommu_devices"] = host_listdir("/sys/class/iommu")
+    groups = host_listdir("/sys/kernel/iommu_groups")
     out["iommu_groups"] = None if groups is None else len(groups)
 
 
 def numa(out):
-    nodes = [n for n in (listdir("/sys/devices/system/node") or []) if re.match(r"node\d+$", n)]
+    nodes = [n for n in (host_listdir("/sys/devices/system/node") or []) if re.match(r"node\d+$", n)]
     cpus = {}
     for n in nodes:
         try:

@@ -66,8 +66,18 @@ class H(http.server.BaseHTTPRequestHandler):
 
 
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
-# A safety net: a staged engine never outlives its test by long, even if nobody stops it.
-import threading
+# Safety nets: a staged engine exits with the test process that started it (even one killed before its cleanup
+# ran), and never outlives its test by long even if nobody stops it.
+import threading, time
+
+
+def _orphaned(parent=os.getppid()):
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+threading.Thread(target=_orphaned, daemon=True).start()
 threading.Timer(float(os.environ.get("FAKE_ENGINE_TTL_S", "600")), lambda: os._exit(0)).start()
 ready = os.environ.get("FAKE_ENGINE_READY")
 if ready:  # written whole, then renamed: the stager never reads a half-written file

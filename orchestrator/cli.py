@@ -464,10 +464,14 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     _, events = iter_transcript(transcript_path, warnings)
     submitted: list = []  # the last diagnosis event only (the fleet table reads it), not every event
 
+    engine_events: list = []  # the serving engine's results (engine_config, observations): a few small events
+
     def tap(stream):
         for e in stream:
             if isinstance(e, DiagnosisSubmitted):
                 submitted[:] = [e]
+            elif getattr(e, "tool", None) in ("engine_config", "observations") and getattr(e, "data", None):
+                engine_events.append(e)
             yield e
 
     timeline = _scrub(build_timeline(tap(events)))
@@ -478,6 +482,9 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     else:
         render_timeline(timeline, _stdout())
         _show_fleet(submitted)
+        from orchestrator.engine_render import render_engine_terminal  # the serving engine's config, latency vs floor
+
+        render_engine_terminal(engine_events + submitted, _stdout())
 
 
 def _show_fleet(events) -> None:

@@ -11,7 +11,7 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 # Fixtures every test directory may use without importing them (a test module never imports another's fixtures).
-pytest_plugins = ["support.sshd"]
+pytest_plugins = ["support.sshd", "support.web"]
 
 # Tests never talk to the real API: a stray key in the environment must not select the anthropic backend.
 os.environ.pop("ANTHROPIC_API_KEY", None)

@@ -25,6 +25,9 @@ def _fast_path(argv: list[str]) -> int | None:
     parameter): start-up cost. None: not this command, go through typer."""
     if len(argv) != 2 or argv[0] != "specs" or argv[1].startswith("-"):
         return None
+    # pydantic otherwise scans every installed distribution for plugins on its first model (~15 ms); none matters
+    # to printing a spec sheet, and this process ends right after
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     from orchestrator.commands import UnknownGpu, render_specs
 
     try:
@@ -243,9 +246,14 @@ def _progress(no_progress: bool):
     return Progress(sys.stderr)
 
 
+_TRANSCRIPT: list[Any] = [None]
+"""The transcript the running command writes: an interrupt that surfaces outside the run still names it."""
+
+
 def _run_with_progress(fn, no_progress: bool, *, transcript: Any = None, **kwargs):
     import anyio
 
+    _TRANSCRIPT[0] = transcript
     progress = _progress(no_progress)
     try:
         return anyio.run(lambda: fn(progress=progress, transcript=transcript, **kwargs))
@@ -254,6 +262,11 @@ def _run_with_progress(fn, no_progress: bool, *, transcript: Any = None, **kwarg
     finally:
         if progress is not None:
             progress.close()
+
+
+def _interrupted() -> str:
+    """What to say about a Ctrl-C, wherever it surfaced: the run's transcript and how to resume, if one was started."""
+    return _interrupted_line(_TRANSCRIPT[0]) if _TRANSCRIPT[0] is not None else "interrupted"
 
 
 def _interrupted_line(transcript: Any) -> str:
@@ -451,10 +464,14 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     _, events = iter_transcript(transcript_path, warnings)
     submitted: list = []  # the last diagnosis event only (the fleet table reads it), not every event
 
+    engine_events: list = []  # the serving engine's results (engine_config, observations): a few small events
+
     def tap(stream):
         for e in stream:
             if isinstance(e, DiagnosisSubmitted):
                 submitted[:] = [e]
+            elif getattr(e, "tool", None) in ("engine_config", "observations") and getattr(e, "data", None):
+                engine_events.append(e)
             yield e
 
     timeline = _scrub(build_timeline(tap(events)))
@@ -465,6 +482,9 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     else:
         render_timeline(timeline, _stdout())
         _show_fleet(submitted)
+        from orchestrator.engine_render import render_engine_terminal  # the serving engine's config, latency vs floor
+
+        render_engine_terminal(engine_events + submitted, _stdout())
 
 
 def _show_fleet(events) -> None:
@@ -660,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         rv = app(args=_route(argv), prog_name="investigate", standalone_mode=False)
         if rv == 130:  # typer turns KeyboardInterrupt (Ctrl-C) into exit code 130 and returns it
-            sys.stderr.write("investigate: interrupted\n")
+            sys.stderr.write(f"investigate: {_interrupted()}\n")
             return 130
         if isinstance(rv, int) and not isinstance(rv, bool):
             return rv
@@ -671,11 +691,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
-        sys.stderr.write("investigate: interrupted\n")
+    except typer.Abort:  # click's word for a Ctrl-C that surfaced outside the run
+        sys.stderr.write(f"investigate: {_interrupted()}\n")
         return 130
     except (KeyboardInterrupt, Interrupted) as exc:
-        sys.stderr.write(f"investigate: {_one_line(exc) or 'interrupted'}\n")
+        sys.stderr.write(f"investigate: {_one_line(exc) or _interrupted()}\n")
         return 130
     except RunFailedExit as exc:
         sys.stderr.write(f"investigate: {_one_line(exc)}\n")

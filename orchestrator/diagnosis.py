@@ -186,11 +186,6 @@ class Diagnosis(_Strict):
     """Multi-host runs: the comparison of facts that should be identical across hosts (None: one host, and then
     left out of the dump, so one-host diagnoses and their recordings keep their shape)."""
 
-    @field_validator("verdict")
-    @classmethod
-    def _verdict_starts_a_sentence(cls, v: str) -> str:
-        return sentence_case(v)
-
     @model_serializer(mode="wrap")
     def _drop_empty_fleet(self, handler):
         out = handler(self)
@@ -218,11 +213,6 @@ class SubmittedDiagnosis(_Strict):
     numbers: list[Number] = Field(default_factory=list)
     recommendations: list[Recommendation] = Field(default_factory=list)
     gaps: list[Gap] = Field(default_factory=list)
-
-    @field_validator("verdict")
-    @classmethod
-    def _verdict_starts_a_sentence(cls, v: str) -> str:
-        return sentence_case(v)
 
 
 def fmt_number(v: float) -> str:

@@ -79,7 +79,9 @@ _GUARDS: dict[str, tuple[str, ...] | re.Pattern[str]] = {
     "azure-account-key": ("accountkey", "sharedaccess"), "url-credentials": ("://",),
     "netrc-password": ("password",), "mysql-p-flag": ("mysql", "mariadb"), "cli-password-flag": ("--",),
     "pgpass-line": re.compile(r":(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:"),
-    "secret-assignment": re.compile(r"(?i)(?:key|token|secret|passw|passphrase|pwd|credentials?|auth|_pass)[\"']?\s*[=:]"),
+    # every keyword the pattern's name part can end with, right before the `=`/`:` (password=, PASSWD:, DB_PASS=)
+    "secret-assignment": re.compile(
+        r"(?i)(?:key|token|secret|password|passwd|passphrase|pwd|credentials?|auth|_pass)[\"']?\s*[=:]"),
     "aws-secret-key": re.compile(r"[A-Za-z0-9/+]{40}"),
 }
 

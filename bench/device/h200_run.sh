@@ -12,7 +12,10 @@ export PYTHONPATH="/tmp/site:$PWD"
 python3 -c "import orchestrator, pydantic, paramiko, anthropic; print('imports ok', pydantic.VERSION)" || exit 1
 
 # 1. Measurement fixtures (issue 7 and 8): bf16/fp8 GEMM sweep and NCCL all-reduce on 2 GPUs.
-GEMM_BUDGET_S=100 COMM_BUDGET_S=60 bash bench/device/measure_h200.sh
+#    SKIP_FIXTURES=1 re-records only the investigation (step 2), e.g. after tool definitions changed.
+if [ "${SKIP_FIXTURES:-0}" != 1 ]; then
+  GEMM_BUDGET_S=100 COMM_BUDGET_S=60 bash bench/device/measure_h200.sh
+fi
 
 # 2. A real investigation of this H200 host, offline backend, with measurements, recorded.
 timeout 300 python3 -m orchestrator.cli "why is FP8 slow at small batch?" --offline --measure --no-progress --json \

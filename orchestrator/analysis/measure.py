@@ -239,7 +239,7 @@ def step_cost(
         per_layer = touched * (roofline_time_s(m, 2 * i_shard, hidden, dtype, peak_tflops, bw_tbs)
                                + roofline_time_s(m, hidden, i_shard, dtype, peak_tflops, bw_tbs))
         layers = num_moe_layers or num_layers
-        scope = (f"expert GEMMs only ({touched:.0f} experts touched per GPU, {m} tokens each, "
+        scope = (f"expert GEMMs only ({touched:.0f} experts touched per GPU, {m} token{'' if m == 1 else 's'} each, "
                  f"{layers} MoE layers); a lower bound")
     elif intermediate:
         i_shard = max(1, intermediate // tp)

@@ -20,6 +20,7 @@ from orchestrator.analysis.measure import (
 )
 from orchestrator.analysis.measure_peaks import peaks_for
 from orchestrator.evidence import Evidence
+from orchestrator.analysis.signals import entry_words
 from orchestrator.findings import Finding
 from orchestrator.observations import Observations, RunObservation
 from orchestrator.probes.measure_models import CommSweep, GemmPoint, GemmSweep, Peaks
@@ -112,11 +113,8 @@ def gemm_findings(eid: str, sweep: GemmSweep, obs: Observations | None) -> list[
                        f"its {p.bound} roofline: the kernel, not the hardware, leaves most of the performance behind."),
                 confidence=0.7 - conf_cut, evidence=[eid], category="kernel",
                 data={**data, "title": f"{dtype} GEMM kernel far below its roofline at M={p.m}"},
-                recommendations=[
-                    f"Tune the GEMM/MoE kernel configs for M≈{max(1, round(m_dec))} on {gpu} (e.g. vLLM's "
-                    "benchmark_moe.py --tune, or the library's autotuner with a persisted cache).",
-                    "Check that small-M tiles exist for this GPU (split-K / M=16 tiles) in the installed kernels.",
-                ]))
+                recommendations=entry_words("gemm-far-below-roofline", {"m_dec": max(1, round(m_dec)), "gpu": gpu})[
+                    "recommendations"], entry="gemm-far-below-roofline"))
         elif p.fraction_of_roofline >= NEAR_ROOFLINE and p.bound == "memory":
             out.append(Finding(
                 id="gemm-memory-bound-near-roofline",
@@ -125,11 +123,8 @@ def gemm_findings(eid: str, sweep: GemmSweep, obs: Observations | None) -> list[
                        f"limits it; a faster kernel cannot gain more than {1 / p.fraction_of_roofline - 1:.0%}."),
                 confidence=0.75 - conf_cut, evidence=[eid], category="roofline",
                 data={**data, "title": f"{dtype} GEMM at M={p.m} is at its memory roofline"},
-                recommendations=[
-                    "Raise tokens per expert (larger decode batch, expert parallelism) so each weight byte serves "
-                    "more tokens.",
-                    "Lower bytes per weight (fp8 or FP4 weights where the GPU has native kernels).",
-                ]))
+                recommendations=entry_words("gemm-memory-bound-near-roofline")["recommendations"],
+                entry="gemm-memory-bound-near-roofline"))
     out.extend(_dtype_speedup_findings(eid, sweep, obs, partial, conf_cut))
     out.extend(_large_m_findings(eid, sweep, partial, conf_cut))
     return out
@@ -178,12 +173,8 @@ def _dtype_speedup_findings(eid: str, sweep: GemmSweep, obs: Observations | None
                       "numbers": [{"name": f"{narrow} speedup over bf16 at M={lo.m} ({shape})",
                                    "value": round(speedup, 3), "unit": "x", "peak": round(ideal, 3), "source": eid,
                                    "note": "peak = bf16/narrow byte ratio (memory-bound limit)"}]},
-                recommendations=[
-                    f"At decode batch sizes judge {narrow} kernels by GB/s: pick the {narrow} GEMM/MoE backend whose "
-                    "small-M tiles stream weights fastest (benchmark the candidates at this M)",
-                    "Raise tokens per expert (larger decode batch, expert parallelism) before expecting the "
-                    f"{narrow} math peak to matter",
-                ] if weak else []))
+                recommendations=entry_words("narrow-dtype-vs-bf16-at-decode", {"narrow": narrow})["recommendations"]
+                if weak else [], entry="narrow-dtype-vs-bf16-at-decode" if weak else ""))
     return out
 
 
@@ -207,10 +198,8 @@ def _large_m_findings(eid: str, sweep: GemmSweep, partial: str, conf_cut: float)
             confidence=0.8 - conf_cut, evidence=[eid], category="hardware",
             data={**_point_data(best), "informational": good,
                   "title": f"Best {dtype} GEMM: {_pct(best.fraction_of_peak)} of dense peak"},
-            recommendations=[] if good else [
-                "Compare the SM clock during the sweep with clocks.max.sm and the power draw with the power limit "
-                "(nvidia-smi -q -d CLOCK,POWER,PERFORMANCE).",
-            ]))
+            recommendations=[] if good else entry_words("gemm-low-peak-efficiency")["recommendations"],
+            entry="" if good else "gemm-low-peak-efficiency"))
     return out
 
 
@@ -302,15 +291,8 @@ def _comm_vs_gemm(eid: str, sweep: CommSweep, obs: Observations | None,
                   "comm_s_per_token": cost.comm_s_per_token, "gemm_s_per_token": cost.gemm_s_per_token,
                   "dominant": verdict, "ratio": ratio,
                   "bound": "communication" if verdict == "communication" else None, "peaks_source": peaks.source},
-            recommendations=[
-                "Keep TP groups inside one NVLink domain / NUMA node; prefer a custom or symmetric-memory all-reduce "
-                "where the GPUs support it (vLLM's custom all-reduce is on by default; check the log that it was "
-                "not disabled).",
-                "Capture decode in CUDA graphs (vLLM's default; do not pass --enforce-eager) so each all-reduce costs "
-                "its transfer, not a host round trip.",
-                f"If the model fits on fewer GPUs, serve TP{max(run.tp // 2, 1)} with data parallelism at small batch "
-                "and compare tokens/s: fewer ranks per all-reduce, none at TP1.",
-            ] if comm_dom else []))
+            recommendations=entry_words("comm-vs-gemm", {"tp_half": max(run.tp // 2, 1)})["recommendations"]
+            if comm_dom else [], entry="comm-vs-gemm"))
     return out
 
 

@@ -678,7 +678,7 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
         return [Finding(id="pcie-allreduce", category="communication", confidence=0.3 if ruled_out else 0.55,
                         evidence=[ev.id] + ([oe[0].id] if ruled_out and oe else []), claim=claim,
                         recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix], entry=iss.id,
-                        title="TP all-reduce over PCIe (no NVLink)", secondary=ruled_out)]
+                        title="TP all-reduces cross PCIe (no NVLink between the GPUs)", secondary=ruled_out)]
     return []
 
 
@@ -703,9 +703,11 @@ def kernel_inventory(v: EvidenceView) -> list[Finding]:
             if lib.tile_candidates and g and g.caps and g.caps.peer_cc:
                 out.append(Finding(
                     id=f"kernels-tiles-{lib.name}", category="kernel", confidence=0.6, evidence=[ev.id],
-                    claim=(f"{_lib_label(lib)} offers {len(lib.tile_candidates)} tile candidate(s) for {arch} "
+                    claim=(f"{_lib_label(lib)} offers {len(lib.tile_candidates)} tile "
+                           f"candidate{'' if len(lib.tile_candidates) == 1 else 's'} for {arch} "
                            f"({', '.join(lib.tile_candidates[:8])}); the autotuner can only choose among these."),
-                    data={"title": f"{lib.name}: {len(lib.tile_candidates)} tiles for {arch}",
+                    data={"title": f"{lib.name} offers only {len(lib.tile_candidates)} tile "
+                                   f"candidate{'' if len(lib.tile_candidates) == 1 else 's'} for {arch}",
                           "numbers": [_num(f"{lib.name} tile candidates for {arch}", len(lib.tile_candidates), "tiles", ev.id)]}))
     return out
 

@@ -7,7 +7,7 @@ import re
 from orchestrator.analysis import node_view
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
-from orchestrator.diagnosis import Cause, Gap, Number, Recommendation, SubmittedDiagnosis
+from orchestrator.diagnosis import Cause, Gap, Number, Recommendation, SubmittedDiagnosis, sentence_case
 from orchestrator.evidence import Evidence
 from orchestrator.findings import AgentResult, Finding
 from orchestrator.observations import Observations
@@ -227,5 +227,5 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         verdict += f" {healthy}"
     if gaps:
         verdict += f" {len(gaps)} gap{'s limit' if len(gaps) != 1 else ' limits'} this diagnosis."
-    return SubmittedDiagnosis(verdict=_cite_once(verdict), bound=bound, bound_reasoning=reasoning, causes=causes,
+    return SubmittedDiagnosis(verdict=sentence_case(_cite_once(verdict)), bound=bound, bound_reasoning=reasoning, causes=causes,
                               numbers=numbers, recommendations=recs, gaps=gaps)

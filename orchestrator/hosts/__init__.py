@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from orchestrator.hosts.base import CommandRefused, CommandResult, Host, HostError, HostKeyRefused, HostLost
 from orchestrator.hosts.errors import HostAuthFailed, HostConfigError, HostUnreachable
+from typing import TYPE_CHECKING, Any
+
 from orchestrator.hosts.local import LocalHost
-from orchestrator.hosts.ssh import SshHost
-from orchestrator.hosts.sshconfig import SshTarget, resolve_destination
 from orchestrator.settings import Settings
+
+if TYPE_CHECKING:
+    from orchestrator.hosts.ssh import SshHost
+    from orchestrator.hosts.sshconfig import SshTarget, resolve_destination
+
+_SSH = {"SshHost": "orchestrator.hosts.ssh", "SshTarget": "orchestrator.hosts.sshconfig",
+        "resolve_destination": "orchestrator.hosts.sshconfig"}
+"""What needs paramiko, imported on first use: a local run never pays for it (~0.3-0.4 s of start-up)."""
 
 __all__ = [
     "CommandRefused", "CommandResult", "Host", "HostAuthFailed", "HostConfigError", "HostError", "HostKeyRefused",
@@ -24,5 +32,16 @@ async def open_host(dest: str | None, *, ssh_config: str | None = None, settings
     settings = settings or Settings()
     if dest is None or dest.strip() in ("", "local"):
         return LocalHost()
+    from orchestrator.hosts.ssh import SshHost
+    from orchestrator.hosts.sshconfig import resolve_destination
+
     target = resolve_destination(dest, ssh_config)
     return await SshHost(target, settings).connect()
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SSH:
+        import importlib
+
+        return getattr(importlib.import_module(_SSH[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -91,7 +91,7 @@ def checked(node: NodeHealth) -> list[str]:
     """What the probe looked at, in words (the healthy verdict says it in one line)."""
     out = []
     if node.gpus:
-        out.append(f"{len(node.gpus)} GPU(s): clocks-event reasons, power limits, clocks, ECC, retired pages, "
+        out.append(f"{len(node.gpus)} GPU{'' if len(node.gpus) == 1 else 's'}: clocks-event reasons, power limits, clocks, ECC, retired pages, "
                    "remapped rows, PCIe link, persistence, MIG, processes")
     if any(g.nvlinks or g.nvlink_all_inactive for g in node.gpus):
         out.append("NVLink state and error counters")

@@ -130,9 +130,13 @@ class ListingCache:
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[str, str], list[Any]] = OrderedDict()
 
-    def known_for(self, host: str) -> dict[str, list[Any]]:
-        """The listings of one host, for the script to reuse where the file's size and mtime still match."""
-        return {path: list(v) for (h, path), v in self._entries.items() if h == host}
+    def known_for(self, host: str, limit: int = 300) -> dict[str, list[Any]]:
+        """The latest listings of one host, for the script to reuse where the file's size and mtime still match.
+
+        At most `limit` (one inventory lists at most 30 shared objects in each of its ten libraries): they travel
+        as the script's argument, which the kernel caps (128 KiB on Linux)."""
+        mine = [(path, v) for (h, path), v in self._entries.items() if h == host]
+        return {path: list(v) for path, v in mine[-limit:]}
 
     def update(self, host: str, listings: dict[str, Any]) -> None:
         for path, entry in (listings or {}).items():

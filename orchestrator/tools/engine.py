@@ -19,7 +19,7 @@ CONFIG_ROWS = [
     ("attention_backend_selected", "attention backend (selected, log)"), ("kv_cache_dtype", "KV cache dtype"),
     ("gpu_memory_utilization", "GPU memory for weights+KV"), ("kv_cache_tokens", "KV cache size (tokens)"),
     ("num_gpu_blocks", "KV cache blocks"), ("block_size", "KV block size"), ("max_num_seqs", "max running requests"),
-    ("max_num_batched_tokens", "max tokens per step (prefill budget)"), ("chunked_prefill", "chunked prefill"),
+    ("max_num_batched_tokens", "per-step token budget (prefill chunk)"), ("chunked_prefill", "chunked prefill"),
     ("prefix_caching", "prefix caching"), ("quantization", "quantization"), ("scheduler_policy", "scheduler policy"),
     ("max_model_len", "max model length"), ("backend", "backend"),
 ]

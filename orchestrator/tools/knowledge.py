@@ -170,6 +170,14 @@ class NoArgs(BaseModel):
     pass
 
 
+def _bench_line(b) -> str:
+    def p(lat, unit="ms") -> str:
+        return "?" if lat is None or lat.p50 is None else f"p50 {lat.p50:g} / p99 {lat.p99 if lat.p99 is not None else '?'} {unit}"
+
+    return (f"bench {b.name}: input {b.input_len or '?'} / output {b.output_len or '?'} tokens, TTFT {p(b.ttft)}, "
+            f"ITL {p(b.itl)}, TPOT {p(b.tpot)}, output {b.output_throughput or '?'} tok/s")
+
+
 class ObservationsTool(Tool):
     name = "observations"
     description = "The user's observations (--observations) and what they rule out (parallelism scaling, power vs limit)."
@@ -183,6 +191,7 @@ class ObservationsTool(Tool):
         a = analyze_observations(obs)
         lines = [f"model: {obs.model.model_dump(exclude_none=True) if obs.model else 'n/a'}"]
         lines += [f"run {r.name}: concurrency {r.concurrency}, total {r.total_tok_s} tok/s" for r in obs.runs]
+        lines += [_bench_line(b) for b in obs.bench]  # --bench runs (orchestrator/benchresults.py)
         lines += [c.reasoning for c in a.comparisons]
         if a.power:
             lines.append(a.power.reasoning)

@@ -198,12 +198,13 @@ def test_verdict_starts_with_a_capital_in_every_rendering(offline_run):
     assert verdict.split()[0] in offline_run["md"] and verdict.split()[0] in offline_run["html"]
 
 
-def test_a_lowercase_verdict_from_a_model_is_capitalised_but_identifiers_are_left_alone():
-    from orchestrator.diagnosis import SubmittedDiagnosis
+def test_sentence_case_leaves_identifiers_alone():
+    from orchestrator.diagnosis import sentence_case
 
-    assert SubmittedDiagnosis(verdict="the GEMMs are memory-bound").verdict == "The GEMMs are memory-bound"
-    assert SubmittedDiagnosis(verdict="sm_120a lacks tcgen05").verdict == "sm_120a lacks tcgen05"
-    assert SubmittedDiagnosis(verdict="vLLM falls back").verdict == "vLLM falls back"
+    assert sentence_case("the primary limiter is memory") == "The primary limiter is memory"
+    assert sentence_case("sm_120a lacks tcgen05") == "sm_120a lacks tcgen05"
+    assert sentence_case("vLLM falls back") == "vLLM falls back"
+    assert sentence_case("nvidia-smi reports") == "nvidia-smi reports"
 
 
 def _sources_in_brackets(text: str) -> list[str]:
@@ -230,6 +231,8 @@ def test_resynthesized_seed_renders_each_number_one_way(tmp_path):
     assert len(cited) == len(set(cited)), cited
     for c in d["causes"]:
         assert not re.search(r"\b(\w+), (\w+)(, \w+)* is installed", c["explanation"]), c["explanation"]
+        assert not re.match(r"^[\w.-]+: \d", c["title"]), c["title"]  # "flashinfer: 3 tiles" is no sentence
+        assert "(s)" not in c["title"]
 
 
 def test_no_advice_to_pass_observations_when_they_were_passed(tmp_path):

@@ -107,3 +107,32 @@ async def test_investigation_over_ssh_never_leaks_the_engine_secret(tmp_path, en
     for secret in [*SECRET_ENV.values(), "vllm-env-secret-DO-NOT-LEAK", "hf_cmdlineSECRETdoNOTleak0123456789"]:
         for t in texts:
             assert secret not in t
+
+
+@needs_sshd
+async def test_report_and_show_draw_the_engine_config_and_latency_against_the_floor(tmp_path, engines, sshd_factory):  # noqa: F811
+    import subprocess
+    import sys
+
+    staged = stage_host(tmp_path, variant="h200")
+    engines(staged, [{"command": "vllm serve meta-llama/Llama-3.1-8B-Instruct --enforce-eager --max-num-seqs 32",
+                      "metrics": (DATA / "vllm_metrics_healthy.txt").read_text()}])
+    sshd = sshd_factory(env=staged.env)
+    path = tmp_path / "run.jsonl"
+    result = await investigate("why is inter-token latency high?", host=sshd.alias, ssh_config=str(sshd.ssh_config),
+                               offline=True, transcript=path, observations=Observations(bench=load_bench(BENCH)),
+                               settings=Settings(power_sample_s=0.5))
+    assert result.status == "ok", result.error
+    sshd.stop()
+    from orchestrator.report_html import render_html
+
+    page = render_html(result.diagnosis, result.events)
+    assert 'id="engine"' in page and "enforce_eager" in page and "flag --enforce-eager" in page
+    assert "against the roofline floor" in page and "roofline floor" in page and "<svg class=\"latency\"" in page
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    show = subprocess.run([sys.executable, "-m", "orchestrator.cli", "show", str(path)], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert show.returncode == 0, show.stderr
+    assert "vLLM" in show.stdout and "max running requests" in show.stdout and "x roofline floor" in show.stdout
+    for secret in SECRET_ENV.values():
+        assert secret not in page and secret not in show.stdout

@@ -136,6 +136,16 @@ class CaseOutcome:
         return not self.failures
 
 
+def failed_outcome(path: Path, why: str) -> CaseOutcome:
+    """The outcome of a case that raised (bad case file, staging error, crash): failed, for the scorecard."""
+    try:
+        case = load_case(path)
+    except Exception:
+        case = Case.model_construct(id=path.parent.name, class_=path.parent.parent.name, source="", question="",
+                                    stage={}, observations=None, expect=Expect())
+    return CaseOutcome(case, path, failures=[why])
+
+
 def check(case: Case, d: Diagnosis, words: str, entries: set[str], areas: dict[str, str]) -> list[str]:
     e = case.expect
     out = []

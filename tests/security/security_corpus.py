@@ -38,4 +38,7 @@ SAMPLES = [
     ("secret-assignment", '{"auths": {"registry.io": {"auth": "ZG9ja2VyOmRvY2tlclNlY3JldA=="}}}', "ZG9ja2VyOmRvY2tlclNlY3JldA"),
     ("secret-assignment", "HF_TOKEN=assignSecret11", "assignSecret11"),
     ("secret-assignment", "api_key: 'assignSecret12'", "assignSecret12"),
+    ("secret-assignment", "password=assignSecret13", "assignSecret13"),
+    ("secret-assignment", "DB_PASSWORD: assignSecret14", "assignSecret14"),
+    ("secret-assignment", "{\"passwd\": \"assignSecret15\"}", "assignSecret15"),
 ]

@@ -129,6 +129,7 @@ def test_listing_cache_lookup_and_bound():
                        "/bad.so": ["x", 1, [], "fatbin"]})  # what a host printed is checked, not trusted
     assert cache.lookup("h", "/a.so", 10, 100) is None  # the oldest went
     assert sorted(cache.known_for("h")) == ["/b.so", "/c.so"]
+    assert list(cache.known_for("h", limit=1)) == ["/c.so"]  # the latest, within what an argument can carry
 
 
 def test_walk_skips_tests_and_stops_at_its_bound(tmp_path):

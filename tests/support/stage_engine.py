@@ -66,12 +66,24 @@ class H(http.server.BaseHTTPRequestHandler):
 
 
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
-# A safety net: a staged engine never outlives its test by long, even if nobody stops it.
-import threading
+# Safety nets: a staged engine exits with the test process that started it (even one killed before its cleanup
+# ran), and never outlives its test by long even if nobody stops it.
+import threading, time
+
+
+def _orphaned(parent=os.getppid()):
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+threading.Thread(target=_orphaned, daemon=True).start()
 threading.Timer(float(os.environ.get("FAKE_ENGINE_TTL_S", "600")), lambda: os._exit(0)).start()
 ready = os.environ.get("FAKE_ENGINE_READY")
-if ready:
-    open(ready, "w").write(str(port))
+if ready:  # written whole, then renamed: the stager never reads a half-written file
+    with open(ready + ".tmp", "w") as f:
+        f.write(str(port))
+    os.replace(ready + ".tmp", ready)
 srv.serve_forever()
 '''
 
@@ -133,8 +145,8 @@ def engine_argv(staged, command: list[str]) -> list[str]:
 
 
 def start_engines(staged, engines: list[dict]) -> StagedEngines:
-    """Start each engine: {"command": [...] | "vllm serve ...", "metrics": TEXT | None, "env": {...},
-    "port": "auto" (a free port, passed as --port) | None (the command's own)}. Adds the tag to staged.env."""
+    """Start each engine: {"command": [...] | "vllm serve ...", "metrics": TEXT | None, "env": {...}}; a free port
+    is passed as --port unless the command names one. Adds the tag to staged.env."""
     import shlex
 
     tag = staged.env.get("INVESTIGATE_STAGED_TAG") or uuid.uuid4().hex
@@ -147,10 +159,8 @@ def start_engines(staged, engines: list[dict]) -> StagedEngines:
         command = spec["command"]
         command = shlex.split(command) if isinstance(command, str) else list(command)
         kind = spec.get("kind") or _kind(command)
-        if spec.get("port", "auto") == "auto" and not any(a in ("--port", "-p") or a.startswith("--port=")
-                                                           for a in command):
-            port = free_port()
-            command += ["--port", str(port)]
+        auto_port = spec.get("port", "auto") == "auto" and not any(
+            a in ("--port", "-p") or a.startswith("--port=") for a in command)
         env = {**os.environ, **staged.env, **SECRET_ENV, **{k: str(v) for k, v in (spec.get("env") or {}).items()}}
         env["INVESTIGATE_STAGED_TAG"] = tag
         env["FAKE_ENGINE_DEFAULT_PORT"] = str(DEFAULT_PORTS.get(kind, 8000))
@@ -163,22 +173,34 @@ def start_engines(staged, engines: list[dict]) -> StagedEngines:
             env["FAKE_ENGINE_METRICS"] = str(mfile)
         else:
             env.pop("FAKE_ENGINE_METRICS", None)
-        argv = engine_argv(staged, command)
-        proc = subprocess.Popen(argv, env=env, cwd=str(staged.root), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-        out.procs.append(proc)
-        deadline = time.monotonic() + 15
-        while not ready.exists():
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        for attempt in range(4):  # a free port can be taken between choosing it and binding it: choose again
+            argv = engine_argv(staged, command + (["--port", str(free_port())] if auto_port else []))
+            proc = subprocess.Popen(argv, env=env, cwd=str(staged.root), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            out.procs.append(proc)
+            err = _wait_ready(proc, ready)
+            if err is None:
+                break
+            out.procs.remove(proc)
+            if not (auto_port and "Address already in use" in err and attempt < 3):
                 out.stop()
-                raise RuntimeError(f"staged engine {command} exited: {err[-500:]}")
-            if time.monotonic() > deadline:
-                out.stop()
-                raise RuntimeError(f"staged engine {command} did not start")
-            time.sleep(0.05)
+                raise RuntimeError(f"staged engine {command} did not start: {err[-500:]}")
         out.ports.append(int(ready.read_text()))
     return out
+
+
+def _wait_ready(proc: subprocess.Popen, ready: Path) -> str | None:
+    """None once the engine wrote its ready file; else why it did not (its stderr, or a timeout)."""
+    deadline = time.monotonic() + 15
+    while not ready.exists():
+        if proc.poll() is not None:
+            return proc.stderr.read().decode(errors="replace") if proc.stderr else "exited"
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait(timeout=5)
+            return "timed out"
+        time.sleep(0.05)
+    return None
 
 
 def _kind(command: list[str]) -> str:

@@ -41,6 +41,9 @@ def interpreter_path(argv, exe, cwd, path_var):
 def main():
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     keys = set(params.get("env_keys") or [])
+    # A staged test host (tests/support) tags its processes: then only the servers carrying the same tag are its own,
+    # as in the node and engine probes. Unset on a real host.
+    tag = os.environ.get("INVESTIGATE_STAGED_TAG")
     servers = []
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit()]
@@ -64,6 +67,7 @@ def main():
             exe = None
         env = {}
         path_var = None
+        tagged = False
         try:
             with open("/proc/%s/environ" % pid, "rb") as f:
                 for item in f.read().split(b"\0"):
@@ -72,8 +76,12 @@ def main():
                         env[k] = v
                     if k == "PATH":
                         path_var = v
+                    if k == "INVESTIGATE_STAGED_TAG" and v == tag:
+                        tagged = True
         except OSError:
             pass
+        if tag and not tagged:
+            continue
         try:
             cwd = os.readlink("/proc/%s/cwd" % pid)
         except OSError:

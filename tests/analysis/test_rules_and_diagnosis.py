@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import RTX, SEED_OBS, ev, inventory, no_caches, obs_ev, pyenv, seed_evidence
+from support.evidence import RTX, SEED_OBS, ev, inventory, no_caches, obs_ev, pyenv, seed_evidence
 
 from orchestrator.analysis import agent_findings, synthesize
 from orchestrator.analysis import rules as R

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ev, inventory, pyenv
+from support.evidence import ev, inventory, pyenv
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import kernel_inventory, torch_arch
 from orchestrator.probes.models import KernelInventory, LibraryKernels

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ev, inventory
+from support.evidence import ev, inventory
 from orchestrator import knowledge
 from orchestrator.analysis import synthesize
 from orchestrator.analysis.evidence_view import EvidenceView

@@ -6,7 +6,7 @@ RTX 5090 (SM120, one GPU); dense models; communication-bound experiments; power 
 
 from __future__ import annotations
 
-from conftest import RTX, SEED_OBS, ev, inventory, no_caches, obs_ev, pyenv, seed_evidence
+from support.evidence import RTX, SEED_OBS, ev, inventory, no_caches, obs_ev, pyenv, seed_evidence
 
 from orchestrator import knowledge
 from orchestrator.knowledge.catalog import catalog

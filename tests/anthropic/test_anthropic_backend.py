@@ -6,41 +6,12 @@ import anyio
 import pytest
 from support.fake_messages import FakeMessagesAPI, error, message, overloaded, rate_limited, text, tool_calls, unauthorized
 
-from orchestrator.agentdefs import AgentDef
-from orchestrator.messages import Message, ModelRequest, TextBlock, ToolResultBlock, ToolSpec
+from orchestrator.messages import Message, TextBlock, ToolResultBlock
 from orchestrator.models.anthropic import AnthropicBackend, AnthropicConfigError, model_for_agent
 from orchestrator.models.base import ModelCallError
 from orchestrator.pricing import cost
 from orchestrator.settings import Settings
-
-KEY = "sk-ant-api03-TESTKEY-0123456789abcdefghijklmnopqrstuvwxyz"
-
-
-def settings(**kw) -> Settings:
-    base = dict(rate_gate_base_s=0.01, rate_gate_max_wait_s=2.0, anthropic_max_retries=4, model_timeout_s=10)
-    return Settings(**{**base, **kw})
-
-
-def request(messages: list[Message] | None = None, **kw) -> ModelRequest:
-    tools = [
-        ToolSpec(name="probe_gpu", description="GPU facts", input_schema={"type": "object", "properties": {}}),
-        ToolSpec(
-            name="read_file",
-            description="Read a file",
-            input_schema={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-        ),
-    ]
-    return ModelRequest(
-        agent_id="kernel-research-1",
-        agent_name="kernel-research",
-        turn=1,
-        model="claude-sonnet-5-5",
-        system="You research kernels.",
-        tools=tools,
-        messages=messages or [Message.user_text("why is fp4 slow?")],
-        **kw,
-    )
-
+from support.anthropic import KEY, agent, request, settings
 
 @pytest.fixture
 def api():
@@ -50,10 +21,6 @@ def api():
 
 def backend_for(api: FakeMessagesAPI, **kw) -> AnthropicBackend:
     return AnthropicBackend(settings(**kw), api_key=KEY, base_url=api.base_url)
-
-
-def agent(model: str = "inherit", role: str = "subagent") -> AgentDef:
-    return AgentDef(name="kernel-research", description="d", model=model, role=role)
 
 
 async def test_requests_carry_cache_control_on_tools_system_and_newest_message_and_cache_reads_are_costed(api):

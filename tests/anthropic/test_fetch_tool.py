@@ -7,27 +7,13 @@ import time
 import httpx
 import pytest
 
-from orchestrator.context import RunInputs
 from orchestrator.events import PolicyRefusal
-from orchestrator.settings import Settings
-from orchestrator.tools.base import ToolRegistry, execute
-from orchestrator.tools.fetch import FetchTool, fetch_url, register
+from orchestrator.tools.base import ToolRegistry
+from orchestrator.tools.fetch import fetch_url, register
 from orchestrator.tools.html_text import html_to_text
-from orchestrator.tools.mock import MockToolContext
 from orchestrator.tools.netpolicy import FetchRefused
 
-from support.web import DATA
-
-
-def make_ctx(**settings) -> MockToolContext:
-    return MockToolContext(inputs=RunInputs(question="why is fp4 slow?"), settings=Settings(**settings),
-                           agent_id="kernel-research-1", call_id="toolu_fetch1")
-
-
-async def run_fetch(url: str, **settings):
-    ctx = make_ctx(**settings)
-    done = await execute(FetchTool(), "fetch", {"url": url}, ctx)
-    return done.output, ctx.refusals
+from support.web import DATA, run_fetch
 
 
 class CountingTransport(httpx.AsyncBaseTransport):

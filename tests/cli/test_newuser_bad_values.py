@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cli_helpers import investigate, one_line
+from support.cli import investigate, one_line
 
 BAD_OBSERVATIONS = [
     # (file content, the field and value the line names, the domain it states)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli_helpers import ROOT, investigate, one_line
+from support.cli import ROOT, investigate, one_line
 
 SEED = ROOT / "transcripts" / "seed-rtx-pro-6000-fp4.jsonl"
 

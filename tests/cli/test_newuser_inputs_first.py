@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cli_helpers import ROOT, investigate, one_line
+from support.cli import ROOT, investigate, one_line
 
 SEED = ROOT / "transcripts" / "seed-rtx-pro-6000-fp4.jsonl"
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from cli_helpers import ROOT, cli_env, investigate, one_line
+from support.cli import ROOT, cli_env, investigate, one_line
 
 SEED = ROOT / "transcripts" / "seed-rtx-pro-6000-fp4.jsonl"
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cli_helpers import ROOT, investigate, one_line
+from support.cli import ROOT, investigate, one_line
 
 
 @pytest.fixture(scope="module")

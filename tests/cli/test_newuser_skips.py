@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from cli_helpers import ROOT, cli_env
+from support.cli import ROOT, cli_env
 
 TORCH_TESTS = ["tests/measure/test_measure_tools.py::test_gemm_tool_with_measure_records_the_typed_sweep",
                "tests/measure/test_probe_command.py::test_probe_comm_runs_only_the_allreduce_probe_with_gloo_on_a_cpu_host",

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cli_helpers import cli_env
+from support.cli import cli_env
 
 HEAVY = ["paramiko", "anthropic", "httpx", "orchestrator.api", "orchestrator.loop", "orchestrator.agentdefs",
          "orchestrator.hosts", "orchestrator.analysis.rules", "orchestrator.analysis.synthesis",

@@ -102,3 +102,17 @@ class WebServer:
 def web():
     with WebServer() as server:
         yield server
+
+
+async def run_fetch(url: str, **settings):
+    """Call the `fetch` tool once, as a run would; (its output, the PolicyRefusal events it recorded)."""
+    from orchestrator.context import RunInputs
+    from orchestrator.settings import Settings
+    from orchestrator.tools.base import execute
+    from orchestrator.tools.fetch import FetchTool
+    from orchestrator.tools.mock import MockToolContext
+
+    ctx = MockToolContext(inputs=RunInputs(question="why is fp4 slow?"), settings=Settings(**settings),
+                          agent_id="kernel-research-1", call_id="toolu_fetch1")
+    done = await execute(FetchTool(), "fetch", {"url": url}, ctx)
+    return done.output, ctx.refusals

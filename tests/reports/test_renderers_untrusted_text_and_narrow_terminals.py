@@ -1,4 +1,4 @@
-"""Review findings on the renderers: untrusted text must not restyle or break the terminal/Markdown output,
+"""Renderers: untrusted text must not restyle or break the terminal/Markdown output,
 zero-length agents must not inflate concurrency, narrow terminals must keep the numbers readable."""
 
 from __future__ import annotations

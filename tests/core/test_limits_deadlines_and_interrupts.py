@@ -1,4 +1,4 @@
-"""Regressions found in review: limits that overshot, a parent's deadline that cut off its subagents' reports,
+"""Limits that overshot, a parent's deadline that cut off its subagents' reports,
 interrupts that left a transcript without its last event, and a bad setting that said nothing useful."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Regressions found in a correctness review of the probes (scripts, parsers, persisted_any)."""
+"""Probe edge cases (scripts, parsers, persisted_any)."""
 
 import json
 import os

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+"""The repository root (tests/support/cli.py is two levels below it)."""
 
 
 def cli_env(tmp_path: Path | None = None, **extra: str) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Review findings on the `investigate` command, run as real subprocesses: bad input is one line and exit 2,
+"""The `investigate` command, run as real subprocesses: bad input is one line and exit 2,
 help text and host names are shown as written (rich markup must not eat "[user@]" or "[fe80::1]")."""
 
 from __future__ import annotations

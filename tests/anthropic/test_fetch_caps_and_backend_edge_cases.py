@@ -1,4 +1,4 @@
-"""Regression tests from the security/correctness review of the anthropic backend, the rate gate and `fetch`."""
+"""Edge cases of the anthropic backend, the rate gate and `fetch`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from orchestrator.pricing import price_for
 from orchestrator.settings import Settings
 from orchestrator.tools.fetch import Fetched, render
 
-from test_anthropic_backend import KEY, agent, request
-from test_fetch_tool import run_fetch
+from support.anthropic import KEY, agent, request
+from support.web import run_fetch
 
 # --- fetch: IPv6 forms that embed an IPv4 address --------------------------------------------------------------
 

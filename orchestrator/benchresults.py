@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from orchestrator.observations import BenchResult, Latency, ObservationsError
+from orchestrator.observations import BenchFormat, BenchResult, Latency, ObservationsError
 
 EXPECTED = ("expected `vllm bench serve --save-result` JSON (keys like mean_ttft_ms, request_throughput), SGLang "
             "bench_serving JSONL (one such object per line) or genai-perf profile_export_genai_perf.json "

@@ -50,7 +50,7 @@ import typer
 try:  # typer >= 0.2x vendors its own click; older typers use the click package
     from typer._click import exceptions as click_exc
 except ImportError:  # pragma: no cover
-    from click import exceptions as click_exc
+    from click import exceptions as click_exc  # type: ignore[no-redef]
 
 # rich_markup_mode=None: plain click help (rich's help renderer alone costs ~75 ms of start-up)
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,

@@ -62,8 +62,11 @@ class ToolReplay(Protocol):
 class Backend(Protocol):
     """Makes the model of each agent; a replay backend also replays tool results."""
 
-    name: str
-    tool_replay: ToolReplay | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tool_replay(self) -> ToolReplay | None: ...
 
     def model_for(self, defn: "AgentDef", agent_id: str, run: "RunContext") -> "Model": ...
 

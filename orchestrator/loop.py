@@ -22,6 +22,7 @@ from orchestrator.events import AgentFinished, AgentStarted, AgentStatus, ModelC
 from orchestrator.evidence import Evidence
 from orchestrator.findings import AgentResult, Finding
 from orchestrator.messages import (
+    Block,
     Message,
     ModelRequest,
     ModelResponse,
@@ -416,7 +417,7 @@ class AgentRunner:
             cancelled = ExecutedCall(ToolOutput(text="cancelled before it started", is_error=True), False, 0.0)
             blocks = [r if r is not None else self._record_result(uses[i], infos[i], cancelled)
                       for i, r in enumerate(results)]
-            self.state.messages.append(Message(role="user", content=blocks))
+            self.state.messages.append(Message(role="user", content=list[Block](blocks)))
         return blocks
 
     def _record_result(self, use: ToolUseBlock, info: CallInfo, executed: ExecutedCall) -> ToolResultBlock:

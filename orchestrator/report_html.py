@@ -285,7 +285,7 @@ def roofline_svg(r: Roof) -> str:
     roof = [(x0, r.memory * x0), (r.ridge, r.compute), (x1, r.compute)]
     pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in roof)
     out.append(f'<polyline class="roof" points="{pts}"/>')
-    for label, c in r.other_ceilings:
+    for _label, c in r.other_ceilings:
         xr = c / r.memory
         out.append(f'<polyline class="roof-other" points="{px(x0):.1f},{py(r.memory * x0):.1f} '
                    f'{px(xr):.1f},{py(c):.1f} {px(x1):.1f},{py(c):.1f}"/>')

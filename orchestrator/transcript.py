@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 from pydantic import ValidationError
 
@@ -201,6 +201,7 @@ def implausible_number(obj: Any, where: str = "") -> str | None:
         if not math.isfinite(x) or abs(x) >= 1e18 or (x != 0 and abs(x) < 1e-30):
             return f"{where or 'value'} ({obj!r:.40})"
         return None
+    items: Iterable[tuple[Any, Any]]
     if isinstance(obj, dict):
         items = obj.items()
     elif isinstance(obj, (list, tuple)):

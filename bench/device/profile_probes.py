@@ -87,7 +87,7 @@ def main():
         sos = []
         src_bytes = 0
         by_top = {}
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, _dirnames, filenames in os.walk(root):
             top = os.path.relpath(dirpath, root).split(os.sep)[0]
             for fn in filenames:
                 files += 1

@@ -96,7 +96,7 @@ def _rule_for(fact: str) -> tuple[float, str]:
         if fnmatch.fnmatchcase(fact, pattern):
             parts = fact.split(".")
 
-            def part(m: re.Match) -> str:
+            def part(m: re.Match, parts: list[str] = parts) -> str:
                 i = int(m.group(1))
                 if i == 2:
                     rest = ".".join(parts[2:])

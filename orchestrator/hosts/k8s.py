@@ -69,7 +69,7 @@ def parse_pods(text: str, container: str | None = None) -> list[dict[str, Any]]:
         meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         containers = [c.get("name") for c in spec.get("containers") or [] if c.get("name")]
         chosen = container or (containers[0] if containers else None)
-        cstat = next((c for c in status.get("containerStatuses") or [] if c.get("name") == chosen), {})
+        cstat: dict[str, Any] = next((c for c in status.get("containerStatuses") or [] if c.get("name") == chosen), {})
         gpus = 0
         for c in spec.get("containers") or []:
             if c.get("name") == chosen:

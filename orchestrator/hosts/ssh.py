@@ -9,6 +9,7 @@ connection's limit, and a second connection is opened to carry the rest.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -370,7 +371,7 @@ class SshHost:
                     await self._cond.wait()
             try:
                 chan = await anyio.to_thread.run_sync(
-                    lambda: conn.transport.open_session(timeout=self.settings.ssh_connect_timeout_s)
+                    functools.partial(conn.transport.open_session, timeout=self.settings.ssh_connect_timeout_s)
                 )
                 conn.established += 1
                 return conn, chan

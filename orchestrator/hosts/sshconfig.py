@@ -82,7 +82,7 @@ def load_config(path: str | None) -> paramiko.SSHConfig:
     try:
         return paramiko.SSHConfig.from_path(str(p))
     except Exception as exc:  # paramiko raises several types for a malformed file
-        raise HostConfigError(f"ssh config {p} cannot be read ({exc}): fix the file or pass another with --ssh-config")
+        raise HostConfigError(f"ssh config {p} cannot be read ({exc}): fix the file or pass another with --ssh-config") from None
 
 
 def _expand(path: str) -> str:
@@ -103,7 +103,7 @@ def resolve(dest: str, config: paramiko.SSHConfig, *, _depth: int = 0) -> SshTar
     try:
         cfg_port = int(opts.get("port", 22))
     except ValueError:
-        raise HostConfigError(f"ssh config Port for {host!r} is not a number: fix the Port line")
+        raise HostConfigError(f"ssh config Port for {host!r} is not a number: fix the Port line") from None
     known = opts.get("userknownhostsfile")
     known_files = [_expand(f) for f in known.split()] if known else [_expand("~/.ssh/known_hosts")]
     timeout = opts.get("connecttimeout")

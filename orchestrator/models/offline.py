@@ -12,7 +12,7 @@ from typing import Any
 
 from orchestrator.agentdefs import AgentDef
 from orchestrator.context import RunContext, RunInputs
-from orchestrator.messages import ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
+from orchestrator.messages import Block, ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 
 _PLACEHOLDER = re.compile(r"\{run\.([a-z_]+)\}")
 
@@ -60,8 +60,9 @@ class OfflineModel:
         steps = [s for s in self.defn.plan if _usable(s.when, self.run.inputs)]
         if request.turn == 1 and steps and not request.final:
             calls = [(s.tool, args) for s in steps for args in _expand(s, self.run.inputs)]
-            blocks = [ToolUseBlock(id=self._id(1, i), name=tool, input=args) for i, (tool, args) in enumerate(calls)]
-            return ModelResponse(content=[TextBlock(text=f"Running my plan: {len(blocks)} tool calls.")] + blocks,
+            blocks: list[Block] = [ToolUseBlock(id=self._id(1, i), name=tool, input=args)
+                                   for i, (tool, args) in enumerate(calls)]
+            return ModelResponse(content=[TextBlock(text=f"Running my plan: {len(blocks)} tool calls."), *blocks],
                                  stop_reason="tool_use", model=self.name, usage=Usage(calls=1))
         return self._submit(request)
 

@@ -29,7 +29,7 @@ def script_params(device_names: list[str] | None = None, *, env: dict[str, str] 
     """The caches script's parameters: every cache of knowledge/caches.yaml (or `specs`) with its candidate
     locations, what to collect and for which device spellings, and the environment variables worth reporting."""
     specs = knowledge.cache_specs() if specs is None else specs
-    caches, keys = [], set()
+    caches, keys = [], set[str]()
     for c in specs:
         moe = [r.format for r in c.collect if knowledge.cache_formats_table()[r.format].moe]
         caches.append({

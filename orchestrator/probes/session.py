@@ -173,7 +173,7 @@ LISTINGS = ListingCache()
 
 def _prefetchable(run: "RunContext") -> set[str]:
     """The probe tools some agent of this run may call, when the run's registry has them."""
-    names = set()
+    names: set[str] = set()
     for defn in run.agents.values():
         names.update(getattr(defn, "tools", None) or [])
     return {n for n in names if n in run.registry.names()} if hasattr(run.registry, "names") else names

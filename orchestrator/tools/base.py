@@ -7,7 +7,6 @@ transcripts, evidence ids or limits: `execute` applies the timeout and output ca
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Protocol
@@ -112,12 +111,17 @@ class Tool:
         raise NotImplementedError
 
 
-@functools.lru_cache(maxsize=None)
+_SPECS: dict[type[Tool], ToolSpec] = {}
+
+
 def _spec(cls: type[Tool]) -> ToolSpec:
     # JSON-schema generation costs milliseconds; every agent of every run asks for the same specs
-    schema = cls.Input.model_json_schema()
-    schema.pop("title", None)
-    return ToolSpec(name=cls.name, description=cls.description, input_schema=schema)
+    spec = _SPECS.get(cls)
+    if spec is None:
+        schema = cls.Input.model_json_schema()
+        schema.pop("title", None)
+        spec = _SPECS[cls] = ToolSpec(name=cls.name, description=cls.description, input_schema=schema)
+    return spec
 
 
 HOST_ARG = "host"

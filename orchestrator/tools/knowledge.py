@@ -26,7 +26,7 @@ def render_gpu_list() -> str:
         return "n/v" if v is None else f"{v:,.0f}"
 
     def peak(g: knowledge.GpuSpec, dtype: str) -> str:
-        v = g.tflops.get(dtype)
+        v = g.tflops.get(dtype)  # type: ignore[call-overload]  # a dtype name from the table's own columns
         return "-" if v is None and knowledge.native_mma(dtype, g.cc) is False else num(v)
 
     head = f"{'GPU (as nvidia-smi names it)':<56} {'CC':<7} {'mem GB':>6} {'GB/s':>6} {'FP4':>6} {'FP8':>6} {'BF16':>6} {'TDP W':>6}"
@@ -139,9 +139,12 @@ class Roofline(Tool):
                 raise ToolFailure("gemm roofline needs m, n, k and dtype")
             text = render_roofline(spec.name, args.dtype, args.m, args.n, args.k)
             peak, _ = compute_peak(spec, caps, args.dtype)
-            r = gemm_roofline(args.m, args.n, args.k, args.dtype, peak, spec.mem_bw_gbs)
+            if peak is None or spec.mem_bw_gbs is None:  # found by mypy: this was a TypeError
+                raise ToolFailure(f"no verified {args.dtype} peak or memory bandwidth for {spec.name}: "
+                                  "no roofline to place the GEMM on")
+            g = gemm_roofline(args.m, args.n, args.k, args.dtype, peak, spec.mem_bw_gbs)
             return ToolOutput(text=text, data={"kind": "roofline", "mode": "gemm", "gpu": spec.name,
-                                                "result": r.model_dump()})
+                                                "result": g.model_dump()})
         obs = ctx.inputs.parsed_observations()
         if obs is None:
             raise ToolFailure("no observations to derive MoE decode shapes from; pass m, n, k and dtype for a GEMM")

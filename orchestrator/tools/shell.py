@@ -86,9 +86,9 @@ class ReadFileTool(Tool):
         try:
             data = await host.read_file(target, max_bytes=cap)
         except FileNotFoundError:
-            raise ToolFailure(f"{args.path} does not exist on {host.name}")
+            raise ToolFailure(f"{args.path} does not exist on {host.name}") from None
         except (IsADirectoryError, PermissionError, OSError) as exc:
-            raise ToolFailure(f"cannot read {args.path} on {host.name}: {exc}")
+            raise ToolFailure(f"cannot read {args.path} on {host.name}: {exc}") from None
         note = f"\n[read the first {cap} bytes; the file may be longer]" if len(data) >= cap else ""
         return ToolOutput(
             text=data.decode("utf-8", errors="replace") + note,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import RTX, SEED_OBS, ev, inventory, obs_ev, pyenv
+from conftest import SEED_OBS, ev, inventory, obs_ev, pyenv
 
 from orchestrator.analysis import synthesize
 from orchestrator.analysis.synthesis import _bound

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -104,7 +105,7 @@ def test_unreachable_host_is_one_line_exit_2_and_no_transcript(tmp_path):
 
 def test_report_of_an_interrupted_run_shows_what_ran_and_show_reads_past_a_damaged_line(tmp_path):
     shipped = os.path.join(os.path.dirname(__file__), "..", "..", "transcripts", "seed-rtx-pro-6000-fp4.jsonl")
-    lines = open(shipped).read().splitlines()
+    lines = Path(shipped).read_text().splitlines()
     cut = [ln for ln in lines if '"type":"diagnosis_submitted"' not in ln and '"type":"run_finished"' not in ln]
     cut[5] = cut[5][:-30]  # and one damaged line in the middle
     path = tmp_path / "interrupted.jsonl"

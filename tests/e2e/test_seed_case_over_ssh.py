@@ -11,7 +11,6 @@ import pytest
 from orchestrator.api import investigate, replay
 from orchestrator.events import RunStarted, ToolResult
 from orchestrator.settings import Settings
-from support.sshd import sshd_factory  # noqa: F401
 from support.staged_host import stage_host
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),

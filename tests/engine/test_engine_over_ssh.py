@@ -4,7 +4,6 @@ transcript, prompt or report."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -19,7 +18,6 @@ from orchestrator.probes.engine import collect_engine_report
 from orchestrator.observations import Observations
 from orchestrator.probes.engine_models import EngineReport
 from orchestrator.settings import Settings
-from support.sshd import sshd_factory  # noqa: F401
 from support.stage_engine import SECRET_ENV, start_engines
 from support.staged_host import stage_host
 

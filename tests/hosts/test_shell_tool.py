@@ -12,7 +12,6 @@ from orchestrator.settings import Settings
 from orchestrator.tools.base import ToolRegistry, execute
 from orchestrator.tools.mock import MockToolContext
 from orchestrator.tools.shell import register
-from support.sshd import sshd_factory  # noqa: F401
 
 
 class CountingHost:

@@ -15,7 +15,7 @@ from orchestrator.hosts import HostAuthFailed, HostConfigError, HostKeyRefused, 
 from orchestrator.hosts.local import LocalHost
 from orchestrator.hosts.ssh import SshHost
 from orchestrator.settings import Settings
-from support.sshd import free_port, sshd_factory  # noqa: F401
+from support.sshd import free_port
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"), reason="needs sshd")]
 

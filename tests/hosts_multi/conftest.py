@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 from support.fleet import SICK, dead_block, write_config
-from support.sshd import free_port, sshd_factory  # noqa: F401
+from support.sshd import free_port
 from support.staged_host import VARIANTS, stage_host
 
 

@@ -57,7 +57,7 @@ def test_every_collected_format_has_a_registered_parser_and_a_sample_it_parses()
     assert collected <= set(PARSERS), f"no parser for {sorted(collected - set(PARSERS))}"
     assert set(PARSERS) <= set(knowledge.cache_formats_table())
     ctx = CacheContext(device_name="NVIDIA RTX PRO 6000 Blackwell Workstation Edition")
-    for fmt, parse in PARSERS.items():
+    for fmt in PARSERS:
         sample = SAMPLES[fmt]
         cf = parse_cache_file(fmt, str(sample), sample.read_text(), ctx)
         assert cf.format == fmt and cf.error is None and cf.entries > 0, (fmt, cf.error)

@@ -19,7 +19,6 @@ from orchestrator.events import ToolResult
 from orchestrator.models.offline import OfflineBackend, OfflineModel
 from orchestrator.report_html import render_html
 from orchestrator.settings import Settings
-from support.sshd import sshd_factory  # noqa: F401
 from support.stage_node import stage_node
 from support.staged_host import stage_host
 

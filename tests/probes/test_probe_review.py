@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from orchestrator.probes import nvidia_smi, scripts
+from orchestrator.probes import scripts
 from orchestrator.probes.autotune import report_from_output, script_params
 from orchestrator.probes.cache_formats import CacheContext, parse_cache_file, parse_moe_config_name
 from orchestrator.probes.gpu import inventory_from_outputs

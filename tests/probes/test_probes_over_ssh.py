@@ -13,7 +13,6 @@ from orchestrator.probes.logscan import scan_logs
 from orchestrator.probes.pyenv import collect_python_env
 from orchestrator.knowledge import log_signatures
 from orchestrator.settings import Settings
-from support.sshd import sshd_factory  # noqa: F401
 from support.staged_host import ALL_CACHES, RTX_PRO_6000, stage_host
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None and not

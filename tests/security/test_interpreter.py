@@ -20,7 +20,6 @@ from orchestrator.probes.interpreter import InterpreterRefused, name_refusal, ve
 from orchestrator.settings import Settings
 from orchestrator.tools.base import execute
 from support.security import REGISTRY, CountingHost, make_ctx
-from support.sshd import sshd_factory  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"), reason="needs sshd")
@@ -77,7 +76,7 @@ async def test_probe_tools_refuse_and_record_non_interpreters(sshd_factory, trap
     host = CountingHost(await SshHost(sshd_factory().target(), Settings()).connect())
     marker = tmp_path / "written"
     try:
-        for python in ["tee", "rm", "mkdir", "rmdir", f"/usr/bin/tee", str(d / "python3"), str(d / "python3.11")]:
+        for python in ["tee", "rm", "mkdir", "rmdir", "/usr/bin/tee", str(d / "python3"), str(d / "python3.11")]:
             ctx = make_ctx(host)
             host.calls.clear()
             out = (await execute(REGISTRY.get(tool), tool, {"python": python, **extra}, ctx)).output

@@ -15,7 +15,7 @@ import pytest
 from orchestrator.hosts import HostKeyRefused
 from orchestrator.hosts.ssh import SshHost
 from orchestrator.settings import Settings
-from support.sshd import keygen, sshd_factory  # noqa: F401
+from support.sshd import keygen
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(not (os.path.exists("/usr/sbin/sshd") and shutil.which("ssh")),
                                                   reason="needs sshd and ssh")]

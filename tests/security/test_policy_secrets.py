@@ -8,7 +8,6 @@ autotune tool's extra paths.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,6 @@ from orchestrator.hosts.ssh import SshHost
 from orchestrator.settings import Settings
 from orchestrator.tools.base import execute
 from support.security import REGISTRY, CountingHost, make_ctx
-from support.sshd import sshd_factory  # noqa: F401
 
 needs_sshd = pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"), reason="needs sshd")
 

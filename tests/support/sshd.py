@@ -253,7 +253,7 @@ def start_sshd(
 def sshd_factory(tmp_path):
     """A pytest fixture: `sshd_factory(name=..., **opts)` starts sshds that are stopped after the test.
 
-    Use it from another test directory with `from support.sshd import sshd_factory  # noqa: F401`.
+    Every test directory has it (tests/conftest.py loads this module as a plugin).
     """
     started: list[Sshd] = []
 

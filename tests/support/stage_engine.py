@@ -118,6 +118,8 @@ class StagedEngines:
             except subprocess.TimeoutExpired:
                 os.kill(p.pid, signal.SIGKILL)
                 p.wait(timeout=5)
+            if p.stderr is not None:  # the pipe kept for a start-up failure's message
+                p.stderr.close()
         self.procs.clear()
 
 

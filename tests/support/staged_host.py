@@ -457,9 +457,6 @@ def stage_host(
         "HOME": str(home),
         "PYTHONPATH": str(site),
         "PYTHONNOUSERSITE": "1",
-        # The engine probe on a staged host sees only the engines staged for it (tests/support/stage_engine.py),
-        # never those of another test running on this machine.
-        "INVESTIGATE_STAGED_TAG": uuid.uuid4().hex,
         # Inductor's default is /tmp/torchinductor_<user>, shared by the whole machine: keep tests hermetic.
         "TORCHINDUCTOR_CACHE_DIR": str(root / "torchinductor"),
         # The engine and node probes on a staged host see only the processes staged for it (carrying this tag),

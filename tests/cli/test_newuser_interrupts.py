@@ -4,13 +4,13 @@ cut-off transcript says so and suggests resume."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
 import sys
 import time
 
+from support.blocking import COMMAND as BLOCKING, blocking_path
 from support.cli import ROOT, cli_env, investigate, one_line
 
 SEED = ROOT / "transcripts" / "seed-rtx-pro-6000-fp4.jsonl"
@@ -25,29 +25,26 @@ def _wait_for(predicate, timeout=30.0):
     return False
 
 
-def _stuck_agents(d, fifo):
-    """A lead whose one prong blocks reading a FIFO on the host (no writer: it never returns)."""
+def _stuck_agents(d):
+    """A lead whose one prong blocks on the host (a command that never returns)."""
     d.mkdir()
     (d / "lead.md").write_text(
         "---\nname: lead\ndescription: test lead\nrole: lead\ntools: [task]\nplan:\n"
-        "  - {tool: task, args: {agent: stuck, brief: read the fifo}}\n---\nlead\n")
+        "  - {tool: task, args: {agent: stuck, brief: query the gpus}}\n---\nlead\n")
     (d / "stuck.md").write_text(
         "---\nname: stuck\ndescription: blocks on the host\ntools: [shell]\nplan:\n"
-        f"  - {{tool: shell, args: {{command: 'cat {fifo}'}}}}\n---\nstuck\n")
+        f"  - {{tool: shell, args: {{command: '{BLOCKING}'}}}}\n---\nstuck\n")
     return d
 
 
 def _popen(*args, tmp_path):
     return subprocess.Popen([sys.executable, "-m", "orchestrator.cli", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=cli_env(tmp_path))
+                            stderr=subprocess.PIPE, text=True, env=cli_env(tmp_path, PATH=blocking_path(tmp_path)))
 
 
 def _interrupt_a_stuck_run(tmp_path, transcript):
-    fifo = tmp_path / "never.fifo"
-    if not fifo.exists():
-        os.mkfifo(fifo)
     agents = tmp_path / "agents"
-    proc = _popen("why is FP4 slow", "--offline", "--agents", agents if agents.exists() else _stuck_agents(agents, fifo),
+    proc = _popen("why is FP4 slow", "--offline", "--agents", agents if agents.exists() else _stuck_agents(agents),
                   "--transcript", transcript, "--no-progress", tmp_path=tmp_path)
     try:
         assert _wait_for(lambda: transcript.exists() and '"tool":"shell"' in transcript.read_text())

@@ -16,18 +16,19 @@ from orchestrator.api import investigate
 from orchestrator.events import AgentFinished, ToolCall, ToolResult
 from orchestrator.settings import Settings
 from orchestrator.transcript import read_transcript
+from support.blocking import COMMAND as BLOCKING, blocking_path
 
 
-def write_agents(d, fifo):
-    """A lead that starts a prong blocked reading a FIFO on the host (no writer: it never returns) and a steady one."""
+def write_agents(d):
+    """A lead that starts a prong blocked on the host (a command that never returns) and a steady one."""
     d.mkdir()
     (d / "lead.md").write_text(
         "---\nname: lead\ndescription: test lead\nrole: lead\ntools: [task]\nplan:\n"
-        "  - {tool: task, args: {agent: stuck, brief: read the fifo}}\n"
+        "  - {tool: task, args: {agent: stuck, brief: query the gpus}}\n"
         "  - {tool: task, args: {agent: steady, brief: look up fp4}}\n---\nlead\n")
     (d / "stuck.md").write_text(
         "---\nname: stuck\ndescription: blocks on the host\ntools: [shell]\nplan:\n"
-        f"  - {{tool: shell, args: {{command: 'cat {fifo}'}}}}\n---\nstuck\n")
+        f"  - {{tool: shell, args: {{command: '{BLOCKING}'}}}}\n---\nstuck\n")
     (d / "steady.md").write_text(
         "---\nname: steady\ndescription: needs no host\ntools: [knowledge_search]\nplan:\n"
         "  - {tool: knowledge_search, args: {query: fp4 tensor cores}}\n---\nsteady\n")
@@ -44,11 +45,10 @@ def wait_for(predicate, timeout=20.0):
 
 
 def test_ctrl_c_cancels_every_subagent_and_ends_the_transcript_with_a_cancelled_run(tmp_path):
-    fifo = tmp_path / "never.fifo"
-    os.mkfifo(fifo)
-    agents = write_agents(tmp_path / "agents", fifo)
+    agents = write_agents(tmp_path / "agents")
     transcript = tmp_path / "t.jsonl"
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env["PATH"] = blocking_path(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "why is FP4 slow", "--offline", "--agents",
                              str(agents), "--transcript", str(transcript), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -72,10 +72,8 @@ def test_ctrl_c_cancels_every_subagent_and_ends_the_transcript_with_a_cancelled_
 @pytest.mark.ssh
 @pytest.mark.skipif(shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"), reason="no sshd")
 async def test_sshd_killed_mid_run_is_a_gap_and_the_other_prongs_finish(tmp_path, sshd_factory):  # noqa: F811
-    fifo = tmp_path / "never.fifo"
-    os.mkfifo(fifo)
-    agents = write_agents(tmp_path / "agents", fifo)
-    sshd = sshd_factory()
+    agents = write_agents(tmp_path / "agents")
+    sshd = sshd_factory(env={"PATH": blocking_path(tmp_path)})  # the blocking command is on the host's PATH
 
     def kill_when_the_host_is_busy(event):
         if isinstance(event, ToolCall) and event.tool == "shell":

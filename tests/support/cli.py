@@ -15,6 +15,7 @@ def cli_env(tmp_path: Path | None = None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ANTHROPIC_", "INVESTIGATE_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["INVESTIGATE_ALLOW_MODEL_REQUESTS"] = "0"  # the kill switch stays on in every subprocess
     env["NO_COLOR"] = "1"
     env["COLUMNS"] = "120"
     if tmp_path is not None:  # the user's config and state folders: empty, private to the test

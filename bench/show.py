@@ -53,7 +53,7 @@ from orchestrator.messages import (  # noqa: E402
     ToolUseBlock,
     Usage,
 )
-from orchestrator.timeline import build_timeline, render_timeline  # noqa: E402
+from orchestrator.render.timeline import build_timeline, render_timeline  # noqa: E402
 from orchestrator.transcript import Recorder, read_transcript  # noqa: E402
 
 T0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)

@@ -41,7 +41,7 @@ from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries
 from orchestrator.loop import AgentRunner, FatalRunError, RunInterrupted, first_leaf
 from orchestrator.models.base import ModelCallError, ReplayDivergence
 from orchestrator.observations import Observations, load_observations, parse_observations
-from orchestrator.probes.session import prefetch
+from orchestrator.prefetch import prefetch
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.transcript import Recorder, Transcript, default_path, read_transcript
@@ -72,7 +72,7 @@ class InvestigationResult:
     def _repr_html_(self) -> str:
         import html
 
-        from orchestrator.report_html import render_html_fragment
+        from orchestrator.render.html import render_html_fragment
 
         if self.diagnosis is None:
             return f"<p><b>Run {html.escape(self.status)}</b>: {html.escape(self.error or '')}</p>"

@@ -28,7 +28,7 @@ def _fast_path(argv: list[str]) -> int | None:
     # pydantic otherwise scans every installed distribution for plugins on its first model (~15 ms); none matters
     # to printing a spec sheet, and this process ends right after
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
-    from orchestrator.commands import UnknownGpu, render_specs
+    from orchestrator.render.specs import UnknownGpu, render_specs
 
     try:
         sys.stdout.write(render_specs(argv[1]).rstrip() + "\n")
@@ -67,7 +67,7 @@ BAD_INPUT: list[tuple[str, str]] = [
     ("orchestrator.hosts.base", "HostError"),
     ("orchestrator.observations", "ObservationsError"),
     ("orchestrator.transcript", "TranscriptError"),
-    ("orchestrator.commands", "UnknownGpu"),
+    ("orchestrator.render.specs", "UnknownGpu"),
     ("orchestrator.models.base", "AnthropicConfigError"),
 ]
 """Exceptions that mean bad input (exit 2): (module, class). Add yours here; the module is never imported for it."""
@@ -241,7 +241,7 @@ def _with_bench(obs, bench: List[Path]):
 def _progress(no_progress: bool):
     if no_progress:
         return None
-    from orchestrator.progress import Progress
+    from orchestrator.render.progress import Progress
 
     return Progress(sys.stderr)
 
@@ -283,7 +283,7 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: 
     if result.diagnosis is not None:
         diagnosis = _scrub(result.diagnosis)
         if report:
-            from orchestrator.report_html import render_html
+            from orchestrator.render.html import render_html
 
             _write(report, render_html(diagnosis, [_scrub(e) for e in result.events]))
         if as_json:
@@ -453,7 +453,7 @@ def resume_cmd(
 @app.command("show", help="Timeline of a transcript: agents, their tools with timings, usage.")
 def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
              as_json: bool = typer.Option(False, "--json")) -> None:
-    from orchestrator.timeline import build_timeline, render_timeline
+    from orchestrator.render.timeline import build_timeline, render_timeline
     from orchestrator.transcript import iter_transcript
 
     # streamed, one line at a time: memory stays bounded on a transcript of any size (issue 15, bench/show.py);
@@ -516,7 +516,7 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
 
     from orchestrator.diagnosis import to_markdown
     from orchestrator.events import DiagnosisSubmitted
-    from orchestrator.report_html import diagnosis_from_events, render_html
+    from orchestrator.render.html import diagnosis_from_events, render_html
     from orchestrator.transcript import read_transcript
 
     t = read_transcript(transcript_path)
@@ -562,7 +562,7 @@ def probe_cmd(
         sys.stderr.write(f"warning: --log {p} not found on this machine\n")
     import anyio
 
-    from orchestrator.probes.cli import probe_main
+    from orchestrator.probes.probe_command import probe_main
 
     probes = anyio.run(lambda: probe_main(host=host, ssh_config=ssh, python=python, observations=observations,
                                           logs=log, gemm=gemm, comm=comm, settings=settings))
@@ -572,7 +572,7 @@ def probe_cmd(
 
         sys.stdout.write(json.dumps([p.model_dump(mode="json") for p in probes], indent=2) + "\n")
     else:
-        from orchestrator.probes.cli import render_probes
+        from orchestrator.probes.probe_command import render_probes
 
         render_probes(probes, _stdout())
     if gemm or comm:
@@ -594,7 +594,7 @@ def specs_cmd(
     gpu: Optional[str] = typer.Argument(None, metavar="GPU"),
     as_list: bool = typer.Option(False, "--list", help="List every GPU the catalogue knows, with its headline peaks."),
 ) -> None:
-    from orchestrator.commands import render_specs
+    from orchestrator.render.specs import render_specs
 
     if as_list:
         from orchestrator.tools.knowledge import render_gpu_list
@@ -615,7 +615,7 @@ def roofline_cmd(
     k: int = typer.Option(..., "-k", metavar="K", min=1),
 ) -> None:
     from orchestrator import knowledge
-    from orchestrator.commands import render_roofline
+    from orchestrator.render.specs import render_roofline
 
     if knowledge.dtype_info(dtype) is None:
         raise BadInput(f"unknown dtype {dtype!r}; pass one of {', '.join(knowledge.dtype_names())} to --dtype")

@@ -7,7 +7,6 @@ ended it. Whatever happens, the agent yields an `AgentResult` and every tool cal
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -28,13 +27,13 @@ from orchestrator.messages import (
     ModelResponse,
     TextBlock,
     ToolResultBlock,
-    ToolSpec,
     ToolUseBlock,
     Usage,
 )
 from orchestrator.models.base import ModelCallError, ReplayDivergence, RunAbort
-from orchestrator.redact import redact, redact_obj
+from orchestrator.redact import redact
 from orchestrator.tools.base import ExecutedCall, ToolOutput, execute
+from orchestrator.transcript import Fingerprinter, fingerprint  # noqa: F401  (fingerprint: re-exported)
 
 SUBMIT_FINDINGS = "submit_findings"
 SUBMIT_DIAGNOSIS = "submit_diagnosis"
@@ -76,48 +75,6 @@ def first_leaf(exc: BaseException) -> BaseException:
 
     walk(exc)
     return next((e for e in leaves if isinstance(e, RunAbort)), leaves[0])
-
-
-def _strip_ids(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _strip_ids(v) for k, v in obj.items() if k not in {"id", "tool_use_id"}}
-    if isinstance(obj, list):
-        return [_strip_ids(v) for v in obj]
-    return obj
-
-
-def _canonical(obj: Any) -> str:
-    """Canonical JSON of one request part after redaction, without tool-use ids (they differ between live runs)."""
-    return json.dumps(_strip_ids(redact_obj(obj)), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-class Fingerprinter:
-    """Request fingerprints: sha256 over the canonical system, tools and each message, in order.
-
-    The loop keeps one per agent so that each message is canonicalized once, not once per later turn.
-    """
-
-    def __init__(self) -> None:
-        self._head: tuple[str, str] | None = None
-        self._parts: list[str] = []
-
-    def __call__(self, system: str, tools: list[ToolSpec], messages: list[Message], stable: int = 0) -> str:
-        """`stable`: how many leading messages are unchanged since the previous call (their parts are reused)."""
-        if self._head is None or self._head[0] != system:
-            self._head = (system, _canonical([t.model_dump(mode="json") for t in tools]))
-        del self._parts[stable:]
-        for m in messages[len(self._parts):]:
-            self._parts.append(_canonical(m.model_dump(mode="json")))
-        h = hashlib.sha256()
-        for part in (_canonical(system), self._head[1], *self._parts):
-            h.update(part.encode())
-            h.update(b"\n")
-        return "sha256:" + h.hexdigest()
-
-
-def fingerprint(system: str, tools: list[ToolSpec], messages: list[Message]) -> str:
-    """Hash of the canonical request (system, tools, messages) after redaction, without ids or timestamps."""
-    return Fingerprinter()(system, tools, messages)
 
 
 def fence(text: str, *, tool: str, host: str | None, evidence_id: str, untrusted: bool) -> str:

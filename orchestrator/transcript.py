@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 
 from orchestrator import __version__
 from orchestrator.events import EVENT_ADAPTER, SCHEMA_VERSION, Event, Header
+from orchestrator.messages import Message, ToolSpec
 from orchestrator.redact import redact_obj
 from orchestrator.settings import state_dir
 
@@ -300,3 +302,48 @@ def _validate(p: Path, n: int, obj: dict[str, Any]) -> Event:
         loc = ".".join(str(x) for x in err["loc"])
         kind = obj.get("type", "event") if isinstance(obj, dict) else "event"
         raise TranscriptError(f"{p}: line {n}: invalid {kind} event ({loc}: {err['msg']})") from None
+
+
+# --- request fingerprints (what replay checks each recorded request against) ------------------------------------
+
+
+def _strip_ids(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip_ids(v) for k, v in obj.items() if k not in {"id", "tool_use_id"}}
+    if isinstance(obj, list):
+        return [_strip_ids(v) for v in obj]
+    return obj
+
+
+def _canonical(obj: Any) -> str:
+    """Canonical JSON of one request part after redaction, without tool-use ids (they differ between live runs)."""
+    return json.dumps(_strip_ids(redact_obj(obj)), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class Fingerprinter:
+    """Request fingerprints: sha256 over the canonical system, tools and each message, in order.
+
+    The loop keeps one per agent so that each message is canonicalized once, not once per later turn.
+    """
+
+    def __init__(self) -> None:
+        self._head: tuple[str, str] | None = None
+        self._parts: list[str] = []
+
+    def __call__(self, system: str, tools: list[ToolSpec], messages: list[Message], stable: int = 0) -> str:
+        """`stable`: how many leading messages are unchanged since the previous call (their parts are reused)."""
+        if self._head is None or self._head[0] != system:
+            self._head = (system, _canonical([t.model_dump(mode="json") for t in tools]))
+        del self._parts[stable:]
+        for m in messages[len(self._parts):]:
+            self._parts.append(_canonical(m.model_dump(mode="json")))
+        h = hashlib.sha256()
+        for part in (_canonical(system), self._head[1], *self._parts):
+            h.update(part.encode())
+            h.update(b"\n")
+        return "sha256:" + h.hexdigest()
+
+
+def fingerprint(system: str, tools: list[ToolSpec], messages: list[Message]) -> str:
+    """Hash of the canonical request (system, tools, messages) after redaction, without ids or timestamps."""
+    return Fingerprinter()(system, tools, messages)

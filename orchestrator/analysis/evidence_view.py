@@ -9,7 +9,7 @@ from typing import Any
 from orchestrator import knowledge
 from orchestrator.evidence import Evidence
 from orchestrator.observations import Observations
-from orchestrator.probes.models import GpuInventory, ProbeModel, norm_lib, parse_probe
+from orchestrator.probes.results import GpuInventory, ProbeModel, norm_lib, parse_probe
 
 
 @dataclass

@@ -208,7 +208,7 @@ def evidence_facts(ev: Evidence) -> dict[str, FactValue]:
         except Exception:  # a payload of an older shape: no facts rather than no comparison
             pass
     try:
-        from orchestrator.probes.models import parse_probe
+        from orchestrator.probes.results import parse_probe
 
         model = parse_probe(ev.data)
     except Exception:

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from orchestrator import knowledge
-from orchestrator.analysis.measure import (
+from orchestrator.probes.benchmark_math import (
     allreduce_seconds,
     dtype_of_quantization,
     ridge,
@@ -18,7 +18,7 @@ from orchestrator.analysis.measure import (
     tokens_per_expert,
     tp_message_bytes,
 )
-from orchestrator.analysis.measure_peaks import peaks_for
+from orchestrator.probes.measure_peaks import peaks_for
 from orchestrator.evidence import Evidence
 from orchestrator.analysis.signals import entry_words
 from orchestrator.findings import Finding
@@ -133,7 +133,7 @@ def gemm_findings(eid: str, sweep: GemmSweep, obs: Observations | None) -> list[
 def _dtype_speedup_findings(eid: str, sweep: GemmSweep, obs: Observations | None, partial: str,
                             conf_cut: float) -> list[Finding]:
     """The narrower dtype against bf16 at the decode M: how much of its byte (and FLOP) advantage it delivers."""
-    from orchestrator.analysis.measure import gemm_bytes
+    from orchestrator.probes.benchmark_math import gemm_bytes
 
     narrow = next((d.name for d in knowledge.dtypes() if d.measurable and d.lowp
                    and any(p.dtype == d.name for p in sweep.points)), None)

@@ -11,7 +11,7 @@ from typing import Callable
 
 from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView, HostGpu
-from orchestrator.analysis.observations import analyze_observations, read_power
+from orchestrator.analysis.observation_rules import analyze_observations, read_power
 from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_roofline
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import entry as catalog_entry

@@ -14,11 +14,10 @@ from typing import Any
 from orchestrator.agentdefs import AgentDef
 from orchestrator.context import RunContext
 from orchestrator.events import ModelCall, ToolResult
-from orchestrator.loop import fingerprint
 from orchestrator.messages import Message, ModelRequest, ModelResponse, ToolSpec
 from orchestrator.models.base import ReplayDivergence
 from orchestrator.tools.base import ExecutedCall, ToolOutput
-from orchestrator.transcript import Transcript
+from orchestrator.transcript import Transcript, fingerprint
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.probes.models import ProbeModel
+from orchestrator.probes.results import ProbeModel
 
 if TYPE_CHECKING:
     from orchestrator.context import RunInputs

@@ -14,7 +14,7 @@ from orchestrator.probes.cache_formats import (
     parse_cache_file,
     vllm_device_file_name,
 )
-from orchestrator.probes.models import AutotuneReport, CacheFile, CacheLocation, CacheState
+from orchestrator.probes.results import AutotuneReport, CacheFile, CacheLocation, CacheState
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from orchestrator import knowledge
-from orchestrator.probes.models import CacheFile, TunedEntry
+from orchestrator.probes.results import CacheFile, TunedEntry
 
 SAMPLE = 8
 """Entries kept per file for evidence excerpts."""

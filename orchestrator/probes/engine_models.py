@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from orchestrator.probes.engine_metrics import MetricSummary
-from orchestrator.probes.models import ProbeModel
+from orchestrator.probes.results import ProbeModel
 
 EngineName = Literal["vllm", "sglang", "trtllm", "tgi"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes import nvidia_smi
-from orchestrator.probes.models import GpuInventory
+from orchestrator.probes.results import GpuInventory
 
 QUERY_ARGV = ["nvidia-smi", f"--query-gpu={nvidia_smi.QUERY_FIELDS}", "--format=csv"]
 XML_ARGV = ["nvidia-smi", "-q", "-x"]

@@ -7,7 +7,7 @@ import re
 from typing import Any, Iterable
 
 from orchestrator.hosts.base import Host
-from orchestrator.probes.models import LogMatch, LogScan, UnclassifiedLine
+from orchestrator.probes.results import LogMatch, LogScan, UnclassifiedLine
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.scripts import logscan as _script
 

@@ -1,8 +1,8 @@
 """Typed evidence of the measurement probes: a GEMM sweep and an all-reduce sweep.
 
-The fixed scripts (`probes/scripts/gemm_bench.py`, `comm_bench.py`) print the raw fields; `probes/measure.py`
+The fixed scripts (`probes/scripts/gemm_bench.py`, `comm_bench.py`) print the raw fields; `probes/benchmarks.py`
 validates them into these models and attaches the arithmetic (fractions of peak and of the roofline, bus bandwidth)
-from `analysis/measure.py`. Fields the script or the arithmetic could not determine stay None.
+from `probes/benchmark_math.py`. Fields the script or the arithmetic could not determine stay None.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.models import GpuTopology, ProbeModel
+from orchestrator.probes.results import GpuTopology, ProbeModel
 
 
 class Peaks(BaseModel):

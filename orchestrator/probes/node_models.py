@@ -46,7 +46,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.models import GpuTopology, ProbeModel
+from orchestrator.probes.results import GpuTopology, ProbeModel
 
 FactValue = str | int | float | bool
 

@@ -12,7 +12,7 @@ import io
 import re
 import xml.etree.ElementTree as ET
 
-from orchestrator.probes.models import GpuInfo, GpuInventory, GpuLink, GpuTopology
+from orchestrator.probes.results import GpuInfo, GpuInventory, GpuLink, GpuTopology
 
 QUERY_FIELDS = (
     "index,name,pci.bus_id,driver_version,compute_cap,memory.total,memory.used,power.draw,power.limit,"

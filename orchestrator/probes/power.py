@@ -6,7 +6,7 @@ from statistics import mean
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes import nvidia_smi
-from orchestrator.probes.models import GpuPowerSummary, PowerSample, PowerSampling
+from orchestrator.probes.results import GpuPowerSummary, PowerSample, PowerSampling
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 
 FIELDS = "index,power.draw,power.limit,clocks.sm,clocks.max.sm,utilization.gpu"

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator import knowledge
 from orchestrator.analysis.moe_inputs import compute_peak, moe_args_from
-from orchestrator.analysis.observations import analyze_observations
+from orchestrator.analysis.observation_rules import analyze_observations
 from orchestrator.analysis.roofline import gemm_roofline, moe_decode_roofline
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 
@@ -52,7 +52,7 @@ class GpuSpecs(Tool):
     Input = GpuSpecsInput
 
     async def run(self, args: GpuSpecsInput, ctx: ToolContext) -> ToolOutput:
-        from orchestrator.commands import render_specs
+        from orchestrator.render.specs import render_specs
 
         if args.gpu:
             spec = knowledge.gpu_spec(args.gpu)
@@ -133,7 +133,7 @@ class Roofline(Tool):
         spec = await self._spec(args.gpu, ctx)
         caps = knowledge.arch_caps(spec.cc)
         if args.mode == "gemm" or (args.mode == "auto" and args.m and args.n and args.k):
-            from orchestrator.commands import render_roofline
+            from orchestrator.render.specs import render_roofline
 
             if not (args.m and args.n and args.k and args.dtype):
                 raise ToolFailure("gemm roofline needs m, n, k and dtype")

@@ -14,7 +14,7 @@ from orchestrator.probes.autotune import collect_autotune_caches, expert_shape_f
 from orchestrator.probes.gpu import collect_gpu_inventory
 from orchestrator.probes.kernels import collect_kernel_inventory
 from orchestrator.probes.logscan import scan_logs
-from orchestrator.probes.models import (
+from orchestrator.probes.results import (
     AutotuneReport, GpuInventory, KernelInventory, LogScan, PowerSampling, ProbeModel, PythonEnv,
 )
 from orchestrator.probes.power import sample_power
@@ -65,7 +65,7 @@ def _kernels(host: Host, arch: str | None, python: str | None, *, prefetch: bool
 
 def default_probe_calls(inputs: "RunInputs", settings: "Settings", host: Host, tools: set[str]) -> list[Any]:
     """Zero-argument coroutines that start each named probe tool's default call (as an offline plan's `args: {}`
-    makes it) on the run's host, for `probes.session.prefetch`."""
+    makes it) on the run's host, for `orchestrator.prefetch`."""
     python = inputs.python
     calls: list[Any] = []
     if python and name_refusal(python) is not None:  # the tools refuse it (and record why): nothing to prefetch

@@ -6,7 +6,7 @@ import pytest
 
 from orchestrator import knowledge
 from orchestrator.knowledge.catalog import catalog
-from orchestrator.analysis.observations import analyze_observations, read_power
+from orchestrator.analysis.observation_rules import analyze_observations, read_power
 from orchestrator.analysis.roofline import experts_touched, gemm_roofline, moe_decode_roofline, tile_waste
 from orchestrator.observations import Observations
 

@@ -8,9 +8,9 @@ from support.evidence import RTX, SEED_OBS, ev, inventory, no_caches, obs_ev, py
 from orchestrator.analysis import agent_findings, synthesize
 from orchestrator.analysis import rules as R
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.commands import UnknownGpu, render_roofline, render_specs
+from orchestrator.render.specs import UnknownGpu, render_roofline, render_specs
 from orchestrator.findings import AgentResult
-from orchestrator.probes.models import AutotuneReport, CacheFile, GpuInventory, LogMatch, LogScan
+from orchestrator.probes.results import AutotuneReport, CacheFile, GpuInventory, LogMatch, LogScan
 
 H200_OBS = {**SEED_OBS, "gpu": {"power_w": 690, "power_limit_w": 700, "utilization_pct": 99}}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from support.evidence import ev, inventory, pyenv
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import kernel_inventory, torch_arch
-from orchestrator.probes.models import KernelInventory, LibraryKernels
+from orchestrator.probes.results import KernelInventory, LibraryKernels
 
 
 def kernels(**lib) -> KernelInventory:

@@ -7,7 +7,7 @@ from orchestrator import knowledge
 from orchestrator.analysis import synthesize
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import dtype_native_support, no_gpu_on_host
-from orchestrator.probes.models import GpuInventory
+from orchestrator.probes.results import GpuInventory
 
 
 def no_gpu() -> GpuInventory:

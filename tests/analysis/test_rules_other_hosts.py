@@ -17,7 +17,7 @@ from orchestrator.analysis.moe_inputs import moe_args_from
 from orchestrator.analysis.roofline import moe_decode_roofline
 from orchestrator.findings import AgentResult
 from orchestrator.observations import Observations
-from orchestrator.probes.models import AutotuneReport, CacheFile, GpuInfo, GpuInventory, LogMatch, LogScan
+from orchestrator.probes.results import AutotuneReport, CacheFile, GpuInfo, GpuInventory, LogMatch, LogScan
 
 B200, A100, H200 = "NVIDIA B200", "NVIDIA A100-SXM4-80GB", "NVIDIA H200"
 GLM_FP8 = {**SEED_OBS, "model": {**SEED_OBS["model"], "name": "GLM-FP8", "quantization": "fp8"}}

@@ -8,7 +8,7 @@ from orchestrator.analysis.synthesis import synthesize
 from orchestrator.evidence import Evidence
 from orchestrator.knowledge import log_signatures
 from orchestrator.probes.logscan import scan_text
-from orchestrator.probes.models import GpuInfo, GpuInventory, LogScan, UnclassifiedLine
+from orchestrator.probes.results import GpuInfo, GpuInventory, LogScan, UnclassifiedLine
 from orchestrator.probes.scripts import logscan as script
 
 LOG = """\
@@ -62,7 +62,7 @@ def test_unclassified_lines_become_one_secondary_finding_errors_first():
 
 def test_a_signature_match_whose_entry_does_not_apply_here_is_unclassified():
     line = "[AutoTuner]: Skipping tactic 12 sm120_M256 (shared memory)"  # an SM120-only entry, seen on CC 9.0
-    from orchestrator.probes.models import LogMatch
+    from orchestrator.probes.results import LogMatch
 
     scan = LogScan(files=["/l"], matches=[LogMatch(path="/l", line_no=3, line=line, signature_id="flashinfer-skip-sm120-m256")])
     on = {f.id for f in catalog_findings(_view(scan))}

@@ -71,7 +71,7 @@ def test_show_lists_each_agents_tools_with_their_recorded_durations(offline_run)
     results = [json.loads(line) for line in transcript.read_text().splitlines()]
     results = [e for e in results if e.get("type") == "tool_result"]
     assert results
-    from orchestrator.timeline import _fmt_s
+    from orchestrator.render.timeline import _fmt_s
 
     for e in results:
         assert f"{e['tool']} {_fmt_s(e['duration_s'])}" in out, (e["tool"], e["duration_s"])

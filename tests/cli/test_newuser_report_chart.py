@@ -55,7 +55,7 @@ def _assert_inside(labels: list[dict], width: int) -> None:
 def _stress_report(tmp_path: Path) -> Path:
     """A chart with the hard cases: ridge near the right, a long operating-point name far right, achieved at the axis."""
     from orchestrator.diagnosis import Diagnosis, Number
-    from orchestrator.report_html import render_html
+    from orchestrator.render.html import render_html
 
     nums = [Number(name="dense FP8 tensor peak", value=4500, unit="TFLOPS", source="knowledge"),
             Number(name="dense BF16 tensor peak", value=2250, unit="TFLOPS", source="knowledge"),

@@ -75,14 +75,14 @@ def test_replay_json_is_exactly_one_document_on_stdout():
 
 
 def test_probe_titles_show_host_names_literally():
-    from orchestrator.probes.cli import render_probes
-    from orchestrator.probes.models import ProbeModel
+    from orchestrator.probes.probe_command import render_probes
+    from orchestrator.probes.results import ProbeModel
 
     class P:  # duck-typed probe result: kind, host, and what summarize() reads
         kind, host = "gemm_sweep", "root@[fe80::1]:22"
 
     buf = io.StringIO()
-    import orchestrator.tools.measure as measure
+    import orchestrator.tools.benchmarks as measure
 
     orig = measure.gemm_text
     measure.gemm_text = lambda p: "text"
@@ -98,7 +98,7 @@ def test_progress_table_shows_agent_ids_and_tool_names_literally():
     from datetime import datetime, timezone
 
     from orchestrator.events import AgentStarted, ToolCall
-    from orchestrator.progress import Progress
+    from orchestrator.render.progress import Progress
 
     buf = io.StringIO()
     p = Progress(buf, live=True)

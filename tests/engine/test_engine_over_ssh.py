@@ -100,7 +100,7 @@ async def test_investigation_over_ssh_never_leaks_the_engine_secret(tmp_path, en
     assert e.origin == "process" and e.value("enforce_eager") is True and e.value("max_num_seqs") == 32
     assert e.env.get("VLLM_ATTENTION_BACKEND") == "FLASHINFER" and e.env.get("NCCL_DEBUG") == "INFO"
     assert e.log is not None and e.log.waiting_max == 31 and e.value("attention_backend_selected") == "FLASH_ATTN"
-    from orchestrator.report_html import render_html
+    from orchestrator.render.html import render_html
 
     report.write_text(render_html(result.diagnosis, result.events))
     texts = [path.read_text(), result.diagnosis.model_dump_json(), report.read_text()]
@@ -124,7 +124,7 @@ async def test_report_and_show_draw_the_engine_config_and_latency_against_the_fl
                                settings=Settings(power_sample_s=0.5))
     assert result.status == "ok", result.error
     sshd.stop()
-    from orchestrator.report_html import render_html
+    from orchestrator.render.html import render_html
 
     page = render_html(result.diagnosis, result.events)
     assert 'id="engine"' in page and "enforce_eager" in page and "flag --enforce-eager" in page

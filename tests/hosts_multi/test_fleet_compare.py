@@ -78,7 +78,7 @@ def test_drained_slurm_node_reason_is_a_finding():
 
 def test_reports_render_the_fleet_table():
     from orchestrator.diagnosis import Diagnosis, to_markdown
-    from orchestrator.report_html import render_html
+    from orchestrator.render.html import render_html
 
     ev = [inv("ev-5.1", "a"), inv("ev-5.2", "b"), inv("ev-5.3", "c", limit=450)]
     d = Diagnosis(question="q", verdict="v", fleet=fleet_tables(ev))

@@ -20,7 +20,7 @@ from orchestrator import knowledge
 from orchestrator.probes import scripts
 from orchestrator.probes.autotune import report_from_output, script_params
 from orchestrator.probes.cache_formats import PARSERS, CacheContext, parse_cache_file, parser
-from orchestrator.probes.models import AutotuneReport
+from orchestrator.probes.results import AutotuneReport
 
 DATA = Path(__file__).parents[1] / "probes" / "data"
 SAMPLES = {  # one real-format sample per registered parser (sources: tests/probes/data/README.md)

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from orchestrator import knowledge
-from orchestrator.analysis import measure, measure_peaks, moe_inputs, roofline, rules
+from orchestrator.probes import benchmark_math as measure, measure_peaks
+from orchestrator.analysis import moe_inputs, roofline, rules
 
 
 @pytest.mark.parametrize("spelling, name", [

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from orchestrator import knowledge
-from orchestrator.analysis.measure_peaks import peaks_for
-from orchestrator.commands import render_roofline
+from orchestrator.probes.measure_peaks import peaks_for
+from orchestrator.render.specs import render_roofline
 
 # nvidia-smi --query-gpu=name prints these (AMD: the product name amd-smi/rocm-smi print)
 NAMES = [

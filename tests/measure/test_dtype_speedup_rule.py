@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.analysis.measure import gemm_bytes
+from orchestrator.probes.benchmark_math import gemm_bytes
 from orchestrator.analysis.measure_rules import _dtype_speedup_findings
 from orchestrator.observations import parse_observations
 from orchestrator.probes.measure_models import GemmPoint, GemmSweep

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.analysis.measure import attach_comm_arithmetic, attach_gemm_arithmetic
-from orchestrator.analysis.measure_peaks import peaks_for
+from orchestrator.probes.benchmark_math import attach_comm_arithmetic, attach_gemm_arithmetic
+from orchestrator.probes.measure_peaks import peaks_for
 from orchestrator.analysis.measure_rules import measure_findings
 from orchestrator.evidence import Evidence
 from orchestrator.observations import parse_observations
-from orchestrator.probes.measure import parse_topology
+from orchestrator.probes.benchmarks import parse_topology
 from orchestrator.probes.measure_models import CommSweep, GemmSweep
 
 DATA = Path(__file__).parent / "data" / "h200"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.analysis import measure as ar
+from orchestrator.probes import benchmark_math as ar
 from orchestrator.analysis.measure_rules import measure_findings
 from orchestrator.evidence import Evidence
 from orchestrator.observations import parse_observations

@@ -10,7 +10,7 @@ from orchestrator.context import RunInputs
 from orchestrator.hosts.local import LocalHost
 from orchestrator.settings import Settings
 from orchestrator.tools.base import ToolRegistry, execute
-from orchestrator.tools.measure import register
+from orchestrator.tools.benchmarks import register
 from orchestrator.tools.mock import MockToolContext
 from support.machine import needs_torch
 

@@ -17,7 +17,7 @@ from orchestrator.api import investigate
 from orchestrator.diagnosis import to_markdown
 from orchestrator.events import ToolResult
 from orchestrator.models.offline import OfflineBackend, OfflineModel
-from orchestrator.report_html import render_html
+from orchestrator.render.html import render_html
 from orchestrator.settings import Settings
 from support.stage_node import stage_node
 from support.staged_host import stage_host

@@ -3,7 +3,7 @@
 from orchestrator.context import RunInputs
 from orchestrator.hosts.base import HostLost
 from orchestrator.hosts.local import LocalHost
-from orchestrator.probes.models import parse_probe
+from orchestrator.probes.results import parse_probe
 from orchestrator.settings import Settings
 from orchestrator.tools import probes as probe_tools
 from orchestrator.tools.base import ToolRegistry, execute

@@ -39,8 +39,8 @@ def test_example_notebook_runs_an_investigation_and_tabulates_agent_timings(tmp_
     # rich display: the result renders as the HTML report and as Markdown
     _, shown = _outputs(code[2])
     from orchestrator import load_transcript
-    from orchestrator.report_html import diagnosis_from_events
-    from orchestrator.timeline import build_timeline
+    from orchestrator.render.html import diagnosis_from_events
+    from orchestrator.render.timeline import build_timeline
 
     transcript = load_transcript(transcript_path)
     verdict = diagnosis_from_events(transcript.events).verdict

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from orchestrator.diagnosis import Number, number_line, render_terminal, to_markdown
 from orchestrator.events import AgentFinished, AgentStarted, RunFinished, RunStarted
-from orchestrator.timeline import build_timeline, render_timeline
+from orchestrator.render.timeline import build_timeline, render_timeline
 from reports.sample import sample_diagnosis
 from reports.synth import Clock, _ordered, fanout_run
 
@@ -101,7 +101,7 @@ def test_show_at_80_columns_keeps_every_number_whole():
 
 
 def test_html_numbers_show_no_percent_or_bar_of_a_negative_peak():
-    from orchestrator.report_html import render_html
+    from orchestrator.render.html import render_html
 
     d = sample_diagnosis()
     d.numbers = [Number(name="odd", value=5, unit="W", peak=-10, source="x")]

@@ -8,14 +8,14 @@ import struct
 import pytest
 
 from orchestrator.diagnosis import Diagnosis, Number
-from orchestrator.report_html import (
+from orchestrator.render.html import (
     anchor,
     diagnosis_from_events,
     evidence_entries,
     find_roof,
     render_html,
 )
-from orchestrator.timeline import build_timeline
+from orchestrator.render.timeline import build_timeline
 from reports import browser
 from reports.sample import HOSTILE, sample_diagnosis
 from reports.synth import fanout_run, read_jsonl, write_jsonl

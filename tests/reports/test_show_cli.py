@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from orchestrator.timeline import Timeline
+from orchestrator.render.timeline import Timeline
 from reports.sample import sample_diagnosis
 from reports.synth import fanout_run, write_jsonl
 

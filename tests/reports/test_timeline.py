@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from orchestrator.timeline import UNFINISHED, Timeline, build_timeline, gantt_bar, render_timeline
+from orchestrator.render.timeline import UNFINISHED, Timeline, build_timeline, gantt_bar, render_timeline
 from reports.synth import fanout_run, read_jsonl, write_jsonl
 
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from orchestrator.api import investigate
 from orchestrator.diagnosis import render_terminal, to_markdown
 from orchestrator.models.doubles import DoublesBackend, FunctionModel, call, respond
-from orchestrator.report_html import render_html
+from orchestrator.render.html import render_html
 from orchestrator.tools.registry import default_registry
 from security_corpus import SAMPLES
 from support.core import write_agents

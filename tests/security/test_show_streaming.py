@@ -34,7 +34,7 @@ def test_damaged_cut_off_and_overlong_lines_are_named_and_skipped(tmp_path, monk
 
 
 def test_tool_calls_past_the_cap_are_counted_not_kept(monkeypatch):
-    import orchestrator.timeline as timeline
+    import orchestrator.render.timeline as timeline
 
     events = read_transcript(SEED).events
     full = timeline.build_timeline(events)

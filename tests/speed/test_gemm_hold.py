@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from orchestrator.analysis.measure import attach_gemm_arithmetic
+from orchestrator.probes.benchmark_math import attach_gemm_arithmetic
 from orchestrator.observations import parse_observations
-from orchestrator.probes.measure import HOLD_S, gemm_params
+from orchestrator.probes.benchmarks import HOLD_S, gemm_params
 from orchestrator.probes.measure_models import ClockSample, GemmPoint, GemmSweep
-from orchestrator.tools.measure import gemm_text
+from orchestrator.tools.benchmarks import gemm_text
 
 OBS = parse_observations({
     "model": {"name": "Qwen3-30B-A3B-FP8", "quantization": "fp8", "num_layers": 48, "num_experts": 128, "top_k": 8,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from orchestrator.probes.models import PythonEnv
+from orchestrator.probes.results import PythonEnv
 from orchestrator.probes.session import ProbeSession, forget, session_of, shared, start
 
 

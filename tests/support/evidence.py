@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.evidence import Evidence
-from orchestrator.probes.models import (
+from orchestrator.probes.results import (
     AutotuneReport, CacheLocation, GpuInfo, GpuInventory, GpuLink, GpuTopology, KernelInventory, LibraryKernels,
     PythonEnv,
 )

@@ -7,7 +7,7 @@ from typing import Any
 
 from orchestrator.context import RunInputs
 from orchestrator.observations import load_observations
-from orchestrator.probes.models import ProbeModel
+from orchestrator.probes.results import ProbeModel
 from orchestrator.settings import load_settings
 
 
@@ -16,7 +16,7 @@ async def probe_main(*, host: str | None, ssh_config: str | None, python: str | 
     """The read-only probes, or only the GEMM / all-reduce measurements when asked (they load the GPU)."""
     from orchestrator.hosts import open_host
     from orchestrator.probes import run_probes
-    from orchestrator.probes.measure import run_comm_probe, run_gemm_probe
+    from orchestrator.probes.benchmarks import run_comm_probe, run_gemm_probe
 
     settings = settings if settings is not None else load_settings()
     obs = load_observations(observations) if observations else None
@@ -39,7 +39,7 @@ async def probe_main(*, host: str | None, ssh_config: str | None, python: str | 
 def render_probes(probes: list[ProbeModel], console: Any) -> None:
     from rich.text import Text
 
-    from orchestrator.tools.measure import comm_text, gemm_text
+    from orchestrator.tools.benchmarks import comm_text, gemm_text
     from orchestrator.tools.probes import summarize
 
     text = {"gemm_sweep": gemm_text, "comm_sweep": comm_text}

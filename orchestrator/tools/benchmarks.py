@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.measure import run_comm_probe, run_gemm_probe
+from orchestrator.probes.benchmarks import run_comm_probe, run_gemm_probe
 from orchestrator.probes.measure_models import CommSweep, GemmSweep
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 

@@ -35,7 +35,7 @@ from typing import Iterable
 from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number, _names_cause_apart, plural
 from orchestrator.diagnosis import fmt_number as _fmt
 from orchestrator.events import DiagnosisSubmitted, RunFinished, RunStarted, ToolResult
-from orchestrator.timeline import Timeline, build_timeline
+from orchestrator.render.timeline import Timeline, build_timeline
 
 _PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15, "e": 1e18}
 _FLOP_RATE = re.compile(r"^\s*([kmgtpe]?)flop(?:s|/s|s/s|/sec)\s*$", re.I)

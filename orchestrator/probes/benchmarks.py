@@ -12,13 +12,13 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from orchestrator.analysis.measure import attach_comm_arithmetic, attach_gemm_arithmetic, tp_message_bytes
-from orchestrator.analysis.measure_peaks import peaks_for
+from orchestrator.probes.benchmark_math import attach_comm_arithmetic, attach_gemm_arithmetic, tp_message_bytes
+from orchestrator.probes.measure_peaks import peaks_for
 from orchestrator.hosts.base import CommandResult, Host
 from orchestrator.observations import Observations
 from orchestrator.probes import scripts
 from orchestrator.probes.measure_models import CommSweep, GemmSweep, Peaks
-from orchestrator.probes.models import GpuTopology
+from orchestrator.probes.results import GpuTopology
 from orchestrator.probes.nvidia_smi import NvidiaSmiParseError, parse_topo
 
 DEFAULT_M = [16 << i for i in range(11)]

@@ -78,7 +78,9 @@ def test_hostile_transcripts_get_one_clean_line(kind, command, tmp_path, capsys)
         assert rc in (0, 2), err  # replay re-synthesizes; show and Markdown print the numbers as text
         return
     if kind.endswith("-event") and command == "show":
-        assert rc == 0 and "cannot be read" in err  # show skips the damaged line and names it
+        # show skips the damaged line and names it (as unreadable, or as an invalid event where the interpreter's
+        # recursion limit, raised by an earlier import in the same process, lets the JSON parse)
+        assert rc == 0 and "line 2" in err and "skipped it" in err, err
         return
     assert rc == 2, err
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("notice:", "warning:"))]

@@ -482,7 +482,7 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     else:
         render_timeline(timeline, _stdout())
         _show_fleet(submitted)
-        from orchestrator.engine_render import render_engine_terminal  # the serving engine's config, latency vs floor
+        from orchestrator.render.engine import render_engine_terminal  # the serving engine's config, latency vs floor
 
         render_engine_terminal(engine_events + submitted, _stdout())
 

@@ -455,7 +455,7 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
         if roof is not None:
             p.append(f'<h2 id="roofline">Roofline</h2>{roofline_svg(roof)}')
 
-    from orchestrator.engine_render import engine_html  # the serving engine's config and latency vs floor
+    from orchestrator.render.engine import engine_html  # the serving engine's config and latency vs floor
 
     p.append(engine_html(events, d, known))
 

@@ -15,27 +15,10 @@ import xml.etree.ElementTree as ET
 
 from orchestrator.probes.node_models import GpuHealth, GpuProcess, NvLink, PciLink
 from orchestrator.probes.nvidia_smi import NvidiaSmiParseError, _strip_doctype, number
+from orchestrator.probes.nvidia_smi import first_number as _num, element_text as _t
 
 REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
            "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
-
-
-def _t(el: ET.Element | None, path: str) -> str | None:
-    if el is None:
-        return None
-    found = el.find(path)
-    if found is None or found.text is None:
-        return None
-    value = found.text.strip()
-    return value or None
-
-
-def _num(el: ET.Element, *paths: str) -> float | None:
-    for p in paths:
-        v = number(_t(el, p))
-        if v is not None:
-            return v
-    return None
 
 
 def _int(el: ET.Element, *paths: str) -> int | None:

@@ -40,7 +40,7 @@ def number(text: str | None) -> float | None:
     return float(m.group())
 
 
-def _text(el: ET.Element | None, path: str) -> str | None:
+def element_text(el: ET.Element | None, path: str) -> str | None:
     if el is None:
         return None
     found = el.find(path)
@@ -50,9 +50,9 @@ def _text(el: ET.Element | None, path: str) -> str | None:
     return value or None
 
 
-def _first_number(gpu: ET.Element, *paths: str) -> float | None:
+def first_number(gpu: ET.Element, *paths: str) -> float | None:
     for path in paths:
-        value = number(_text(gpu, path))
+        value = number(element_text(gpu, path))
         if value is not None:
             return value
     return None
@@ -77,47 +77,47 @@ def parse_xml(xml_text: str) -> GpuInventory:
                 if (child.text or "").strip() == "Active":
                     reasons.append(re.sub(r"^clocks_(event|throttle)_reasons?_", "", child.tag))
         cc = None
-        major, minor = _text(gpu, "compute_capability/major"), _text(gpu, "compute_capability/minor")
+        major, minor = element_text(gpu, "compute_capability/major"), element_text(gpu, "compute_capability/minor")
         if major and minor:
             cc = f"{major}.{minor}"
-        numa = _text(gpu, "numa_node") or _text(gpu, "pci/numa_node")
+        numa = element_text(gpu, "numa_node") or element_text(gpu, "pci/numa_node")
         gpus.append(
             GpuInfo(
                 # nvidia-smi lists GPUs in index order (the index --query-gpu and topo -m use). minor_number is
                 # the /dev/nvidiaN number: in a container given host GPU 3 it is 3 while the index is 0.
                 index=i,
-                name=_text(gpu, "product_name") or "unknown",
-                architecture=_text(gpu, "product_architecture"),
+                name=element_text(gpu, "product_name") or "unknown",
+                architecture=element_text(gpu, "product_architecture"),
                 compute_cap=cc,
-                pci_bus_id=gpu.get("id") or _text(gpu, "pci/pci_bus_id"),
-                uuid=_text(gpu, "uuid"),
-                memory_total_mib=number(_text(gpu, "fb_memory_usage/total")),
-                memory_used_mib=number(_text(gpu, "fb_memory_usage/used")),
-                power_draw_w=_first_number(
+                pci_bus_id=gpu.get("id") or element_text(gpu, "pci/pci_bus_id"),
+                uuid=element_text(gpu, "uuid"),
+                memory_total_mib=number(element_text(gpu, "fb_memory_usage/total")),
+                memory_used_mib=number(element_text(gpu, "fb_memory_usage/used")),
+                power_draw_w=first_number(
                     gpu,
                     "gpu_power_readings/instant_power_draw",
                     "gpu_power_readings/power_draw",
                     "gpu_power_readings/average_power_draw",
                     "power_readings/power_draw",
                 ),
-                power_limit_w=_first_number(
+                power_limit_w=first_number(
                     gpu,
                     "gpu_power_readings/current_power_limit",
                     "gpu_power_readings/power_limit",
                     "power_readings/power_limit",
                 ),
-                sm_clock_mhz=number(_text(gpu, "clocks/sm_clock")),
-                sm_clock_max_mhz=number(_text(gpu, "max_clocks/sm_clock")),
-                mem_clock_mhz=number(_text(gpu, "clocks/mem_clock")),
-                utilization_pct=number(_text(gpu, "utilization/gpu_util")),
-                temperature_c=number(_text(gpu, "temperature/gpu_temp")),
+                sm_clock_mhz=number(element_text(gpu, "clocks/sm_clock")),
+                sm_clock_max_mhz=number(element_text(gpu, "max_clocks/sm_clock")),
+                mem_clock_mhz=number(element_text(gpu, "clocks/mem_clock")),
+                utilization_pct=number(element_text(gpu, "utilization/gpu_util")),
+                temperature_c=number(element_text(gpu, "temperature/gpu_temp")),
                 clocks_throttle_reasons=reasons,
                 numa_node=int(numa) if numa and numa.isdigit() else None,
             )
         )
     return GpuInventory(
-        driver_version=_text(root, "driver_version"),
-        cuda_version=_text(root, "cuda_version"),
+        driver_version=element_text(root, "driver_version"),
+        cuda_version=element_text(root, "cuda_version"),
         gpus=gpus,
     )
 

@@ -10,19 +10,10 @@ import subprocess
 import sys
 import time
 
-from support.blocking import COMMAND as BLOCKING, blocking_path
+from support.blocking import COMMAND as BLOCKING, blocking_path, wait_for
 from support.cli import ROOT, cli_env, investigate, one_line
 
 SEED = ROOT / "transcripts" / "seed-rtx-pro-6000-fp4.jsonl"
-
-
-def _wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _stuck_agents(d):
@@ -47,7 +38,7 @@ def _interrupt_a_stuck_run(tmp_path, transcript):
     proc = _popen("why is FP4 slow", "--offline", "--agents", agents if agents.exists() else _stuck_agents(agents),
                   "--transcript", transcript, "--no-progress", tmp_path=tmp_path)
     try:
-        assert _wait_for(lambda: transcript.exists() and '"tool":"shell"' in transcript.read_text())
+        assert wait_for(lambda: transcript.exists() and '"tool":"shell"' in transcript.read_text())
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)

@@ -16,7 +16,7 @@ from orchestrator.api import investigate
 from orchestrator.events import AgentFinished, ToolCall, ToolResult
 from orchestrator.settings import Settings
 from orchestrator.transcript import read_transcript
-from support.blocking import COMMAND as BLOCKING, blocking_path
+from support.blocking import COMMAND as BLOCKING, blocking_path, wait_for
 
 
 def write_agents(d):
@@ -33,15 +33,6 @@ def write_agents(d):
         "---\nname: steady\ndescription: needs no host\ntools: [knowledge_search]\nplan:\n"
         "  - {tool: knowledge_search, args: {query: fp4 tensor cores}}\n---\nsteady\n")
     return d
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_ctrl_c_cancels_every_subagent_and_ends_the_transcript_with_a_cancelled_run(tmp_path):

@@ -7,6 +7,7 @@ The shell policy refuses reading FIFOs and devices (they can hang the machine), 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 COMMAND = "nvidia-smi -q"
@@ -20,3 +21,13 @@ def blocking_path(tmp_path: Path) -> str:
     exe.write_text("#!/bin/sh\nexec sleep 300\n")
     exe.chmod(0o755)
     return os.pathsep.join([str(bindir), os.environ.get("PATH", "")])
+
+
+def wait_for(predicate, timeout: float = 30.0) -> bool:
+    """Poll predicate every 50 ms until it holds (True) or timeout seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False

@@ -17,23 +17,19 @@ The command policy is the one every host has: tools check argv before it gets he
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
 import shutil
-from pathlib import Path
 from typing import Any
 
-from orchestrator.hosts.base import CommandResult, HostError
+from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.errors import HostConfigError, HostUnreachable
 from orchestrator.hosts.local import LocalHost
 from orchestrator.hosts.multi import HostEntry
-from orchestrator.hosts.policy import unsafe_read
+from orchestrator.hosts.remote_io import find_via_run, read_via_run
 from orchestrator.settings import Settings
 
-_WALK_SOURCE = (Path(__file__).parent / "walk.py").read_text()
-_READ_SCRIPT = 'if [ ! -e "$1" ]; then exit 44; fi; if [ ! -f "$1" ]; then exit 45; fi; exec head -c "$2" -- "$1"'
 _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-\[\],]*$")
 _GRACE_S = 15.0
 """Seconds srun may take beyond the command's own limit (step launch and teardown)."""
@@ -234,31 +230,11 @@ class SlurmHost:
                               f"{self.node}`")
 
     async def read_file(self, path: str, *, max_bytes: int = 1_000_000) -> bytes:
-        why = unsafe_read(path)
-        if why is not None:
-            raise PermissionError(f"not opened on {self.name}: {why}")
-        res = await self.run(["sh", "-c", _READ_SCRIPT, "sh", path, str(max_bytes)],
-                             timeout_s=self.settings.command_timeout_s, max_output=max_bytes)
-        if res.exit_code == 44:
-            raise FileNotFoundError(f"{path} does not exist on {self.name}")
-        if res.exit_code == 45:
-            raise OSError(f"{path} on {self.name} is not a regular file (a directory, device or pipe): not opened")
-        if res.timed_out:
-            raise TimeoutError(f"reading {path} on {self.name} timed out")
-        if res.exit_code != 0:
-            raise OSError(f"cannot read {path} on {self.name}: {res.stderr.strip()[:300]}")
-        return res.stdout.encode("utf-8", "surrogateescape")
+        return await read_via_run(self, path, max_bytes, self.settings.command_timeout_s)
 
     async def find(self, root: str, pattern: str = "*", *, max_results: int = 10_000) -> list[str]:
-        params = json.dumps({"root": root, "pattern": pattern, "max_results": max_results})
-        res = await self.run(["python3", "-c", _WALK_SOURCE, params], timeout_s=self.settings.command_timeout_s,
-                             max_output=max(self.settings.command_output_bytes, max_results * 1024))
-        if res.timed_out:
-            raise TimeoutError(f"listing {root} on {self.name} timed out")
-        try:
-            return list(json.loads(res.stdout)["paths"])
-        except (ValueError, KeyError, TypeError):
-            raise HostError(f"listing {root} on {self.name} failed: {res.stderr.strip()[:300]}") from None
+        return await find_via_run(self, root, pattern, max_results, self.settings.command_timeout_s,
+                                  self.settings.command_output_bytes)
 
     async def aclose(self) -> None:
         """Nothing to release: every command was its own job step."""

@@ -1,0 +1,49 @@
+"""File reads and listings for hosts that only run commands (Slurm steps, `kubectl exec`).
+
+Both go through the host's own `run`, so the command policy, timeouts and caps apply: a read is `head -c` behind
+existence and regular-file checks (exit 44 / 45), a listing is `walk.py` sent to the remote `python3`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from orchestrator.hosts.base import HostError
+from orchestrator.hosts.policy import unsafe_read
+
+_WALK_SOURCE = (Path(__file__).parent / "walk.py").read_text()
+_READ_SCRIPT = 'if [ ! -e "$1" ]; then exit 44; fi; if [ ! -f "$1" ]; then exit 45; fi; exec head -c "$2" -- "$1"'
+
+
+async def read_via_run(host: Any, path: str, max_bytes: int, timeout_s: float) -> bytes:
+    """Up to max_bytes of a regular file on host; FileNotFoundError, PermissionError or OSError otherwise."""
+    why = unsafe_read(path)
+    if why is not None:
+        raise PermissionError(f"not opened on {host.name}: {why}")
+    res = await host.run(["sh", "-c", _READ_SCRIPT, "sh", path, str(max_bytes)], timeout_s=timeout_s,
+                         max_output=max_bytes)
+    if res.exit_code == 44:
+        raise FileNotFoundError(f"{path} does not exist on {host.name}")
+    if res.exit_code == 45:
+        raise OSError(f"{path} on {host.name} is not a regular file (a directory, device or pipe): not opened")
+    if res.timed_out:
+        raise TimeoutError(f"reading {path} on {host.name} timed out")
+    if res.exit_code != 0:
+        raise OSError(f"cannot read {path} on {host.name}: {res.stderr.strip()[:300]}")
+    return res.stdout.encode("utf-8", "surrogateescape")
+
+
+async def find_via_run(host: Any, root: str, pattern: str, max_results: int, timeout_s: float,
+                       output_bytes: int) -> list[str]:
+    """Paths under root on host whose basename matches pattern, in one command."""
+    params = json.dumps({"root": root, "pattern": pattern, "max_results": max_results})
+    res = await host.run(["python3", "-c", _WALK_SOURCE, params], timeout_s=timeout_s,
+                         max_output=max(output_bytes, max_results * 1024))
+    if res.timed_out:
+        raise TimeoutError(f"listing {root} on {host.name} timed out")
+    try:
+        return list(json.loads(res.stdout)["paths"])
+    except (ValueError, KeyError, TypeError):
+        raise HostError(f"listing {root} on {host.name} failed: {res.stderr.strip()[:300]}") from None

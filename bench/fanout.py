@@ -19,11 +19,11 @@ import anyio
 from pydantic import BaseModel
 
 from orchestrator.agentdefs import load_agents
-from orchestrator.api import _execute
 from orchestrator.context import RunInputs
 from orchestrator.events import AgentFinished
 from orchestrator.tools.task import TaskTool
 from orchestrator.models.doubles import DoublesBackend, ScriptedModel, call, respond
+from orchestrator.run import Run
 from orchestrator.settings import Settings
 from orchestrator.tools.base import Tool, ToolOutput, ToolRegistry
 from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
@@ -74,9 +74,10 @@ async def one(n: int, tmp: Path) -> dict:
     backend = DoublesBackend({"lead": lead}, default=worker)
     agents, reg, settings = load_agents([d]), registry(), Settings()
     started = time.perf_counter()
-    result = await _execute(inputs=RunInputs(question="bench"), settings=settings, backend=backend,
-                            agents=agents, registry=reg, transcript=tmp / f"run{n}.jsonl",
-                            host_opener=None)
+    async with Run(inputs=RunInputs(question="bench"), settings=settings, backend=backend, agents=agents,
+                   registry=reg, transcript=tmp / f"run{n}.jsonl") as run:
+        await run.investigate()
+    result = run.result
     wall = time.perf_counter() - started
     subs = [e for e in result.events if isinstance(e, AgentFinished) and e.agent_id != "lead"]
     assert result.status == "ok" and len(subs) == n and all(e.status == "ok" for e in subs)

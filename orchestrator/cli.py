@@ -63,7 +63,7 @@ MAX_QUESTION_CHARS = 2000
 
 BAD_INPUT: list[tuple[str, str]] = [
     ("orchestrator.agentdefs", "AgentDefError"),
-    ("orchestrator.api", "InputError"),
+    ("orchestrator.errors", "InputError"),
     ("orchestrator.hosts.base", "HostError"),
     ("orchestrator.observations", "ObservationsError"),
     ("orchestrator.transcript", "TranscriptError"),

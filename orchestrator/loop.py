@@ -7,6 +7,7 @@ ended it. Whatever happens, the agent yields an `AgentResult` and every tool cal
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -60,6 +61,15 @@ class RunInterrupted(RunAbort):
     def __init__(self, original: BaseException):
         super().__init__(f"interrupted ({type(original).__name__})")
         self.original = original
+
+
+def cancelled_exc_class() -> type[BaseException]:
+    """anyio's cancellation exception, or asyncio's when no event loop runs any more (a coroutine only being closed
+    after an interrupt stopped its loop), where asking anyio raises instead of matching."""
+    try:
+        return anyio.get_cancelled_exc_class()
+    except RuntimeError:
+        return asyncio.CancelledError
 
 
 def first_leaf(exc: BaseException) -> BaseException:
@@ -226,7 +236,7 @@ class AgentRunner:
                 if self.ctx.outbox.get("submitted") is None:  # already reported: no second report turn
                     with anyio.move_on_after(reserve):
                         await self._final_turn(error)
-        except anyio.get_cancelled_exc_class():
+        except cancelled_exc_class():
             self._finish("cancelled", "cancelled by the caller", started)
             raise
         except RunInterrupted:

@@ -23,6 +23,7 @@ import re
 import shutil
 from typing import Any
 
+from orchestrator.errors import InputError
 from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.errors import HostConfigError, HostUnreachable
 from orchestrator.hosts.local import LocalHost
@@ -101,8 +102,6 @@ def pod_problem(p: dict[str, Any]) -> str | None:
 async def k8s_entries(selector: str, settings: Settings | None = None, *, namespace: str | None = None,
                       container: str | None = None, context: str | None = None) -> list[HostEntry]:
     """One host entry per selected pod; a pod that cannot be probed is an entry with its error (a gap)."""
-    from orchestrator.api import InputError
-
     if shutil.which("kubectl") is None:
         raise InputError("--k8s needs kubectl on PATH (configured for the cluster: kubeconfig, context)")
     if container is not None and not _NAME.match(container):

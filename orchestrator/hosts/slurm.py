@@ -23,6 +23,7 @@ import shlex
 import shutil
 from typing import Any
 
+from orchestrator.errors import InputError
 from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.errors import HostConfigError, HostUnreachable
 from orchestrator.hosts.local import LocalHost
@@ -96,8 +97,6 @@ async def expand_nodes(spec: str) -> list[str]:
 
 async def slurm_entries(spec: str, settings: Settings | None = None) -> list[HostEntry]:
     """The host entries of `--slurm SPEC`: one per node, reached through srun (inside the allocation if any)."""
-    from orchestrator.api import InputError
-
     try:
         nodes = await expand_nodes(spec)
     except HostConfigError as exc:

@@ -7,14 +7,11 @@ import time
 
 import anyio
 
-from orchestrator.api import _execute
-from orchestrator.agentdefs import load_agents
-from orchestrator.context import RunInputs
 from orchestrator.events import AgentFinished, RunFinished, ToolCall, ToolResult
 from orchestrator.models.doubles import DoublesBackend, ScriptedModel, call, respond
 from orchestrator.settings import Settings
 from orchestrator.transcript import read_transcript
-from support.core import core_registry, write_agents
+from support.core import run_lead, write_agents
 
 
 def lead_dispatching(names, cite="ev-1.1"):
@@ -35,9 +32,8 @@ def sleeper(seconds):
 
 
 async def run(tmp_path, agents, backend, settings=None):
-    return await _execute(inputs=RunInputs(question="why is it slow"), settings=settings or Settings(),
-                          backend=backend, agents=load_agents([agents]), registry=core_registry(),
-                          transcript=tmp_path / "t.jsonl", host_opener=None)
+    return await run_lead(agents, backend, settings=settings, transcript=tmp_path / "t.jsonl",
+                          question="why is it slow")
 
 
 async def test_three_subagents_run_concurrently_taking_about_the_slowest(tmp_path):

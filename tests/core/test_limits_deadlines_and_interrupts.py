@@ -8,16 +8,13 @@ import json
 import anyio
 import pytest
 
-from orchestrator.agentdefs import load_agents
-from orchestrator.api import _execute
-from orchestrator.context import RunInputs
 from orchestrator.events import AgentFinished, ModelCall, RunFinished, ToolCall, ToolResult
 from orchestrator.messages import Usage
 from orchestrator.models.doubles import DoublesBackend, ScriptedModel, call, respond
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import Tool, ToolOutput
 from orchestrator.transcript import read_transcript
-from support.core import SleepInput, core_registry, write_agents
+from support.core import SleepInput, core_registry, run_lead, write_agents
 
 
 def lead(names, cite="ev-1.1"):
@@ -27,9 +24,7 @@ def lead(names, cite="ev-1.1"):
 
 
 async def run(tmp_path, agents, backend, settings=None, registry=None):
-    return await _execute(inputs=RunInputs(question="q"), settings=settings or Settings(), backend=backend,
-                          agents=load_agents([agents]), registry=registry or core_registry(),
-                          transcript=tmp_path / "t.jsonl", host_opener=None)
+    return await run_lead(agents, backend, settings=settings, registry=registry, transcript=tmp_path / "t.jsonl")
 
 
 def busy(usage_per_turn):

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from orchestrator.agentdefs import load_agents
-from orchestrator.api import _execute
-from orchestrator.context import RunInputs
 from orchestrator.events import AgentFinished, ModelCall
 from orchestrator.messages import Usage
 from orchestrator.models.doubles import DoublesBackend, ScriptedModel, call, respond
 from orchestrator.settings import Settings
-from support.core import core_registry, write_agents
+from support.core import run_lead, write_agents
 
 
 def busy_then_report(usage_per_turn: int = 0):
@@ -36,9 +33,7 @@ def lead(names):
 
 
 async def run(tmp_path, agents, backend, settings=None):
-    return await _execute(inputs=RunInputs(question="q"), settings=settings or Settings(), backend=backend,
-                          agents=load_agents([agents]), registry=core_registry(), transcript=tmp_path / "t.jsonl",
-                          host_opener=None)
+    return await run_lead(agents, backend, settings=settings, transcript=tmp_path / "t.jsonl")
 
 
 async def test_turn_cap_ends_agent_with_turn_limit_after_a_final_report_turn(tmp_path):

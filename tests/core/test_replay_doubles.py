@@ -6,12 +6,9 @@ import json
 
 import pytest
 
-from orchestrator.agentdefs import load_agents
-from orchestrator.api import _execute, replay
-from orchestrator.context import RunInputs
+from orchestrator.api import replay
 from orchestrator.models.doubles import DoublesBackend, ScriptedModel, call, respond
-from orchestrator.settings import Settings
-from support.core import core_registry, write_agents
+from support.core import core_registry, run_lead, write_agents
 
 
 @pytest.fixture
@@ -27,9 +24,7 @@ async def recorded(tmp_path):
     lead = ScriptedModel([respond(*[call("task", agent=n, brief=f"brief {n}") for n in "abc"]),
                           respond(call("submit_diagnosis", verdict="recorded verdict", causes=[cause]))])
     path = tmp_path / "run.jsonl"
-    result = await _execute(inputs=RunInputs(question="q"), settings=Settings(),
-                            backend=DoublesBackend({"lead": lead}, default=sub), agents=load_agents([agents]),
-                            registry=core_registry(), transcript=path, host_opener=None)
+    result = await run_lead(agents, DoublesBackend({"lead": lead}, default=sub), transcript=path)
     assert result.status == "ok"
     return path, result
 

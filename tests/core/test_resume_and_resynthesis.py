@@ -6,14 +6,11 @@ from datetime import datetime, timezone
 
 import anyio
 
-from orchestrator.agentdefs import load_agents
-from orchestrator.api import _execute, replay, resume
-from orchestrator.context import RunInputs
+from orchestrator.api import replay, resume
 from orchestrator.events import AgentFinished, AgentStarted, ModelCall, Notice, RunFinished
 from orchestrator.models.doubles import DoublesBackend, ScriptedModel, call, respond
-from orchestrator.settings import Settings
 from orchestrator.transcript import read_transcript
-from support.core import core_registry, write_agents
+from support.core import core_registry, run_lead, write_agents
 
 CAUSE = {"title": "t", "explanation": "e", "confidence": 0.5, "evidence": ["ev-1.1"]}
 
@@ -36,9 +33,8 @@ async def interrupted_run(tmp_path):
     agents = write_agents(tmp_path / "agents", {"quick": {}, "slow": {}})
     path = tmp_path / "interrupted.jsonl"
     with anyio.move_on_after(1.0):
-        await _execute(inputs=RunInputs(question="q"), settings=Settings(),
-                       backend=DoublesBackend({"lead": lead(), "quick": worker(0.05), "slow": worker(60)}),
-                       agents=load_agents([agents]), registry=core_registry(), transcript=path, host_opener=None)
+        await run_lead(agents, DoublesBackend({"lead": lead(), "quick": worker(0.05), "slow": worker(60)}),
+                       transcript=path)
     return path
 
 
@@ -67,9 +63,8 @@ async def test_resume_reuses_finished_subagents_and_reruns_only_the_rest(tmp_pat
 async def test_replay_with_another_backend_keeps_subagents_and_resynthesizes(tmp_path):
     agents = write_agents(tmp_path / "agents", {"quick": {}, "slow": {}})
     path = tmp_path / "full.jsonl"
-    first = await _execute(inputs=RunInputs(question="q"), settings=Settings(),
-                           backend=DoublesBackend({"lead": lead(), "quick": worker(0), "slow": worker(0)}),
-                           agents=load_agents([agents]), registry=core_registry(), transcript=path, host_opener=None)
+    first = await run_lead(agents, DoublesBackend({"lead": lead(), "quick": worker(0), "slow": worker(0)}),
+                           transcript=path)
     assert first.status == "ok"
     other = {"title": "other", "explanation": "re-synthesized", "confidence": 0.9, "evidence": ["ev-2.1"]}
     new_lead = ScriptedModel([respond(*[call("task", agent=n, brief=f"do {n}") for n in ("quick", "slow")]),

@@ -10,14 +10,14 @@ import re
 
 from support.staged_host import stage_host
 
-from orchestrator import api
+from orchestrator.api import normalize_observations
 from orchestrator.agentdefs import load_agents
 from orchestrator.context import RunInputs
 from orchestrator.events import ToolResult
 from orchestrator.hosts.local import LocalHost
 from orchestrator.models.offline import OfflineBackend
 from orchestrator.settings import Settings
-from orchestrator.tools.registry import default_registry
+from orchestrator.run import Run
 
 GLM = {"name": "GLM-5-NVFP4", "quantization": "nvfp4", "num_layers": 78, "num_experts": 256, "top_k": 8,
        "hidden_size": 6144, "moe_intermediate_size": 2048}
@@ -35,15 +35,13 @@ async def run_staged(tmp_path, variant, question, observations, log_text=None):
         p = tmp_path / "server.log"
         p.write_text(log_text)
         logs = [str(p)]
-    inputs = RunInputs(question=question, host="local", observations=api._observations(observations), logs=logs,
+    inputs = RunInputs(question=question, host="local", observations=normalize_observations(observations), logs=logs,
                        python=staged.python)
 
-    async def opener():
-        return staged.wrap(LocalHost())
-
-    result = await api._execute(inputs=inputs, settings=Settings(power_sample_s=0.2), backend=OfflineBackend(),
-                                agents=load_agents([]), registry=default_registry(), transcript=False,
-                                host_opener=opener)
+    async with Run(inputs=inputs, settings=Settings(power_sample_s=0.2), backend=OfflineBackend(),
+                   agents=load_agents([]), transcript=False, host=staged.wrap(LocalHost())) as run:
+        await run.investigate()
+    result = run.result
     assert result.status == "ok", result.error
     d = result.diagnosis
     recorded = {e.evidence_id: e for e in result.events if isinstance(e, ToolResult)}

@@ -7,6 +7,10 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel, Field
 
+from orchestrator.agentdefs import load_agents
+from orchestrator.context import Backend, RunInputs
+from orchestrator.run import InvestigationResult, Run
+from orchestrator.settings import Settings
 from orchestrator.tools.task import TaskTool
 from orchestrator.tools.base import Tool, ToolOutput, ToolRegistry
 from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
@@ -56,3 +60,12 @@ def write_agents(d: Path, subagents: dict[str, dict] | None = None, lead_tools=(
         lines += [f"{k}: {v}" for k, v in extra.items()]
         (d / f"{name}.md").write_text("---\n" + "\n".join(lines) + "\n---\nYou are " + name + ".\n")
     return d
+
+
+async def run_lead(agents: Path, backend: Backend, *, transcript: Path | None | bool, settings: Settings | None = None,
+                   registry: ToolRegistry | None = None, question: str = "q") -> InvestigationResult:
+    """One hostless run of the lead defined in `agents` (see write_agents) on `backend`, through `Run`."""
+    async with Run(inputs=RunInputs(question=question), settings=settings or Settings(), backend=backend,
+                   agents=load_agents([agents]), registry=registry or core_registry(), transcript=transcript) as run:
+        await run.investigate()
+    return run.result

@@ -35,10 +35,10 @@ sys.path.insert(0, str(ROOT))
 
 CACHED_SMI = """#!/bin/sh
 # nvidia-smi answered from files after its first call with the same arguments (bench only: see the docstring)
-d={cache}; k=$(printf '%s\\n' "$@" | md5sum | cut -c1-32)
-if [ -f "$d/$k.out" ]; then cat "$d/$k.out"; exit "$(cat "$d/$k.rc")"; fi
+d={cache}; k=$(printf '%s\\n' "$@" | /usr/bin/md5sum | /usr/bin/cut -c1-32)
+if [ -f "$d/$k.out" ]; then /usr/bin/cat "$d/$k.out"; exit "$(/usr/bin/cat "$d/$k.rc")"; fi
 {real} "$@" > "$d/$k.$$" 2>/dev/null; rc=$?
-echo "$rc" > "$d/$k.rc"; mv "$d/$k.$$" "$d/$k.out"; cat "$d/$k.out"; exit "$rc"
+echo "$rc" > "$d/$k.rc"; /usr/bin/mv "$d/$k.$$" "$d/$k.out"; /usr/bin/cat "$d/$k.out"; exit "$rc"
 """
 
 
@@ -83,6 +83,9 @@ def _run_once(n: int, in_flight: int, tmp: Path) -> dict:
     sick = stage_host(tmp / "sick", variant=SICK)
     for i, st in enumerate((healthy, sick)):
         st.env["INVESTIGATE_STAGED_TAG"] = f"bench-{uuid.uuid4().hex}"
+        # a GPU machine keeps its real nvidia-smi in /usr/bin, which staging drops from PATH: the staged one comes
+        # first anyway, and the probes need the rest of /usr/bin
+        st.env["PATH"] += "".join(f":{d}" for d in ("/usr/bin", "/bin") if d not in st.env["PATH"].split(":"))
         _cache_nvidia_smi(st.bin, tmp / f"smi-cache-{i}")
     sshds = []
     try:

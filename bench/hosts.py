@@ -118,7 +118,8 @@ def _run_once(n: int, in_flight: int, tmp: Path) -> dict:
 
 def _child(n: int, in_flight: int) -> dict:
     out = subprocess.run([sys.executable, __file__, "--child", str(n), "--in-flight", str(in_flight)],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))})
     if out.returncode != 0:
         raise SystemExit(f"run over {n} host(s) failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])

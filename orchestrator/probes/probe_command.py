@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from orchestrator.context import RunInputs
 from orchestrator.observations import load_observations
 from orchestrator.probes.results import ProbeModel
 from orchestrator.settings import load_settings
+
+if TYPE_CHECKING:
+    from orchestrator.probes.measure_models import CommSweep, GemmSweep
 
 
 async def probe_main(*, host: str | None, ssh_config: str | None, python: str | None, observations: Path | None,
@@ -42,7 +45,13 @@ def render_probes(probes: list[ProbeModel], console: Any) -> None:
     from orchestrator.tools.benchmarks import comm_text, gemm_text
     from orchestrator.tools.probes import summarize
 
-    text = {"gemm_sweep": gemm_text, "comm_sweep": comm_text}
     for p in probes:
         console.rule(Text(f"{p.kind} on {p.host}"))  # a host like [fe80::1] is not rich markup
-        console.print(text.get(p.kind, summarize)(p), markup=False, highlight=False)
+        # a probe's kind names its model (the sweeps' kind is a Literal of their own)
+        if p.kind == "gemm_sweep":
+            body = gemm_text(cast("GemmSweep", p))
+        elif p.kind == "comm_sweep":
+            body = comm_text(cast("CommSweep", p))
+        else:
+            body = summarize(p)
+        console.print(body, markup=False, highlight=False)

@@ -1,4 +1,5 @@
-"""`investigate probe`: run the probes on a host without any agent, and print what they found."""
+"""`investigate probe`: run the probes on a host without any agent (`orchestrator.render.summaries.render_probes`
+prints what they found)."""
 
 from __future__ import annotations
 
@@ -35,14 +36,3 @@ async def probe_main(*, host: str | None, ssh_config: str | None, python: str | 
     finally:
         await h.aclose()
 
-
-def render_probes(probes: list[ProbeModel], console: Any) -> None:
-    from rich.text import Text
-
-    from orchestrator.tools.benchmarks import comm_text, gemm_text
-    from orchestrator.tools.probes import summarize
-
-    text = {"gemm_sweep": gemm_text, "comm_sweep": comm_text}
-    for p in probes:
-        console.rule(Text(f"{p.kind} on {p.host}"))  # a host like [fe80::1] is not rich markup
-        console.print(text.get(p.kind, summarize)(p), markup=False, highlight=False)

@@ -256,7 +256,7 @@ def _comm_vs_gemm(eid: str, sweep: CommSweep, obs: Observations | None,
         # timing) that a serving engine's CUDA graphs mostly avoid. Count only what the transfer adds.
         base = allreduce_seconds(sweep.points, 1, msg) if run.tp > 1 else None
         t_ar = max(t_raw - base, 0.0) if base is not None and base < t_raw else t_raw
-        overhead = "" if t_ar == t_raw else (
+        overhead = "" if t_ar == t_raw or base is None else (  # t_ar differs from t_raw only with a base
             f" (measured {t_raw * 1e6:.1f} µs per call, of which {base * 1e6:.1f} µs is the harness's per-call "
             f"overhead seen on groups of one; counted: {t_ar * 1e6:.1f} µs)")
         cost = step_cost(batch=b, tp=run.tp, num_layers=model.num_layers, hidden=model.hidden_size, allreduce_s=t_ar,
@@ -311,6 +311,6 @@ def measure_findings(evidence: list[Evidence], observations: Observations | None
     for eid, sw in gemms:
         out.extend(gemm_findings(eid, sw, observations))
     usable = next(((eid, sw) for eid, sw in gemms if sw.available and sw.peaks), None)
-    for eid, sw in comms:
-        out.extend(comm_findings(eid, sw, observations, usable))
+    for eid, csw in comms:
+        out.extend(comm_findings(eid, csw, observations, usable))
     return out

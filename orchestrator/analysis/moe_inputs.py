@@ -16,7 +16,8 @@ def compute_peak(spec: knowledge.GpuSpec, caps: knowledge.ArchCaps | None, dtype
         t = "fp8" if knowledge.native_mma("fp8", cc) else "bf16"
     if t == "fp8" and knowledge.native_mma("fp8", cc) is False:
         t = "bf16"
-    return spec.tflops.get(t), t
+    key = knowledge.tflops_key(t)
+    return (spec.tflops.get(key) if key is not None else None), t
 
 
 def weight_only(caps: knowledge.ArchCaps | None, dtype: str | None) -> bool:

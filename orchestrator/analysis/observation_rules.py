@@ -40,12 +40,16 @@ class ScalingComparison(BaseModel):
     reasoning: str
 
 
+PowerPattern = Literal["stall", "compute", "idle", "unclear"]
+"""What power against the limit says the SMs do: wait (stall), run math (compute), little at all (idle), or unclear."""
+
+
 class PowerReading(BaseModel):
     power_w: float
     limit_w: float
     fraction: float
     busy: float | None
-    pattern: Literal["stall", "compute", "idle", "unclear"]
+    pattern: PowerPattern
     reasoning: str
 
 
@@ -106,6 +110,7 @@ def read_power(power_w: float | None, limit_w: float | None, busy: float | None)
         return None
     frac = power_w / limit_w
     busy_txt = f" at {busy * 100:.0f} % utilization" if busy is not None else ""
+    pattern: PowerPattern
     if busy is not None and busy >= BUSY_FRACTION and frac < LOW_POWER_FRACTION:
         pattern, why = "stall", (
             f"{power_w:.0f} W of {limit_w:.0f} W ({frac * 100:.0f} %){busy_txt}: the GPU is occupied but draws little "

@@ -2,7 +2,7 @@
 
 A rule is `(EvidenceView) -> list[Finding]`; `RULES` is the list the offline backend runs, and other modules may
 append to it. A rule claims only what its cited evidence shows: no GPU evidence, no GPU claims; error results are
-never cited. Numbers a finding rests on go in `data["numbers"]` as `orchestrator.diagnosis.Number` dicts.
+never cited. Numbers a finding rests on go in `data["numbers"]` as `orchestrator.diagnosis.Number`s.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_rooflin
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import entry as catalog_entry
 from orchestrator.analysis.signals import entry_words, fill
+from orchestrator.diagnosis import Number
 
 Rule = Callable[[EvidenceView], list[Finding]]
 
@@ -61,17 +62,18 @@ def _triton_moe_configs_matter(v: EvidenceView) -> tuple[bool, str]:
         return False, "the model is dense (no experts), so no fused-MoE kernel runs"
     dtype, _ = v.workload_dtype()
     g = v.gpu
-    if _runs_weight_only(g, dtype):
-        return False, (f"a {dtype} MoE on CC {g.cc} has no {_lowp_class(dtype).upper()} tensor cores and runs through "
+    cls = _lowp_class(dtype)
+    if g is not None and cls is not None and _runs_weight_only(g, dtype):  # weight-only needs both
+        return False, (f"a {dtype} MoE on CC {g.cc} has no {cls.upper()} tensor cores and runs through "
                        "weight-only Marlin MoE kernels, which do not read these files")
-    if _lowp_class(dtype) == "fp4":
+    if cls == "fp4":
         return False, (f"a {dtype} MoE runs through FP4 MoE kernels (CUTLASS / FlashInfer / Marlin), which do not read "
                        "the Triton fused-MoE configs")
     return True, ""
 
 
-def _num(name: str, value: float, unit: str, source: str, peak: float | None = None, note: str = "") -> dict:
-    return {"name": name, "value": round(float(value), 4), "unit": unit, "peak": peak, "source": source, "note": note}
+def _num(name: str, value: float, unit: str, source: str, peak: float | None = None, note: str = "") -> Number:
+    return Number(name=name, value=round(float(value), 4), unit=unit, peak=peak, source=source, note=note)
 
 
 def _gpu_label(g: HostGpu) -> str:
@@ -166,7 +168,7 @@ def fp4_without_tensor_cores(v: EvidenceView) -> list[Finding]:
     g = v.gpu
     dtype, ids = v.workload_dtype()
     cls = _lowp_class(dtype)
-    if g is None or g.caps is None or not _runs_weight_only(g, dtype):
+    if g is None or g.caps is None or cls is None or not _runs_weight_only(g, dtype):  # weight-only needs a cls
         return []
     bf16 = g.spec.tflops.get("bf16") if g.spec else None
     fp8 = g.spec.tflops.get("fp8") if g.spec and g.caps.fp8_tensor_cores and cls == "fp4" else None
@@ -247,9 +249,11 @@ def autotune_not_persisted(v: EvidenceView) -> list[Finding]:
         # expected, and says little about a serving stack.
         serving = [t for t in tuners if t != "triton"]
         dtype, dids = v.workload_dtype()
-        weight_only = _runs_weight_only(v.gpu, dtype)
-        extra = (f" This {dtype} workload runs weight-only Marlin kernels on CC {v.gpu.cc}, which pick their tiles by "
-                 "heuristics rather than an autotuner, so this matters less here." if weight_only else "")
+        gpu = v.gpu
+        weight_only = _runs_weight_only(gpu, dtype)
+        extra = (f" This {dtype} workload runs weight-only Marlin kernels on CC {gpu.cc}, which pick their tiles by "
+                 "heuristics rather than an autotuner, so this matters less here."
+                 if weight_only and gpu is not None else "")  # weight-only implies a GPU
         out.append(Finding(
             id="autotune-not-persisted", category="autotune", entry="autotune-not-persisted",
             confidence=0.4 if weight_only or not serving else 0.8, evidence=ids + (dids if weight_only else []),
@@ -436,7 +440,7 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
              f"~{r.intensity:,.0f} FLOP/B against a ridge point of ~{r.ridge:,.0f} FLOP/B "
              f"({r.ridge / r.intensity:.0f}x below): they are {r.bound}-bound and must be judged by GB/s, not TFLOPS.")
     oe = v.observations_evidence
-    comm_limited = bool(oe) and any(c.verdict == "communication" for c in analyze_observations(oe[1]).comparisons)
+    comm_limited = oe is not None and any(c.verdict == "communication" for c in analyze_observations(oe[1]).comparisons)
     if comm_limited:
         # the GEMMs' roofline class is not the workload's bound: the experiment puts the limit in the all-reduce
         claim = claim.replace(f"they are {r.bound}-bound and must be judged by GB/s, not TFLOPS.",
@@ -456,7 +460,7 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
         claim += f" With {r.tile_m}-row MMA tiles {r.tile_waste * 100:.0f} % of the tile rows are padding."
         nums.append(_num("MMA tile rows wasted", r.tile_waste * 100, "%", src, note=f"tile M={r.tile_m}"))
     frac = achieved / r.tokens_per_s_ceiling if achieved and r.tokens_per_s_ceiling else None
-    if frac is not None and frac < FAR_BELOW_ROOF and r.batch <= SMALL_BATCH:
+    if frac is not None and achieved is not None and frac < FAR_BELOW_ROOF and r.batch <= SMALL_BATCH:  # frac: achieved
         return [_far_below_every_roof(v, r, ids, nums, achieved, run, frac)]
     if frac is not None and frac < FAR_BELOW_ROOF:
         # a large batch far below the expert-weight floor: attention's KV-cache reads may be the memory traffic
@@ -488,7 +492,7 @@ FAR_BELOW_ROOF = 0.05
 workload to be memory-bound: the time goes to latency (launches, synchronisation, host) or communication."""
 
 
-def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str], nums: list[dict],
+def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str], nums: list[Number],
                           achieved: float, run: str, frac: float) -> Finding:
     """Throughput so far below the roofline that neither weight streaming nor math explains the step time."""
     e = catalog_entry("decode-far-below-every-roof")
@@ -616,8 +620,8 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
             continue
         num = _num("power draw", reading.power_w, "W", ids[0], peak=reading.limit_w,
                    note=f"at {reading.busy * 100:.0f} % busy" if reading.busy is not None else "")
-        comm = bool(oe) and any(c.verdict == "communication" for c in analyze_observations(oe[1]).comparisons)
-        if reading.pattern == "stall" and comm:
+        comm = oe is not None and any(c.verdict == "communication" for c in analyze_observations(oe[1]).comparisons)
+        if reading.pattern == "stall" and comm and oe is not None:  # comm holds only with observations
             out.append(Finding(
                 id="power-stall", category="power", confidence=0.7, evidence=list(dict.fromkeys(ids + [oe[0].id])),
                 claim=reading.reasoning + " With throughput rising as all-reduce groups shrink, the waiting is on "
@@ -668,7 +672,7 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
         caps = knowledge.arch_caps(inv.gpus[0].compute_cap) if inv.gpus else None
         iss = catalog_entry("pcie-tp-allreduce")
         oe = v.observations_evidence
-        ruled_out = bool(oe) and any(c.verdict == "gemm" for c in analyze_observations(oe[1]).comparisons)
+        ruled_out = oe is not None and any(c.verdict == "gemm" for c in analyze_observations(oe[1]).comparisons)
         claim = (f"{inv.count} GPUs with no NVLink between them (topology: {', '.join(sorted({l.kind for l in topo.links}))}): "
                  f"TP all-reduces cross PCIe.")
         if caps and caps.cc in iss.scope.ccs:

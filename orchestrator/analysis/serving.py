@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from orchestrator.analysis.roofline import bytes_per_elem, experts_touched
 
@@ -98,8 +99,7 @@ class PhaseFloor:
     bytes: float
     intensity: float
     ridge: float
-    bound: str
-    """compute | memory"""
+    bound: Literal["compute", "memory"]
     floor_ms: float
     compute_ms: float
     memory_ms: float
@@ -160,8 +160,8 @@ class PhaseVerdict:
     floor: PhaseFloor
     ratio: float
     """measured / floor."""
-    bound: str
-    """What bounds this phase at the measured batch: compute | memory | latency | communication."""
+    bound: Literal["compute", "memory", "latency", "communication"]
+    """What bounds this phase at the measured batch."""
     reason: str
 
 
@@ -182,6 +182,7 @@ def question_phase(question: str) -> str | None:
 def judge_decode(measured_ms: float, label: str, floor: PhaseFloor, *, cuda_graphs: bool | None, tp: int,
                  nvlink: bool | None) -> PhaseVerdict:
     ratio = measured_ms / floor.floor_ms if floor.floor_ms > 0 else float("inf")
+    bound: Literal["compute", "memory", "latency", "communication"]
     if cuda_graphs is False and floor.tokens <= 64 and ratio >= LAUNCH_BOUND_RATIO:
         bound, reason = "latency", (f"{ratio:.1f}x its memory floor at batch {floor.tokens} with CUDA graphs off: "
                                     "each step launches every kernel from the CPU, so decode is launch-bound")

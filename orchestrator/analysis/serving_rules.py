@@ -76,19 +76,19 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
                     return m[n]
             return None
 
-        itl = h("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
-                "sglang:inter_token_latency_seconds", "trtllm_time_per_output_token_seconds",
-                "time_per_output_token_seconds")
+        itl_m = h("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+                  "sglang:inter_token_latency_seconds", "trtllm_time_per_output_token_seconds",
+                  "time_per_output_token_seconds")
         ttft = h("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds",
                  "trtllm_time_to_first_token_seconds", "time_to_first_token_seconds")
         running = next((m[n].value for n in ("vllm:num_requests_running", "sglang:num_running_reqs",
                                              "tgi_batch_current_size") if n in m and m[n].value), None)
         prompt = h("vllm:request_prompt_tokens")
-        if itl or ttft:
+        if itl_m or ttft:
             out.append({"ev": None, "label": f"the engine's /metrics ({eng.metrics.url})",
                         "batch": int(running) if running else None,
                         "input_len": prompt.mean if prompt else None,
-                        "itl_ms": itl.p50 * 1e3 if itl and itl.p50 is not None else None, "itl_name": "median ITL",
+                        "itl_ms": itl_m.p50 * 1e3 if itl_m and itl_m.p50 is not None else None, "itl_name": "median ITL",
                         "ttft_ms": ttft.p50 * 1e3 if ttft and ttft.p50 is not None else None, "model": None})
     return out
 

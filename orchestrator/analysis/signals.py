@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -197,7 +197,8 @@ def _bindings(conds: Iterable[Condition], hf: HostFacts) -> list[str | None]:
             m = rx.match(fk)
             if m:
                 found.setdefault(m.group(1), None)
-    return sorted(found, key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s)) or [None]
+    ordered: list[str | None] = [*sorted(found, key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s))]
+    return ordered or [None]
 
 
 def check(cond: Condition, hf: HostFacts, binding: str | None) -> tuple[bool, list[Fact], str]:
@@ -223,8 +224,10 @@ def check(cond: Condition, hf: HostFacts, binding: str | None) -> tuple[bool, li
         if want is not None:
             a = _num(val)
             ok &= a is not None and cmp(a, float(want))
-    for op, cmp in (("eq_fact", None), ("ne_fact", None), ("lt_fact", float.__lt__), ("le_fact", float.__le__),
-                    ("gt_fact", float.__gt__), ("ge_fact", float.__ge__)):
+    fact_ops: tuple[tuple[str, Callable[[float, float], bool] | None], ...] = (
+        ("eq_fact", None), ("ne_fact", None), ("lt_fact", float.__lt__), ("le_fact", float.__le__),
+        ("gt_fact", float.__gt__), ("ge_fact", float.__ge__))
+    for op, fact_cmp in fact_ops:
         other_key = getattr(cond, op)
         if other_key is None:
             continue
@@ -234,11 +237,11 @@ def check(cond: Condition, hf: HostFacts, binding: str | None) -> tuple[bool, li
             continue
         used.append(other)
         a, b = _num(val), _num(other.value)
-        if cmp is None:
+        if fact_cmp is None:
             same = (a == b * cond.ratio) if a is not None and b is not None else _eq(val, other.value)
             ok &= same if op == "eq_fact" else not same
         else:
-            ok &= a is not None and b is not None and cmp(a, b * cond.ratio)
+            ok &= a is not None and b is not None and fact_cmp(a, b * cond.ratio)
     if cond.in_ is not None:
         ok &= any(_eq(val, x) for x in cond.in_)
     if cond.not_in is not None:

@@ -7,9 +7,10 @@ import re
 from orchestrator.analysis import node_view
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
-from orchestrator.diagnosis import Cause, Gap, Number, Recommendation, SubmittedDiagnosis, sentence_case
+from orchestrator.diagnosis import Bound, Cause, Gap, Number, Recommendation, SubmittedDiagnosis, sentence_case
 from orchestrator.evidence import Evidence
 from orchestrator.findings import AgentResult, Finding
+from orchestrator.findings import Bound as FindingBound
 from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
@@ -59,7 +60,15 @@ def _catalog_bound(findings: list[Finding], comm_ruled_out: bool) -> Finding | N
     return max(cands, key=lambda f: f.confidence, default=None)
 
 
-def _bound(findings: list[Finding]) -> tuple[str, str, Finding | None]:
+def _as_bound(bound: FindingBound | None, default: Bound) -> Bound:
+    """A finding's bound as a diagnosis states it: `gemm` (the per-GPU GEMMs, memory or compute not settled) is
+    unknown there; none is the default."""
+    if bound is None:
+        return default
+    return "unknown" if bound == "gemm" else bound
+
+
+def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     """The bound, its reasoning, and the catalog finding that set it (ranked first), if one did."""
     by_id = {f.id: f for f in findings}
     comm = by_id.get("parallelism-points-at-communication")
@@ -84,7 +93,7 @@ def _bound(findings: list[Finding]) -> tuple[str, str, Finding | None]:
         if moe and moe.bound != setter.bound:
             parts.append(f"(The decode roofline alone would say {moe.bound}-bound: {moe.short or moe.title}; the "
                          f"fault above comes first.)")
-        return setter.bound or "unknown", " ".join(parts), setter
+        return _as_bound(setter.bound, "unknown"), " ".join(parts), setter
     if far:
         parts = [far.short]
         pointers = [f for f in findings if f is not far and f.bound in ("latency", "communication")]
@@ -95,9 +104,9 @@ def _bound(findings: list[Finding]) -> tuple[str, str, Finding | None]:
         if gemm:
             parts.append("The parallelism experiment puts the difference between layouts in the per-GPU GEMMs, but "
                          "at this throughput the GEMMs' floor is a small part of the step.")
-        return far.bound or "latency", " ".join(parts), far
+        return _as_bound(far.bound, "latency"), " ".join(parts), far
     if moe:
-        bound = moe.bound or "memory"
+        bound = _as_bound(moe.bound, "memory")
         parts = [moe.short or moe.claim]
         if gemm:
             parts.append("The parallelism experiment puts the cost in the per-GPU GEMMs, not all-reduce.")
@@ -111,7 +120,7 @@ def _bound(findings: list[Finding]) -> tuple[str, str, Finding | None]:
     serving = [f for f in findings if f.id in ("serving-decode-vs-roofline", "serving-prefill-vs-roofline") and f.bound]
     serving.sort(key=lambda f: (not f.data.get("asked"), f.id != "serving-decode-vs-roofline"))
     if serving and not gemm:
-        return serving[0].bound or "unknown", serving[0].short or serving[0].claim, serving[0]
+        return _as_bound(serving[0].bound, "unknown"), serving[0].short or serving[0].claim, serving[0]
     if gemm:
         return "unknown", ("The parallelism experiment puts the cost in the per-GPU GEMMs, but no roofline evidence "
                            "separates memory- from compute-bound."), None

@@ -8,11 +8,12 @@ every entry carries its source. Each fact lives in one file and is read through 
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -20,6 +21,18 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # schemas built on first use: CLI start-up
+
+
+TflopsKey = Literal["fp4", "fp6", "fp8", "bf16", "fp16", "tf32", "int8"]
+"""A gpus.yaml `tflops` key: the dtypes a GPU's dense tensor peaks are listed for."""
+
+_TFLOPS_KEYS: frozenset[str] = frozenset(get_args(TflopsKey))
+
+
+def tflops_key(name: str) -> TflopsKey | None:
+    """A tensor dtype name (`tensor_dtype`'s answer) as a `tflops` key; None for one with no such column (fp32, an
+    unknown name), which `tflops.get` would answer None for too."""
+    return cast(TflopsKey, name) if name in _TFLOPS_KEYS else None  # checked against the Literal's own values
 
 
 class GpuSpec(_Strict):
@@ -34,7 +47,7 @@ class GpuSpec(_Strict):
     """NVIDIA compute capability ("9.0"); AMD: the gfx target ("gfx942")."""
     sms: int | None = None
     """Streaming multiprocessors (AMD: compute units)."""
-    tflops: dict[Literal["fp4", "fp6", "fp8", "bf16", "fp16", "tf32", "int8"], float | None] = Field(default_factory=dict)
+    tflops: dict[TflopsKey, float | None] = Field(default_factory=dict)
     """Dense tensor TFLOPS (int8: TOPS) per dtype; None = not verified. GeForce parts: FP32-accumulate rates."""
     tflops_note: str | None = None
     mem_bw_gbs: float | None = None
@@ -55,7 +68,8 @@ class GpuSpec(_Strict):
 
     def peak_tflops(self, dtype: str) -> float | None:
         """Dense peak for a dtype name as the roofline uses it (nvfp4/mxfp4 -> fp4)."""
-        return self.tflops.get(tensor_dtype(dtype))
+        key = tflops_key(tensor_dtype(dtype))
+        return self.tflops.get(key) if key is not None else None
 
     def ridge_flop_per_byte(self, dtype: str) -> float | None:
         peak = self.peak_tflops(dtype)
@@ -178,7 +192,7 @@ class CacheCandidate(_Strict):
     """The library adds the device ordinal to the file name unless it has %d: match any ordinal."""
 
     @property
-    def env_vars(self) -> list[str]:
+    def env_vars(self) -> builtins.list[str]:  # builtins: the `list` field above shadows the type in this class
         return re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", self.path)
 
 
@@ -538,10 +552,10 @@ def search(query: str, limit: int = 12) -> list[dict[str, Any]]:
         ccs = ", ".join(str(c) for c in b.ccs)
         consider("backend", f"{b.library} {b.op} {b.backend}", f"supported CCs: {ccs}. {b.note or ''}".strip(), b.source)
     for c in cache_specs():
-        f = c.info()
+        fmt = c.info()
         consider("cache", f"{c.library} {c.name} ({c.format})",
-                 f"paths: {', '.join(x.path for x in c.locations)}; env: {', '.join(c.env_vars)}; {f.content} "
-                 f"{' '.join(f.notes)} Fix: {' '.join(f.fix)}", "; ".join(f.sources))
+                 f"paths: {', '.join(x.path for x in c.locations)}; env: {', '.join(c.env_vars)}; {fmt.content} "
+                 f"{' '.join(fmt.notes)} Fix: {' '.join(fmt.fix)}", "; ".join(fmt.sources))
     for g in gpus():
         consider("gpu", g.name, f"{g.arch} CC {g.cc} {' '.join(g.aliases)} {' '.join(g.disputes)}", g.source)
     scored.sort(key=lambda x: (-x[0], x[1]))

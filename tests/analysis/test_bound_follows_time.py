@@ -12,7 +12,7 @@ from support.evidence import SEED_OBS, ev, inventory, obs_ev, pyenv
 
 from orchestrator.analysis import synthesize
 from orchestrator.analysis.synthesis import _bound
-from orchestrator.findings import Finding
+from orchestrator.findings import AgentResult, Finding
 from orchestrator.observations import Observations
 
 GLM = SEED_OBS["model"]
@@ -92,3 +92,14 @@ def test_a_catalog_fault_with_a_bound_sets_it_and_ranks_first():
     gemm = _f("parallelism-rules-out-allreduce", bound="gemm", category="observation")
     assert _bound([moe, comm, gemm])[0] == "memory"
     assert _bound([moe, comm])[0] == "communication"
+
+
+def test_an_agents_gemm_bound_on_a_bound_setting_finding_is_unknown_in_the_diagnosis():
+    # `gemm` (memory or compute not settled) is a finding's bound, not a diagnosis's: an agent's finding under one of
+    # the ids the bound is read from used to reach SubmittedDiagnosis as "gemm" and fail its validation
+    evs = [ev("e1", inventory(), tool="gpu_inventory")]
+    for fid in ("decode-far-below-every-roof", "moe-decode-memory-bound", "serving-decode-vs-roofline"):
+        agent = _f(fid, bound="gemm", short="the agent's reading")
+        d = synthesize("why is decode slow?", None, evs,
+                       [AgentResult(agent_id="a2", name="kernels", status="ok", findings=[agent])])
+        assert d.bound == "unknown", fid

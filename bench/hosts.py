@@ -35,10 +35,10 @@ sys.path.insert(0, str(ROOT))
 
 CACHED_SMI = """#!/bin/sh
 # nvidia-smi answered from files after its first call with the same arguments (bench only: see the docstring)
-d={cache}; k=$(printf '%s\\n' "$@" | md5sum | cut -c1-32)
-if [ -f "$d/$k.out" ]; then cat "$d/$k.out"; exit "$(cat "$d/$k.rc")"; fi
+d={cache}; k=$(printf '%s\\n' "$@" | /usr/bin/md5sum | /usr/bin/cut -c1-32)
+if [ -f "$d/$k.out" ]; then /usr/bin/cat "$d/$k.out"; exit "$(/usr/bin/cat "$d/$k.rc")"; fi
 {real} "$@" > "$d/$k.$$" 2>/dev/null; rc=$?
-echo "$rc" > "$d/$k.rc"; mv "$d/$k.$$" "$d/$k.out"; cat "$d/$k.out"; exit "$rc"
+echo "$rc" > "$d/$k.rc"; /usr/bin/mv "$d/$k.$$" "$d/$k.out"; /usr/bin/cat "$d/$k.out"; exit "$rc"
 """
 
 
@@ -50,6 +50,22 @@ def _cache_nvidia_smi(bindir: Path, cache: Path) -> None:
     (bindir / "nvidia-smi").rename(real)
     (bindir / "nvidia-smi").write_text(CACHED_SMI.format(cache=cache, real=real))
     (bindir / "nvidia-smi").chmod(0o755)
+
+
+def _cpu_s(sshd_pids: list[int]) -> float:
+    """CPU seconds spent so far by this process (all threads, and children it reaped) and by every sshd with the
+    sessions it reaped: what one investigation costs the machine, whatever else runs on it."""
+    tick = os.sysconf("SC_CLK_TCK")
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    for pid in sshd_pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    return total
 
 
 def _run_once(n: int, in_flight: int, tmp: Path) -> dict:
@@ -67,6 +83,9 @@ def _run_once(n: int, in_flight: int, tmp: Path) -> dict:
     sick = stage_host(tmp / "sick", variant=SICK)
     for i, st in enumerate((healthy, sick)):
         st.env["INVESTIGATE_STAGED_TAG"] = f"bench-{uuid.uuid4().hex}"
+        # a GPU machine keeps its real nvidia-smi in /usr/bin, which staging drops from PATH: the staged one comes
+        # first anyway, and the probes need the rest of /usr/bin
+        st.env["PATH"] += "".join(f":{d}" for d in ("/usr/bin", "/bin") if d not in st.env["PATH"].split(":"))
         _cache_nvidia_smi(st.bin, tmp / f"smi-cache-{i}")
     sshds = []
     try:
@@ -76,17 +95,22 @@ def _run_once(n: int, in_flight: int, tmp: Path) -> dict:
         cfg = write_config(tmp / "ssh_config", sshds)
         names = [s.alias for s in sshds]
         settings = Settings(power_sample_s=0.5, hosts_in_flight=in_flight)
+        cpu0 = _cpu_s([s.proc.pid for s in sshds])
         t0 = time.perf_counter()
         result = anyio.run(lambda: investigate("why is one replica slower?", host=names if n > 1 else names[0],
                                                ssh_config=str(cfg), offline=True, transcript=False,
                                                settings=settings))
         wall = time.perf_counter() - t0
+        time.sleep(0.3)  # the sshds reap their finished sessions (their CPU joins the listener's cutime/cstime)
+        cpu = _cpu_s([s.proc.pid for s in sshds]) - cpu0
     finally:
         for s in sshds:
             s.stop()
     d = result.diagnosis
     odd = [o.host for t in (d.fleet or []) for o in t.outliers] if d else []
-    return {"hosts": n, "status": result.status, "wall_s": round(wall, 2), "odd": odd,
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return {"hosts": n, "status": result.status, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "self_cpu_s": round(me.ru_utime + me.ru_stime, 2), "odd": odd,
             "expected_odd": names[n // 2] if n > 1 else None,
             "maxrss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "gaps": len(d.gaps) if d else None}
@@ -94,7 +118,8 @@ def _run_once(n: int, in_flight: int, tmp: Path) -> dict:
 
 def _child(n: int, in_flight: int) -> dict:
     out = subprocess.run([sys.executable, __file__, "--child", str(n), "--in-flight", str(in_flight)],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))})
     if out.returncode != 0:
         raise SystemExit(f"run over {n} host(s) failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -113,11 +138,14 @@ def main() -> None:
     one = _child(1, a.in_flight)
     many = _child(a.hosts, a.in_flight)
     ratio = many["wall_s"] / one["wall_s"]
-    print(f"1 host:    {one['wall_s']:6.2f} s   peak RSS {one['maxrss_mib']:7.1f} MiB")
-    print(f"{a.hosts} hosts: {many['wall_s']:6.2f} s   peak RSS {many['maxrss_mib']:7.1f} MiB   "
-          f"({ratio:.2f}x the time of one host; {a.in_flight} hosts in flight)")
+    per_host = (many["cpu_s"] - one["cpu_s"]) / max(1, a.hosts - 1)
+    print(f"1 host:    {one['wall_s']:6.2f} s   CPU {one['cpu_s']:6.2f} s   peak RSS {one['maxrss_mib']:7.1f} MiB")
+    print(f"{a.hosts} hosts: {many['wall_s']:6.2f} s   CPU {many['cpu_s']:6.2f} s   peak RSS {many['maxrss_mib']:7.1f} MiB   "
+          f"({ratio:.2f}x the time of one host; {a.in_flight} hosts in flight; {os.cpu_count()} cores)")
+    print(f"CPU per additional host (sshd, probes on the host, this process): {per_host * 1e3:.0f} ms")
     print(f"odd host named: {many['odd']} (staged: {many['expected_odd']}); status {many['status']}")
-    print(json.dumps({"one": one, "many": many, "ratio": round(ratio, 2)}))
+    print(json.dumps({"one": one, "many": many, "ratio": round(ratio, 2), "cpu_per_host_ms": round(per_host * 1e3),
+                      "cores": os.cpu_count()}))
 
 
 if __name__ == "__main__":

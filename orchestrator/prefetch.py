@@ -1,10 +1,14 @@
 """Prefetch: a run starts its host's read-only probes as soon as the host is connected (`probes.session` shares them).
 
+In a multi-host run every host also gets its survey (node, engine and interpreter discovery in one round trip,
+`probes.survey`), bounded by the run's host gate like any other command on the host.
+
 What the prongs ask for is then already under way; each tool call takes the shared result (README, Performance).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -13,6 +17,10 @@ import anyio
 
 if TYPE_CHECKING:
     from orchestrator.context import RunContext
+
+
+SURVEYED = {"node_health", "engine_config", "python_env"}
+"""Tools whose default calls the host survey of a multi-host run answers (python_env through its discovery)."""
 
 
 def _prefetchable(run: "RunContext") -> set[str]:
@@ -33,7 +41,15 @@ async def prefetch(run: "RunContext") -> AsyncIterator[None]:
         return
     from orchestrator.tools.probes import default_probe_calls  # the default call of each probe tool
 
-    calls = default_probe_calls(run.inputs, run.settings, host, _prefetchable(run))
+    tools = _prefetchable(run)
+    calls = default_probe_calls(run.inputs, run.settings, host, tools)
+    if run.hosts and tools & SURVEYED:
+        # a multi-host run probes every host the same way (the fleet prong): one round trip per host for the
+        # node, engine and interpreter-discovery probes instead of three (probes.survey)
+        from orchestrator.probes.survey import survey
+
+        logs = list(run.inputs.logs)
+        calls += [functools.partial(survey, h, logs) for h in run.hosts.values()]
     if not calls:
         yield
         return

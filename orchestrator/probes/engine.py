@@ -18,6 +18,7 @@ from orchestrator.probes.engine_models import (
     EngineInstance, EngineLogLine, EngineMetricsScrape, EngineReport, LogState, SettingValue,
 )
 from orchestrator.probes.runner import ProbeUnavailable, run_script
+from orchestrator.probes.session import shared
 
 MAX_LINES = 6000
 
@@ -139,12 +140,37 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
     return report
 
 
+TIMEOUT_S = 60.0
+
+
+def engine_params(log_paths: list[str], metrics: bool = True) -> dict[str, Any]:
+    """The engine script's parameters (the same whether it runs alone or in the host survey)."""
+    return {"logs": list(log_paths), "metrics": metrics, "timeout_s": 2.0, "max_metrics_bytes": 2_000_000,
+            "max_log_lines": 4000, "max_config_bytes": 65536}
+
+
+def engine_key(log_paths: list[str], metrics: bool = True) -> tuple[Any, ...]:
+    """The probe session's key of an engine probe (probes.session; the host survey fills it)."""
+    return ("engine_config", tuple(log_paths), bool(metrics))
+
+
+def engine_from(host_name: str, data: dict[str, Any] | ProbeUnavailable, log_paths: list[str]) -> EngineReport:
+    if isinstance(data, ProbeUnavailable):
+        return EngineReport(host=host_name, available=False, reason=str(data))
+    return build_report(host_name, data, log_paths)
+
+
 async def collect_engine_report(host: Host, log_paths: list[str], *, metrics: bool = True,
-                                timeout_s: float = 60.0) -> EngineReport:
-    params = {"logs": list(log_paths), "metrics": metrics, "timeout_s": 2.0, "max_metrics_bytes": 2_000_000,
-              "max_log_lines": 4000, "max_config_bytes": 65536}
+                                timeout_s: float = TIMEOUT_S) -> EngineReport:
     try:
-        data = await run_script(host, "python3", "engine", params, timeout_s=timeout_s)
+        data: dict[str, Any] | ProbeUnavailable = await run_script(
+            host, "python3", "engine", engine_params(log_paths, metrics), timeout_s=timeout_s, isolated=True)
     except ProbeUnavailable as exc:
-        return EngineReport(host=host.name, available=False, reason=str(exc))
-    return build_report(host.name, data, log_paths)
+        data = exc
+    return engine_from(host.name, data, log_paths)
+
+
+async def engine_report(host: Host, log_paths: list[str], *, metrics: bool = True) -> EngineReport:
+    """collect_engine_report, or what the host survey already read for the same arguments (for one caller)."""
+    return await shared(host, engine_key(log_paths, metrics),
+                        lambda: collect_engine_report(host, log_paths, metrics=metrics), once=True)

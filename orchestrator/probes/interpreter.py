@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes.runner import ProbeUnavailable, run_script
+from orchestrator.probes.session import shared
 
 SERVER_ENV_KEYS = [
     "HOME", "XDG_CACHE_HOME", "VIRTUAL_ENV", "FLASHINFER_WORKSPACE_BASE", "FLASHINFER_AUTOTUNER_LOAD_FROM_FILE",
@@ -123,6 +124,21 @@ async def verify(host: Host, python: str) -> str:
     return lines[0]
 
 
+DISCOVER_KEY = ("discover",)
+"""The probe session's key of the discover script's result (probes.session; the host survey fills it)."""
+DISCOVER_TIMEOUT_S = 30.0
+
+
+def discover_params() -> dict[str, Any]:
+    return {"env_keys": SERVER_ENV_KEYS}
+
+
+async def discover(host: Host) -> dict[str, Any]:
+    """The running servers' interpreters, environment and cwd (scripts/discover.py, one round trip)."""
+    return await run_script(host, "python3", "discover", discover_params(), timeout_s=DISCOVER_TIMEOUT_S,
+                            isolated=True)
+
+
 async def resolve(host: Host, python: str | None = None) -> Interpreter:
     """Look for running servers with python3 (one round trip) and choose; `python` wins when given.
 
@@ -131,7 +147,7 @@ async def resolve(host: Host, python: str | None = None) -> Interpreter:
     if python:
         await verify(host, python)
     try:
-        discovered = await run_script(host, "python3", "discover", {"env_keys": SERVER_ENV_KEYS}, timeout_s=30)
+        discovered = await shared(host, DISCOVER_KEY, lambda: discover(host), once=True)
     except ProbeUnavailable:
         if python:
             return Interpreter(python, "--python", [python])

@@ -45,7 +45,7 @@ async def scan_logs(host: Host, paths: list[str], signatures: Iterable[Any]) -> 
     try:
         data = await run_script(host, "python3", "logscan",
                                 {"paths": paths, "signatures": sigs, "max_matches": MAX_MATCHES,
-                                 "max_unclassified": MAX_UNCLASSIFIED}, timeout_s=120)
+                                 "max_unclassified": MAX_UNCLASSIFIED}, timeout_s=120, isolated=True)
     except ProbeUnavailable:
         return await _scan_by_reading(host, paths, sigs)
     scan = LogScan(

@@ -18,6 +18,7 @@ from orchestrator.probes.node_models import (
 from orchestrator.probes.node_nccl import summarize_nccl
 from orchestrator.probes.node_smi import parse_health_xml, parse_lspci, parse_nvlink
 from orchestrator.probes.runner import ProbeUnavailable, run_script
+from orchestrator.probes.session import shared
 
 
 def _iommu(data: dict[str, Any]) -> str | None:
@@ -109,13 +110,38 @@ def checked(node: NodeHealth) -> list[str]:
     return out
 
 
-async def collect_node_health(host: Host, logs: list[str] | None = None, *, timeout_s: float = 150.0) -> NodeHealth:
-    """GPU health, links, kernel-log Xids, the interconnect and the serving processes' NCCL env, in one round trip."""
-    params = {"logs": list(logs or []), "max_kernel_lines": 400, "max_nccl_lines": 2000}
-    try:
-        data = await run_script(host, "python3", "node", params, timeout_s=timeout_s)
-    except ProbeUnavailable as exc:
-        return NodeHealth(host=host.name, available=False, reason=str(exc), commands=["python3 - (node probe)"])
+TIMEOUT_S = 150.0
+
+
+def node_params(logs: list[str] | None) -> dict[str, Any]:
+    """The node script's parameters for these logs (the same whether it runs alone or in the host survey)."""
+    return {"logs": list(logs or []), "max_kernel_lines": 400, "max_nccl_lines": 2000}
+
+
+def node_key(logs: list[str] | None) -> tuple[Any, ...]:
+    """The probe session's key of a node probe (probes.session; the host survey fills it)."""
+    return ("node_health", tuple(logs or []))
+
+
+def node_from(host_name: str, data: dict[str, Any] | ProbeUnavailable) -> NodeHealth:
+    """The NodeHealth of one host from the script's JSON, or unavailable with the reason it has none."""
+    if isinstance(data, ProbeUnavailable):
+        return NodeHealth(host=host_name, available=False, reason=str(data), commands=["python3 - (node probe)"])
     node = health_from_output(data)
-    node.host = host.name
+    node.host = host_name
     return node
+
+
+async def collect_node_health(host: Host, logs: list[str] | None = None, *, timeout_s: float = TIMEOUT_S) -> NodeHealth:
+    """GPU health, links, kernel-log Xids, the interconnect and the serving processes' NCCL env, in one round trip."""
+    try:
+        data: dict[str, Any] | ProbeUnavailable = await run_script(host, "python3", "node", node_params(logs),
+                                                                   timeout_s=timeout_s, isolated=True)
+    except ProbeUnavailable as exc:
+        data = exc
+    return node_from(host.name, data)
+
+
+async def node_health(host: Host, logs: list[str] | None = None) -> NodeHealth:
+    """collect_node_health, or what the host survey already read for the same logs (a snapshot for one caller)."""
+    return await shared(host, node_key(logs), lambda: collect_node_health(host, logs), once=True)

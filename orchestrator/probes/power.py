@@ -62,7 +62,7 @@ async def sample_power(host: Host, duration_s: float = 3.0, interval_s: float = 
     params = {"duration_s": duration_s, "interval_s": interval_s, "fields": FIELDS}
     command = f"nvidia-smi --query-gpu={FIELDS} --format=csv every {interval_s:g} s for {duration_s:g} s"
     try:
-        data = await run_script(host, "python3", "sampler", params, timeout_s=duration_s + 30)
+        data = await run_script(host, "python3", "sampler", params, timeout_s=duration_s + 30, isolated=True)
     except ProbeUnavailable as exc:
         return PowerSampling(host=host.name, available=False, reason=str(exc), commands=[command],
                              duration_s=duration_s, interval_s=interval_s)

@@ -13,12 +13,21 @@ class ProbeUnavailable(Exception):
     """The probe could not look: no interpreter, or the script failed. The message is one line."""
 
 
+ISOLATED = ["-I", "-S"]
+"""Flags for the stdlib-only scripts run under the host's plain `python3`: isolated mode (no PYTHON* variables, no
+user site, no current directory on sys.path: nothing on the host can shadow `json` or `subprocess`) and no `site`
+(a large environment's .pth files cost more than the probe itself; these scripts import nothing from site-packages).
+Scripts that read the serving interpreter's packages (pyenv, kernels, caches) run with its site, without these."""
+
+
 async def run_script(
-    host: Host, python: str, name: str, params: dict[str, Any], *, timeout_s: float = 120.0
+    host: Host, python: str, name: str, params: dict[str, Any], *, timeout_s: float = 120.0, isolated: bool = False
 ) -> dict[str, Any]:
-    """Send scripts/<name>.py to `python -` with params as JSON on argv[1]; return the JSON it printed."""
+    """Send scripts/<name>.py to `python -` with params as JSON on argv[1]; return the JSON it printed.
+    `isolated`: run it as `python -I -S -` (see ISOLATED)."""
     result = await host.run(
-        [python, "-", json.dumps(params)], stdin=scripts.load(name), timeout_s=timeout_s, max_output=8_000_000
+        [python, *(ISOLATED if isolated else []), "-", json.dumps(params)], stdin=scripts.load(name),
+        timeout_s=timeout_s, max_output=8_000_000
     )
     if result.timed_out:
         raise ProbeUnavailable(f"{name} probe timed out after {timeout_s:g} s under {python}")
@@ -28,6 +37,41 @@ async def run_script(
         tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise ProbeUnavailable(f"{name} probe failed under {python} (exit {result.exit_code}): {tail[:200]}")
     return parse_script_output(name, result.stdout)
+
+
+async def run_bundle(
+    host: Host, python: str, parts: list[tuple[str, dict[str, Any]]], *, timeout_s: float = 180.0,
+    isolated: bool = True,
+) -> dict[str, dict[str, Any] | ProbeUnavailable]:
+    """Run several fixed scripts in one interpreter start and one round trip (scripts/_bundle.py); each part's JSON,
+    or the ProbeUnavailable that says why that part has none (the others are unaffected)."""
+    names = tuple(name for name, _ in parts)
+    label = "+".join(names)
+    result = await host.run(
+        [python, *(ISOLATED if isolated else []), "-", json.dumps({"parts": [[n, p] for n, p in parts]})],
+        stdin=scripts.bundle(names), timeout_s=timeout_s, max_output=8_000_000 * len(parts),
+    )
+    if result.timed_out:
+        raise ProbeUnavailable(f"{label} probes timed out after {timeout_s:g} s under {python}")
+    if result.exit_code == 127:
+        raise ProbeUnavailable(f"interpreter {python} not found on {host.name}")
+    if result.exit_code != 0:
+        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ProbeUnavailable(f"{label} probes failed under {python} (exit {result.exit_code}): {tail[:200]}")
+    outer = parse_script_output(label, result.stdout)
+    out: dict[str, dict[str, Any] | ProbeUnavailable] = {}
+    for name in names:
+        part = outer.get(name)
+        if not isinstance(part, dict):
+            out[name] = ProbeUnavailable(f"{name} probe printed nothing")
+        elif part.get("error"):
+            out[name] = ProbeUnavailable(f"{name} probe failed under {python}: {str(part['error'])[:200]}")
+        else:
+            try:
+                out[name] = parse_script_output(name, str(part.get("stdout") or ""))
+            except ProbeUnavailable as exc:
+                out[name] = exc
+    return out
 
 
 def parse_script_output(name: str, stdout: str) -> dict[str, Any]:

@@ -89,6 +89,44 @@ class ProbeSession:
         return _copy(result)
 
 
+    async def fill(self, keys: list[Hashable], factory: Callable[[], Awaitable[dict[Hashable, Any]]], *,
+                   once: bool = False) -> None:
+        """A prefetch of several probes in one run of `factory` (one round trip for all of them): it returns each
+        key's result, or the exception that key's probe ended with. Keys already there or under way are left as
+        they are (their part is dropped); callers of the others wait for this run as for any probe."""
+        mine: dict[Hashable, _Slot] = {}
+        for key in keys:
+            slot = self.slots.get(key)
+            if slot is None or slot.abandoned or (once and slot.taken):
+                mine[key] = self.slots[key] = _Slot()
+        if not mine:
+            return
+        started = time.monotonic()
+        try:
+            results = await factory()
+        except BaseException as exc:
+            for key, slot in mine.items():
+                if isinstance(exc, anyio.get_cancelled_exc_class()) or not isinstance(exc, Exception):
+                    slot.abandoned = True
+                    if self.slots.get(key) is slot:
+                        del self.slots[key]
+                else:
+                    slot.error = exc
+                slot.done.set()
+            raise
+        for key, slot in mine.items():
+            result = results.get(key)
+            if isinstance(result, BaseException):
+                slot.error = result
+            elif result is None:
+                slot.error = RuntimeError(f"the combined probe returned nothing for {key!r}")
+            else:
+                if isinstance(result, ProbeModel) and result.probe_s is None:
+                    result.probe_s = round(time.monotonic() - started, 4)
+                slot.result = result
+            slot.done.set()
+
+
 def _copy(value: Any) -> Any:
     return value.model_copy(deep=True) if isinstance(value, ProbeModel) else value
 
@@ -111,6 +149,12 @@ async def shared(host: "Host", key: Hashable, factory: Callable[[], Awaitable[T]
 async def start(host: "Host", key: Hashable, factory: Callable[[], Awaitable[Any]], *, once: bool = False) -> None:
     """Run factory now for whoever asks for this key next (a prefetch), unless it is there or under way."""
     await session_of(host).shared(key, factory, once=once, prefetch=True)
+
+
+async def fill(host: "Host", keys: list[Hashable], factory: Callable[[], Awaitable[dict[Hashable, Any]]], *,
+               once: bool = False) -> None:
+    """Prefetch several keys of this host with one factory run (see ProbeSession.fill); `once` as in `shared`."""
+    await session_of(host).fill(keys, factory, once=once)
 
 
 def forget(host: "Host") -> None:

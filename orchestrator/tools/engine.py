@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.engine import collect_engine_report
+from orchestrator.probes.engine import engine_report
 from orchestrator.render.summaries import summarize_engines
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 
@@ -32,7 +32,7 @@ class EngineConfigTool(Tool):
     async def run(self, args: EngineConfigInput, ctx: ToolContext) -> ToolOutput:
         host = ctx.host()
         paths = args.paths or list(ctx.inputs.logs)
-        r = await collect_engine_report(host, paths, metrics=args.metrics)
+        r = await engine_report(host, paths, metrics=args.metrics)
         return ToolOutput(text=summarize_engines(r), data=r.model_dump(mode="json"), untrusted=True, host=host.name)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.node import collect_node_health
+from orchestrator.probes.node import node_health
 from orchestrator.render.summaries import summarize_node
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 
@@ -30,7 +30,7 @@ class NodeHealthTool(Tool):
 
     async def run(self, args: NodeHealthInput, ctx: ToolContext) -> ToolOutput:
         host = ctx.host()
-        node = await collect_node_health(host, args.logs or list(ctx.inputs.logs))
+        node = await node_health(host, args.logs or list(ctx.inputs.logs))
         return ToolOutput(text=summarize_node(node), data=node.model_dump(mode="json"), untrusted=True,
                           host=host.name)
 

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import pytest
 
-SSHD = "/usr/sbin/sshd"
+SSHD = os.environ.get("INVESTIGATE_TEST_SSHD", "/usr/sbin/sshd")
+"""The OpenSSH server the tests start (a machine without Debian's openssh-server may name a copy)."""
 
 
 def free_port() -> int:

@@ -349,7 +349,7 @@ DEFAULT_PACKAGES = {"torch": "2.9.0+cu128", "triton": "3.5.0", "flashinfer-pytho
                     "vllm": "0.11.2"}
 
 
-def _stage_site(site: Path, packages: dict[str, str]) -> None:
+def _stage_site(site: Path, packages: dict[str, str], torch_binary: bool = True) -> None:
     for name, version in packages.items():
         _dist(site, name, version)
     if "torch" in packages:
@@ -364,6 +364,13 @@ def _stage_site(site: Path, packages: dict[str, str]) -> None:
             f"xpu: Optional[str] = None\n"
         )
         (site / "torch" / "__init__.py").write_text(TORCH_INIT)
+        if torch_binary:
+            # torch's CUDA arch list sits in libtorch_python.so as one NUL-terminated string (CUDA_ARCH_FLAGS), which
+            # the pyenv probe reads without importing torch, as on a real host; without the file it imports torch
+            lib = site / "torch" / "lib"
+            lib.mkdir(exist_ok=True)
+            flags = " ".join(["sm_80", "sm_86", "sm_90", "sm_100", "sm_120"])  # TORCH_INIT's get_arch_list()
+            (lib / "libtorch_python.so").write_bytes(b"\x7fELF-staged\x00" + flags.encode() + b"\x00tail")
     if "flashinfer-python" in packages:
         fi = site / "flashinfer"
         heur = fi / "data" / "csrc" / "nv_internal" / "tensorrt_llm" / "kernels" / "cutlass_kernels"
@@ -437,10 +444,11 @@ def stage_host(
     variant: str = "rtx-pro-6000x8",
     caches: Iterable[str] = ("flashinfer_jit",),
     packages: dict[str, str] | None = None,
+    torch_binary: bool = True,
 ) -> StagedHost:
     """Build a staged GPU host under tmp_path. The default is the seed case: 8 x RTX PRO 6000 Blackwell Workstation
     Edition at 330 W of 600 W and 98 % utilization, FlashInfer installed with only a JIT cache and no persisted
-    autotune results."""
+    autotune results. `torch_binary=False` leaves out torch/lib/libtorch_python.so (the probe then imports torch)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
     root = Path(tmp_path) / "staged"
@@ -463,7 +471,7 @@ def stage_host(
         # never another test's: tests on one machine run concurrently.
         "INVESTIGATE_STAGED_TAG": uuid.uuid4().hex,
     }
-    _stage_site(site, DEFAULT_PACKAGES if packages is None else packages)
+    _stage_site(site, DEFAULT_PACKAGES if packages is None else packages, torch_binary)
     _stage_caches(root, home, env, caches)
     staged = StagedHost(root=root, home=home, bin=bindir, site=site, env=env, variant=variant, python=str(py),
                         gpus=gpus)

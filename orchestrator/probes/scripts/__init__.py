@@ -15,6 +15,15 @@ def load(name: str) -> str:
     return prelude() + "\n\n" + _read(name)
 
 
+def bundle(names: tuple[str, ...]) -> str:
+    """The source sent for several fixed scripts run in one interpreter start (`_bundle.py` runs each as `load`
+    would send it alone, in a namespace of its own): the driver, the scripts' sources as string literals, and the
+    call. Names are fixed by the caller's code; each must be a shipped script."""
+    sources = {name: load(name) for name in names}
+    return _read("_bundle") + "\n\nSOURCES = " + repr(sources) + "\nrun_parts(json.loads(sys.argv[1])['parts'], " \
+        "SOURCES)\n"
+
+
 def prelude() -> str:
     """The helpers every probe script shares (`_prelude.py`)."""
     return _read("_prelude")

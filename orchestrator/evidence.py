@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 
 class Evidence(BaseModel):
@@ -17,6 +17,15 @@ class Evidence(BaseModel):
     text: str = ""
     data: dict[str, Any] | None = None
     is_error: bool = False
+    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """What analysis computed from this evidence, by name (recorded evidence does not change): a fleet's comparison
+    reads every host's facts once, not once per agent."""
+
+    def derived(self, name: str, compute: Callable[["Evidence"], Any]) -> Any:
+        """compute(self), once per name (see `_derived`)."""
+        if name not in self._derived:
+            self._derived[name] = compute(self)
+        return self._derived[name]
 
     @property
     def kind(self) -> str | None:

@@ -234,7 +234,7 @@ def host_facts(evidence: Iterable[Evidence]) -> dict[str, dict[str, tuple[FactVa
     for ev in sorted(evidence, key=lambda e: (e.args.get("host") is None, _id_key(e.id))):
         if not ev.host:
             continue
-        facts = evidence_facts(ev)
+        facts = ev.derived("fleet_facts", evidence_facts)
         if not facts:
             continue
         mine = out.setdefault(ev.host, {})

@@ -110,7 +110,7 @@ def connect_blocking(target: SshTarget, settings: Settings, *, depth: int = 0) -
     try:
         if target.proxy_jump is not None:
             jump = connect_blocking(target.proxy_jump, settings, depth=depth + 1)
-            sock = jump.transport.open_channel(  # type: ignore[union-attr]
+            sock = jump.transport.open_channel(  # type: ignore[union-attr]  # connected: it has a transport
                 "direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0), timeout=timeout
             )
         elif target.proxy_command:
@@ -148,10 +148,10 @@ def connect_blocking(target: SshTarget, settings: Settings, *, depth: int = 0) -
             client.close()
             raise
         transport = client.get_transport()
-        transport.set_keepalive(int(max(settings.ssh_keepalive_s, 1)))  # type: ignore[union-attr]
-        if isinstance(transport.sock, socket.socket):  # type: ignore[union-attr]
+        transport.set_keepalive(int(max(settings.ssh_keepalive_s, 1)))
+        if isinstance(transport.sock, socket.socket):
             # small request/response packets: Nagle plus delayed ACKs would add ~40 ms to every command
-            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # type: ignore[union-attr]
+            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return _Conn(client=client, limit=max(settings.ssh_max_channels, 1), jump=jump)
     except BaseException as exc:
         if jump is not None:
@@ -370,8 +370,11 @@ class SshHost:
                         continue
                     await self._cond.wait()
             try:
+                transport = conn.transport
+                if transport is None:  # closed since the check (a reconnect): the same as a transport that died
+                    raise EOFError("the SSH connection was closed")
                 chan = await anyio.to_thread.run_sync(
-                    functools.partial(conn.transport.open_session, timeout=self.settings.ssh_connect_timeout_s)
+                    functools.partial(transport.open_session, timeout=self.settings.ssh_connect_timeout_s)
                 )
                 conn.established += 1
                 return conn, chan

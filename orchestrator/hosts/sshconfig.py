@@ -69,6 +69,11 @@ def parse_destination(dest: str) -> tuple[str | None, str, int | None]:
     return m.group("user"), host, port
 
 
+_PARSED: dict[tuple[str, int, int, int], paramiko.SSHConfig] = {}
+"""Parsed config files by (path, inode, size, mtime): a 64-host run resolves 64 aliases in one file (lookups do
+not change the parsed config; an edited file is parsed again)."""
+
+
 def load_config(path: str | None) -> paramiko.SSHConfig:
     """The ssh config at path, else ~/.ssh/config, else an empty one."""
     if path is not None:
@@ -80,7 +85,16 @@ def load_config(path: str | None) -> paramiko.SSHConfig:
         if not p.is_file():
             return paramiko.SSHConfig()
     try:
-        return paramiko.SSHConfig.from_path(str(p))
+        st = p.stat()
+        key = (str(p.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = _PARSED.get(key)
+        if cached is not None:
+            return cached
+        config = paramiko.SSHConfig.from_path(str(p))
+        if len(_PARSED) >= 8:
+            _PARSED.clear()
+        _PARSED[key] = config
+        return config
     except Exception as exc:  # paramiko raises several types for a malformed file
         raise HostConfigError(f"ssh config {p} cannot be read ({exc}): fix the file or pass another with --ssh-config") from None
 

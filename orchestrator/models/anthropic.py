@@ -132,7 +132,8 @@ def _message_param(message: Message, raw_assistant: dict[str, list[dict[str, Any
         elif isinstance(b, ToolUseBlock):
             content.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
         else:
-            block = {"type": "tool_result", "tool_use_id": b.tool_use_id, "content": b.content or "(empty)"}
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.tool_use_id,
+                                     "content": b.content or "(empty)"}
             if b.is_error:
                 block["is_error"] = True
             content.append(block)
@@ -194,13 +195,15 @@ def parse_response(resp: Any, *, model: str, settings: Settings) -> tuple[ModelR
 def _error_type(exc: anthropic.APIStatusError, secret: str | None = None) -> str:
     """The error's `type` as the server (or a proxy in between) sent it: scrubbed and short, it goes in records."""
     body = exc.body if isinstance(exc.body, dict) else {}
-    err = body.get("error") if isinstance(body.get("error"), dict) else {}
+    raw = body.get("error")
+    err = raw if isinstance(raw, dict) else {}
     return _scrub(str(err.get("type") or type(exc).__name__), secret, limit=80)
 
 
 def _error_message(exc: anthropic.APIStatusError) -> str:
     body = exc.body if isinstance(exc.body, dict) else {}
-    err = body.get("error") if isinstance(body.get("error"), dict) else {}
+    raw = body.get("error")
+    err = raw if isinstance(raw, dict) else {}
     return str(err.get("message") or "")
 
 
@@ -347,9 +350,11 @@ class AnthropicBackend:
                 raise ModelRequestsDisabled(
                     f"anthropic: real model requests are disabled (INVESTIGATE_ALLOW_MODEL_REQUESTS=0); refused a "
                     f"request to {self.base_url_display}; point ANTHROPIC_BASE_URL at a local server or unset it")
-            creds = {"auth_token": self._secret} if self._auth_token else {"api_key": self._secret}
+            # the credential not sent is None, the SDK's default, as when it was left out
             self._client = anthropic.AsyncAnthropic(
-                **creds, base_url=self.base_url, max_retries=0, timeout=self.settings.model_timeout_s
+                api_key=None if self._auth_token else self._secret,
+                auth_token=self._secret if self._auth_token else None,
+                base_url=self.base_url, max_retries=0, timeout=self.settings.model_timeout_s
             )
         return self._client
 

@@ -76,8 +76,10 @@ class RateGate:
         """Close the gate after a 429/529; returns the wait this trip imposes (from now)."""
         self._trips += 1
         self.total_trips += 1
-        finite = retry_after_s is not None and math.isfinite(retry_after_s)
-        wait = retry_after_s if finite else self.backoff(self._trips)
+        if retry_after_s is not None and math.isfinite(retry_after_s):
+            wait = retry_after_s
+        else:
+            wait = self.backoff(self._trips)
         wait = min(max(wait, 0.0), self.max_wait_s)
         # Never shorten a wait another caller already imposed.
         self._reopen_at = max(self._reopen_at, self._clock() + wait)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 from orchestrator.probes.results import ProbeModel
 
@@ -10,6 +10,8 @@ if TYPE_CHECKING:
     from orchestrator.context import RunInputs
     from orchestrator.hosts.base import Host
     from orchestrator.settings import Settings
+
+_M = TypeVar("_M", bound=ProbeModel)
 
 
 async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") -> list[ProbeModel]:
@@ -32,19 +34,20 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
 
     got: dict[str, ProbeModel] = {}
 
-    async def put(name: str, call: Any) -> None:
+    async def put(name: str, call: Callable[[], Awaitable[_M]]) -> _M:
         started = time.monotonic()
         model = await call()
         if model.probe_s is None:
             model.probe_s = round(time.monotonic() - started, 4)
         got[name] = model
+        return model
 
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(put, "power", lambda: sample_power(host, duration_s=settings.power_sample_s))
             tg.start_soon(put, "python_env", lambda: collect_python_env(host, inputs.python))
-            await put("gpus", lambda: collect_gpu_inventory(host))
-            first = got["gpus"].gpus[0] if got["gpus"].gpus else None
+            inventory = await put("gpus", lambda: collect_gpu_inventory(host))
+            first = inventory.gpus[0] if inventory.gpus else None
             shape = expert_shape_from_observations(inputs.parsed_observations())
             tg.start_soon(put, "autotune", lambda: collect_autotune_caches(
                 host, inputs.python, device_name=first.name if first else None, expert_shape=shape))

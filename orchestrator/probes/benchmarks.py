@@ -40,8 +40,8 @@ def gemm_params(observations: Observations | None, budget_s: float) -> dict[str,
     """The GEMM script's parameters: the model's expert shapes and the decode Ms it implies, when known."""
     params: dict[str, Any] = {"budget_s": budget_s, "m": list(DEFAULT_M)}
     model = observations.model if observations else None
-    if model and model.hidden_size and (model.moe_intermediate_size or model.intermediate_size):
-        inter = model.moe_intermediate_size or model.intermediate_size
+    inter = (model.moe_intermediate_size or model.intermediate_size) if model else None
+    if model and model.hidden_size and inter:
         params["shapes"] = [
             {"name": "gate_up", "n": 2 * inter, "k": model.hidden_size},
             {"name": "down", "n": model.hidden_size, "k": inter},

@@ -27,7 +27,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal, cast, overload
 
 from orchestrator import knowledge
 from orchestrator.probes.results import CacheFile, TunedEntry
@@ -59,6 +59,9 @@ def vllm_device_file_name(name: str) -> str:
 
 
 ParseFn = Callable[[str, "str | None", CacheContext, str], CacheFile]
+"""A parser that is also called without the file's text (`needs_text=False`: the file name says enough)."""
+TextParseFn = Callable[[str, str, CacheContext, str], CacheFile]
+"""A parser of the file's text: `parse_cache_file` calls it only with text."""
 
 
 @dataclass(frozen=True)
@@ -72,14 +75,26 @@ PARSERS: dict[str, Parser] = {}
 """Cache format -> its parser."""
 
 
-def parser(*formats: str, needs_text: bool = True) -> Callable[[ParseFn], ParseFn]:
+@overload
+def parser(*formats: str, needs_text: Literal[True] = True) -> Callable[[TextParseFn], TextParseFn]: ...
+
+
+@overload
+def parser(*formats: str, needs_text: Literal[False]) -> Callable[[ParseFn], ParseFn]: ...
+
+
+def parser(
+    *formats: str, needs_text: bool = True
+) -> Callable[[TextParseFn], TextParseFn] | Callable[[ParseFn], ParseFn]:
     """Register fn as the parser of these formats (fn(path, text, ctx, fmt) -> CacheFile)."""
 
-    def register(fn: ParseFn) -> ParseFn:
+    def register(fn: TextParseFn) -> TextParseFn:
         for fmt in formats:
             if fmt in PARSERS:
                 raise ValueError(f"two parsers for cache format {fmt!r}")
-            PARSERS[fmt] = Parser(fn, needs_text)
+            # a text parser is a ParseFn as the registry calls it: parse_cache_file passes None only when
+            # needs_text is False, and the overloads give those a ParseFn
+            PARSERS[fmt] = Parser(cast(ParseFn, fn), needs_text)
         return fn
 
     return register

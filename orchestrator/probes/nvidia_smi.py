@@ -187,10 +187,10 @@ def _cc(value: str | None) -> str | None:
 
 def merge_query(inv: GpuInventory, rows: list[dict[str, str]]) -> GpuInventory:
     """Fill fields the XML lacks (compute capability on most drivers) from query CSV rows, matched by index."""
-    by_index = {}
-    for i, row in enumerate(rows):
-        idx = row.get("index", str(i))
-        by_index[int(idx) if idx.isdigit() else i] = row
+    by_index: dict[int, dict[str, str]] = {}
+    for i, query_row in enumerate(rows):
+        idx = query_row.get("index", str(i))
+        by_index[int(idx) if idx.isdigit() else i] = query_row
     for gpu in inv.gpus:
         row = by_index.get(gpu.index)
         if row is None:

@@ -425,11 +425,9 @@ def _probe_models() -> dict[str, type[ProbeModel]]:
     from orchestrator.probes.measure_models import MEASURE_MODELS
     from orchestrator.probes.node_models import NODE_MODELS
 
-    return {
-        m.model_fields["kind"].default: m
-        for m in (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan, *MEASURE_MODELS,
-                  *NODE_MODELS, EngineReport)
-    }
+    models: tuple[type[ProbeModel], ...] = (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory,
+                                            LogScan, *MEASURE_MODELS, *NODE_MODELS, EngineReport)
+    return {m.model_fields["kind"].default: m for m in models}
 
 
 PROBE_MODELS: dict[str, type[ProbeModel]] = {}

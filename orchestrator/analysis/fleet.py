@@ -222,6 +222,12 @@ def evidence_facts(ev: Evidence) -> dict[str, FactValue]:
     return out
 
 
+def compared_facts(ev: Evidence) -> dict[str, FactValue]:
+    """The facts of one piece of evidence that the comparison weighs (`COMPARED`): kept with the evidence for the
+    run, so they are worked out once per evidence, and only these (a host's full fact set is thousands of keys)."""
+    return {k: v for k, v in evidence_facts(ev).items() if _rule_for(k)[0] > 0}
+
+
 def _id_key(eid: str) -> tuple:
     return tuple(int(x) if x.isdigit() else 0 for x in re.findall(r"\d+", eid)) or (0,)
 
@@ -234,7 +240,7 @@ def host_facts(evidence: Iterable[Evidence]) -> dict[str, dict[str, tuple[FactVa
     for ev in sorted(evidence, key=lambda e: (e.args.get("host") is None, _id_key(e.id))):
         if not ev.host:
             continue
-        facts = ev.derived("fleet_facts", evidence_facts)
+        facts = ev.derived("fleet_facts", compared_facts)
         if not facts:
             continue
         mine = out.setdefault(ev.host, {})

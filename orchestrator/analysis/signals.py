@@ -72,7 +72,7 @@ class HostFacts:
         """The values `*` takes in the fact keys matching `key` (each `*` one whole dot-separated part, the first
         one's value). Indexed once per host: a fleet's catalog asks thousands of times over thousands of facts."""
         if self.__dict__.get("_star_n") != len(self.facts):  # facts were added since: index them again
-            self.__dict__.update(_star_n=len(self.facts), _star_cache={}, _star_index=None)
+            self.__dict__.update(_star_n=len(self.facts), _star_cache={}, _star_groups=None)
         cache = self.__dict__["_star_cache"]
         got = cache.get(key)
         if got is None:
@@ -84,16 +84,27 @@ class HostFacts:
         if parts.count("*") != 1 or any("*" in p for p in parts if p != "*"):  # rare shapes: a regex over the keys
             rx = _pattern(key)
             return list(dict.fromkeys(m.group(1) for fk in self.facts if (m := rx.match(fk))))
-        table: dict[tuple[int, str], dict[str, None]] | None = self.__dict__.get("_star_index")
-        if table is None:
-            table = {}
-            for fk in self.facts:
-                segs = fk.split(".")
-                for i, seg in enumerate(segs):
-                    if seg:
-                        table.setdefault((i, ".".join(segs[:i] + ["*"] + segs[i + 1:])), {}).setdefault(seg, None)
-            self.__dict__["_star_index"] = table
-        return list(table.get((parts.index("*"), key), {}))
+        i = parts.index("*")
+        prefix = "".join(p + "." for p in parts[:i])
+        suffix = "".join("." + p for p in parts[i + 1:])
+        if i == 0:
+            candidates: Iterable[str] = self.facts
+        else:
+            # the keys with as many parts and the same first part (references only: memory stays flat)
+            groups: dict[tuple[int, str], list[str]] | None = self.__dict__.get("_star_groups")
+            if groups is None:
+                groups = {}
+                for fk in self.facts:
+                    groups.setdefault((fk.count(".") + 1, fk.split(".", 1)[0]), []).append(fk)
+                self.__dict__["_star_groups"] = groups
+            candidates = groups.get((len(parts), parts[0]), [])
+        out: dict[str, None] = {}
+        for fk in candidates:
+            if fk.startswith(prefix) and fk.endswith(suffix) and len(fk) > len(prefix) + len(suffix):
+                value = fk[len(prefix):len(fk) - len(suffix)]
+                if "." not in value:
+                    out.setdefault(value, None)
+        return list(out)
 
 
 # --- gathering ----------------------------------------------------------------------------------------------------

@@ -289,7 +289,7 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: 
         if as_json:
             sys.stdout.write(diagnosis.model_dump_json(indent=2) + "\n")
         else:
-            from orchestrator.diagnosis import render_terminal
+            from orchestrator.render.diagnosis import render_terminal
 
             render_terminal(diagnosis, _stdout())
     if result.transcript_path:
@@ -491,8 +491,9 @@ def _show_fleet(events) -> None:
     """Multi-host runs: the fleet comparison of the recorded diagnosis, after the timeline (hosts helper's hook)."""
     from pydantic import ValidationError
 
-    from orchestrator.diagnosis import FleetTable, fleet_markdown, md_text
+    from orchestrator.diagnosis import FleetTable
     from orchestrator.events import DiagnosisSubmitted
+    from orchestrator.render.diagnosis import fleet_markdown, md_text
 
     subs = [e for e in events if isinstance(e, DiagnosisSubmitted)]
     raw = (subs[-1].diagnosis or {}).get("fleet") if subs else None
@@ -514,7 +515,7 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
     _check_writable(output, "-o", "report")
     from pydantic import ValidationError
 
-    from orchestrator.diagnosis import to_markdown
+    from orchestrator.render.diagnosis import to_markdown
     from orchestrator.events import DiagnosisSubmitted
     from orchestrator.render.html import diagnosis_from_events, render_html
     from orchestrator.transcript import read_transcript
@@ -572,7 +573,7 @@ def probe_cmd(
 
         sys.stdout.write(json.dumps([p.model_dump(mode="json") for p in probes], indent=2) + "\n")
     else:
-        from orchestrator.probes.probe_command import render_probes
+        from orchestrator.render.summaries import render_probes
 
         render_probes(probes, _stdout())
     if gemm or comm:

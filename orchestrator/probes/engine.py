@@ -12,7 +12,7 @@ from typing import Any
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes.engine_cmdline import Setting, effective_config, engine_kind, split_command
-from orchestrator.probes.engine_logs import LogFacts, parse_log_lines
+from orchestrator.probes.engine_logs import parse_log_lines
 from orchestrator.probes.engine_metrics import parse_metrics
 from orchestrator.probes.engine_models import (
     EngineInstance, EngineLogLine, EngineMetricsScrape, EngineReport, LogState, SettingValue,
@@ -22,25 +22,8 @@ from orchestrator.probes.session import shared
 
 MAX_LINES = 6000
 
-def _log_state(f: LogFacts) -> LogState:
-    st = f.stats
-    return LogState(
-        selected_backend=f.selected_backend, selected_line=f.selected_line, fallbacks=f.fallbacks[:10],
-        kv_cache_tokens=f.kv_cache_tokens, num_gpu_blocks=f.num_gpu_blocks, max_concurrency=f.max_concurrency,
-        max_concurrency_len=f.max_concurrency_len, graphs_captured=f.graphs_captured,
-        graph_capture_s=f.graph_capture_s, graph_memory_gib=f.graph_memory_gib, eager_line=f.eager_line,
-        preemption_lines=f.preemption_lines, retracted_reqs=f.retracted_reqs,
-        moe_default_config_lines=f.moe_default_config_lines, compile_s=f.compile_s, stats_samples=st.samples,
-        kv_usage_max_pct=st.kv_usage_max_pct, kv_usage_last_pct=st.kv_usage_last_pct, running_max=st.running_max,
-        waiting_max=st.waiting_max, gen_tok_s_max=st.gen_tok_s_max, gen_tok_s_mean=st.gen_tok_s_mean,
-        prompt_tok_s_max=st.prompt_tok_s_max, prefix_hit_rate_pct=st.prefix_hit_rate_pct,
-        cuda_graph_false=st.cuda_graph_false, starts=f.starts, cold_compile_starts=f.cold_compile_starts,
-        warm_compile_starts=f.warm_compile_starts, deepgemm_jit_starts=f.deepgemm_jit_starts,
-    )
-
-
-def _merge_log(settings: dict[str, Setting], f: LogFacts) -> None:
-    for k, s in f.settings.items():
+def _merge_log(settings: dict[str, Setting], logged: dict[str, Setting], f: LogState) -> None:
+    for k, s in logged.items():
         cur = settings.get(k)
         if cur is None or cur.default:
             settings[k] = s
@@ -94,7 +77,7 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
         for no, text in lg.get("lines") or []:
             if len(lines) < MAX_LINES:
                 lines.append(EngineLogLine(path=lg["path"], line_no=int(no), line=str(text)))
-    log_facts = parse_log_lines((ln.path, ln.line_no, ln.line) for ln in lines)
+    log_state, log_version, log_settings = parse_log_lines((ln.path, ln.line_no, ln.line) for ln in lines)
     engines: list[EngineInstance] = []
     for e in data.get("engines") or []:
         argv = [str(a) for a in e.get("argv") or []]
@@ -104,7 +87,7 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
         configs = {p: (c or {}).get("text") for p, c in (e.get("config_files") or {}).items()}
         env = {str(k): str(v) for k, v in (e.get("env") or {}).items()}
         settings, model = effective_config(kind, argv, env=env, config_files=configs, gpu_name=gpu_name,
-                                           gpu_mem_mib=gpu_mem, version=log_facts.version)
+                                           gpu_mem_mib=gpu_mem, version=log_version)
         inst = EngineInstance(name=kind, origin="process", where=f"pid {e.get('pid')}", pid=e.get("pid"),
                               port=e.get("port"), model=model, command=" ".join(argv)[:2000], env=env,
                               env_readable=bool(e.get("env_readable", True)))
@@ -124,12 +107,12 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
             if kind is None:
                 continue
             settings, model = effective_config(kind, argv, gpu_name=gpu_name, gpu_mem_mib=gpu_mem,
-                                               version=log_facts.version)
+                                               version=log_version)
             inst = EngineInstance(name=kind, origin="launch", where=f"{launch.get('path')}:{launch.get('line_no')}",
                                   model=model, command=" ".join(argv)[:2000])
             engines.append((inst, settings))  # type: ignore[arg-type]
             break
-    if not engines and log_facts.settings:
+    if not engines and log_settings:
         kind = "sglang" if any("ServerArgs" in ln.line or "Decode batch" in ln.line for ln in lines) else (
             "tgi" if any("Using attention" in ln.line for ln in lines) else "vllm")
         settings, model = effective_config(kind, ["x", "-m", "x"], gpu_name=gpu_name, gpu_mem_mib=gpu_mem)
@@ -137,13 +120,13 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
         engines.append((inst, settings))  # type: ignore[arg-type]
     out: list[EngineInstance] = []
     for i, (inst, settings) in enumerate(engines):  # type: ignore[misc]
-        if i == 0 and (lines or log_facts.settings):
+        if i == 0 and (lines or log_settings):
             # The logs given are the primary engine's (one engine per --log set is the common case).
-            _merge_log(settings, log_facts)
-            if log_facts.settings.get("model") and not inst.model:
-                inst.model = log_facts.settings["model"].value
-            inst.version = log_facts.version
-            inst.log = _log_state(log_facts)
+            _merge_log(settings, log_settings, log_state)
+            if log_settings.get("model") and not inst.model:
+                inst.model = log_settings["model"].value
+            inst.version = log_version
+            inst.log = log_state
         inst.settings = {k: SettingValue(value=s.value, source=s.source, default=s.default)
                          for k, s in settings.items()}
         out.append(inst)

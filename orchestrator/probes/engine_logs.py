@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from orchestrator.probes.engine_cmdline import Setting
+from orchestrator.probes.engine_models import LogState
 
 RX_VERSION = [re.compile(r"vLLM API server version ([0-9][\w.+-]*)"),
               re.compile(r"Initializing a V1 LLM engine \(v([0-9][\w.+-]*)\)"),
@@ -96,51 +96,18 @@ _SGL_KEYS = {"tp_size": ("tp", int), "pp_size": ("pp", int), "dp_size": ("dp", i
              "enable_metrics": ("metrics_enabled", bool), "port": ("port", int)}
 
 
-@dataclass
-class StatsSummary:
-    samples: int = 0
-    kv_usage_max_pct: float | None = None
-    kv_usage_last_pct: float | None = None
-    running_max: int | None = None
-    waiting_max: int | None = None
-    gen_tok_s_max: float | None = None
-    gen_tok_s_mean: float | None = None
-    prompt_tok_s_max: float | None = None
-    prefix_hit_rate_pct: float | None = None
-    cuda_graph_false: int = 0
-    """SGLang decode lines that say `cuda graph: False` (decode ran eager)."""
-    cached_tokens: int = 0
-    new_tokens: int = 0
+class ParsedLog(NamedTuple):
+    """What parse_log_lines reads: the log state the report carries, and what the effective configuration takes."""
+
+    state: LogState
+    version: str | None
+    """The engine's version, as its banner prints it."""
+    settings: dict[str, Setting]
+    """Settings the engine printed (its config dump, non-default args, ServerArgs), each with the line it came from."""
 
 
-@dataclass
-class LogFacts:
-    version: str | None = None
-    settings: dict[str, Setting] = field(default_factory=dict)
-    selected_backend: str | None = None
-    selected_line: str | None = None
-    fallbacks: list[str] = field(default_factory=list)
-    kv_cache_tokens: int | None = None
-    num_gpu_blocks: int | None = None
-    max_concurrency: float | None = None
-    max_concurrency_len: int | None = None
-    graphs_captured: bool | None = None
-    graph_capture_s: float | None = None
-    graph_memory_gib: float | None = None
-    eager_line: str | None = None
-    preemption_lines: int = 0
-    retracted_reqs: int = 0
-    moe_default_config_lines: int = 0
-    compile_s: float | None = None
-    stats: StatsSummary = field(default_factory=StatsSummary)
-    commands: list[str] = field(default_factory=list)
-    starts: int = 0
-    """Engine starts in the log (a log that spans restarts shows each one)."""
-    cold_compile_starts: int = 0
-    """Starts that compiled the model's graphs from scratch (no torch.compile cache hit)."""
-    warm_compile_starts: int = 0
-    deepgemm_jit_starts: int = 0
-    """Starts that JIT-compiled DeepGEMM kernels."""
+MAX_FALLBACKS = 10
+"""Backend fallback lines kept (the first ones)."""
 
 
 def _num(s: str) -> float:
@@ -194,10 +161,14 @@ def _typed(raw: str, typ: Any) -> Any:
         return v
 
 
-def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
-    """LogFacts from (path, line_no, line) of engine logs (the probe's selected lines, in file order)."""
-    f = LogFacts()
+def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
+    """The log state, version and printed settings from (path, line_no, line) of engine logs (the probe's selected
+    lines, in file order)."""
+    f = LogState()
+    version: str | None = None
+    settings: dict[str, Setting] = {}
     gen: list[float] = []
+    new_tokens = cached_tokens = 0  # SGLang prefill lines, for the prefix hit rate when no stats line gives one
     eager_explicit = False
     seen_cold = seen_warm = seen_dg = False
     for path, no, line in lines:
@@ -216,8 +187,8 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
             seen_dg = True
         for rx in RX_VERSION:
             m = rx.search(line)
-            if m and f.version is None:
-                f.version = m.group(1)
+            if m and version is None:
+                version = m.group(1)
         m = RX_ENGINE_CONFIG.search(line)
         if m:
             for k, raw in _kv_pairs(m.group(1)).items():
@@ -225,7 +196,7 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
                     name, typ = _VLLM_CONFIG_KEYS[k]
                     val = _typed(raw, typ)
                     if val is not None:
-                        f.settings[name] = Setting(val, where)
+                        settings[name] = Setting(val, where)
         m = RX_NON_DEFAULT.search(line)
         if m:
             try:
@@ -235,9 +206,9 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
             for k, v in (d.items() if isinstance(d, dict) else []):
                 if k in _VLLM_CONFIG_KEYS and v is not None:
                     name, typ = _VLLM_CONFIG_KEYS[k]
-                    f.settings[name] = Setting(v, where)
+                    settings[name] = Setting(v, where)
                 if k == "compilation_config" and isinstance(v, dict):
-                    f.settings["compilation_config"] = Setting(v, where)
+                    settings["compilation_config"] = Setting(v, where)
         m = RX_SERVER_ARGS.search(line)
         if m:
             for k, raw in _kv_pairs(m.group(1)).items():
@@ -245,7 +216,7 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
                     name, typ = _SGL_KEYS[k]
                     val = _typed(raw, typ)
                     if val is not None:
-                        f.settings[name] = Setting(val, where)
+                        settings[name] = Setting(val, where)
         for rx in RX_SELECTED:
             m = rx.search(line)
             if m:
@@ -253,7 +224,7 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
                 f.selected_line = f"{where}: {line.strip()[:300]}"
                 break
         m = RX_FALLBACK.search(line)
-        if m:
+        if m and len(f.fallbacks) < MAX_FALLBACKS:
             f.fallbacks.append(f"{where}: {m.group(0).strip()[:300]}")
         for rx in RX_KV_TOKENS:
             m = rx.search(line)
@@ -288,41 +259,40 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> LogFacts:
         m = RX_COMPILE.search(line)
         if m:
             f.compile_s = float(m.group(1) or m.group(2))
-        st = f.stats
         m = RX_VLLM_STATS.search(line)
         if m:
-            st.samples += 1
+            f.stats_samples += 1
             prompt, g, run, wait = float(m.group(1)), float(m.group(2)), int(m.group(3)), int(m.group(5))
-            _track(st, prompt=prompt, gen=g, running=run, waiting=wait,
+            _track(f, prompt=prompt, gen=g, running=run, waiting=wait,
                    kv=float(m.group(7)) if m.group(7) else None)
             if m.group(8):
-                st.prefix_hit_rate_pct = float(m.group(8))
+                f.prefix_hit_rate_pct = float(m.group(8))
             if g > 0:
                 gen.append(g)
             continue
         m = RX_SGL_DECODE.search(line)
         if m:
-            st.samples += 1
+            f.stats_samples += 1
             g = float(m.group(5))
-            _track(st, prompt=None, gen=g, running=int(m.group(1)), waiting=int(m.group(6)),
+            _track(f, prompt=None, gen=g, running=int(m.group(1)), waiting=int(m.group(6)),
                    kv=float(m.group(3)) * 100)
             if m.group(4) == "False":
-                st.cuda_graph_false += 1
+                f.cuda_graph_false += 1
             if g > 0:
                 gen.append(g)
             continue
         m = RX_SGL_PREFILL.search(line)
         if m:
-            st.new_tokens += int(m.group(2))
-            st.cached_tokens += int(m.group(3))
+            new_tokens += int(m.group(2))
+            cached_tokens += int(m.group(3))
     if gen:
-        f.stats.gen_tok_s_mean = round(sum(gen) / len(gen), 2)
-    if f.stats.new_tokens + f.stats.cached_tokens > 0 and f.stats.prefix_hit_rate_pct is None:
-        f.stats.prefix_hit_rate_pct = round(100 * f.stats.cached_tokens / (f.stats.new_tokens + f.stats.cached_tokens), 1)
-    return f
+        f.gen_tok_s_mean = round(sum(gen) / len(gen), 2)
+    if new_tokens + cached_tokens > 0 and f.prefix_hit_rate_pct is None:
+        f.prefix_hit_rate_pct = round(100 * cached_tokens / (new_tokens + cached_tokens), 1)
+    return ParsedLog(f, version, settings)
 
 
-def _track(st: StatsSummary, *, prompt: float | None, gen: float, running: int, waiting: int, kv: float | None) -> None:
+def _track(st: LogState, *, prompt: float | None, gen: float, running: int, waiting: int, kv: float | None) -> None:
     st.running_max = max(st.running_max or 0, running)
     st.waiting_max = max(st.waiting_max or 0, waiting)
     st.gen_tok_s_max = max(st.gen_tok_s_max or 0.0, gen)

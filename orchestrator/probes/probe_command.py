@@ -1,17 +1,15 @@
-"""`investigate probe`: run the probes on a host without any agent, and print what they found."""
+"""`investigate probe`: run the probes on a host without any agent (`orchestrator.render.summaries.render_probes`
+prints what they found)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from orchestrator.context import RunInputs
 from orchestrator.observations import load_observations
 from orchestrator.probes.results import ProbeModel
 from orchestrator.settings import load_settings
-
-if TYPE_CHECKING:
-    from orchestrator.probes.measure_models import CommSweep, GemmSweep
 
 
 async def probe_main(*, host: str | None, ssh_config: str | None, python: str | None, observations: Path | None,
@@ -38,20 +36,3 @@ async def probe_main(*, host: str | None, ssh_config: str | None, python: str | 
     finally:
         await h.aclose()
 
-
-def render_probes(probes: list[ProbeModel], console: Any) -> None:
-    from rich.text import Text
-
-    from orchestrator.tools.benchmarks import comm_text, gemm_text
-    from orchestrator.tools.probes import summarize
-
-    for p in probes:
-        console.rule(Text(f"{p.kind} on {p.host}"))  # a host like [fe80::1] is not rich markup
-        # a probe's kind names its model (the sweeps' kind is a Literal of their own)
-        if p.kind == "gemm_sweep":
-            body = gemm_text(cast("GemmSweep", p))
-        elif p.kind == "comm_sweep":
-            body = comm_text(cast("CommSweep", p))
-        else:
-            body = summarize(p)
-        console.print(body, markup=False, highlight=False)

@@ -2,7 +2,7 @@
 measured latency percentiles (TTFT, ITL/TPOT) drawn against the roofline floor of their phase.
 
 Pure functions of recorded events (the engine_config tool's results, the observations' benchmark runs) and the
-diagnosis's numbers (the floors from analysis/serving_rules.py). The renderers (report_html, the show command)
+diagnosis's numbers (the floors from analysis/serving_rules.py). The renderers (render/html.py, the show command)
 call `engine_html` / `render_engine_terminal` through one-line hooks.
 """
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from orchestrator.probes.engine_models import EngineReport
+from orchestrator.render.summaries import config_rows
 
 PHASES = (("prefill", "TTFT", "ttft"), ("decode", "ITL", "itl"))
 
@@ -45,8 +46,6 @@ def _events_of(events: Iterable[Any], tool: str) -> list[Any]:
 
 def engine_tables(events: Iterable[Any]) -> list[EngineTable]:
     """One table per engine found, from every engine_config result in the transcript (first result per host)."""
-    from orchestrator.tools.engine import config_rows
-
     out: list[EngineTable] = []
     seen: set[tuple[str, str]] = set()
     for ev in _events_of(events, "engine_config"):

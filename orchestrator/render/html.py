@@ -32,8 +32,9 @@ import re
 from html import escape
 from typing import Iterable
 
-from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number, _names_cause_apart, plural
-from orchestrator.diagnosis import fmt_number as _fmt
+from orchestrator.diagnosis import Diagnosis, EvidenceRef, Number
+from orchestrator.render.diagnosis import fmt_number as _fmt
+from orchestrator.render.diagnosis import names_cause_apart, plural
 from orchestrator.events import DiagnosisSubmitted, RunFinished, RunStarted, ToolResult
 from orchestrator.render.timeline import Timeline, build_timeline
 
@@ -462,7 +463,7 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
     if d.recommendations:
         p.append('<h2 id="recommendations">Recommendations</h2><ul>')
         for r in d.recommendations:
-            tail = f' <span class="muted">(addresses: {_e(r.addresses)})</span>' if _names_cause_apart(r) else ""
+            tail = f' <span class="muted">(addresses: {_e(r.addresses)})</span>' if names_cause_apart(r) else ""
             p.append(f"<li><strong>{_text(r.action, known)}</strong> — {_text(r.why, known)}{tail}</li>")
         p.append("</ul>")
 

@@ -1,6 +1,7 @@
 """Probe tools: the typed probes of `orchestrator.probes` as tools on the run's host.
 
-Each returns a compact summary as text and the probe model as `data` (untrusted: it carries host content).
+Each returns a compact summary as text (`orchestrator/render/summaries.py`) and the probe model as `data` (untrusted:
+it carries host content).
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from orchestrator.probes.autotune import collect_autotune_caches, expert_shape_f
 from orchestrator.probes.gpu import collect_gpu_inventory
 from orchestrator.probes.kernels import collect_kernel_inventory
 from orchestrator.probes.logscan import scan_logs
-from orchestrator.probes.results import (
-    AutotuneReport, GpuInventory, KernelInventory, LogScan, PowerSampling, ProbeModel, PythonEnv,
-)
+from orchestrator.probes.results import ProbeModel
 from orchestrator.probes.power import sample_power
 from orchestrator.probes.pyenv import collect_python_env
 from orchestrator.knowledge import log_signatures
@@ -24,6 +23,9 @@ from orchestrator.hosts.policy import extra_path_refusal
 from orchestrator.hosts.resolve import check_on_host
 from orchestrator.probes.interpreter import name_refusal
 from orchestrator.probes.session import shared, start
+from orchestrator.render.summaries import (
+    summarize_autotune, summarize_gpus, summarize_kernels, summarize_logs, summarize_power, summarize_pyenv,
+)
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 if TYPE_CHECKING:
@@ -104,151 +106,6 @@ def _record_host_refusal(ctx: ToolContext, tool: str, python: str | None, model:
     reason = getattr(model, "reason", None) or ""
     if not model.available and python and reason.startswith(f"interpreter {python!r}"):
         ctx.refuse(tool, python, reason)
-
-
-def _unavailable(model: ProbeModel) -> str | None:
-    return None if model.available else f"{model.kind} unavailable on {model.host}: {model.reason}"
-
-
-def _num(v: float | None, unit: str) -> str:
-    return "?" if v is None else f"{v:g} {unit}"
-
-
-# --- summaries (pure) ----------------------------------------------------------------------------------------------
-
-
-def summarize_gpus(inv: GpuInventory) -> str:
-    if (u := _unavailable(inv)) is not None:
-        return u
-    lines = [f"{inv.count} GPU(s); driver {inv.driver_version}, CUDA {inv.cuda_version}"]
-    for g in inv.gpus:
-        reasons = f"; throttle: {', '.join(g.clocks_throttle_reasons)}" if g.clocks_throttle_reasons else ""
-        lines.append(
-            f"GPU{g.index}: {g.name} (CC {g.compute_cap or '?'}, {g.architecture or '?'}), "
-            f"{_num(g.memory_used_mib, 'MiB')} of {_num(g.memory_total_mib, 'MiB')}, "
-            f"{_num(g.power_draw_w, 'W')} of {_num(g.power_limit_w, 'W')}, "
-            f"SM {_num(g.sm_clock_mhz, 'MHz')} of {_num(g.sm_clock_max_mhz, 'MHz')}, util {_num(g.utilization_pct, '%')}"
-            f"{reasons}"
-        )
-    if inv.topology:
-        kinds = sorted({link.kind for link in inv.topology.links})
-        lines.append(f"topology: {'NVLink' if inv.topology.nvlink else 'PCIe only'} (links: {', '.join(kinds) or 'none'})")
-    return "\n".join(lines)
-
-
-def summarize_power(p: PowerSampling) -> str:
-    if (u := _unavailable(p)) is not None:
-        return u
-    lines = [f"{len(p.samples)} samples over {p.duration_s:g} s"]
-    for s in p.summary:
-        lines.append(
-            f"GPU{s.gpu}: mean {_num(s.mean_power_w, 'W')} (max {_num(s.max_power_w, 'W')}) of "
-            f"{_num(s.power_limit_w, 'W')}, SM {_num(s.mean_sm_clock_mhz, 'MHz')} of {_num(s.max_sm_clock_mhz, 'MHz')}, "
-            f"util {_num(s.mean_utilization_pct, '%')}"
-        )
-    return "\n".join(lines)
-
-
-def summarize_pyenv(e: PythonEnv) -> str:
-    if (u := _unavailable(e)) is not None:
-        return u
-    pkgs = ", ".join(f"{k} {v}" for k, v in sorted(e.packages.items())) or "none of the inference libraries"
-    lines = [
-        f"interpreter {e.interpreter} ({e.interpreter_source}), Python {e.python_version}"
-        + (f", virtualenv {e.virtualenv}" if e.virtualenv else ""),
-        f"packages: {pkgs}",
-        f"torch CUDA {e.torch_cuda or '?'}; arch list: {', '.join(e.torch_arch_list) or 'unknown'}",
-    ]
-    if e.interpreter_source == "python3 on PATH":
-        lines.append(f"no running vLLM, SGLang or TensorRT-LLM process was found and no --python was given: this is "
-                     f"{e.interpreter} (python3 on PATH), which may not be the interpreter that serves the model; "
-                     "pass --python PATH to inspect the serving one")
-    if e.reason:
-        lines.append(e.reason)
-    return "\n".join(lines)
-
-
-def summarize_autotune(r: AutotuneReport) -> str:
-    if (u := _unavailable(r)) is not None:
-        return u
-    lines = [f"device {r.device_name or '?'}; persisted autotune results: {'yes' if r.persisted_any else 'NONE'}"]
-    if r.env:
-        lines.append("env: " + ", ".join(f"{k}={v}" for k, v in sorted(r.env.items())))
-    for loc in r.locations:
-        state = f"{loc.files} file(s)" if loc.exists else "absent"
-        extra = f" [{loc.env_var}]" if loc.env_var else ""
-        subs = f"; dirs: {', '.join(loc.subdirs[:6])}" if loc.subdirs else ""
-        lines.append(f"{loc.format}: {loc.path}{extra}: {state}{subs}")
-    for f in r.files[:20]:
-        bits = [f"{f.entries} entries"]
-        if f.fallback_entries:
-            bits.append(f"{f.fallback_entries} fallback (tactic -1/Default)")
-        if f.device_name:
-            bits.append(f"device {f.device_name}" + ("" if f.matches_device is not False else " (NOT this GPU)"))
-        if f.expert_shape:
-            bits.append("shape " + ",".join(f"{k}={v}" for k, v in f.expert_shape.items()))
-        if f.metadata_mismatch:
-            bits.append("metadata mismatch: " + "; ".join(f.metadata_mismatch))
-        if f.error:
-            bits.append(f"error: {f.error}")
-        lines.append(f"  {f.format} {f.path}: " + ", ".join(bits))
-    states = [f"{c.name} {c.files} file(s) {c.bytes / 1e6:,.1f} MB" + (" ON TMP (lost on restart)" if c.in_tmp else "")
-              + (" [moved by env]" if c.env_set else "") for c in r.caches if c.present]
-    if states:
-        lines.append("caches present: " + "; ".join(states))
-    if r.tuned_config_for_device is not None:
-        shape = f" and expert shape {r.expert_shape}" if r.expert_shape else ""
-        lines.append(f"fused-MoE tuned config for this device{shape}: {'yes' if r.tuned_config_for_device else 'NO'}")
-    if r.reason:
-        lines.append(r.reason)
-    return "\n".join(lines)
-
-
-def summarize_kernels(k: KernelInventory) -> str:
-    if (u := _unavailable(k)) is not None:
-        return u
-    lines = [f"arch {k.arch or '?'}; cuobjdump {'present' if k.cuobjdump else 'absent'}"]
-    for lib in k.libraries:
-        bits = []
-        if lib.tile_candidates:
-            bits.append("tiles " + ", ".join(lib.tile_candidates))
-        if lib.backends_for_arch:
-            bits.append("backends " + ", ".join(lib.backends_for_arch))
-        if lib.compiled_archs:
-            bits.append("compiled " + ", ".join(lib.compiled_archs))
-        if lib.jit_arch_dirs:
-            bits.append("JIT cache " + ", ".join(lib.jit_arch_dirs))
-        lines.append(f"{lib.name}: " + ("; ".join(bits) or "nothing specific to this arch") +
-                     (f" ({'; '.join(lib.notes[:3])})" if lib.notes else ""))
-    if k.reason:
-        lines.append(k.reason)
-    return "\n".join(lines)
-
-
-def summarize_logs(s: LogScan) -> str:
-    if (u := _unavailable(s)) is not None:
-        return u
-    lines = [f"{len(s.files)} file(s), {s.lines_scanned} lines, {len(s.matches)} match(es)"]
-    if s.missing:
-        lines.append("missing: " + ", ".join(s.missing))
-    for m in s.matches[:30]:
-        lines.append(f"{m.path}:{m.line_no} [{m.signature_id}] {m.line[:200]}")
-    return "\n".join(lines)
-
-
-def summarize(model: ProbeModel) -> str:
-    """The compact text of any probe model (what the tools return; also for `investigate probe`)."""
-    fn = {
-        "gpu_inventory": summarize_gpus, "power_sampling": summarize_power, "python_env": summarize_pyenv,
-        "autotune_caches": summarize_autotune, "kernel_inventory": summarize_kernels, "log_scan": summarize_logs,
-    }.get(model.kind)
-    if fn is None and model.kind == "node_health":
-        from orchestrator.tools.node import summarize_node
-
-        return summarize_node(model)  # type: ignore[arg-type]
-    if fn is None:
-        return f"{model.kind}: " + ("available" if model.available else f"unavailable: {model.reason}")
-    return fn(model)
 
 
 # --- tools ---------------------------------------------------------------------------------------------------------

@@ -75,21 +75,19 @@ def test_replay_json_is_exactly_one_document_on_stdout():
 
 
 def test_probe_titles_show_host_names_literally():
-    from orchestrator.probes.probe_command import render_probes
     from orchestrator.probes.results import ProbeModel
+    from orchestrator.render import summaries
 
     class P:  # duck-typed probe result: kind, host, and what summarize() reads
         kind, host = "gemm_sweep", "root@[fe80::1]:22"
 
     buf = io.StringIO()
-    import orchestrator.tools.benchmarks as measure
-
-    orig = measure.gemm_text
-    measure.gemm_text = lambda p: "text"
+    orig = summaries.gemm_text
+    summaries.gemm_text = lambda p: "text"
     try:
-        render_probes([P()], Console(file=buf, width=100, color_system=None))
+        summaries.render_probes([P()], Console(file=buf, width=100, color_system=None))
     finally:
-        measure.gemm_text = orig
+        summaries.gemm_text = orig
     assert "root@[fe80::1]:22" in buf.getvalue()
     assert ProbeModel  # the real model type exists
 

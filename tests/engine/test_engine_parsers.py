@@ -121,14 +121,14 @@ def _lines(text: str, path: str = "/var/log/vllm.log"):
 
 
 def test_vllm_v1_log_state():
-    f = parse_log_lines(_lines(VLLM_V1_LOG))
-    assert f.version == "0.11.0"
-    assert f.settings["enforce_eager"].value is True and f.settings["max_num_seqs"].value == 32
-    assert f.settings["tp"].value == 1 and f.settings["prefix_caching"].value is True
+    f, version, settings = parse_log_lines(_lines(VLLM_V1_LOG))
+    assert version == "0.11.0"
+    assert settings["enforce_eager"].value is True and settings["max_num_seqs"].value == 32
+    assert settings["tp"].value == 1 and settings["prefix_caching"].value is True
     assert f.selected_backend == "FLASH_ATTN" and f.kv_cache_tokens == 449152 and f.max_concurrency == 3.43
     assert f.eager_line and "Cudagraph is disabled" in f.eager_line
-    assert f.stats.samples == 2 and f.stats.waiting_max == 25 and f.stats.running_max == 32
-    assert f.stats.kv_usage_max_pct == 14.1 and f.stats.gen_tok_s_mean == pytest.approx(421.75)
+    assert f.stats_samples == 2 and f.waiting_max == 25 and f.running_max == 32
+    assert f.kv_usage_max_pct == 14.1 and f.gen_tok_s_mean == pytest.approx(421.75)
 
 
 def test_vllm_v0_preemption_fallback_and_moe_default_lines():
@@ -146,10 +146,10 @@ def test_vllm_v0_preemption_fallback_and_moe_default_lines():
         "INFO 12-06 17:10:02 metrics.py:351] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 322.1 "
         "tokens/s, Running: 96 reqs, Swapped: 0 reqs, Pending: 40 reqs, GPU KV cache usage: 99.7%, CPU KV cache "
         "usage: 0.0%.\n")
-    f = parse_log_lines(_lines(text))
+    f = parse_log_lines(_lines(text)).state
     assert f.selected_backend == "XFormers" and f.fallbacks and "Volta and Turing" in f.fallbacks[0]
     assert f.num_gpu_blocks == 2184 and f.preemption_lines == 1 and f.moe_default_config_lines == 1
-    assert f.stats.kv_usage_max_pct == 99.7 and f.stats.waiting_max == 40
+    assert f.kv_usage_max_pct == 99.7 and f.waiting_max == 40
 
 
 def test_sglang_log_state():
@@ -164,11 +164,11 @@ def test_sglang_log_state():
         "[2025-03-07 21:49:33 TP13] Decode out of memory happened. #retracted_reqs: 3, #new_token_ratio: 0.4000 -> 0.7000\n"
         "[2025-07-18 15:32:52 TP0] Prefill batch. #new-seq: 1, #new-token: 2192, #cached-token: 35, token usage: 0.00, "
         "#running-req: 0, #queue-req: 0\n")
-    f = parse_log_lines(_lines(text, "/var/log/sglang.log"))
-    assert f.settings["tp"].value == 16 and f.settings["prefix_caching"].value is True
-    assert f.settings["cuda_graphs"].value is True and f.settings["attention_backend"].value == "flashinfer"
+    f, _, settings = parse_log_lines(_lines(text, "/var/log/sglang.log"))
+    assert settings["tp"].value == 16 and settings["prefix_caching"].value is True
+    assert settings["cuda_graphs"].value is True and settings["attention_backend"].value == "flashinfer"
     assert f.kv_cache_tokens == 123456 and f.preemption_lines == 1 and f.retracted_reqs == 3
-    assert f.stats.waiting_max == 317 and f.stats.kv_usage_max_pct == pytest.approx(99.0)
+    assert f.waiting_max == 317 and f.kv_usage_max_pct == pytest.approx(99.0)
 
 
 def test_vllm_metrics_parse_counters_gauges_histograms():

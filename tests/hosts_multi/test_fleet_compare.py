@@ -77,7 +77,8 @@ def test_drained_slurm_node_reason_is_a_finding():
 
 
 def test_reports_render_the_fleet_table():
-    from orchestrator.diagnosis import Diagnosis, to_markdown
+    from orchestrator.diagnosis import Diagnosis
+    from orchestrator.render.diagnosis import to_markdown
     from orchestrator.render.html import render_html
 
     ev = [inv("ev-5.1", "a"), inv("ev-5.2", "b"), inv("ev-5.3", "c", limit=450)]

@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from orchestrator.api import investigate
-from orchestrator.diagnosis import to_markdown
+from orchestrator.render.diagnosis import to_markdown
 from orchestrator.events import ToolResult
 from orchestrator.models.offline import OfflineBackend, OfflineModel
 from orchestrator.render.html import render_html

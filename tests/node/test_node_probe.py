@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from orchestrator.probes.node import collect_node_health
-from orchestrator.tools.node import summarize_node
+from orchestrator.render.summaries import summarize_node
 
 SECRETS = {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz012345", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
            "VLLM_API_KEY": "token-abc123-serving", "NCCL_SECRET_SAUCE": "s3cr3t-value-xyz"}

@@ -76,7 +76,7 @@ async def test_no_gpu_host_is_reported_not_failed(tmp_path):
 
 async def test_summarize_renders_every_probe_kind(tmp_path):
     from orchestrator.probes import run_probes
-    from orchestrator.tools.probes import summarize
+    from orchestrator.render.summaries import summarize
 
     s = stage_host(tmp_path)
     for m in await run_probes(s.wrap(LocalHost()), RunInputs(question="q"), Settings(power_sample_s=0.2)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.diagnosis import to_markdown
+from orchestrator.render.diagnosis import to_markdown
 from reports.sample import sample_diagnosis
 
 

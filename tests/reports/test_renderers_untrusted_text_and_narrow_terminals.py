@@ -8,7 +8,8 @@ import re
 
 from rich.console import Console
 
-from orchestrator.diagnosis import Number, number_line, render_terminal, to_markdown
+from orchestrator.diagnosis import Number
+from orchestrator.render.diagnosis import number_line, render_terminal, to_markdown
 from orchestrator.events import AgentFinished, AgentStarted, RunFinished, RunStarted
 from orchestrator.render.timeline import build_timeline, render_timeline
 from reports.sample import sample_diagnosis

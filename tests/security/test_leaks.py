@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from orchestrator.api import investigate
-from orchestrator.diagnosis import render_terminal, to_markdown
+from orchestrator.render.diagnosis import render_terminal, to_markdown
 from orchestrator.models.doubles import DoublesBackend, FunctionModel, call, respond
 from orchestrator.render.html import render_html
 from orchestrator.tools.registry import default_registry

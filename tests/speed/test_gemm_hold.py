@@ -6,7 +6,7 @@ from orchestrator.probes.benchmark_math import attach_gemm_arithmetic
 from orchestrator.observations import parse_observations
 from orchestrator.probes.benchmarks import HOLD_S, gemm_params
 from orchestrator.probes.measure_models import ClockSample, GemmPoint, GemmSweep
-from orchestrator.tools.benchmarks import gemm_text
+from orchestrator.render.summaries import gemm_text
 
 OBS = parse_observations({
     "model": {"name": "Qwen3-30B-A3B-FP8", "quantization": "fp8", "num_layers": 48, "num_experts": 128, "top_k": 8,

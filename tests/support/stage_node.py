@@ -49,6 +49,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from support.staged_host import LEGEND  # the `nvidia-smi topo -m` legend, one copy
+
 NODE_DATA = Path(__file__).resolve().parent.parent / "node" / "data"
 
 # Bus ids of an HGX 8-GPU baseboard (as nvidia-smi prints them), for staged multi-GPU hosts.
@@ -362,19 +364,6 @@ def nvlink_texts(spec: dict[str, Any], names: list[str]) -> tuple[str, str]:
                 e_lines.append(f"\t Link {n}: {kind} Errors: {value}")
             e_lines.append("")
     return "\n".join(s_lines) + "\n", "\n".join(e_lines) + "\n"
-
-
-LEGEND = """
-Legend:
-
-  X    = Self
-  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
-  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
-  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
-  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
-  PIX  = Connection traversing at most a single PCIe bridge
-  NV#  = Connection traversing a bonded set of # NVLinks
-"""
 
 
 def machine_numa(count: int) -> list[str]:

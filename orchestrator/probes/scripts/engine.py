@@ -21,15 +21,6 @@ import os
 import re
 import sys
 
-ENV_PREFIXES = ("VLLM_", "SGLANG_", "SGL_", "TRTLLM_", "TLLM_", "TORCH_", "TORCHINDUCTOR_", "CUDA_", "NCCL_",
-                "PYTORCH_", "TRITON_", "FLASHINFER_", "DG_", "TGI_")
-ENV_EXACT = ("ATTENTION", "PREFIX_CACHING", "USE_PREFIX_CACHING", "MAX_BATCH_PREFILL_TOKENS", "MAX_BATCH_TOTAL_TOKENS",
-             "MAX_CONCURRENT_REQUESTS", "NUM_SHARD", "QUANTIZE", "CUDA_GRAPHS", "KV_CACHE_DTYPE", "MAX_INPUT_TOKENS",
-             "MAX_TOTAL_TOKENS", "MODEL_ID")
-# A name part that says "secret" (HF_TOKEN, VLLM_API_KEY, AWS_SECRET_ACCESS_KEY, --hf-token, --api-key), not one
-# that merely contains the letters (MAX_NUM_BATCHED_TOKENS, --max-prefill-tokens).
-SECRET_NAME = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PASS|KEY|APIKEY|CREDENTIALS?|AUTH|COOKIE|SIGNATURE|"
-                         r"PRIVATE|SESSION)(_|$)", re.I)
 SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api[-_]?key|credentials?|auth|cookie|"
                          r"private[-_]key)$", re.I)
 MASK = "<redacted on host>"
@@ -100,12 +91,6 @@ def mask_argv(argv):
     return out
 
 
-def keep_env(name):
-    if SECRET_NAME.search(name):
-        return False
-    return name.startswith(ENV_PREFIXES) or name in ENV_EXACT
-
-
 def read_environ(pid):
     """(allowlisted env, PORT/HOST hints) of a process; the rest of its environment never leaves this function."""
     env, hints = {}, {}
@@ -120,7 +105,7 @@ def read_environ(pid):
             hints["port"] = v
         if k == "INVESTIGATE_STAGED_TAG":
             hints["tag"] = v
-        if k and keep_env(k):
+        if k and keep_env(k, v):
             env[k] = v[:500]
     return env, hints
 

@@ -20,11 +20,6 @@ import sys
 
 ROOT = os.environ.get("INVESTIGATE_NODE_ROOT") or "/"
 
-ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "VLLM_", "SGLANG_", "TRTLLM_", "PYTORCH_", "TRITON_", "FLASHINFER_",
-                "DG_", "NVSHMEM_", "UCX_")
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.I)
-SECRET_VALUE = re.compile(r"hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_\-]{8,}|(?:AKIA|ASIA)[A-Z0-9]{12,}|gh[pousr]_[A-Za-z0-9]{8,}"
-                          r"|xox[bpase]-|-----BEGIN|://[^/\s:@]+:[^/\s@]+@|eyJ[A-Za-z0-9_\-]{10,}\.")
 MAX_VALUE = 300
 
 # A server is recognized by its entry point (the prelude's server_kind), a worker by its process title.
@@ -230,8 +225,7 @@ def filtered_env(pid):
         if not item:
             continue
         name, _, value = item.decode("utf-8", "replace").partition("=")
-        if (not name.startswith(ENV_PREFIXES) or SECRET_NAME.search(name) or SECRET_VALUE.search(value)
-                or len(name) > 100):
+        if not keep_env(name, value):
             dropped += 1
             continue
         env[name] = value[:MAX_VALUE]

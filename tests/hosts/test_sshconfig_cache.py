@@ -1,0 +1,18 @@
+"""A config file is parsed once while it is unchanged, and again once edited (never a stale destination)."""
+
+from __future__ import annotations
+
+import os
+
+from orchestrator.hosts.sshconfig import load_config, resolve_destination
+
+
+def test_an_unchanged_file_is_parsed_once_and_an_edited_one_again(tmp_path):
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host box\n  HostName 127.0.0.1\n  Port 2201\n")
+    assert load_config(str(cfg)) is load_config(str(cfg))
+    assert resolve_destination("box", str(cfg)).port == 2201
+    st = cfg.stat()
+    cfg.write_text("Host box\n  HostName 127.0.0.1\n  Port 2202\n")  # same size: only the mtime tells
+    os.utime(cfg, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert resolve_destination("box", str(cfg)).port == 2202

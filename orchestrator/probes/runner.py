@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.hosts.base import Host
+from orchestrator.hosts.base import CommandResult, Host
 from orchestrator.probes import scripts
 
 
@@ -29,14 +29,19 @@ async def run_script(
         [python, *(ISOLATED if isolated else []), "-", json.dumps(params)], stdin=scripts.load(name),
         timeout_s=timeout_s, max_output=8_000_000
     )
+    return parse_script_output(name, _stdout(result, f"{name} probe", host, python, timeout_s))
+
+
+def _stdout(result: CommandResult, what: str, host: Host, python: str, timeout_s: float) -> str:
+    """The script's output, or the ProbeUnavailable that says in one line why there is none."""
     if result.timed_out:
-        raise ProbeUnavailable(f"{name} probe timed out after {timeout_s:g} s under {python}")
+        raise ProbeUnavailable(f"{what} timed out after {timeout_s:g} s under {python}")
     if result.exit_code == 127:
         raise ProbeUnavailable(f"interpreter {python} not found on {host.name}")
     if result.exit_code != 0:
         tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ProbeUnavailable(f"{name} probe failed under {python} (exit {result.exit_code}): {tail[:200]}")
-    return parse_script_output(name, result.stdout)
+        raise ProbeUnavailable(f"{what} failed under {python} (exit {result.exit_code}): {tail[:200]}")
+    return result.stdout
 
 
 async def run_bundle(
@@ -51,14 +56,7 @@ async def run_bundle(
         [python, *(ISOLATED if isolated else []), "-", json.dumps({"parts": [[n, p] for n, p in parts]})],
         stdin=scripts.bundle(names), timeout_s=timeout_s, max_output=8_000_000 * len(parts),
     )
-    if result.timed_out:
-        raise ProbeUnavailable(f"{label} probes timed out after {timeout_s:g} s under {python}")
-    if result.exit_code == 127:
-        raise ProbeUnavailable(f"interpreter {python} not found on {host.name}")
-    if result.exit_code != 0:
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ProbeUnavailable(f"{label} probes failed under {python} (exit {result.exit_code}): {tail[:200]}")
-    outer = parse_script_output(label, result.stdout)
+    outer = parse_script_output(label, _stdout(result, f"{label} probes", host, python, timeout_s))
     out: dict[str, dict[str, Any] | ProbeUnavailable] = {}
     for name in names:
         part = outer.get(name)

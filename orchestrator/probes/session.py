@@ -74,13 +74,7 @@ class ProbeSession:
         try:
             result = await factory()
         except BaseException as exc:
-            if isinstance(exc, anyio.get_cancelled_exc_class()) or not isinstance(exc, Exception):
-                slot.abandoned = True
-                if self.slots.get(key) is slot:
-                    del self.slots[key]
-            else:
-                slot.error = exc
-            slot.done.set()
+            self._failed(key, slot, exc)
             raise
         if isinstance(result, ProbeModel) and result.probe_s is None:
             result.probe_s = round(time.monotonic() - started, 4)
@@ -90,6 +84,17 @@ class ProbeSession:
         # this caller, or left by a prefetch that drops what it is returned)
         return result if once or prefetch else _copy(result)
 
+
+    def _failed(self, key: Hashable, slot: _Slot, exc: BaseException) -> None:
+        """A probe ended with exc: an error is its result for whoever waits; a cancellation (or an interrupt)
+        abandons the slot, so the next caller runs the probe again."""
+        if isinstance(exc, anyio.get_cancelled_exc_class()) or not isinstance(exc, Exception):
+            slot.abandoned = True
+            if self.slots.get(key) is slot:
+                del self.slots[key]
+        else:
+            slot.error = exc
+        slot.done.set()
 
     async def fill(self, keys: list[Hashable], factory: Callable[[], Awaitable[dict[Hashable, Any]]], *,
                    once: bool = False) -> None:
@@ -108,13 +113,7 @@ class ProbeSession:
             results = await factory()
         except BaseException as exc:
             for key, slot in mine.items():
-                if isinstance(exc, anyio.get_cancelled_exc_class()) or not isinstance(exc, Exception):
-                    slot.abandoned = True
-                    if self.slots.get(key) is slot:
-                        del self.slots[key]
-                else:
-                    slot.error = exc
-                slot.done.set()
+                self._failed(key, slot, exc)
             raise
         for key, slot in mine.items():
             result = results.get(key)

@@ -18,4 +18,4 @@ mkdir -p /run/sshd && chmod 755 /run/sshd
 "$INVESTIGATE_TEST_SSHD" -V 2>&1 | head -1
 python3 -c "import orchestrator, pydantic, paramiko, anyio, httpx, yaml, typer, rich; print('imports ok')" || exit 1
 nproc
-for i in 1 2; do python3 bench/hosts.py "$N" 2>&1 | tee -a "$OUT/hosts_bench.txt" | tail -4; done
+for i in 1 2 3; do python3 bench/hosts.py "$N" 2>&1 | tee -a "$OUT/hosts_bench.txt" | tail -4; done

@@ -17,6 +17,7 @@ tolerance around the median instead of by equality. Hosts are ranked by the weig
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import statistics
 from collections import Counter
@@ -91,7 +92,9 @@ SUFFIX_LABELS = {
 }
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _rule_for(fact: str) -> tuple[float, str]:
+    """(weight, label) of a fact name (pure; every host of a fleet shows the same names, so it is cached)."""
     for pattern, weight, label in COMPARED:
         if fnmatch.fnmatchcase(fact, pattern):
             parts = fact.split(".")

@@ -90,14 +90,18 @@ class HostFacts:
         if i == 0:
             candidates: Iterable[str] = self.facts
         else:
-            # the keys with as many parts and the same first part (references only: memory stays flat)
-            groups: dict[tuple[int, str], list[str]] | None = self.__dict__.get("_star_groups")
+            # the keys with as many parts, the same first part and, unless `*` is last, the same last part
+            # (references only: memory stays flat)
+            groups: dict[tuple[int, str, str | None], list[str]] | None = self.__dict__.get("_star_groups")
             if groups is None:
                 groups = {}
                 for fk in self.facts:
-                    groups.setdefault((fk.count(".") + 1, fk.split(".", 1)[0]), []).append(fk)
+                    segs = fk.split(".")
+                    groups.setdefault((len(segs), segs[0], None), []).append(fk)
+                    groups.setdefault((len(segs), segs[0], segs[-1]), []).append(fk)
                 self.__dict__["_star_groups"] = groups
-            candidates = groups.get((len(parts), parts[0]), [])
+            last = parts[-1] if i < len(parts) - 1 else None
+            candidates = groups.get((len(parts), parts[0], last), [])
         out: dict[str, None] = {}
         for fk in candidates:
             if fk.startswith(prefix) and fk.endswith(suffix) and len(fk) > len(prefix) + len(suffix):

@@ -59,14 +59,14 @@ class ProbeSession:
             if slot is None or slot.abandoned or (once and slot.taken):
                 break
             if prefetch:
-                return _copy(slot.result)  # already there or under way: nothing to start
+                return slot.result  # already there or under way: nothing to start (a prefetch drops its result)
             await slot.done.wait()
             if slot.abandoned or (once and slot.taken):
                 continue
             slot.taken = True
             if slot.error is not None:
                 raise slot.error
-            return _copy(slot.result)
+            return slot.result if once else _copy(slot.result)  # a once-result has one owner: no copy
         slot = _Slot()
         slot.taken = not prefetch
         self.slots[key] = slot
@@ -86,7 +86,9 @@ class ProbeSession:
             result.probe_s = round(time.monotonic() - started, 4)
         slot.result = result
         slot.done.set()
-        return _copy(result)
+        # the slot keeps the result for the callers to come: they get copies, unless it is a once-result (taken by
+        # this caller, or left by a prefetch that drops what it is returned)
+        return result if once or prefetch else _copy(result)
 
 
     async def fill(self, keys: list[Hashable], factory: Callable[[], Awaitable[dict[Hashable, Any]]], *,

@@ -3,10 +3,10 @@
 # probes do not all share two cores. Debian's OpenSSH travels in .device/sshd (bin + the libraries it links that the
 # machine may lack); our wheels in .whl. The privilege-separation user sshd needs is added when missing.
 #
-#   bash bench/device/hosts_run.sh [N]      (OUT must be set; the device tool sets it)
+#   bash bench/device/hosts_run.sh [N [--in-flight K]]   (OUT must be set; the device tool sets it; RUNS=3)
 set -u
 OUT="${OUT:?set OUT}"
-N="${1:-64}"
+N="${1:-64}"; shift || true   # further arguments go to bench/hosts.py (e.g. --in-flight 32)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
   $(ls .whl/*.whl | grep -v anthropic) || { echo "wheel install failed"; exit 1; }
 export PYTHONPATH="/tmp/site:$PWD"
@@ -18,4 +18,4 @@ mkdir -p /run/sshd && chmod 755 /run/sshd
 "$INVESTIGATE_TEST_SSHD" -V 2>&1 | head -1
 python3 -c "import orchestrator, pydantic, paramiko, anyio, httpx, yaml, typer, rich; print('imports ok')" || exit 1
 nproc
-for i in 1 2 3; do python3 bench/hosts.py "$N" 2>&1 | tee -a "$OUT/hosts_bench.txt" | tail -4; done
+for i in $(seq "${RUNS:-3}"); do python3 bench/hosts.py "$N" "$@" 2>&1 | tee -a "$OUT/hosts_bench.txt" | tail -4; done

@@ -150,5 +150,14 @@ def resolve(dest: str, config: paramiko.SSHConfig, *, _depth: int = 0) -> SshTar
 
 
 def resolve_destination(dest: str, ssh_config: str | None = None) -> SshTarget:
-    """Resolve dest (`alias` or `[user@]host[:port]`) with the ssh config at ssh_config (default ~/.ssh/config)."""
-    return resolve(dest, load_config(ssh_config))
+    """Resolve dest (`alias` or `[user@]host[:port]`) with the ssh config at ssh_config (default ~/.ssh/config).
+
+    Remembered per parsed file, destination and the environment resolving reads (paramiko's lookup walks every
+    Host block and asks for the local user at each: 64 hosts in one file made that quadratic)."""
+    config = load_config(ssh_config)
+    memo: dict[tuple[str | None, ...], SshTarget] = config.__dict__.setdefault("_investigate_resolved", {})
+    key = (dest, *(os.environ.get(v) for v in ("HOME", "USER", "LOGNAME", "LNAME", "USERNAME")))
+    target = memo.get(key)
+    if target is None:
+        target = memo[key] = resolve(dest, config)
+    return target.model_copy(deep=True)

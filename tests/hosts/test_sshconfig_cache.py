@@ -16,3 +16,15 @@ def test_an_unchanged_file_is_parsed_once_and_an_edited_one_again(tmp_path):
     cfg.write_text("Host box\n  HostName 127.0.0.1\n  Port 2202\n")  # same size: only the mtime tells
     os.utime(cfg, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert resolve_destination("box", str(cfg)).port == 2202
+
+
+def test_a_destination_is_resolved_again_when_the_user_environment_changes(tmp_path, monkeypatch):
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host box\n  HostName 127.0.0.1\n  IdentityFile ~/.ssh/id_box\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "a"))
+    first = resolve_destination("box", str(cfg))
+    assert first.identity_files == [str(tmp_path / "a" / ".ssh" / "id_box")]
+    first.identity_files.append("/changed/by/the/caller")  # the caller's copy, not the remembered one
+    assert resolve_destination("box", str(cfg)).identity_files == [str(tmp_path / "a" / ".ssh" / "id_box")]
+    monkeypatch.setenv("HOME", str(tmp_path / "b"))
+    assert resolve_destination("box", str(cfg)).identity_files == [str(tmp_path / "b" / ".ssh" / "id_box")]

@@ -96,11 +96,13 @@ def _run_once(n: int, in_flight: int, tmp: Path) -> dict:
         names = [s.alias for s in sshds]
         settings = Settings(power_sample_s=0.5, hosts_in_flight=in_flight)
         cpu0 = _cpu_s([s.proc.pid for s in sshds])
+        main0 = time.thread_time()
         t0 = time.perf_counter()
         result = anyio.run(lambda: investigate("why is one replica slower?", host=names if n > 1 else names[0],
                                                ssh_config=str(cfg), offline=True, transcript=False,
                                                settings=settings))
         wall = time.perf_counter() - t0
+        main_cpu = time.thread_time() - main0
         time.sleep(0.3)  # the sshds reap their finished sessions (their CPU joins the listener's cutime/cstime)
         cpu = _cpu_s([s.proc.pid for s in sshds]) - cpu0
     finally:
@@ -110,14 +112,15 @@ def _run_once(n: int, in_flight: int, tmp: Path) -> dict:
     odd = [o.host for t in (d.fleet or []) for o in t.outliers] if d else []
     me = resource.getrusage(resource.RUSAGE_SELF)
     return {"hosts": n, "status": result.status, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "self_cpu_s": round(me.ru_utime + me.ru_stime, 2), "odd": odd,
+            "self_cpu_s": round(me.ru_utime + me.ru_stime, 2), "main_thread_cpu_s": round(main_cpu, 2), "odd": odd,
             "expected_odd": names[n // 2] if n > 1 else None,
             "maxrss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "gaps": len(d.gaps) if d else None}
 
 
-def _child(n: int, in_flight: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", str(n), "--in-flight", str(in_flight)],
+def _child(n: int, in_flight: int, profile: str | None = None) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", str(n), "--in-flight", str(in_flight)]
+                         + (["--profile", profile] if profile else []),
                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(
                              [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))})
     if out.returncode != 0:
@@ -129,14 +132,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("hosts", nargs="?", type=int, default=64)
     ap.add_argument("--in-flight", type=int, default=16)
+    ap.add_argument("--profile", metavar="FILE", help="also write a cProfile of the N-host run's main thread to FILE")
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child is not None:
         with tempfile.TemporaryDirectory(prefix="bench-hosts-") as tmp:
-            print(json.dumps(_run_once(a.child, a.in_flight, Path(tmp))))
+            if a.profile:
+                import cProfile
+
+                prof = cProfile.Profile()
+                out = prof.runcall(_run_once, a.child, a.in_flight, Path(tmp))
+                prof.dump_stats(a.profile)
+            else:
+                out = _run_once(a.child, a.in_flight, Path(tmp))
+            print(json.dumps(out))
         return
     one = _child(1, a.in_flight)
-    many = _child(a.hosts, a.in_flight)
+    many = _child(a.hosts, a.in_flight, a.profile)
     ratio = many["wall_s"] / one["wall_s"]
     per_host = (many["cpu_s"] - one["cpu_s"]) / max(1, a.hosts - 1)
     print(f"1 host:    {one['wall_s']:6.2f} s   CPU {one['cpu_s']:6.2f} s   peak RSS {one['maxrss_mib']:7.1f} MiB")

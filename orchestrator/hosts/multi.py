@@ -270,7 +270,7 @@ async def open_hosts(entries: list[HostEntry], *, ssh_config: str | None = None,
     async with anyio.create_task_group() as tg:
         for i, e in enumerate(out):
             tg.start_soon(one, i, e)
-    hosts = {e.name: GatedHost(opened[e.name], e.name, gate) for e in out if e.name in opened}
+    hosts: dict[str, Host] = {e.name: GatedHost(opened[e.name], e.name, gate) for e in out if e.name in opened}
     if not hosts:
         if len(out) == 1:
             raise HostError(out[0].error or f"{out[0].name} cannot be used")

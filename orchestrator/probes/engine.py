@@ -8,7 +8,7 @@ state (`engine_logs`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes.engine_cmdline import Setting, effective_config, engine_kind, split_command
@@ -40,9 +40,10 @@ def _merge_log(settings: dict[str, Setting], logged: dict[str, Setting], f: LogS
         settings["enforce_eager"] = Setting(True, f.eager_line.split(": ")[0])
 
 
-_CACHE_INFO = {"enable_prefix_caching": ("prefix_caching", lambda v: v == "True"),
-               "gpu_memory_utilization": ("gpu_memory_utilization", float), "cache_dtype": ("kv_cache_dtype", str),
-               "num_gpu_blocks": ("num_gpu_blocks", int), "block_size": ("block_size", int)}
+_CACHE_INFO: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "enable_prefix_caching": ("prefix_caching", lambda v: v == "True"),
+    "gpu_memory_utilization": ("gpu_memory_utilization", float), "cache_dtype": ("kv_cache_dtype", str),
+    "num_gpu_blocks": ("num_gpu_blocks", int), "block_size": ("block_size", int)}
 
 
 def _merge_cache_info(settings: dict[str, Setting], scrape: EngineMetricsScrape) -> None:
@@ -78,7 +79,7 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
             if len(lines) < MAX_LINES:
                 lines.append(EngineLogLine(path=lg["path"], line_no=int(no), line=str(text)))
     log_state, log_version, log_settings = parse_log_lines((ln.path, ln.line_no, ln.line) for ln in lines)
-    engines: list[EngineInstance] = []
+    engines: list[tuple[EngineInstance, dict[str, Setting]]] = []
     for e in data.get("engines") or []:
         argv = [str(a) for a in e.get("argv") or []]
         kind = e.get("kind") or engine_kind(argv)
@@ -99,7 +100,7 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
                 scrape.metrics, scrape.parse_error = parse_metrics(m["text"])
             inst.metrics = scrape
             _merge_cache_info(settings, scrape)
-        engines.append((inst, settings))  # type: ignore[arg-type]
+        engines.append((inst, settings))
     if not engines:
         for launch in data.get("launches") or []:
             argv = split_command(launch.get("command") or "")
@@ -110,16 +111,16 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
                                                version=log_version)
             inst = EngineInstance(name=kind, origin="launch", where=f"{launch.get('path')}:{launch.get('line_no')}",
                                   model=model, command=" ".join(argv)[:2000])
-            engines.append((inst, settings))  # type: ignore[arg-type]
+            engines.append((inst, settings))
             break
     if not engines and log_settings:
         kind = "sglang" if any("ServerArgs" in ln.line or "Decode batch" in ln.line for ln in lines) else (
             "tgi" if any("Using attention" in ln.line for ln in lines) else "vllm")
         settings, model = effective_config(kind, ["x", "-m", "x"], gpu_name=gpu_name, gpu_mem_mib=gpu_mem)
         inst = EngineInstance(name=kind, origin="log", where=f"log {files[0] if files else '?'}", model=model)
-        engines.append((inst, settings))  # type: ignore[arg-type]
+        engines.append((inst, settings))
     out: list[EngineInstance] = []
-    for i, (inst, settings) in enumerate(engines):  # type: ignore[misc]
+    for i, (inst, settings) in enumerate(engines):
         if i == 0 and (lines or log_settings):
             # The logs given are the primary engine's (one engine per --log set is the common case).
             _merge_log(settings, log_settings, log_state)

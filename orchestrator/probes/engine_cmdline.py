@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import yaml
+
+from orchestrator.probes.engine_models import EngineName
 
 VLLM_ARGS = "https://github.com/vllm-project/vllm/blob/main/vllm/engine/arg_utils.py"
 SGLANG_ARGS = "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/server_args.py"
@@ -165,7 +167,8 @@ _WRAPPERS = {"exec", "nohup", "env", "time", "sudo", "numactl", "taskset", "mpir
 
 def _segments(argv: list[str]) -> list[list[str]]:
     """A shell line's simple commands (split on ;, &&, ||, |, &)."""
-    out, cur = [], []
+    out: list[list[str]] = []
+    cur: list[str] = []
     for a in argv:
         if a in (";", "&&", "||", "|", "&"):
             out.append(cur)
@@ -191,7 +194,12 @@ def _leading(argv: list[str], j: int) -> bool:
     return True
 
 
-def engine_kind(argv: list[str]) -> str | None:
+_ENTRY_MODULES: tuple[tuple[str, EngineName], ...] = (
+    ("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
+    ("tensorrt_llm.commands.serve", "trtllm"), ("text_generation_server", "tgi"))
+
+
+def engine_kind(argv: list[str]) -> EngineName | None:
     """vllm / sglang / trtllm / tgi from a command line (same rules as the probe script), else None."""
     import os
 
@@ -199,14 +207,12 @@ def engine_kind(argv: list[str]) -> str | None:
         for i, arg in enumerate(seg[:-1]):
             if arg == "-m" and i > 0 and os.path.basename(seg[i - 1]).startswith("python"):
                 mod = seg[i + 1]
-                for prefix, kind in (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"),
-                                     ("sglang.srt.server", "sglang"), ("tensorrt_llm.commands.serve", "trtllm"),
-                                     ("text_generation_server", "tgi")):
+                for prefix, name in _ENTRY_MODULES:
                     if mod.startswith(prefix):
-                        return kind
+                        return name
         for j, arg in enumerate(seg):
             base = os.path.basename(arg)
-            kind = None
+            kind: EngineName | None = None
             if base == "vllm" and j + 1 < len(seg) and seg[j + 1] == "serve":
                 kind = "vllm"
             elif base == "trtllm-serve":
@@ -432,18 +438,21 @@ def _vllm_defaults(s: dict[str, Setting], env: dict[str, str], gpu_name: str | N
         s.setdefault("ep", _default(1, src + ": expert parallelism off"))
     # CUDA graphs: enforce_eager, or compilation_config cudagraph_mode NONE, turns them off.
     cc = s.get("compilation_config")
-    cc_val = cc.value if cc and isinstance(cc.value, dict) else {}
+    cc_val: dict[str, Any] = {}
+    cc_src = ""  # read only when cc_val is not empty, so cc is set
+    if cc is not None and isinstance(cc.value, dict):
+        cc_val, cc_src = cc.value, cc.source
     mode = str(cc_val.get("cudagraph_mode", "")).upper()
     if s["enforce_eager"].value:
         s["cuda_graphs"] = Setting(False, s["enforce_eager"].source)
     elif mode == "NONE":
-        s["cuda_graphs"] = Setting(False, f"{cc.source}: cudagraph_mode NONE")
+        s["cuda_graphs"] = Setting(False, f"{cc_src}: cudagraph_mode NONE")
     else:
         s.setdefault("cuda_graphs", _default(True, "CUDA graphs captured unless --enforce-eager"))
         if cc_val.get("cudagraph_capture_sizes"):
-            s["cuda_graph_sizes"] = Setting(list(cc_val["cudagraph_capture_sizes"]), f"{cc.source}")
+            s["cuda_graph_sizes"] = Setting(list(cc_val["cudagraph_capture_sizes"]), f"{cc_src}")
         if cc_val.get("max_cudagraph_capture_size"):
-            s["cuda_graph_max_bs"] = Setting(int(cc_val["max_cudagraph_capture_size"]), f"{cc.source}")
+            s["cuda_graph_max_bs"] = Setting(int(cc_val["max_cudagraph_capture_size"]), f"{cc_src}")
         if "cuda_graph_max_bs" not in s:
             if s.get("cuda_graph_sizes") and isinstance(s["cuda_graph_sizes"].value, list) and s["cuda_graph_sizes"].value:
                 nums = [v for v in s["cuda_graph_sizes"].value if isinstance(v, int)]
@@ -530,7 +539,7 @@ def _tgi_defaults(s: dict[str, Setting], env: dict[str, str]) -> None:
 
 
 def effective_config(kind: str, argv: list[str], *, env: dict[str, str] | None = None,
-                     config_files: dict[str, str] | None = None, gpu_name: str | None = None,
+                     config_files: Mapping[str, str | None] | None = None, gpu_name: str | None = None,
                      gpu_mem_mib: float | None = None, version: str | None = None) -> tuple[dict[str, Setting], str | None]:
     """(effective settings, model) of an engine started with argv: flags, then its config file, then defaults."""
     env = env or {}
@@ -542,7 +551,8 @@ def effective_config(kind: str, argv: list[str], *, env: dict[str, str] | None =
         if text:
             settings.update(_yaml_settings(kind, text, str(cfg.value)))
     settings.update(flags)  # a flag wins over the config file
-    model = settings.get("model").value if settings.get("model") else positional
+    named = settings.get("model")
+    model = named.value if named else positional
     defaults: dict[str, Callable[[], None]] = {
         "vllm": lambda: _vllm_defaults(settings, env, gpu_name, gpu_mem_mib, version),
         "sglang": lambda: _sglang_defaults(settings, env),

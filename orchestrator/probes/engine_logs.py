@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable, Literal, NamedTuple, Union
 
 from orchestrator.probes.engine_cmdline import Setting
 from orchestrator.probes.engine_models import LogState
@@ -75,25 +75,29 @@ RX_COLD_COMPILE = re.compile(r"Compiling a graph for (?:dynamic shape|shape .*) 
 RX_WARM_COMPILE = re.compile(r"Directly load the compiled graph\(s\) for .* from the cache")
 RX_DEEPGEMM_JIT = re.compile(r"(Try )?DeepGEMM JIT Compiling for|Entering DeepGEMM JIT Pre-Compile session")
 
-_VLLM_CONFIG_KEYS = {"tensor_parallel_size": ("tp", int), "pipeline_parallel_size": ("pp", int),
-                     "data_parallel_size": ("dp", int), "enforce_eager": ("enforce_eager", bool),
-                     "kv_cache_dtype": ("kv_cache_dtype", str), "quantization": ("quantization", str),
-                     "enable_prefix_caching": ("prefix_caching", bool),
-                     "chunked_prefill_enabled": ("chunked_prefill", bool),
-                     "enable_chunked_prefill": ("chunked_prefill", bool), "max_seq_len": ("max_model_len", int),
-                     "max_model_len": ("max_model_len", int), "gpu_memory_utilization": ("gpu_memory_utilization", float),
-                     "max_num_seqs": ("max_num_seqs", int), "max_num_batched_tokens": ("max_num_batched_tokens", int),
-                     "enable_expert_parallel": ("expert_parallel", bool), "block_size": ("block_size", int),
-                     "attention_backend": ("attention_backend", str), "model": ("model", str)}
-_SGL_KEYS = {"tp_size": ("tp", int), "pp_size": ("pp", int), "dp_size": ("dp", int), "ep_size": ("ep", int),
-             "disable_cuda_graph": ("cuda_graphs", "not"), "cuda_graph_max_bs": ("cuda_graph_max_bs", int),
-             "attention_backend": ("attention_backend", str), "kv_cache_dtype": ("kv_cache_dtype", str),
-             "mem_fraction_static": ("gpu_memory_utilization", float), "max_running_requests": ("max_num_seqs", int),
-             "chunked_prefill_size": ("chunked_prefill_size", int), "max_prefill_tokens": ("max_num_batched_tokens", int),
-             "disable_radix_cache": ("prefix_caching", "not"), "quantization": ("quantization", str),
-             "schedule_policy": ("scheduler_policy", str), "model_path": ("model", str),
-             "context_length": ("max_model_len", int), "enable_torch_compile": ("torch_compile", bool),
-             "enable_metrics": ("metrics_enabled", bool), "port": ("port", int)}
+# How a printed value is typed: a converter (int, float, str, bool: "true"/"false"), or "not" (a negated boolean).
+_Typ = Union[type, Literal["not"]]
+_VLLM_CONFIG_KEYS: dict[str, tuple[str, _Typ]] = {
+    "tensor_parallel_size": ("tp", int), "pipeline_parallel_size": ("pp", int), "data_parallel_size": ("dp", int),
+    "enforce_eager": ("enforce_eager", bool), "kv_cache_dtype": ("kv_cache_dtype", str),
+    "quantization": ("quantization", str), "enable_prefix_caching": ("prefix_caching", bool),
+    "chunked_prefill_enabled": ("chunked_prefill", bool), "enable_chunked_prefill": ("chunked_prefill", bool),
+    "max_seq_len": ("max_model_len", int), "max_model_len": ("max_model_len", int),
+    "gpu_memory_utilization": ("gpu_memory_utilization", float), "max_num_seqs": ("max_num_seqs", int),
+    "max_num_batched_tokens": ("max_num_batched_tokens", int), "enable_expert_parallel": ("expert_parallel", bool),
+    "block_size": ("block_size", int), "attention_backend": ("attention_backend", str), "model": ("model", str)
+}
+_SGL_KEYS: dict[str, tuple[str, _Typ]] = {
+    "tp_size": ("tp", int), "pp_size": ("pp", int), "dp_size": ("dp", int), "ep_size": ("ep", int),
+    "disable_cuda_graph": ("cuda_graphs", "not"), "cuda_graph_max_bs": ("cuda_graph_max_bs", int),
+    "attention_backend": ("attention_backend", str), "kv_cache_dtype": ("kv_cache_dtype", str),
+    "mem_fraction_static": ("gpu_memory_utilization", float), "max_running_requests": ("max_num_seqs", int),
+    "chunked_prefill_size": ("chunked_prefill_size", int), "max_prefill_tokens": ("max_num_batched_tokens", int),
+    "disable_radix_cache": ("prefix_caching", "not"), "quantization": ("quantization", str),
+    "schedule_policy": ("scheduler_policy", str), "model_path": ("model", str),
+    "context_length": ("max_model_len", int), "enable_torch_compile": ("torch_compile", bool),
+    "enable_metrics": ("metrics_enabled", bool), "port": ("port", int)
+}
 
 
 class ParsedLog(NamedTuple):
@@ -117,7 +121,7 @@ def _num(s: str) -> float:
 def _kv_pairs(text: str) -> dict[str, str]:
     """key=value pairs of a `k=v, k2='v', k3=Obj(...)` dump (nested brackets kept whole)."""
     out: dict[str, str] = {}
-    depth, key, buf, in_q = 0, None, [], None
+    depth, key, in_q = 0, None, None
     token = []
     for ch in text + ",":
         if in_q:
@@ -143,11 +147,10 @@ def _kv_pairs(text: str) -> dict[str, str]:
             key, token = None, []
             continue
         token.append(ch)
-    del buf
     return out
 
 
-def _typed(raw: str, typ: Any) -> Any:
+def _typed(raw: str, typ: _Typ) -> Any:
     v = raw.strip().strip("'\"")
     if v in ("None", "null", ""):
         return None

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from html import escape
 from typing import Iterable
 
@@ -115,18 +116,18 @@ def _bar(frac: float, width: int = 220) -> str:
             f'<rect x="0" y="2" width="{fill * width:.1f}" height="10" fill="{color}"/></svg>')
 
 
+@dataclass
 class Roof:
     """Ceilings and operating points found among a diagnosis' numbers, in FLOP/s, B/s and FLOP/B."""
 
-    def __init__(self) -> None:
-        self.compute: float | None = None
-        self.memory: float | None = None
-        self.ridge: float | None = None
-        self.achieved_flops: float | None = None
-        self.achieved_bw: float | None = None
-        self.points: list[tuple[str, float]] = []
-        self.other_ceilings: list[tuple[str, float]] = []
-        """Further compute ceilings (FLOP/s), e.g. other dtypes' peaks, drawn dashed."""
+    compute: float
+    memory: float
+    ridge: float
+    achieved_flops: float | None = None
+    achieved_bw: float | None = None
+    points: list[tuple[str, float]] = field(default_factory=list)
+    other_ceilings: list[tuple[str, float]] = field(default_factory=list)
+    """Further compute ceilings (FLOP/s), e.g. other dtypes' peaks, drawn dashed."""
 
 
 _SPEC_NAME = re.compile(r"peak|ceiling|spec|theoretical|\bmax", re.I)
@@ -138,7 +139,12 @@ def _is_spec(n: Number) -> bool:
 
 def find_roof(numbers: Iterable[Number]) -> Roof | None:
     """Read the roofline out of numbers by the module's convention; None when they do not make a roof."""
-    r = Roof()
+    roof_compute: float | None = None
+    roof_memory: float | None = None
+    ridge: float | None = None
+    achieved_flops: float | None = None
+    achieved_bw: float | None = None
+    points: list[tuple[str, float]] = []
     compute: list[tuple[int, str, float]] = []  # (rank: 0 from a peak field, 1 spec-sheet), label, FLOP/s
     memory: list[tuple[int, float]] = []
     for n in numbers:
@@ -150,8 +156,8 @@ def find_roof(numbers: Iterable[Number]) -> Roof | None:
             elif _is_spec(n):
                 compute.append((1, n.name, n.value * scale))
                 continue
-            if r.achieved_flops is None and n.value > 0:
-                r.achieved_flops = n.value * scale
+            if achieved_flops is None and n.value > 0:
+                achieved_flops = n.value * scale
         elif m := _BYTE_RATE.match(unit):
             p = m.group(1).lower()
             scale = (1024.0 ** "_kmgtpe".index(p)) if m.group(2) and p else _PREFIX[p]
@@ -160,35 +166,42 @@ def find_roof(numbers: Iterable[Number]) -> Roof | None:
             elif _is_spec(n):
                 memory.append((1, n.value * scale))
                 continue
-            if r.achieved_bw is None and n.value > 0:
-                r.achieved_bw = n.value * scale
+            if achieved_bw is None and n.value > 0:
+                achieved_bw = n.value * scale
         elif _PER_BYTE.match(unit):
-            if "ridge" in name and r.ridge is None and n.value > 0:
-                r.ridge = n.value
+            if "ridge" in name and ridge is None and n.value > 0:
+                ridge = n.value
             elif "intensity" in name and n.value > 0:
-                r.points.append((n.name, n.value))
-                if n.peak and r.ridge is None:
-                    r.ridge = n.peak
+                points.append((n.name, n.value))
+                if n.peak and ridge is None:
+                    ridge = n.peak
     compute = [c for c in compute if c[2] > 0]
     memory = [m for m in memory if m[1] > 0]
+    other_ceilings: list[tuple[str, float]] = []
     if memory:
-        r.memory = min(memory, key=lambda m: m[0])[1]
+        roof_memory = min(memory, key=lambda m: m[0])[1]
     if compute:
         best = min(compute, key=lambda c: c[0])
-        if best[0] == 1 and r.ridge and r.memory:
+        if best[0] == 1 and ridge and roof_memory:
             # spec sheets list a peak per dtype: the one that matches the stated ridge is the roof in question
-            best = min(compute, key=lambda c: abs(math.log(c[2] / (r.ridge * r.memory))))
-        r.compute = best[2]
-        r.other_ceilings = [(label, v) for _, label, v in compute if v != r.compute]
-    known = [x is not None for x in (r.compute, r.memory, r.ridge)]
-    if sum(known) < 2:
+            stated = ridge * roof_memory
+            best = min(compute, key=lambda c: abs(math.log(c[2] / stated)))
+        roof_compute = best[2]
+        other_ceilings = [(label, v) for _, label, v in compute if v != roof_compute]
+    # Two of compute, memory and ridge give the third; fewer make no roof.
+    if roof_compute is None:
+        if ridge is None or roof_memory is None:
+            return None
+        roof_compute = ridge * roof_memory
+    elif roof_memory is None:
+        if ridge is None:
+            return None
+        roof_memory = roof_compute / ridge
+    ridge = roof_compute / roof_memory  # the ceilings win over a stated ridge that disagrees with them
+    if not (roof_compute > 0 and roof_memory > 0):
         return None
-    if r.compute is None:
-        r.compute = r.ridge * r.memory
-    elif r.memory is None:
-        r.memory = r.compute / r.ridge
-    r.ridge = r.compute / r.memory  # the ceilings win over a stated ridge that disagrees with them
-    return r if r.compute > 0 and r.memory > 0 else None
+    return Roof(compute=roof_compute, memory=roof_memory, ridge=ridge, achieved_flops=achieved_flops,
+                achieved_bw=achieved_bw, points=points, other_ceilings=other_ceilings)
 
 
 _CHAR_W = 6.4
@@ -249,7 +262,7 @@ def roofline_svg(r: Roof) -> str:
     xs = [r.ridge] + [x for _, x in r.points] + [c / r.memory for _, c in r.other_ceilings]
     x0 = 10 ** math.floor(math.log10(min(xs) / 4))
     x1 = 10 ** math.ceil(math.log10(max(xs) * 4))
-    achieved = []
+    achieved: list[tuple[str, float, float]] = []
     if len(r.points) == 1:
         name, x = r.points[0]
         y = r.achieved_flops if r.achieved_flops is not None else (r.achieved_bw * x if r.achieved_bw else None)

@@ -16,6 +16,7 @@ from orchestrator.events import (
     AgentFinished,
     AgentStarted,
     DiagnosisSubmitted,
+    Event,
     ModelCall,
     ModelError,
     PolicyRefusal,
@@ -107,16 +108,18 @@ class Timeline(BaseModel):
 
 MAX_TOOL_SPANS = 500
 """Tool calls laid out per agent; later ones are counted (a transcript of any size shows in bounded memory)."""
-_OMITTED = object()
+_OMITTED = ToolSpan(call_id="", tool="", start_s=0.0)
+"""Marks, by identity, an open call past MAX_TOOL_SPANS (counted, not laid out); never shown."""
 
 
-def build_timeline(events: Iterable[object]) -> Timeline:
+def build_timeline(events: Iterable[Event]) -> Timeline:
     """Lay out a transcript's events per agent, with concurrency and usage totals."""
     tl = Timeline()
     t0: datetime | None = None
     last_s = 0.0
     agents: dict[str, AgentSpan] = {}
     open_calls: dict[tuple[str, str], ToolSpan] = {}
+    t: ToolSpan | None
     call_usage: dict[str, list] = {}
     max_turn: dict[str, int] = {}
     finished_usage: set[str] = set()
@@ -141,7 +144,7 @@ def build_timeline(events: Iterable[object]) -> Timeline:
             a.end_s = max(a.end_s, at)
             if len(a.tool_calls) >= MAX_TOOL_SPANS:
                 a.omitted_calls += 1
-                open_calls[(ev.agent_id, ev.call_id)] = _OMITTED  # type: ignore[assignment]
+                open_calls[(ev.agent_id, ev.call_id)] = _OMITTED
                 continue
             t = ToolSpan(call_id=ev.call_id, tool=ev.tool, turn=ev.turn, start_s=at, finished=False)
             a.tool_calls.append(t)

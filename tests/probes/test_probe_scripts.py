@@ -26,7 +26,7 @@ def _top_level_names(source: str) -> set[str]:
     return names
 
 
-PRELUDE = _top_level_names(scripts.prelude())
+PRELUDE = _top_level_names(scripts.prelude()) | _top_level_names(scripts.environ())
 
 
 def test_the_prelude_defines_the_shared_helpers():

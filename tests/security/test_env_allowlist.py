@@ -1,4 +1,4 @@
-"""The one environment allowlist the node and engine probes share (scripts/_prelude.py keep_env)."""
+"""The one environment allowlist the node and engine probes share (scripts/_environ.py keep_env)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from orchestrator.probes import scripts
 
 def _keep_env():
     ns: dict = {}
-    exec(compile(scripts.prelude(), "_prelude.py", "exec"), ns)
+    exec(compile(scripts.environ(), "_environ.py", "exec"), ns)
     return ns["keep_env"]
 
 
@@ -23,7 +23,9 @@ def test_engine_and_interconnect_variables_pass_and_secrets_do_not():
         assert not keep("VLLM_EXTRA", value), value  # an allowed name with a secret-looking value is dropped too
 
 
-def test_no_probe_script_keeps_its_own_list():
+def test_no_probe_script_keeps_its_own_list_and_the_readers_get_the_shared_one():
     for name in ("node", "engine"):
         text = scripts._read(name)
         assert "ENV_PREFIXES = " not in text and "SECRET_NAME = " not in text, name
+        assert "def keep_env(" in scripts.load(name), name
+    assert "def keep_env(" not in scripts.load("caches")  # only the scripts that read environments carry it

@@ -10,9 +10,15 @@ from __future__ import annotations
 from importlib import resources
 
 
+ENVIRON_READERS = frozenset({"node", "engine"})
+"""Scripts that read other processes' environments: sent with `_environ.py`, the one allowlist of what may leave."""
+
+
 def load(name: str) -> str:
-    """The source sent for the fixed script `name` (e.g. "pyenv"): the prelude, then the script."""
-    return prelude() + "\n\n" + _read(name)
+    """The source sent for the fixed script `name` (e.g. "pyenv"): the prelude, the environment allowlist for the
+    scripts that read process environments, then the script."""
+    shared = [prelude()] + ([environ()] if name in ENVIRON_READERS else [])
+    return "\n\n".join(shared + [_read(name)])
 
 
 def bundle(names: tuple[str, ...]) -> str:
@@ -27,6 +33,11 @@ def bundle(names: tuple[str, ...]) -> str:
 def prelude() -> str:
     """The helpers every probe script shares (`_prelude.py`)."""
     return _read("_prelude")
+
+
+def environ() -> str:
+    """What of a process's environment may leave the host (`_environ.py`: `keep_env` and its lists)."""
+    return _read("_environ")
 
 
 def _read(name: str) -> str:

@@ -173,7 +173,7 @@ def find_roof(numbers: Iterable[Number]) -> Roof | None:
                 ridge = n.value
             elif "intensity" in name and n.value > 0:
                 points.append((n.name, n.value))
-                if n.peak and ridge is None:
+                if n.peak is not None and n.peak > 0 and ridge is None:  # a negative ceiling is none
                     ridge = n.peak
     compute = [c for c in compute if c[2] > 0]
     memory = [m for m in memory if m[1] > 0]

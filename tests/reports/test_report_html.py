@@ -14,6 +14,7 @@ from orchestrator.render.html import (
     evidence_entries,
     find_roof,
     render_html,
+    roofline_svg,
 )
 from orchestrator.render.timeline import build_timeline
 from reports import browser
@@ -205,3 +206,14 @@ def test_roof_from_spec_sheet_numbers_picks_the_ceiling_that_matches_the_ridge()
     out = render_html(d, None)
     assert out.count('class="roof"') == 1 and out.count('class="roof-other"') == 1
     assert out.count('class="achieved"') == 1  # 640 GB/s x 28.5 FLOP/B
+
+
+def test_a_negative_ceiling_is_no_ceiling():
+    """A model-written number with a negative peak (nothing checks its sign) once made the ridge negative and the
+    HTML report died in math.log."""
+    spec = Number(name="H200 dense FP8 (spec sheet)", value=1979, unit="TFLOP/s", source="knowledge: gpus.yaml")
+    bw = Number(name="HBM bandwidth", value=3.1, unit="TB/s", peak=4.8, source="ev-1.1")
+    odd = Number(name="arithmetic intensity", value=3.5, unit="FLOP/B", peak=-1.0, source="ev-1.2")
+    r = find_roof([spec, bw, odd])
+    assert r is not None and r.ridge > 0 and r.points == [("arithmetic intensity", 3.5)]
+    roofline_svg(r)  # draws

@@ -344,8 +344,21 @@ def _roles(evidence: list[Evidence], entries: Iterable[Any] | None) -> dict[str,
 
 
 def fleet_tables(evidence: list[Evidence], entries: Iterable[Any] | None = None) -> list[FleetTable]:
-    """One comparison per role group of two or more hosts with facts."""
+    """One comparison per role group of two or more hosts with facts.
+
+    The fleet prong, the lead and the diagnosis each ask for the comparison of the same evidence: it is worked out
+    once per set of evidence and roles (kept with the evidence, which does not change once recorded); callers get
+    copies."""
     roles = _roles(evidence, entries)
+    if not evidence:
+        return _fleet_tables(evidence, roles)
+    key = "fleet_tables:" + repr((sorted(e.id for e in evidence), sorted((h, r or "") for h, r in roles.items())))
+    anchor = min(evidence, key=lambda e: _id_key(e.id))
+    tables: list[FleetTable] = anchor.derived(key, lambda _e: _fleet_tables(evidence, roles))
+    return [t.model_copy(deep=True) for t in tables]
+
+
+def _fleet_tables(evidence: list[Evidence], roles: dict[str, str | None]) -> list[FleetTable]:
     facts = host_facts(evidence)
     if roles:
         facts = {h: f for h, f in facts.items() if h in roles}

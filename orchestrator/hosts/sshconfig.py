@@ -69,6 +69,18 @@ def parse_destination(dest: str) -> tuple[str | None, str, int | None]:
     return m.group("user"), host, port
 
 
+class _Config(paramiko.SSHConfig):
+    """paramiko's config with one shortcut: a `Host` block that does not match is not also tested as a `Match` block
+    with no criteria. paramiko asks the system for the local user (a passwd lookup) before finding the list empty —
+    for every block, for every lookup: 4096 passwd lookups to resolve 64 hosts in a 64-block file, a quarter of the
+    run's main-thread time. The answer is the same: no criteria, no match."""
+
+    def _does_match(self, match_list, target_hostname, canonical, final, options):
+        if not match_list:
+            return []
+        return super()._does_match(match_list, target_hostname, canonical, final, options)
+
+
 _PARSED: dict[tuple[str, int, int, int], paramiko.SSHConfig] = {}
 """Parsed config files by (path, inode, size, mtime): a 64-host run resolves 64 aliases in one file (lookups do
 not change the parsed config; an edited file is parsed again)."""
@@ -83,14 +95,14 @@ def load_config(path: str | None) -> paramiko.SSHConfig:
     else:
         p = Path("~/.ssh/config").expanduser()
         if not p.is_file():
-            return paramiko.SSHConfig()
+            return _Config()
     try:
         st = p.stat()
         key = (str(p.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
         cached = _PARSED.get(key)
         if cached is not None:
             return cached
-        config = paramiko.SSHConfig.from_path(str(p))
+        config = _Config.from_path(str(p))
         if len(_PARSED) >= 8:
             _PARSED.clear()
         _PARSED[key] = config

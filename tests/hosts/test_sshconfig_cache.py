@@ -28,3 +28,20 @@ def test_a_destination_is_resolved_again_when_the_user_environment_changes(tmp_p
     assert resolve_destination("box", str(cfg)).identity_files == [str(tmp_path / "a" / ".ssh" / "id_box")]
     monkeypatch.setenv("HOME", str(tmp_path / "b"))
     assert resolve_destination("box", str(cfg)).identity_files == [str(tmp_path / "b" / ".ssh" / "id_box")]
+
+
+def test_resolving_in_a_large_file_asks_for_the_local_user_rarely_and_match_blocks_still_apply(tmp_path, monkeypatch):
+    import getpass
+
+    me = getpass.getuser()
+    blocks = "".join(f"Host h{i:02d}\n  HostName 127.0.0.{i + 1}\n  Port {2200 + i}\n" for i in range(64))
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(blocks + f"Match user {me} originalhost h63\n  IdentityFile ~/.ssh/id_matched\n")
+    calls = []
+    real = getpass.getuser
+    monkeypatch.setattr(getpass, "getuser", lambda: calls.append(1) or real())
+    t = resolve_destination("h63", str(cfg))
+    assert t.port == 2263 and t.hostname == "127.0.0.64"
+    assert any(f.endswith("id_matched") for f in t.identity_files)  # the Match block applied
+    assert len(calls) <= 8, len(calls)  # not once per Host block (131 times without the shortcut)
+    assert not any(f.endswith("id_matched") for f in resolve_destination("h01", str(cfg)).identity_files)

@@ -7,6 +7,7 @@ uses, reviewed once) followed by the file as shipped.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 
 
@@ -21,6 +22,7 @@ def load(name: str) -> str:
     return "\n\n".join(shared + [_read(name)])
 
 
+@functools.lru_cache(maxsize=32)
 def bundle(names: tuple[str, ...]) -> str:
     """The source sent for several fixed scripts run in one interpreter start (`_bundle.py` runs each as `load`
     would send it alone, in a namespace of its own): the driver, the scripts' sources as string literals, and the
@@ -40,5 +42,7 @@ def environ() -> str:
     return _read("_environ")
 
 
+@functools.lru_cache(maxsize=None)
 def _read(name: str) -> str:
+    """A shipped script's text (read once per process: a 64-host run sends them hundreds of times)."""
     return resources.files(__package__).joinpath(f"{name}.py").read_text()

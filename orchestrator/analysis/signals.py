@@ -16,6 +16,7 @@ An entry whose evaluation raises becomes a notice naming it (`EvidenceView.notic
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -26,8 +27,10 @@ from packaging.version import InvalidVersion, Version
 
 from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import Condition, Entry, Signal, catalog
+from orchestrator.probes.results import ProbeModel
 from orchestrator.probes.scripts import logscan as _script
 from orchestrator.knowledge.catalog import entry as catalog_entry_by_id
 
@@ -147,6 +150,10 @@ def observation_facts(obs: Any) -> dict[str, FactValue]:
     return out
 
 
+def _model_facts(model: ProbeModel, _ev: Evidence) -> dict[str, FactValue]:
+    return model.facts()
+
+
 def gather(view: EvidenceView) -> dict[str, HostFacts]:
     """Facts and log lines per host, from every parsed probe result plus the observations."""
     hosts: dict[str, HostFacts] = {}
@@ -155,7 +162,9 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
             continue
         host = ev.host or model.host or ""
         hf = hosts.setdefault(host, HostFacts(host))
-        for k, v in model.facts().items():
+        # every agent's view parses the same recorded evidence the same way: its facts are worked out once
+        facts: dict[str, FactValue] = ev.derived("probe_facts", functools.partial(_model_facts, model))
+        for k, v in facts.items():
             if v is not None:
                 hf.facts[k] = Fact(v, ev.id)
         for source, path, no, text in model.log_lines():
@@ -181,8 +190,8 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
         hosts[""] = HostFacts("")
     for hf in hosts.values():
         # a GPU the inventory names without a compute capability: the spec database knows it
-        for key in [k for k in hf.facts if re.fullmatch(r"gpu\.[^.]+\.name", k)]:
-            cc_key = key[: -len("name")] + "cc"
+        for index in hf.star_values("gpu.*.name"):
+            key, cc_key = f"gpu.{index}.name", f"gpu.{index}.cc"
             if cc_key not in hf.facts:
                 spec = knowledge.gpu_spec(str(hf.facts[key].value))
                 if spec is not None:

@@ -42,7 +42,7 @@ def strict() -> bool:
     return os.environ.get("INVESTIGATE_STRICT_RULES", "") == "1"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Fact:
     value: FactValue
     evidence_id: str
@@ -150,8 +150,8 @@ def observation_facts(obs: Any) -> dict[str, FactValue]:
     return out
 
 
-def _model_facts(model: ProbeModel, _ev: Evidence) -> dict[str, FactValue]:
-    return model.facts()
+def _model_facts(model: ProbeModel, ev: Evidence) -> dict[str, Fact]:
+    return {k: Fact(v, ev.id) for k, v in model.facts().items() if v is not None}
 
 
 def gather(view: EvidenceView) -> dict[str, HostFacts]:
@@ -163,10 +163,8 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
         host = ev.host or model.host or ""
         hf = hosts.setdefault(host, HostFacts(host))
         # every agent's view parses the same recorded evidence the same way: its facts are worked out once
-        facts: dict[str, FactValue] = ev.derived("probe_facts", functools.partial(_model_facts, model))
-        for k, v in facts.items():
-            if v is not None:
-                hf.facts[k] = Fact(v, ev.id)
+        facts: dict[str, Fact] = ev.derived("probe_facts", functools.partial(_model_facts, model))
+        hf.facts.update(facts)
         for source, path, no, text in model.log_lines():
             hf.lines.append(Line(source, path, no, text, ev.id))
         for u in getattr(model, "unclassified", None) or []:

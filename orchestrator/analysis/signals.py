@@ -68,18 +68,23 @@ class HostFacts:
     unclassified: list[tuple[Any, str]] = field(default_factory=list)
     """(UnclassifiedLine, evidence id): WARNING/ERROR lines the log scan could not match to any signature."""
 
+    _star_n: int = field(default=-1, init=False, repr=False, compare=False)
+    _star_cache: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _star_groups: dict[tuple[int, str, str | None], list[str]] | None = field(default=None, init=False, repr=False,
+                                                                             compare=False)
+    """What `star_values` worked out for `_star_n` facts (all of it is redone when facts were added since)."""
+
     def get(self, key: str) -> Fact | None:
         return self.facts.get(key)
 
     def star_values(self, key: str) -> list[str]:
         """The values `*` takes in the fact keys matching `key` (each `*` one whole dot-separated part, the first
         one's value). Indexed once per host: a fleet's catalog asks thousands of times over thousands of facts."""
-        if self.__dict__.get("_star_n") != len(self.facts):  # facts were added since: index them again
-            self.__dict__.update(_star_n=len(self.facts), _star_cache={}, _star_groups=None)
-        cache = self.__dict__["_star_cache"]
-        got = cache.get(key)
+        if self._star_n != len(self.facts):  # facts were added since: index them again
+            self._star_n, self._star_cache, self._star_groups = len(self.facts), {}, None
+        got = self._star_cache.get(key)
         if got is None:
-            got = cache[key] = self._star_values(key)
+            got = self._star_cache[key] = self._star_values(key)
         return got
 
     def _star_values(self, key: str) -> list[str]:
@@ -95,14 +100,13 @@ class HostFacts:
         else:
             # the keys with as many parts, the same first part and, unless `*` is last, the same last part
             # (references only: memory stays flat)
-            groups: dict[tuple[int, str, str | None], list[str]] | None = self.__dict__.get("_star_groups")
+            groups = self._star_groups
             if groups is None:
-                groups = {}
+                groups = self._star_groups = {}
                 for fk in self.facts:
                     segs = fk.split(".")
                     groups.setdefault((len(segs), segs[0], None), []).append(fk)
                     groups.setdefault((len(segs), segs[0], segs[-1]), []).append(fk)
-                self.__dict__["_star_groups"] = groups
             last = parts[-1] if i < len(parts) - 1 else None
             candidates = groups.get((len(parts), parts[0], last), [])
         out: dict[str, None] = {}

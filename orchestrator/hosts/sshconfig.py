@@ -73,7 +73,12 @@ class _Config(paramiko.SSHConfig):
     """paramiko's config with one shortcut: a `Host` block that does not match is not also tested as a `Match` block
     with no criteria. paramiko asks the system for the local user (a passwd lookup) before finding the list empty —
     for every block, for every lookup: 4096 passwd lookups to resolve 64 hosts in a 64-block file, a quarter of the
-    run's main-thread time. The answer is the same: no criteria, no match."""
+    run's main-thread time. The answer is the same: no criteria, no match. It also remembers what it resolved."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resolved: dict[tuple[str | None, ...], SshTarget] = {}
+        """Destinations resolved with this file, by destination and the user environment resolving reads."""
 
     def _does_match(self, match_list, target_hostname, canonical, final, options):
         if not match_list:
@@ -81,12 +86,12 @@ class _Config(paramiko.SSHConfig):
         return super()._does_match(match_list, target_hostname, canonical, final, options)
 
 
-_PARSED: dict[tuple[str, int, int, int], paramiko.SSHConfig] = {}
+_PARSED: dict[tuple[str, int, int, int], _Config] = {}
 """Parsed config files by (path, inode, size, mtime): a 64-host run resolves 64 aliases in one file (lookups do
 not change the parsed config; an edited file is parsed again)."""
 
 
-def load_config(path: str | None) -> paramiko.SSHConfig:
+def load_config(path: str | None) -> _Config:
     """The ssh config at path, else ~/.ssh/config, else an empty one."""
     if path is not None:
         p = Path(path).expanduser()
@@ -167,9 +172,8 @@ def resolve_destination(dest: str, ssh_config: str | None = None) -> SshTarget:
     Remembered per parsed file, destination and the environment resolving reads (paramiko's lookup walks every
     Host block and asks for the local user at each: 64 hosts in one file made that quadratic)."""
     config = load_config(ssh_config)
-    memo: dict[tuple[str | None, ...], SshTarget] = config.__dict__.setdefault("_investigate_resolved", {})
     key = (dest, *(os.environ.get(v) for v in ("HOME", "USER", "LOGNAME", "LNAME", "USERNAME")))
-    target = memo.get(key)
+    target = config.resolved.get(key)
     if target is None:
-        target = memo[key] = resolve(dest, config)
+        target = config.resolved[key] = resolve(dest, config)
     return target.model_copy(deep=True)

@@ -68,6 +68,12 @@ class HostFacts:
     unclassified: list[tuple[Any, str]] = field(default_factory=list)
     """(UnclassifiedLine, evidence id): WARNING/ERROR lines the log scan could not match to any signature."""
 
+    sources: list[Evidence] = field(default_factory=list, repr=False, compare=False)
+    """The recorded evidence these facts and lines come from (in the view's order)."""
+    basis: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
+    """Everything these facts are a function of (the sources' ids, the observations, the spec-sheet GPU): two views
+    with the same basis hold the same facts, so what the catalog found in one holds for the other."""
+
     _star_n: int = field(default=-1, init=False, repr=False, compare=False)
     _star_cache: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _star_groups: dict[tuple[int, str, str | None], list[str]] | None = field(default=None, init=False, repr=False,
@@ -169,6 +175,7 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
         # every agent's view parses the same recorded evidence the same way: its facts are worked out once
         facts: dict[str, Fact] = ev.derived("probe_facts", functools.partial(_model_facts, model))
         hf.facts.update(facts)
+        hf.sources.append(ev)
         for source, path, no, text in model.log_lines():
             hf.lines.append(Line(source, path, no, text, ev.id))
         for u in getattr(model, "unclassified", None) or []:
@@ -200,6 +207,9 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
                     hf.facts[cc_key] = Fact(spec.cc, hf.facts[key].evidence_id)
         for k, f in shared.items():
             hf.facts.setdefault(k, f)
+        if hf.sources:
+            hf.basis = (tuple(e.id for e in hf.sources), oe[0].id if oe is not None else None,
+                        (g.name, g.cc, tuple(g.evidence)) if g is not None else None)
     return hosts
 
 
@@ -532,6 +542,23 @@ def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
         bound=entry.bound, matched=list(dict.fromkeys(matched))[:MAX_MATCHED])
 
 
+def _new_memo(_ev: Evidence) -> dict[tuple[int, tuple[Any, ...]], tuple[Entry, list[Hit]]]:
+    return {}
+
+
+def _hits(entry: Entry, hf: HostFacts) -> list[Hit]:
+    """evaluate_entry, once per entry and host basis within a run: the fleet prong and the lead look at the same
+    hosts' evidence (kept with the host's first piece of evidence, which lives as long as the run)."""
+    if hf.basis is None or not hf.sources:
+        return evaluate_entry(entry, hf)
+    memo = hf.sources[0].derived("catalog_hits", _new_memo)
+    key = (id(entry), hf.basis)
+    got = memo.get(key)
+    if got is None or got[0] is not entry:
+        got = memo[key] = (entry, evaluate_entry(entry, hf))
+    return got[1]
+
+
 def catalog_findings(view: EvidenceView, entries: Iterable[Entry] | None = None) -> list[Finding]:
     """Findings of every catalog entry with signals that fires on the evidence (one per entry, first host first),
     then one finding for the log lines nothing explained (`unclassified-log-lines`)."""
@@ -543,7 +570,7 @@ def catalog_findings(view: EvidenceView, entries: Iterable[Entry] | None = None)
             continue
         try:
             for hf in hosts.values():
-                hits = evaluate_entry(entry, hf)
+                hits = _hits(entry, hf)
                 if hits:
                     out.append(finding_for(entry, hf, hits))
                     explained |= {(hf.host, h.line.path, h.line.line_no) for h in hits if h.line is not None}

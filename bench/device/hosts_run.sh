@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call (a 16-core machine): bench/hosts.py with 64 staged hosts behind real sshds, where the hosts'
-# probes do not all share two cores. Debian's OpenSSH travels in .device/sshd (bin + the libraries it links that the
-# machine may lack); our wheels in .whl. The privilege-separation user sshd needs is added when missing.
+# probes do not all share two cores. Debian's OpenSSH travels in .device/sshd (`bash bench/device/pack_sshd.sh` packs
+# the binaries and the libraries they link), our wheels in .whl; carry both. The privilege-separation user sshd needs
+# is added when missing.
 #
 #   bash bench/device/hosts_run.sh [N [--in-flight K]]   (OUT must be set; the device tool sets it; RUNS=3)
 set -u

@@ -28,7 +28,7 @@ from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.errors import HostConfigError, HostUnreachable
 from orchestrator.hosts.local import LocalHost
 from orchestrator.hosts.multi import ROLE, HostEntry
-from orchestrator.hosts.remote_io import find_via_run, read_via_run
+from orchestrator.hosts.remote_io import FilesOverRun
 from orchestrator.settings import Settings
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -128,7 +128,7 @@ async def k8s_entries(selector: str, settings: Settings | None = None, *, namesp
             for p in pods]
 
 
-class K8sHost:
+class K8sHost(FilesOverRun):
     """One pod (one container of it), reached through `kubectl exec`."""
 
     def __init__(self, pod: str, settings: Settings | None = None, *, namespace: str | None = None,
@@ -168,13 +168,6 @@ class K8sHost:
             raise HostUnreachable(f"kubectl exec into pod {self.pod} failed ({err}): check RBAC (pods/exec), the "
                                   "namespace and the container")
         return self
-
-    async def read_file(self, path: str, *, max_bytes: int = 1_000_000) -> bytes:
-        return await read_via_run(self, path, max_bytes, self.settings.command_timeout_s)
-
-    async def find(self, root: str, pattern: str = "*", *, max_results: int = 10_000) -> list[str]:
-        return await find_via_run(self, root, pattern, max_results, self.settings.command_timeout_s,
-                                  self.settings.command_output_bytes)
 
     async def aclose(self) -> None:
         """Nothing to release: every command was its own exec."""

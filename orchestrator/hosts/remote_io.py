@@ -10,8 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator.hosts.base import HostError
+from orchestrator.hosts.base import CommandResult, HostError
 from orchestrator.hosts.policy import unsafe_read
+from orchestrator.settings import Settings
 
 _WALK_SOURCE = (Path(__file__).parent / "walk.py").read_text()
 _READ_SCRIPT = 'if [ ! -e "$1" ]; then exit 44; fi; if [ ! -f "$1" ]; then exit 45; fi; exec head -c "$2" -- "$1"'
@@ -47,3 +48,24 @@ async def find_via_run(host: Any, root: str, pattern: str, max_results: int, tim
         return list(json.loads(res.stdout)["paths"])
     except (ValueError, KeyError, TypeError):
         raise HostError(f"listing {root} on {host.name} failed: {res.stderr.strip()[:300]}") from None
+
+
+class FilesOverRun:
+    """`read_file` and `find` for a host that reaches files only by running commands (`read_via_run`,
+    `find_via_run`), bounded by its settings' command timeout and output cap. The host supplies `run`, `name` and
+    `settings`."""
+
+    name: str
+    settings: Settings
+
+    async def run(self, argv: list[str], *, stdin: str | None = None, timeout_s: float = 60.0,
+                  max_output: int = 1_000_000) -> CommandResult:
+        raise NotImplementedError
+
+    async def read_file(self, path: str, *, max_bytes: int = 1_000_000) -> bytes:
+        return await read_via_run(self, path, max_bytes, self.settings.command_timeout_s)
+
+    async def find(self, root: str, pattern: str = "*", *, max_results: int = 10_000) -> list[str]:
+        return await find_via_run(self, root, pattern, max_results, self.settings.command_timeout_s,
+                                  self.settings.command_output_bytes)
+

@@ -28,7 +28,7 @@ from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.errors import HostConfigError, HostUnreachable
 from orchestrator.hosts.local import LocalHost
 from orchestrator.hosts.multi import HostEntry
-from orchestrator.hosts.remote_io import find_via_run, read_via_run
+from orchestrator.hosts.remote_io import FilesOverRun
 from orchestrator.settings import Settings
 
 _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-\[\],]*$")
@@ -179,7 +179,7 @@ async def show_job(job_id: str) -> dict[str, str] | None:
     return {k: v for k, v in recs[0].items() if k in keep}
 
 
-class SlurmHost:
+class SlurmHost(FilesOverRun):
     """One Slurm node, reached through `srun -w NODE` from this (login) machine."""
 
     def __init__(self, node: str, settings: Settings | None = None, *, job_id: str | None = None,
@@ -227,13 +227,6 @@ class SlurmHost:
             state = f"; node state {n['state']}" + (f", reason \"{n['reason']}\"" if n.get("reason") else "")
         raise HostUnreachable(f"srun on Slurm node {self.node} failed ({err}{state}): check `scontrol show node "
                               f"{self.node}`")
-
-    async def read_file(self, path: str, *, max_bytes: int = 1_000_000) -> bytes:
-        return await read_via_run(self, path, max_bytes, self.settings.command_timeout_s)
-
-    async def find(self, root: str, pattern: str = "*", *, max_results: int = 10_000) -> list[str]:
-        return await find_via_run(self, root, pattern, max_results, self.settings.command_timeout_s,
-                                  self.settings.command_output_bytes)
 
     async def aclose(self) -> None:
         """Nothing to release: every command was its own job step."""

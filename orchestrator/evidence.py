@@ -23,9 +23,13 @@ class Evidence(BaseModel):
 
     def derived(self, name: str, compute: Callable[["Evidence"], Any]) -> Any:
         """compute(self), once per name (see `_derived`)."""
-        if name not in self._derived:
-            self._derived[name] = compute(self)
-        return self._derived[name]
+        # `self._derived` without pydantic's __getattr__ (a fleet's analysis asks thousands of times)
+        store: dict[str, Any] = self.__pydantic_private__["_derived"]  # type: ignore[index]
+        try:
+            return store[name]
+        except KeyError:
+            value = store[name] = compute(self)
+            return value
 
     @property
     def kind(self) -> str | None:

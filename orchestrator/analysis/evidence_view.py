@@ -24,6 +24,27 @@ class HostGpu:
     evidence: list[str]
 
 
+def _parse(ev: Evidence) -> ProbeModel | None:
+    return parse_probe(ev.data)
+
+
+def probe_model(ev: Evidence) -> ProbeModel | None:
+    """The probe model of a recorded payload (None when it is not a probe's), parsed once for every view of the
+    run (recorded evidence does not change; analysis only reads models); raises when the payload does not fit."""
+    return ev.derived("probe_model", _parse)
+
+
+def _facts(ev: Evidence) -> dict[str, Any]:
+    model = probe_model(ev)
+    return model.facts() if model is not None else {}
+
+
+def probe_facts(ev: Evidence) -> dict[str, Any]:
+    """The model's flat `facts()`, worked out once for the run (the catalog and the fleet comparison both read
+    them). Read only."""
+    return ev.derived("model_facts", _facts)
+
+
 @dataclass
 class EvidenceView:
     evidence: list[Evidence]
@@ -42,7 +63,7 @@ class EvidenceView:
             if ev.is_error:
                 continue  # an error result is never cited as support
             try:
-                model = parse_probe(ev.data)
+                model = probe_model(ev)
             except Exception as e:  # a payload that does not fit its model is not evidence of anything: say so
                 first = str(e).splitlines()[0] if str(e) else type(e).__name__
                 self.notice(f"evidence {ev.id} ({ev.tool})", f"its {(ev.data or {}).get('kind')} payload does not "

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from orchestrator.analysis.evidence_view import probe_facts
 from orchestrator.diagnosis import FleetOutlier, FleetRow, FleetTable
 from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding
@@ -211,17 +212,10 @@ def evidence_facts(ev: Evidence) -> dict[str, FactValue]:
         except Exception:  # a payload of an older shape: no facts rather than no comparison
             pass
     try:
-        from orchestrator.probes.results import parse_probe
-
-        model = parse_probe(ev.data)
+        facts = probe_facts(ev)
     except Exception:
-        model = None
-    facts = getattr(model, "facts", None)
-    if callable(facts):
-        try:
-            out.update({k: v for k, v in facts().items() if isinstance(v, (str, int, float, bool))})
-        except Exception:
-            pass
+        facts = {}
+    out.update({k: v for k, v in facts.items() if isinstance(v, (str, int, float, bool))})
     return out
 
 

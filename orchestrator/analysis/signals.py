@@ -16,9 +16,10 @@ An entry whose evaluation raises becomes a notice naming it (`EvidenceView.notic
 
 from __future__ import annotations
 
-import functools
 import os
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -26,7 +27,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from orchestrator import knowledge
-from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.evidence_view import EvidenceView, probe_facts
 from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import Condition, Entry, Signal, catalog
@@ -75,41 +76,53 @@ class HostFacts:
     with the same basis hold the same facts, so what the catalog found in one holds for the other."""
 
     _star_n: int = field(default=-1, init=False, repr=False, compare=False)
-    _star_cache: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _star_groups: dict[tuple[int, str, str | None], list[str]] | None = field(default=None, init=False, repr=False,
-                                                                             compare=False)
-    """What `star_values` worked out for `_star_n` facts (all of it is redone when facts were added since)."""
+    _star: _KeyIndex | None = field(default=None, init=False, repr=False, compare=False)
+    """The index of `_star_n` fact keys `star_values` reads (looked up again when facts were added since)."""
+    _levels: list[str | None] | None = field(default=None, init=False, repr=False, compare=False)
+    """What `unclassified_findings` makes of each of `lines` (worked out once: every view asks)."""
 
     def get(self, key: str) -> Fact | None:
         return self.facts.get(key)
 
     def star_values(self, key: str) -> list[str]:
         """The values `*` takes in the fact keys matching `key` (each `*` one whole dot-separated part, the first
-        one's value). Indexed once per host: a fleet's catalog asks thousands of times over thousands of facts."""
-        if self._star_n != len(self.facts):  # facts were added since: index them again
-            self._star_n, self._star_cache, self._star_groups = len(self.facts), {}, None
-        got = self._star_cache.get(key)
+        one's value). A fleet's catalog asks thousands of times over thousands of facts, and its hosts have the same
+        fact keys: the answers are kept per set of keys, shared by every host that has that set."""
+        if self._star is None or self._star_n != len(self.facts):  # facts were added since: look the keys up again
+            self._star_n, self._star = len(self.facts), _key_index(tuple(self.facts))
+        return self._star.star_values(key)
+
+
+class _KeyIndex:
+    """`star_values` over one set of fact keys: answers by key, from keys grouped by shape (references only)."""
+
+    def __init__(self, keys: tuple[str, ...]):
+        self.keys = keys
+        self._groups: dict[tuple[int, str, str | None], list[str]] | None = None
+        self._values: dict[str, list[str]] = {}
+
+    def star_values(self, key: str) -> list[str]:
+        got = self._values.get(key)
         if got is None:
-            got = self._star_cache[key] = self._star_values(key)
+            got = self._values[key] = self._star_values(key)
         return got
 
     def _star_values(self, key: str) -> list[str]:
         parts = key.split(".")
         if parts.count("*") != 1 or any("*" in p for p in parts if p != "*"):  # rare shapes: a regex over the keys
             rx = _pattern(key)
-            return list(dict.fromkeys(m.group(1) for fk in self.facts if (m := rx.match(fk))))
+            return list(dict.fromkeys(m.group(1) for fk in self.keys if (m := rx.match(fk))))
         i = parts.index("*")
         prefix = "".join(p + "." for p in parts[:i])
         suffix = "".join("." + p for p in parts[i + 1:])
         if i == 0:
-            candidates: Iterable[str] = self.facts
+            candidates: Iterable[str] = self.keys
         else:
             # the keys with as many parts, the same first part and, unless `*` is last, the same last part
-            # (references only: memory stays flat)
-            groups = self._star_groups
+            groups = self._groups
             if groups is None:
-                groups = self._star_groups = {}
-                for fk in self.facts:
+                groups = self._groups = {}
+                for fk in self.keys:
                     segs = fk.split(".")
                     groups.setdefault((len(segs), segs[0], None), []).append(fk)
                     groups.setdefault((len(segs), segs[0], segs[-1]), []).append(fk)
@@ -122,6 +135,24 @@ class HostFacts:
                 if "." not in value:
                     out.setdefault(value, None)
         return list(out)
+
+
+_KEY_INDEXES: OrderedDict[tuple[str, ...], _KeyIndex] = OrderedDict()
+_KEY_INDEXES_MAX = 16
+"""The indexes of the last key sets seen (a fleet's hosts share a few: one per GPU count and software stack)."""
+_key_lock = threading.Lock()
+
+
+def _key_index(keys: tuple[str, ...]) -> _KeyIndex:
+    with _key_lock:  # analysis runs in worker threads too (the CLI's report, notebooks)
+        got = _KEY_INDEXES.get(keys)
+        if got is None:
+            got = _KEY_INDEXES[keys] = _KeyIndex(keys)
+            while len(_KEY_INDEXES) > _KEY_INDEXES_MAX:
+                _KEY_INDEXES.popitem(last=False)
+        else:
+            _KEY_INDEXES.move_to_end(keys)
+        return got
 
 
 # --- gathering ----------------------------------------------------------------------------------------------------
@@ -160,20 +191,20 @@ def observation_facts(obs: Any) -> dict[str, FactValue]:
     return out
 
 
-def _model_facts(model: ProbeModel, ev: Evidence) -> dict[str, Fact]:
-    return {k: Fact(v, ev.id) for k, v in model.facts().items() if v is not None}
+def _model_facts(ev: Evidence) -> dict[str, Fact]:
+    return {k: Fact(v, ev.id) for k, v in probe_facts(ev).items() if v is not None}
 
 
-def gather(view: EvidenceView) -> dict[str, HostFacts]:
-    """Facts and log lines per host, from every parsed probe result plus the observations."""
-    hosts: dict[str, HostFacts] = {}
-    for ev, model in view.models():
-        if not model.available:
-            continue
-        host = ev.host or model.host or ""
-        hf = hosts.setdefault(host, HostFacts(host))
+def _new_host_memo(_ev: Evidence) -> dict[tuple[Any, ...], HostFacts]:
+    return {}
+
+
+def _host_facts(host: str, items: list[tuple[Evidence, ProbeModel]], shared: dict[str, Fact], gpu: Any,
+                basis: tuple[Any, ...]) -> HostFacts:
+    hf = HostFacts(host, basis=basis)
+    for ev, model in items:
         # every agent's view parses the same recorded evidence the same way: its facts are worked out once
-        facts: dict[str, Fact] = ev.derived("probe_facts", functools.partial(_model_facts, model))
+        facts: dict[str, Fact] = ev.derived("probe_facts", _model_facts)
         hf.facts.update(facts)
         hf.sources.append(ev)
         for source, path, no, text in model.log_lines():
@@ -182,35 +213,68 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
             hf.unclassified.append((u, ev.id))
         if model.kind == "python_env":
             hf.has_python_env = True
-    shared: dict[str, Fact] = {}
+    _complete(hf, shared, gpu)
+    return hf
+
+
+def _complete(hf: HostFacts, shared: dict[str, Fact], gpu: Any) -> None:
+    """The spec-sheet GPU where the host's evidence names none, compute capabilities the inventory left out, and
+    the observations' facts."""
+    if gpu is not None and not any(k.startswith("gpu.") for k in hf.facts):
+        hf.facts["gpu.0.name"] = Fact(gpu.name, gpu.evidence[0])
+        if gpu.cc:
+            hf.facts["gpu.0.cc"] = Fact(gpu.cc, gpu.evidence[0])
+    # a GPU the inventory names without a compute capability: the spec database knows it (the keys read directly:
+    # `star_values` would index this host's facts only for the index to be redone once these are added)
+    names = [k for k in hf.facts if k.startswith("gpu.") and k.endswith(".name") and k.count(".") == 2]
+    for key in names:
+        cc_key = key[:-len("name")] + "cc"
+        if cc_key not in hf.facts:
+            spec = knowledge.gpu_spec(str(hf.facts[key].value))
+            if spec is not None:
+                hf.facts[cc_key] = Fact(spec.cc, hf.facts[key].evidence_id)
+    for k, f in shared.items():
+        hf.facts.setdefault(k, f)
+
+
+def gather(view: EvidenceView) -> dict[str, HostFacts]:
+    """Facts and log lines per host, from every parsed probe result plus the observations.
+
+    A host's facts are a function of its basis (its evidence ids, the observations, the spec-sheet GPU): they are
+    worked out once per basis in a run and shared by every view with the same basis (kept with the host's first
+    piece of evidence, which lives as long as the run). Nothing changes a HostFacts after this."""
+    per_host: dict[str, list[tuple[Evidence, ProbeModel]]] = {}
+    for ev, model in view.models():
+        if model.available:
+            per_host.setdefault(ev.host or model.host or "", []).append((ev, model))
     oe = view.observations_evidence
-    if oe is not None:
-        shared.update({k: Fact(v, oe[0].id) for k, v in observation_facts(oe[1]).items()})
     g = view.gpu
-    if not hosts and g is not None:  # a GPU known from the gpu_specs tool only
-        hosts[""] = HostFacts("")
-    if g is not None:
-        for hf in hosts.values():
-            if not any(k.startswith("gpu.") for k in hf.facts):
-                hf.facts["gpu.0.name"] = Fact(g.name, g.evidence[0])
-                if g.cc:
-                    hf.facts["gpu.0.cc"] = Fact(g.cc, g.evidence[0])
-    if not hosts and shared:
-        hosts[""] = HostFacts("")
-    for hf in hosts.values():
-        # a GPU the inventory names without a compute capability: the spec database knows it
-        for index in hf.star_values("gpu.*.name"):
-            key, cc_key = f"gpu.{index}.name", f"gpu.{index}.cc"
-            if cc_key not in hf.facts:
-                spec = knowledge.gpu_spec(str(hf.facts[key].value))
-                if spec is not None:
-                    hf.facts[cc_key] = Fact(spec.cc, hf.facts[key].evidence_id)
-        for k, f in shared.items():
-            hf.facts.setdefault(k, f)
-        if hf.sources:
-            hf.basis = (tuple(e.id for e in hf.sources), oe[0].id if oe is not None else None,
-                        (g.name, g.cc, tuple(g.evidence)) if g is not None else None)
+    shared: dict[str, Fact] | None = None
+    hosts: dict[str, HostFacts] = {}
+    for host, items in per_host.items():
+        basis = (tuple(ev.id for ev, _ in items), oe[0].id if oe is not None else None,
+                 (g.name, g.cc, tuple(g.evidence)) if g is not None else None)
+        memo = items[0][0].derived("host_facts", _new_host_memo)
+        hf = memo.get(basis)
+        if hf is None:
+            if shared is None:
+                shared = _observation_shared(view)
+            hf = memo[basis] = _host_facts(host, items, shared, g, basis)
+        hosts[host] = hf
+    if not hosts and (g is not None or oe is not None):
+        # a GPU known from the gpu_specs tool only, or only the observations: one host with no evidence of its own
+        hf = HostFacts("")
+        _complete(hf, _observation_shared(view) if shared is None else shared, g)
+        if hf.facts:
+            hosts[""] = hf
     return hosts
+
+
+def _observation_shared(view: EvidenceView) -> dict[str, Fact]:
+    oe = view.observations_evidence
+    if oe is None:
+        return {}
+    return {k: Fact(v, oe[0].id) for k, v in observation_facts(oe[1]).items()}
 
 
 # --- conditions ---------------------------------------------------------------------------------------------------
@@ -587,21 +651,26 @@ def catalog_findings(view: EvidenceView, entries: Iterable[Entry] | None = None)
 MAX_QUOTED = 6
 
 
+def _levels(hf: HostFacts) -> list[str | None]:
+    """Each of the host's lines: `pattern` when a catalog pattern matches it (its entry did not apply here, or it
+    would have explained the line), else its WARNING/ERROR level in a probe that hands over whole logs (kernel log,
+    engine log), else None: plain informational lines are not news."""
+    if hf._levels is None or len(hf._levels) != len(hf.lines):
+        patterns = [s.compiled() for e in catalog() for s in e.signals if s.log]
+        hf._levels = ["pattern" if any(rx.search(ln.text) for rx in patterns) else _script.level_of(ln.text)
+                      for ln in hf.lines]
+    return hf._levels
+
+
 def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str, str, int]]) -> list[Finding]:
     """WARNING/ERROR lines no fired entry explains: the scan's unclassified lines plus signature matches whose entry
     did not apply here. Counted and deduplicated, the most frequent errors first."""
     rows: dict[str, dict[str, Any]] = {}
     ids: list[str] = []
     total = 0
-    patterns = [s.compiled() for e in catalog() for s in e.signals if s.log]
     for hf in hosts.values():
-        for ln in hf.lines:
-            if (hf.host, ln.path, ln.line_no) in explained:
-                continue
-            # a line a catalog pattern matched whose entry did not apply here, or a WARNING/ERROR line of a probe
-            # that hands over whole logs (kernel log, engine log); plain informational lines are not news
-            level = "pattern" if any(rx.search(ln.text) for rx in patterns) else _script.level_of(ln.text)
-            if level is None:
+        for ln, level in zip(hf.lines, _levels(hf)):
+            if level is None or (hf.host, ln.path, ln.line_no) in explained:
                 continue
             key = _mask(ln.text)
             row = rows.setdefault(key, {"line": ln.text.strip(), "path": ln.path, "no": ln.line_no, "count": 0,

@@ -30,3 +30,18 @@ def test_facts_added_later_are_seen():
     assert hf.star_values("gpu.*.power.limit") == ["0"]
     hf.facts["gpu.5.power.limit"] = Fact(1, "ev-2")
     assert sorted(hf.star_values("gpu.*.power.limit")) == ["0", "5"]
+
+
+def test_hosts_with_the_same_keys_share_one_index_and_others_do_not():
+    """A fleet's hosts have the same fact keys (values differ): the index is built once for all of them."""
+    a, b, c = HostFacts("a"), HostFacts("b"), HostFacts("c")
+    for hf, limit in ((a, 600), (b, 450)):
+        for k in KEYS:
+            hf.facts[k] = Fact(limit, f"ev-{hf.host}")
+    for k in KEYS[:3]:
+        c.facts[k] = Fact(1, "ev-c")
+    assert a.star_values("gpu.*.power.limit") == b.star_values("gpu.*.power.limit")
+    assert a._star is b._star
+    assert sorted(c.star_values("gpu.*.power.limit")) == ["0", "1", "10"]
+    assert c._star is not a._star
+    assert c.star_values("node.xid.*.count") == [] and a.star_values("node.xid.*.count") == ["79", "48"]

@@ -16,7 +16,7 @@ from orchestrator.probes.node_models import (
     NcclLine, NodeGap, NodeHealth, RdmaDevice, ServingProcess,
 )
 from orchestrator.probes.node_nccl import summarize_nccl
-from orchestrator.probes.node_smi import parse_health_xml, parse_lspci, parse_nvlink
+from orchestrator.probes.node_smi import gpus_from_fields, parse_health_xml, parse_lspci, parse_nvlink
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.session import shared
 
@@ -41,8 +41,10 @@ def health_from_output(data: dict[str, Any]) -> NodeHealth:
     """Pure: the NodeHealth the node script's JSON describes."""
     node = NodeHealth(gaps=[NodeGap.model_validate(g) for g in data.get("gaps") or []],
                       commands=list(data.get("commands") or []))
-    xml = data.get("smi_xml")
-    if xml:
+    xml = data.get("smi_xml")  # what earlier versions of the script sent (recorded outputs, tests)
+    if data.get("smi"):
+        node.driver_version, node.cuda_version, node.gpus = gpus_from_fields(data["smi"])
+    elif xml:
         try:
             node.driver_version, node.cuda_version, node.gpus = parse_health_xml(xml)
         except nvidia_smi.NvidiaSmiParseError as exc:

@@ -12,6 +12,7 @@ import io
 import re
 import xml.etree.ElementTree as ET
 
+from orchestrator.probes.scripts import _smi
 from orchestrator.probes.results import GpuInfo, GpuInventory, GpuLink, GpuTopology
 
 QUERY_FIELDS = (
@@ -27,35 +28,12 @@ class NvidiaSmiParseError(ValueError):
     """The text is not the nvidia-smi output it was expected to be."""
 
 
-_NUM = re.compile(r"-?\d+(?:\.\d+)?")
-
-
-def number(text: str | None) -> float | None:
-    """The leading number of a value like "143771 MiB" or "115.16 W"; None for N/A, [N/A], [Not Supported]."""
-    if text is None:
-        return None
-    m = _NUM.search(text)
-    if not m or "N/A" in text or "Not Supported" in text or "Unknown" in text:
-        return None
-    return float(m.group())
-
-
-def element_text(el: ET.Element | None, path: str) -> str | None:
-    if el is None:
-        return None
-    found = el.find(path)
-    if found is None or found.text is None:
-        return None
-    value = found.text.strip()
-    return value or None
-
-
-def first_number(gpu: ET.Element, *paths: str) -> float | None:
-    for path in paths:
-        value = number(element_text(gpu, path))
-        if value is not None:
-            return value
-    return None
+# One reading of values and paths for every nvidia-smi parser: the node script's (scripts/_smi.py, sent to hosts).
+number = _smi.smi_number
+"""The leading number of a value like "143771 MiB" or "115.16 W"; None for N/A, [N/A], [Not Supported]."""
+element_text = _smi.smi_text
+first_number = _smi.smi_first
+_strip_doctype = _smi.smi_strip_doctype
 
 
 def parse_xml(xml_text: str) -> GpuInventory:
@@ -120,14 +98,6 @@ def parse_xml(xml_text: str) -> GpuInventory:
         cuda_version=element_text(root, "cuda_version"),
         gpus=gpus,
     )
-
-
-def _strip_doctype(xml_text: str) -> str:
-    # ElementTree cannot resolve the external DTD nvidia-smi names; the DTD adds nothing we read.
-    if "<!DOCTYPE" not in xml_text:
-        return xml_text
-    head, after = xml_text.split("<!DOCTYPE", 1)
-    return head + (after.split(">", 1)[1] if ">" in after else "")
 
 
 def parse_query_csv(csv_text: str) -> list[dict[str, str]]:

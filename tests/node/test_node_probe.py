@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from orchestrator.probes.node import collect_node_health
+from orchestrator.probes.node import collect_node_health, health_from_output, node_params
+from orchestrator.probes.runner import run_script
 from orchestrator.render.summaries import summarize_node
 
 SECRETS = {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz012345", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
@@ -143,3 +144,27 @@ def test_node_health_agent_and_the_leads_task():
     lead_tasks = [s.args.get("agent") for s in agents["lead"].plan if s.tool == "task"]
     assert "node-health" in lead_tasks
     assert "node-health" in agents["lead"].prompt
+
+
+async def test_the_host_reads_nvidia_smi_and_sends_its_health_fields_not_the_xml(node_host):
+    """The XML stays on the host (~12 KB per GPU, which a 64-host fleet would parse under one lock here); what it
+    sends reads as the XML itself does, read here by the same code."""
+    staged, host = node_host({"count": 8, "gpus": {"3": {"power_limit_w": 450}}})
+    data = await run_script(host, "python3", "node", node_params(None), isolated=True)
+    assert "smi_xml" not in data and "<nvidia_smi_log" not in json.dumps(data)
+    assert len(data["smi"]["gpus"]) == 8
+    xml = (staged.root / "nodedata" / "nvidia-smi-q.xml")
+    from_xml = health_from_output({**data, "smi": None, "smi_xml": xml.read_text()})
+    sent = health_from_output(data)
+    assert sent.model_dump() == from_xml.model_dump()
+    assert sent.gpus[3].power_limit_w == 450 and sent.gpus[2].power_limit_w == 700
+
+
+async def test_xml_the_host_cannot_read_is_a_gap_naming_why(node_host):
+    staged, host = node_host({"count": 1})
+    xml = staged.root / "nodedata" / "nvidia-smi-q.xml"
+    xml.write_text("<?xml version=\"1.0\" ?>\n<nvidia_smi_log>\n\t<gpu id=\"0\">\n\t\t<product_name>NVIDIA H200")
+    node = await collect_node_health(host)
+    assert not node.available
+    gap = next(g for g in node.gaps if g.what == "nvidia-smi -q -x")
+    assert "not XML" in gap.why

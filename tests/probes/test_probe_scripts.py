@@ -26,7 +26,7 @@ def _top_level_names(source: str) -> set[str]:
     return names
 
 
-PRELUDE = _top_level_names(scripts.prelude()) | _top_level_names(scripts.environ())
+PRELUDE = _top_level_names(scripts.prelude()) | _top_level_names(scripts.environ()) | _top_level_names(scripts.smi())
 
 
 def test_the_prelude_defines_the_shared_helpers():

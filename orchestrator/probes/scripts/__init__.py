@@ -13,12 +13,14 @@ from importlib import resources
 
 ENVIRON_READERS = frozenset({"node", "engine"})
 """Scripts that read other processes' environments: sent with `_environ.py`, the one allowlist of what may leave."""
+SMI_READERS = frozenset({"node"})
+"""Scripts that read `nvidia-smi -q -x` on the host: sent with `_smi.py`, the one reading of its health fields."""
 
 
 def load(name: str) -> str:
     """The source sent for the fixed script `name` (e.g. "pyenv"): the prelude, the environment allowlist for the
-    scripts that read process environments, then the script."""
-    shared = [prelude()] + ([environ()] if name in ENVIRON_READERS else [])
+    scripts that read process environments, the nvidia-smi reader for those that read its XML, then the script."""
+    shared = [prelude()] + ([environ()] if name in ENVIRON_READERS else []) + ([smi()] if name in SMI_READERS else [])
     return "\n\n".join(shared + [_read(name)])
 
 
@@ -40,6 +42,11 @@ def prelude() -> str:
 def environ() -> str:
     """What of a process's environment may leave the host (`_environ.py`: `keep_env` and its lists)."""
     return _read("_environ")
+
+
+def smi() -> str:
+    """The reading of `nvidia-smi -q -x`'s health fields (`_smi.py`), also imported here by probes/node_smi.py."""
+    return _read("_smi")
 
 
 @functools.lru_cache(maxsize=None)

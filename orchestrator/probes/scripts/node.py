@@ -2,7 +2,7 @@
 
 stdlib only, Python >= 3.8, read-only. Params (JSON, argv[1]):
   {"logs": [paths to scan for NCCL INFO/WARN lines], "max_kernel_lines": int, "max_nccl_lines": int}
-Prints one JSON object: raw outputs (nvidia-smi -q -x without its supported-clocks table, nvlink -s/-e, topo -m),
+Prints one JSON object: the health fields of nvidia-smi -q -x (read here by _smi.py), raw outputs (nvlink -s/-e, topo -m),
 filtered outputs (lspci -vv link/ACS lines, kernel-log NVRM/Xid lines, NCCL lines), serving processes with their
 environment FILTERED HERE (allowlisted prefixes only, secret-looking names and values dropped), RDMA devices,
 libibverbs, IOMMU settings, NUMA nodes, and `gaps`: every command that was missing, refused or failed, with why.
@@ -85,9 +85,12 @@ def nvidia_smi(out):
     if rc != 0 or "<nvidia_smi_log" not in stdout:
         gap(out, "nvidia-smi -q -x", "exit %d: %s" % (rc, tail(stderr or stdout)))
         return ""
-    # The supported-clocks table is most of the document and says nothing about health.
-    out["smi_xml"] = re.sub(r"<supported_clocks>.*?</supported_clocks>", "<supported_clocks></supported_clocks>",
-                            stdout, flags=re.S)
+    # Read here (_smi.py, sent with this script): the health fields leave the host, not ~12 KB of XML per GPU.
+    try:
+        out["smi"] = smi_health(stdout)
+    except Exception as exc:  # noqa: BLE001 - whatever the reading hit is this part's gap, never the probe's end
+        gap(out, "nvidia-smi -q -x", str(exc) if isinstance(exc, SmiFormatError) else
+            "could not read the XML: %s: %s" % (type(exc).__name__, exc))
     for key, argv in (("nvlink_s", ["nvidia-smi", "nvlink", "-s"]), ("nvlink_e", ["nvidia-smi", "nvlink", "-e"]),
                       ("topo", ["nvidia-smi", "topo", "-m"])):
         res = run(argv, out)

@@ -233,17 +233,21 @@ def host_facts(evidence: Iterable[Evidence]) -> dict[str, dict[str, tuple[FactVa
     """host -> fact -> (value, evidence id). The fan-out calls (one probe on every host, at the same time) win over
     what other prongs gathered on the primary host; then the lowest id (not completion order: a replay, whose calls
     complete in another order, compares the same way)."""
-    out: dict[str, dict[str, tuple[FactValue, str]]] = {}
+    per_host: dict[str, list[Evidence]] = {}
     for ev in sorted(evidence, key=lambda e: (e.args.get("host") is None, _id_key(e.id))):
-        if not ev.host:
-            continue
-        facts = ev.derived("fleet_facts", compared_facts)
-        if not facts:
-            continue
-        mine = out.setdefault(ev.host, {})
-        for k, v in facts.items():
+        if ev.host and ev.derived("fleet_facts", compared_facts):
+            per_host.setdefault(ev.host, []).append(ev)
+    # a host's merged facts are a function of its evidence, in this order: merged once for every view that has it
+    return {host: evs[0].derived("fleet_merged:" + ",".join(e.id for e in evs), functools.partial(_merged, evs))
+            for host, evs in per_host.items()}
+
+
+def _merged(evidence: list[Evidence], _anchor: Evidence) -> dict[str, tuple[FactValue, str]]:
+    mine: dict[str, tuple[FactValue, str]] = {}
+    for ev in evidence:
+        for k, v in ev.derived("fleet_facts", compared_facts).items():
             mine.setdefault(k, (v, ev.id))
-    return out
+    return mine
 
 
 # --- the comparison ---------------------------------------------------------------------------------------------
@@ -299,6 +303,9 @@ def compare(facts: dict[str, dict[str, tuple[FactValue, str]]], group: str = "al
             continue
         values = {h: facts[h][fact] for h in hosts if fact in facts[h]}
         if len(values) < 2:
+            continue
+        if len({(type(v), v) for v, _ in values.values()}) == 1:
+            identical += 1  # one value everywhere (most rows of a fleet): nothing to show or weigh
             continue
         row = _row(fact, values, weight, label)
         if len(set(row.values.values())) == 1 and not row.odd:

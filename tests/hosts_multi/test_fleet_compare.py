@@ -88,3 +88,26 @@ def test_reports_render_the_fleet_table():
     html = render_html(d, [])
     assert 'id="fleet"' in html and "<strong>c</strong>" in html and "c: 450" in html
     assert "fleet" not in Diagnosis(question="q", verdict="v").model_dump()  # one-host diagnoses keep their shape
+
+
+def test_a_hosts_merged_facts_are_shared_by_views_with_the_same_evidence_for_it():
+    """Every agent's view of a fleet asks for the comparison: each host's facts are merged once per evidence set."""
+    from orchestrator.analysis.fleet import host_facts
+    a1, b1 = inv("ev-5.1", "a"), inv("ev-5.2", "b")
+    first = host_facts([a1, b1])
+    b2 = inv("ev-5.3", "b", driver="570.86.15")
+    second = host_facts([b2, a1, b1])
+    assert second["a"] is first["a"]  # a's evidence is the same
+    assert second["b"] is not first["b"]
+    assert second["b"]["host.driver_version"] == ("580.95.05", "ev-5.2")  # the lowest id wins, as before
+
+
+def test_rows_with_one_value_everywhere_are_counted_identical_and_mixed_types_are_not():
+    ev = [inv("ev-5.1", "a"), inv("ev-5.2", "b"), inv("ev-5.3", "c")]
+    t = fleet_tables(ev)[0]
+    assert t.rows == [] and t.identical > 5
+    # True and 1 are equal in Python but not the same value to show ("yes" and "1"): the row is compared
+    facts = {h: {"host.driver_version": (v, f"ev-{i}")} for i, (h, v) in enumerate((("a", True), ("b", 1),
+                                                                                      ("c", True)))}
+    table = compare(facts)
+    assert table is not None and [r.odd for r in table.rows] == [["b"]] and table.identical == 0

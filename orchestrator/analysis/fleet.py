@@ -93,23 +93,28 @@ SUFFIX_LABELS = {
 }
 
 
+_FIRST_RULE = re.compile("|".join(f"(?P<r{i}>{fnmatch.translate(p)})" for i, (p, _, _) in enumerate(COMPARED)))
+"""Every pattern of COMPARED, in order, as one regex: the alternative that matches is the first pattern that does."""
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _rule_for(fact: str) -> tuple[float, str]:
     """(weight, label) of a fact name (pure; every host of a fleet shows the same names, so it is cached)."""
-    for pattern, weight, label in COMPARED:
-        if fnmatch.fnmatchcase(fact, pattern):
-            parts = fact.split(".")
+    m = _FIRST_RULE.match(fact)
+    if m is None or m.lastgroup is None:
+        return 1, fact
+    _pattern, weight, label = COMPARED[int(m.lastgroup[1:])]
+    parts = fact.split(".")
 
-            def part(m: re.Match, parts: list[str] = parts) -> str:
-                i = int(m.group(1))
-                if i == 2:
-                    rest = ".".join(parts[2:])
-                    return SUFFIX_LABELS.get(rest, rest)
-                return parts[i] if i < len(parts) else ""
+    def part(m: re.Match, parts: list[str] = parts) -> str:
+        i = int(m.group(1))
+        if i == 2:
+            rest = ".".join(parts[2:])
+            return SUFFIX_LABELS.get(rest, rest)
+        return parts[i] if i < len(parts) else ""
 
-            label = re.sub(r"\{(\d)\}", part, label)
-            return weight, re.sub(r"(?<=[a-z])[._](?=[a-z])", " ", label).strip()
-    return 1, fact
+    label = re.sub(r"\{(\d)\}", part, label)
+    return weight, re.sub(r"(?<=[a-z])[._](?=[a-z])", " ", label).strip()
 
 
 def _collapse_gpus(rows: list[FleetRow]) -> list[FleetRow]:
@@ -219,10 +224,11 @@ def evidence_facts(ev: Evidence) -> dict[str, FactValue]:
     return out
 
 
-def compared_facts(ev: Evidence) -> dict[str, FactValue]:
-    """The facts of one piece of evidence that the comparison weighs (`COMPARED`): kept with the evidence for the
-    run, so they are worked out once per evidence, and only these (a host's full fact set is thousands of keys)."""
-    return {k: v for k, v in evidence_facts(ev).items() if _rule_for(k)[0] > 0}
+def compared_facts(ev: Evidence) -> dict[str, tuple[FactValue, str]]:
+    """The facts of one piece of evidence that the comparison weighs (`COMPARED`), each with the evidence id: kept
+    with the evidence for the run, so they are worked out once per evidence, and only these (a host's full fact set
+    is thousands of keys)."""
+    return {k: (v, ev.id) for k, v in evidence_facts(ev).items() if _rule_for(k)[0] > 0}
 
 
 def _id_key(eid: str) -> tuple:
@@ -244,9 +250,8 @@ def host_facts(evidence: Iterable[Evidence]) -> dict[str, dict[str, tuple[FactVa
 
 def _merged(evidence: list[Evidence], _anchor: Evidence) -> dict[str, tuple[FactValue, str]]:
     mine: dict[str, tuple[FactValue, str]] = {}
-    for ev in evidence:
-        for k, v in ev.derived("fleet_facts", compared_facts).items():
-            mine.setdefault(k, (v, ev.id))
+    for ev in reversed(evidence):  # the first evidence with a fact wins: it is applied last
+        mine.update(ev.derived("fleet_facts", compared_facts))
     return mine
 
 

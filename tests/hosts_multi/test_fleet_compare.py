@@ -111,3 +111,16 @@ def test_rows_with_one_value_everywhere_are_counted_identical_and_mixed_types_ar
                                                                                       ("c", True)))}
     table = compare(facts)
     assert table is not None and [r.odd for r in table.rows] == [["b"]] and table.identical == 0
+
+
+def test_each_fact_gets_the_first_comparison_rule_that_matches_it():
+    """The rules are matched as one regex: the first pattern in COMPARED that matches decides, as in a loop."""
+    import fnmatch
+
+    from orchestrator.analysis.fleet import COMPARED, _rule_for
+    names = {p.replace("*", x) for p, _, _ in COMPARED for x in ("3", "7.ecc.sbe", "power.limit_w", "a")}
+    names |= {"gpu.0.power.limit_w", "gpu.1.xid_79", "host.driver_version", "lib.torch.version", "nothing.here"}
+    for name in names:
+        first = next((w for p, w, _ in COMPARED if fnmatch.fnmatchcase(name, p)), 1)
+        assert _rule_for(name)[0] == first, name
+    assert _rule_for("gpu.2.power.limit_w") == (3, "GPU 2 power limit (W)")

@@ -118,21 +118,33 @@ def pattern_names() -> list[str]:
     return [name for name, _, _ in _PATTERNS]
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})
+"""Values with no string inside: passed over without a call (a fleet's events hold tens of thousands)."""
+
+
 def redact_obj(obj):
-    """Redact every string inside a JSON-like structure; returns the same object when nothing changed."""
+    """Redact every string inside a JSON-like structure; returns the same object when nothing changed (a dict or
+    list is copied only when something in it was redacted)."""
     if isinstance(obj, str):
         return redact(obj)
     if isinstance(obj, dict):
-        changed = False
-        out = {}
+        out = None
         for k, v in obj.items():
-            r = redact_obj(v)
-            changed |= r is not v
-            out[k] = r
-        return out if changed else obj
+            r = v if type(v) in _PLAIN else redact_obj(v)
+            if r is not v:
+                if out is None:
+                    out = dict(obj)
+                out[k] = r
+        return obj if out is None else out
     if isinstance(obj, list):
-        items = [redact_obj(v) for v in obj]
-        return items if any(a is not b for a, b in zip(items, obj)) else obj
+        items = None
+        for i, v in enumerate(obj):
+            r = v if type(v) in _PLAIN else redact_obj(v)
+            if r is not v:
+                if items is None:
+                    items = list(obj)
+                items[i] = r
+        return obj if items is None else items
     return obj
 
 

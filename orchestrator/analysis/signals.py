@@ -30,7 +30,7 @@ from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView, probe_facts
 from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding
-from orchestrator.knowledge.catalog import Condition, Entry, Signal, catalog
+from orchestrator.knowledge.catalog import _FACT_OPS, Condition, Entry, Signal, catalog
 from orchestrator.probes.results import ProbeModel
 from orchestrator.probes.scripts import logscan as _script
 from orchestrator.knowledge.catalog import entry as catalog_entry_by_id
@@ -252,8 +252,10 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
     shared: dict[str, Fact] | None = None
     hosts: dict[str, HostFacts] = {}
     for host, items in per_host.items():
+        # the spec-sheet GPU counts only for a host whose evidence names no GPU (see _complete)
+        spec_gpu = g is not None and not any(_has_gpu_facts(ev) for ev, _ in items)
         basis = (tuple(ev.id for ev, _ in items), oe[0].id if oe is not None else None,
-                 (g.name, g.cc, tuple(g.evidence)) if g is not None else None)
+                 (g.name, g.cc, tuple(g.evidence)) if spec_gpu and g is not None else None)
         memo = items[0][0].derived("host_facts", _new_host_memo)
         hf = memo.get(basis)
         if hf is None:
@@ -268,6 +270,11 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
         if hf.facts:
             hosts[""] = hf
     return hosts
+
+
+def _has_gpu_facts(ev: Evidence) -> bool:
+    return ev.derived("has_gpu_facts", lambda e: any(k.startswith("gpu.") for k in e.derived("probe_facts",
+                                                                                              _model_facts)))
 
 
 def _observation_shared(view: EvidenceView) -> dict[str, Fact]:
@@ -606,17 +613,35 @@ def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
         bound=entry.bound, matched=list(dict.fromkeys(matched))[:MAX_MATCHED])
 
 
-def _new_memo(_ev: Evidence) -> dict[tuple[int, tuple[Any, ...]], tuple[Entry, list[Hit]]]:
+def _new_memo(_ev: Evidence) -> dict[tuple[Any, ...], tuple[Entry, list[Hit]]]:
     return {}
+
+
+_OBS_READERS: dict[int, tuple[Entry, bool]] = {}
+
+
+def reads_observations(entry: Entry) -> bool:
+    """Whether what the entry finds can depend on the observations (`obs.*` facts): a condition names one (or a key
+    starting with `*`, which could bind one), or the scope has workload dtypes (`obs.model.quantization`)."""
+    got = _OBS_READERS.get(id(entry))
+    if got is None or got[0] is not entry:
+        keys = [k for sig in entry.signals for c in sig.when
+                for k in (c.fact, *(getattr(c, op) for op in _FACT_OPS)) if k]
+        reads = bool(entry.scope.dtypes) or any(k.startswith(("obs.", "*")) for k in keys)
+        got = _OBS_READERS[id(entry)] = (entry, reads)
+    return got[1]
 
 
 def _hits(entry: Entry, hf: HostFacts) -> list[Hit]:
     """evaluate_entry, once per entry and host basis within a run: the fleet prong and the lead look at the same
-    hosts' evidence (kept with the host's first piece of evidence, which lives as long as the run)."""
+    hosts' evidence (kept with the host's first piece of evidence, which lives as long as the run). An entry that
+    reads no observation finds the same in views that differ only in their observations (the fleet prong has none,
+    the lead has the user's)."""
     if hf.basis is None or not hf.sources:
         return evaluate_entry(entry, hf)
     memo = hf.sources[0].derived("catalog_hits", _new_memo)
-    key = (id(entry), hf.basis)
+    own, obs, spec_gpu = hf.basis
+    key = (id(entry), own, spec_gpu, obs if reads_observations(entry) else None)
     got = memo.get(key)
     if got is None or got[0] is not entry:
         got = memo[key] = (entry, evaluate_entry(entry, hf))

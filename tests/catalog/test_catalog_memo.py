@@ -77,3 +77,37 @@ def test_gathered_facts_are_those_a_fresh_gather_finds():
     fresh = signals.gather(EvidenceView(seed_evidence()))["gpu-box"]  # the same evidence, new objects: no memo
     assert cached is not fresh
     assert cached.facts == fresh.facts and cached.lines == fresh.lines and cached.basis == fresh.basis
+
+
+def test_entries_that_read_no_observation_are_not_evaluated_again_for_a_view_with_observations(monkeypatch):
+    """The fleet prong's view has no observations, the lead's has them: only entries that read `obs.*` facts (or
+    scope a workload dtype) are evaluated again; what they find follows the observations."""
+    from orchestrator.knowledge.catalog import catalog
+
+    evidence = seed_evidence()
+    without = [e for e in evidence if e.kind != "observations"]
+    calls = _counting(monkeypatch)
+    signals.catalog_findings(EvidenceView(without))
+    n = len(calls)
+    with_obs = {f.id for f in signals.catalog_findings(EvidenceView(evidence))}
+    again = calls[n:]
+    readers = {e.id for e in catalog() if e.signals and signals.reads_observations(e)}
+    assert again and set(again) <= readers  # observation readers only, each once
+    assert len(again) == len(set(again))
+    fresh_calls = _counting(monkeypatch)
+    fresh = {f.id for f in signals.catalog_findings(EvidenceView(seed_evidence()))}  # new objects: nothing kept
+    assert fresh == with_obs and len(fresh_calls) > len(again)
+
+
+def test_which_entries_read_observations():
+    from orchestrator.knowledge.catalog import Entry
+
+    def entry(**kw):
+        return Entry.model_validate({"id": "x", "title": "t", "area": "node", "claim": "c",
+                                     "sources": ["https://example.org/s"], **kw})
+    assert not signals.reads_observations(entry(signals=[{"when": [{"fact": "gpu.*.power.limit_w", "lt": 1}]}]))
+    assert signals.reads_observations(entry(signals=[{"when": [{"fact": "obs.tp", "gt": 1}]}]))
+    assert signals.reads_observations(entry(signals=[{"when": [{"fact": "gpu.0.power.draw_w",
+                                                                "gt_fact": "obs.gpu.power_w"}]}]))
+    assert signals.reads_observations(entry(signals=[{"when": [{"fact": "gpu.0.cc", "eq": "9.0"}]}],
+                                            scope={"dtypes": ["fp8"]}))

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from orchestrator import analysis
 from orchestrator.agentdefs import AgentDef
 from orchestrator.context import AgentContext, CallInfo, RunContext
 from orchestrator.events import AgentFinished, AgentStarted, AgentStatus, ModelCall, ModelError, ToolCall, ToolResult
@@ -394,8 +395,10 @@ class AgentRunner:
             evidence_id=info.evidence_id, is_error=out.is_error, content=out.text, data=out.data, host=out.host,
             untrusted=out.untrusted, truncated=executed.truncated, duration_s=round(executed.duration_s, 4),
         ))
-        run.evidence.add(Evidence(id=info.evidence_id, agent_id=self.agent_id, tool=use.name, args=use.input,
-                                  host=out.host, text=out.text, data=out.data, is_error=out.is_error))
+        ev = Evidence(id=info.evidence_id, agent_id=self.agent_id, tool=use.name, args=use.input, host=out.host,
+                      text=out.text, data=out.data, is_error=out.is_error)
+        run.evidence.add(ev)
+        analysis.prepare(ev)  # while the other calls are still out (a fleet waits for its slowest host)
         content = fence(out.text, tool=use.name, host=out.host, evidence_id=info.evidence_id, untrusted=out.untrusted)
         return ToolResultBlock(tool_use_id=use.id, content=content, is_error=out.is_error)
 

@@ -231,6 +231,11 @@ def compared_facts(ev: Evidence) -> dict[str, tuple[FactValue, str]]:
     return {k: (v, ev.id) for k, v in evidence_facts(ev).items() if _rule_for(k)[0] > 0}
 
 
+def prepare(ev: Evidence) -> None:
+    """The evidence's compared facts as `host_facts` reads them (see analysis.prepare)."""
+    ev.derived("fleet_facts", compared_facts)
+
+
 def _id_key(eid: str) -> tuple:
     return tuple(int(x) if x.isdigit() else 0 for x in re.findall(r"\d+", eid)) or (0,)
 

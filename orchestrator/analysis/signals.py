@@ -272,6 +272,11 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
     return hosts
 
 
+def prepare(ev: Evidence) -> None:
+    """The evidence's facts as `gather` reads them (see analysis.prepare)."""
+    _has_gpu_facts(ev)
+
+
 def _has_gpu_facts(ev: Evidence) -> bool:
     return ev.derived("has_gpu_facts", lambda e: any(k.startswith("gpu.") for k in e.derived("probe_facts",
                                                                                               _model_facts)))

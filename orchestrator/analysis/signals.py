@@ -337,36 +337,66 @@ def _bindings(conds: Iterable[Condition], hf: HostFacts) -> list[str | None]:
     return ordered or [None]
 
 
+_NUM_OPS: tuple[tuple[str, Callable[[float, float], bool]], ...] = (
+    ("lt", float.__lt__), ("le", float.__le__), ("gt", float.__gt__), ("ge", float.__ge__))
+_FACT_CMPS: tuple[tuple[str, Callable[[float, float], bool] | None], ...] = (
+    ("eq_fact", None), ("ne_fact", None), ("lt_fact", float.__lt__), ("le_fact", float.__le__),
+    ("gt_fact", float.__gt__), ("ge_fact", float.__ge__))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A condition's operators, read once (a fleet's catalog checks each condition thousands of times)."""
+
+    exists_only: bool
+    exists: bool | None
+    eq: Any
+    ne: Any
+    nums: tuple[tuple[Callable[[float, float], bool], float], ...]
+    facts: tuple[tuple[str, str, Callable[[float, float], bool] | None], ...]
+    in_: list[Any] | None
+    not_in: list[Any] | None
+    matches: re.Pattern[str] | None
+
+
+_PLANS: dict[int, tuple[Condition, _Plan]] = {}
+
+
+def _plan(cond: Condition) -> _Plan:
+    got = _PLANS.get(id(cond))
+    if got is None or got[0] is not cond:
+        plan = _Plan(
+            exists_only=cond.exists is not None and len(cond.operators) == 1, exists=cond.exists, eq=cond.eq,
+            ne=cond.ne, nums=tuple((cmp, float(getattr(cond, op))) for op, cmp in _NUM_OPS
+                                   if getattr(cond, op) is not None),
+            facts=tuple((op, getattr(cond, op), cmp) for op, cmp in _FACT_CMPS if getattr(cond, op) is not None),
+            in_=cond.in_, not_in=cond.not_in,
+            matches=re.compile(cond.matches, re.IGNORECASE) if cond.matches is not None else None)
+        got = _PLANS[id(cond)] = (cond, plan)
+    return got[1]
+
+
 def check(cond: Condition, hf: HostFacts, binding: str | None) -> tuple[bool, list[Fact], str]:
     """Whether one condition holds; the facts it read and a `key=value` note."""
+    p = _plan(cond)
     key = _bind(cond.fact, binding)
     fact = hf.get(key) if "*" not in key else None
-    if cond.exists is not None and len(cond.operators) == 1:
-        ok = (fact is not None) == cond.exists
+    if p.exists_only:
+        ok = (fact is not None) == p.exists
         return ok, [fact] if fact else [], f"{key}={fact.value if fact else 'absent'}"
     if fact is None:
         return False, [], f"{key} absent"
     val = fact.value
     used = [fact]
-    ok = True
-    if cond.exists is False:
-        ok = False
-    for op in ("eq", "ne"):
-        want = getattr(cond, op)
-        if want is not None:
-            ok &= _eq(val, want) if op == "eq" else not _eq(val, want)
-    for op, cmp in (("lt", float.__lt__), ("le", float.__le__), ("gt", float.__gt__), ("ge", float.__ge__)):
-        want = getattr(cond, op)
-        if want is not None:
-            a = _num(val)
-            ok &= a is not None and cmp(a, float(want))
-    fact_ops: tuple[tuple[str, Callable[[float, float], bool] | None], ...] = (
-        ("eq_fact", None), ("ne_fact", None), ("lt_fact", float.__lt__), ("le_fact", float.__le__),
-        ("gt_fact", float.__gt__), ("ge_fact", float.__ge__))
-    for op, fact_cmp in fact_ops:
-        other_key = getattr(cond, op)
-        if other_key is None:
-            continue
+    ok = p.exists is not False
+    if p.eq is not None:
+        ok &= _eq(val, p.eq)
+    if p.ne is not None:
+        ok &= not _eq(val, p.ne)
+    for cmp, want in p.nums:
+        a = _num(val)
+        ok &= a is not None and cmp(a, want)
+    for op, other_key, fact_cmp in p.facts:
         other = hf.get(_bind(other_key, binding))
         if other is None:
             ok = False
@@ -378,12 +408,12 @@ def check(cond: Condition, hf: HostFacts, binding: str | None) -> tuple[bool, li
             ok &= same if op == "eq_fact" else not same
         else:
             ok &= a is not None and b is not None and fact_cmp(a, b * cond.ratio)
-    if cond.in_ is not None:
-        ok &= any(_eq(val, x) for x in cond.in_)
-    if cond.not_in is not None:
-        ok &= not any(_eq(val, x) for x in cond.not_in)
-    if cond.matches is not None:
-        ok &= re.search(cond.matches, str(val), re.IGNORECASE) is not None
+    if p.in_ is not None:
+        ok &= any(_eq(val, x) for x in p.in_)
+    if p.not_in is not None:
+        ok &= not any(_eq(val, x) for x in p.not_in)
+    if p.matches is not None:
+        ok &= p.matches.search(str(val)) is not None
     return bool(ok), used, f"{key}={val}"
 
 

@@ -11,7 +11,8 @@ On loopback every "host" shares this machine's cores, where on a real fleet each
 scripts run on that host's own CPU. The staged nvidia-smi (a Python script) is therefore put behind a shell cache in
 both runs; the probe scripts themselves still start one Python per probe per host.
 
-Run: `python bench/hosts.py [N] [--in-flight K]` (default 64 hosts; the issue's bar is N=64 within 3x one host).
+Run: `python bench/hosts.py [N] [--in-flight K] [--repeat K]` (default 64 hosts; the issue's bar is N=64 within 3x
+one host). With `--repeat`, K pairs alternate one-host and N-host runs and the medians are compared too.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import dataclasses
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -133,6 +135,9 @@ def main() -> None:
     ap.add_argument("hosts", nargs="?", type=int, default=64)
     ap.add_argument("--in-flight", type=int, default=16)
     ap.add_argument("--profile", metavar="FILE", help="also write a cProfile of the N-host run's main thread to FILE")
+    ap.add_argument("--repeat", type=int, default=1, metavar="K",
+                    help="K pairs of runs (one host, then N hosts, each in a fresh process); also reports the ratio "
+                         "of the median times")
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child is not None:
@@ -147,18 +152,32 @@ def main() -> None:
                 out = _run_once(a.child, a.in_flight, Path(tmp))
             print(json.dumps(out))
         return
-    one = _child(1, a.in_flight)
-    many = _child(a.hosts, a.in_flight, a.profile)
-    ratio = many["wall_s"] / one["wall_s"]
-    per_host = (many["cpu_s"] - one["cpu_s"]) / max(1, a.hosts - 1)
-    print(f"1 host:    {one['wall_s']:6.2f} s   CPU {one['cpu_s']:6.2f} s   peak RSS {one['maxrss_mib']:7.1f} MiB")
-    print(f"{a.hosts} hosts: {many['wall_s']:6.2f} s   CPU {many['cpu_s']:6.2f} s   peak RSS {many['maxrss_mib']:7.1f} MiB   "
-          f"({ratio:.2f}x the time of one host; {a.in_flight} hosts in flight; {os.cpu_count()} cores)")
-    print(f"CPU per additional host (sshd, probes on the host, this process): {per_host * 1e3:.0f} ms")
-    print(f"odd host named: {many['odd']} (staged: {many['expected_odd']}); status {many['status']}")
-    print(json.dumps({"one": one, "many": many, "ratio": round(ratio, 2), "cpu_per_host_ms": round(per_host * 1e3),
-                      "cores": os.cpu_count()}))
-
+    pairs = []
+    for i in range(a.repeat):
+        one = _child(1, a.in_flight)
+        many = _child(a.hosts, a.in_flight, a.profile if i == 0 else None)
+        ratio = many["wall_s"] / one["wall_s"]
+        per_host = (many["cpu_s"] - one["cpu_s"]) / max(1, a.hosts - 1)
+        print(f"1 host:    {one['wall_s']:6.2f} s   CPU {one['cpu_s']:6.2f} s   peak RSS {one['maxrss_mib']:7.1f} MiB")
+        print(f"{a.hosts} hosts: {many['wall_s']:6.2f} s   CPU {many['cpu_s']:6.2f} s   peak RSS "
+              f"{many['maxrss_mib']:7.1f} MiB   ({ratio:.2f}x the time of one host; {a.in_flight} hosts in flight; "
+              f"{os.cpu_count()} cores)")
+        print(f"CPU per additional host (sshd, probes on the host, this process): {per_host * 1e3:.0f} ms")
+        print(f"odd host named: {many['odd']} (staged: {many['expected_odd']}); status {many['status']}")
+        print(json.dumps({"one": one, "many": many, "ratio": round(ratio, 2), "cpu_per_host_ms": round(per_host * 1e3),
+                          "cores": os.cpu_count()}), flush=True)
+        pairs.append((one["wall_s"], many["wall_s"]))
+    if len(pairs) > 1:
+        # the two timings compared as two samples: the median of each, then their ratio (a lent machine's noise
+        # moves single runs by ~20 % either way, the one-host run included)
+        one_s = statistics.median(o for o, _ in pairs)
+        many_s = statistics.median(m for _, m in pairs)
+        ratios = sorted(m / o for o, m in pairs)
+        print(f"over {len(pairs)} pairs: median one host {one_s:.2f} s, median {a.hosts} hosts {many_s:.2f} s: "
+              f"{many_s / one_s:.2f}x (single pairs {ratios[0]:.2f}-{ratios[-1]:.2f}x)")
+        print(json.dumps({"pairs": len(pairs), "median_one_s": one_s, "median_many_s": many_s,
+                          "ratio_of_medians": round(many_s / one_s, 2),
+                          "pair_ratios": [round(r, 2) for r in ratios]}))
 
 if __name__ == "__main__":
     main()

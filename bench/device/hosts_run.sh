@@ -4,7 +4,7 @@
 # the binaries and the libraries they link), our wheels in .whl; carry both. The privilege-separation user sshd needs
 # is added when missing.
 #
-#   bash bench/device/hosts_run.sh [N [--in-flight K]]   (OUT must be set; the device tool sets it; RUNS=3)
+#   bash bench/device/hosts_run.sh [N [--in-flight K]]   (OUT must be set; the device tool sets it; RUNS=4 pairs)
 set -u
 OUT="${OUT:?set OUT}"
 N="${1:-64}"; shift || true   # further arguments go to bench/hosts.py (e.g. --in-flight 32)
@@ -19,4 +19,4 @@ mkdir -p /run/sshd && chmod 755 /run/sshd
 "$INVESTIGATE_TEST_SSHD" -V 2>&1 | head -1
 python3 -c "import orchestrator, pydantic, paramiko, anyio, httpx, yaml, typer, rich; print('imports ok')" || exit 1
 nproc
-for i in $(seq "${RUNS:-3}"); do python3 bench/hosts.py "$N" "$@" 2>&1 | tee -a "$OUT/hosts_bench.txt" | tail -4; done
+python3 bench/hosts.py "$N" --repeat "${RUNS:-4}" "$@" 2>&1 | tee -a "$OUT/hosts_bench.txt" | grep -E "x the time|^over"

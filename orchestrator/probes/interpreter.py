@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import posixpath
-import re
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes.runner import ProbeUnavailable, run_script
+from orchestrator.probes.scripts import _interp
 from orchestrator.probes.session import shared
 
 SERVER_ENV_KEYS = [
@@ -53,21 +51,9 @@ def choose(python: str | None, discovered: dict[str, Any] | None) -> Interpreter
     return Interpreter("python3", "python3 on PATH", seen or ["python3"], servers)
 
 
-# An interpreter is named python, python3 or python3.N; whatever else a model (or a hostile process table) names
-# would become the program our probes run (`tee`, `rm`, ...).
-_PY_NAME = re.compile(r"python(?:3(?:\.[0-9]{1,2})?)?")
-# what a name may resolve to on the host (symlinks followed): the same, or a free-threaded/debug build (python3.13t)
-_PY_REAL = "python|python3|python3.[0-9]|python3.[0-9][0-9]|python3.[0-9]t|python3.[0-9][0-9]t|python3.[0-9][0-9]d"
-_MIN_VERSION = (3, 8)
-# Fixed shell code: PATH-resolve the name, refuse anything that is not an executable regular file whose real name is
-# an interpreter's, and only then ask it for its version (isolated mode, no site, stdin /dev/null).
-_VERIFY = (
-    'p=$1; case $p in /*) ;; *) p=$(command -v -- "$p") || exit 44 ;; esac; '
-    'case $p in /*) ;; *) exit 44 ;; esac; [ -f "$p" ] && [ -x "$p" ] || exit 44; '
-    'r=$(readlink -f -- "$p" 2>/dev/null) || r=$p; printf "%s\\n%s\\n" "$p" "$r"; '
-    'case ${r##*/} in ' + _PY_REAL + ') ;; *) exit 45 ;; esac; '
-    'exec "$p" -I -S -c "import sys, json; print(json.dumps(list(sys.version_info[:3])))" </dev/null'
-)
+_VERIFY = _interp.INTERP_VERIFY
+"""The check a named interpreter passes before any probe script is sent to it (scripts/_interp.py: the same code
+runs it on the host in the survey's pyenv_chain)."""
 
 
 class InterpreterRefused(ProbeUnavailable):
@@ -76,15 +62,8 @@ class InterpreterRefused(ProbeUnavailable):
 
 def name_refusal(python: str) -> str | None:
     """Why `python` cannot name an interpreter (pure: the name alone), or None."""
-    base = posixpath.basename(python)
-    if not python or any(ord(c) < 32 or c == "\x7f" for c in python):
-        return f"interpreter {python!r} refused: give an interpreter path such as /usr/bin/python3"
-    if "/" in python and not python.startswith("/"):
-        return f"interpreter {python!r} refused: a path must be absolute (or give a bare name found on PATH)"
-    if not _PY_NAME.fullmatch(base):
-        return (f"interpreter {python!r} refused: only python, python3 or python3.N (absolute or on PATH) run probe "
-                "scripts")
-    return None
+    why: str | None = _interp.interp_name_refusal(python)
+    return why
 
 
 _verified: "weakref.WeakKeyDictionary[Any, dict[str, str]]" = weakref.WeakKeyDictionary()
@@ -103,25 +82,20 @@ async def verify(host: Host, python: str) -> str:
     if python in cache:
         return cache[python]
     res = await host.run(["/bin/sh", "-c", _VERIFY, "sh", python], timeout_s=30, max_output=4096)
-    lines = res.stdout.splitlines()
-    if res.exit_code == 44:
-        raise InterpreterRefused(f"interpreter {python!r} not found on {host.name} (not an executable file on PATH)")
-    if res.exit_code == 45:
-        real = lines[1] if len(lines) > 1 else "?"
-        raise InterpreterRefused(f"interpreter {python!r} refused: on {host.name} it is {real!r}, not a python")
-    version: list[int] | None = None
+    path, why = _interp.interp_verdict(python, res.exit_code, res.stdout, host.name)
+    if why is not None:
+        raise InterpreterRefused(why)
+    cache[python] = path
+    return str(path)
+
+
+def verified(host: Host, python: str, path: str) -> None:
+    """Record that `python` passed the check on this host (run there by the survey's pyenv_chain): later probes
+    under it do not check again."""
     try:
-        got = json.loads(lines[2]) if res.exit_code == 0 and len(lines) >= 3 else None
-        if isinstance(got, list) and len(got) == 3 and all(type(x) is int for x in got):
-            version = got
-    except ValueError:
+        _verified.setdefault(host, {})[python] = path
+    except TypeError:  # a host that cannot be weakly referenced keeps no record
         pass
-    if version is None or tuple(version[:2]) < _MIN_VERSION:
-        shown = ".".join(map(str, version)) if version else "no version"
-        raise InterpreterRefused(f"interpreter {python!r} refused: on {host.name} it did not report a Python >= "
-                                 f"{_MIN_VERSION[0]}.{_MIN_VERSION[1]} ({shown})")
-    cache[python] = lines[0]
-    return lines[0]
 
 
 DISCOVER_KEY = ("discover",)

@@ -49,7 +49,7 @@ async def prefetch(run: "RunContext") -> AsyncIterator[None]:
         from orchestrator.probes.survey import survey
 
         logs = list(run.inputs.logs)
-        calls += [functools.partial(survey, h, logs) for h in run.hosts.values()]
+        calls += [functools.partial(survey, h, logs, run.inputs.python) for h in run.hosts.values()]
     if not calls:
         yield
         return

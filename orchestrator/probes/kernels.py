@@ -78,6 +78,11 @@ async def collect_kernel_inventory(host: Host, arch: str | None = None, python: 
     return inv
 
 
+def interpreter_key(python: str | None) -> tuple[str, str | None]:
+    """The probe session's key of the interpreter chosen for `python` (the host survey fills it for None)."""
+    return ("interpreter", python)
+
+
 async def resolve_interpreter(host: Host, python: str | None) -> interpreter.Interpreter:
     """interpreter.resolve, once per host and --python within a run (the kernel and Python-env probes share it)."""
-    return await shared(host, ("interpreter", python), lambda: interpreter.resolve(host, python))
+    return await shared(host, interpreter_key(python), lambda: interpreter.resolve(host, python))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.hosts.base import Host
+from orchestrator.probes.interpreter import Interpreter
 from orchestrator.probes.kernels import resolve_interpreter
 from orchestrator.probes.results import PythonEnv
 from orchestrator.probes.runner import ProbeUnavailable, run_script
@@ -36,14 +37,21 @@ def env_from_output(data: dict[str, Any]) -> PythonEnv:
     return env
 
 
-async def collect_python_env(host: Host, python: str | None = None) -> PythonEnv:
-    """Versions of torch, triton, flashinfer, vllm, sglang, tensorrt_llm, CUTLASS, deep_gemm under the serving python."""
-    try:
-        interp = await resolve_interpreter(host, python)
-        data = await run_script(host, interp.path, "pyenv", {"packages": PACKAGES, "import_torch": True,
-                                                             "import_timeout_s": 30})
-    except ProbeUnavailable as exc:
-        return PythonEnv(host=host.name, available=False, reason=str(exc), interpreter=python,
+PARAMS: dict[str, Any] = {"packages": PACKAGES, "import_torch": True, "import_timeout_s": 30}
+"""The pyenv script's parameters (the same whether it runs alone or chained in the host survey)."""
+TIMEOUT_S = 120.0
+
+
+def pyenv_key(python: str | None) -> tuple[str, str | None]:
+    """The probe session's key of the Python environment under `python` (the host survey fills it for None)."""
+    return ("python_env", python)
+
+
+def env_from(host: Host, python: str | None, interp: Interpreter | None,
+             data: dict[str, Any] | ProbeUnavailable) -> PythonEnv:
+    """The PythonEnv of the pyenv script's JSON under `interp`, or unavailable with why there is none."""
+    if isinstance(data, ProbeUnavailable) or interp is None:
+        return PythonEnv(host=host.name, available=False, reason=str(data), interpreter=python,
                          interpreter_source="--python" if python else None)
     env = env_from_output(data)
     env.host = host.name
@@ -51,3 +59,13 @@ async def collect_python_env(host: Host, python: str | None = None) -> PythonEnv
     env.interpreters_seen = interp.seen
     env.commands = [f"{interp.path} - < pyenv.py"]
     return env
+
+
+async def collect_python_env(host: Host, python: str | None = None) -> PythonEnv:
+    """Versions of torch, triton, flashinfer, vllm, sglang, tensorrt_llm, CUTLASS, deep_gemm under the serving python."""
+    try:
+        interp = await resolve_interpreter(host, python)
+        data = await run_script(host, interp.path, "pyenv", PARAMS, timeout_s=TIMEOUT_S)
+    except ProbeUnavailable as exc:
+        return env_from(host, python, None, exc)
+    return env_from(host, python, interp, data)

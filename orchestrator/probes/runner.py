@@ -29,10 +29,10 @@ async def run_script(
         [python, *(ISOLATED if isolated else []), "-", json.dumps(params)], stdin=scripts.load(name),
         timeout_s=timeout_s, max_output=8_000_000
     )
-    return parse_script_output(name, _stdout(result, f"{name} probe", host, python, timeout_s))
+    return parse_script_output(name, script_stdout(result, f"{name} probe", host, python, timeout_s))
 
 
-def _stdout(result: CommandResult, what: str, host: Host, python: str, timeout_s: float) -> str:
+def script_stdout(result: CommandResult, what: str, host: Host, python: str, timeout_s: float) -> str:
     """The script's output, or the ProbeUnavailable that says in one line why there is none."""
     if result.timed_out:
         raise ProbeUnavailable(f"{what} timed out after {timeout_s:g} s under {python}")
@@ -56,7 +56,7 @@ async def run_bundle(
         [python, *(ISOLATED if isolated else []), "-", json.dumps({"parts": [[n, p] for n, p in parts]})],
         stdin=scripts.bundle(names), timeout_s=timeout_s, max_output=8_000_000 * len(parts),
     )
-    outer = parse_script_output(label, _stdout(result, f"{label} probes", host, python, timeout_s))
+    outer = parse_script_output(label, script_stdout(result, f"{label} probes", host, python, timeout_s))
     out: dict[str, dict[str, Any] | ProbeUnavailable] = {}
     for name in names:
         part = outer.get(name)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Collection, Hashable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from orchestrator.hosts.base import Host
 
 T = TypeVar("T")
+
+
+UNFILLED: Any = object()
+"""What a `fill` factory returns for a key it did not fill after all: the next caller runs that probe itself."""
 
 
 class _Slot:
@@ -97,14 +101,16 @@ class ProbeSession:
         slot.done.set()
 
     async def fill(self, keys: list[Hashable], factory: Callable[[], Awaitable[dict[Hashable, Any]]], *,
-                   once: bool = False) -> None:
+                   once: bool | Collection[Hashable] = False) -> None:
         """A prefetch of several probes in one run of `factory` (one round trip for all of them): it returns each
-        key's result, or the exception that key's probe ended with. Keys already there or under way are left as
-        they are (their part is dropped); callers of the others wait for this run as for any probe."""
+        key's result, the exception that key's probe ended with, or UNFILLED (the next caller runs that probe
+        itself). Keys already there or under way are left as they are (their part is dropped); callers of the
+        others wait for this run as for any probe. `once`: for every key, or the keys given."""
         mine: dict[Hashable, _Slot] = {}
         for key in keys:
             slot = self.slots.get(key)
-            if slot is None or slot.abandoned or (once and slot.taken):
+            key_once = once if isinstance(once, bool) else key in once
+            if slot is None or slot.abandoned or (key_once and slot.taken):
                 mine[key] = self.slots[key] = _Slot()
         if not mine:
             return
@@ -117,7 +123,11 @@ class ProbeSession:
             raise
         for key, slot in mine.items():
             result = results.get(key)
-            if isinstance(result, BaseException):
+            if result is UNFILLED:
+                slot.abandoned = True
+                if self.slots.get(key) is slot:
+                    del self.slots[key]
+            elif isinstance(result, BaseException):
                 slot.error = result
             elif result is None:
                 slot.error = RuntimeError(f"the combined probe returned nothing for {key!r}")
@@ -153,7 +163,7 @@ async def start(host: "Host", key: Hashable, factory: Callable[[], Awaitable[Any
 
 
 async def fill(host: "Host", keys: list[Hashable], factory: Callable[[], Awaitable[dict[Hashable, Any]]], *,
-               once: bool = False) -> None:
+               once: bool | Collection[Hashable] = False) -> None:
     """Prefetch several keys of this host with one factory run (see ProbeSession.fill); `once` as in `shared`."""
     await session_of(host).fill(keys, factory, once=once)
 

@@ -17,7 +17,7 @@ from orchestrator.probes.kernels import collect_kernel_inventory
 from orchestrator.probes.logscan import scan_logs
 from orchestrator.probes.results import ProbeModel
 from orchestrator.probes.power import sample_power
-from orchestrator.probes.pyenv import collect_python_env
+from orchestrator.probes.pyenv import collect_python_env, pyenv_key
 from orchestrator.knowledge import log_signatures
 from orchestrator.hosts.policy import extra_path_refusal
 from orchestrator.hosts.resolve import check_on_host
@@ -50,7 +50,7 @@ def _power(host: Host, duration_s: float, interval_s: float, *, prefetch: bool =
 
 
 def _python_env(host: Host, python: str | None, *, prefetch: bool = False) -> Any:
-    return (start if prefetch else shared)(host, ("python_env", python), lambda: collect_python_env(host, python))
+    return (start if prefetch else shared)(host, pyenv_key(python), lambda: collect_python_env(host, python))
 
 
 def _autotune(host: Host, python: str | None, device_name: str | None, shape: dict[str, Any] | None,

@@ -1,4 +1,5 @@
-"""A multi-host run over real sshds surveys each host in one round trip (node, engine, discovery together)."""
+"""A multi-host run over real sshds surveys each host in one round trip (node, engine, discovery and the Python
+environment together)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ async def test_each_host_is_surveyed_in_one_round_trip(tmp_path, sshd_factory, m
             scripts[self.name].append("survey")
         else:
             for name, marker in (("node", "def kernel_log("), ("engine", "def scan_processes("),
-                                 ("discover", "def interpreter_path(")):
+                                 ("discover", "def interpreter_path("), ("pyenv", "def read_metadata(")):
                 if marker in text:
                     scripts[self.name].append(name)
         return await real_run(self, argv, stdin=stdin, **kw)
@@ -40,7 +41,7 @@ async def test_each_host_is_surveyed_in_one_round_trip(tmp_path, sshd_factory, m
     result = await investigate("are my replicas the same?", host=["s1", "s2", "s3"], ssh_config=str(cfg),
                                offline=True, transcript=False, settings=Settings(power_sample_s=0.3))
     assert result.status == "ok", result.error
-    for name in ("s2", "s3"):  # the fleet's hosts: one survey, nothing run again alone
+    for name in ("s2", "s3"):  # the fleet's hosts: one survey (python_env chained in it), nothing run again alone
         assert scripts[name] == ["survey"], (name, scripts[name])
     assert scripts["s1"].count("survey") == 1  # the primary's other agents may look again (a fresh snapshot)
     for tool in ("node_health", "engine_config", "python_env"):

@@ -26,7 +26,8 @@ def _top_level_names(source: str) -> set[str]:
     return names
 
 
-PRELUDE = _top_level_names(scripts.prelude()) | _top_level_names(scripts.environ()) | _top_level_names(scripts.smi())
+PRELUDE = (_top_level_names(scripts.prelude()) | _top_level_names(scripts.environ()) | _top_level_names(scripts.smi())
+           | _top_level_names(scripts.interp()))
 
 
 def test_the_prelude_defines_the_shared_helpers():

@@ -133,3 +133,127 @@ async def test_a_key_the_combined_probe_failed_raises_to_its_caller_only():
     else:
         raise AssertionError("a missing part was handed out as a result")
     assert ran == [] and await s.shared("a", alone, once=True) == "fresh" and ran == [1]
+
+
+# --- the chained part: the interpreter's check and python_env in the same round trip ------------------------------
+
+def _run_chain(discover_out: dict, host="gpu-1", monkeypatch=None) -> dict:
+    """scripts/pyenv_chain.py as the survey bundle runs it (after a discover part that printed `discover_out`)."""
+    import contextlib
+    import io
+    import json
+    import sys
+
+    from orchestrator.probes import pyenv, scripts
+    buf = io.StringIO()
+    argv = sys.argv
+    sys.argv = ["-", json.dumps({"host": host, "pyenv": pyenv.PARAMS, "timeout_s": 60})]
+    try:
+        with contextlib.redirect_stdout(buf):
+            exec(compile(scripts.load("pyenv_chain"), "<probe pyenv_chain>", "exec"),
+                 {"__name__": "__main__", "BUNDLE_RESULTS": {"discover": {"stdout": json.dumps(discover_out)}},
+                  "BUNDLE_SOURCES": {"pyenv": scripts.load("pyenv")}})
+    finally:
+        sys.argv = argv
+    return json.loads(buf.getvalue().strip().splitlines()[-1])
+
+
+def _servers(*exes):
+    return {"python3": "/usr/bin/python3", "servers": [
+        {"pid": 100 + i, "kind": "vllm", "exe": exe, "env": {}, "cwd": "/srv"} for i, exe in enumerate(exes)]}
+
+
+async def test_the_survey_reads_python_env_on_the_host_as_the_probe_does(staged):
+    from orchestrator.hosts.local import LocalHost
+    from orchestrator.probes import kernels, pyenv
+    from orchestrator.tools.probes import _python_env
+
+    s, host = staged()
+    host = Counting(host)
+    await survey(host, [])
+    env = await _python_env(host, None)
+    interp = await kernels.resolve_interpreter(host, None)
+    assert len(host.calls) == 1, host.calls  # one round trip: discover, engine, node, the check and pyenv
+    assert env.available and env.packages and interp.source == "python3 on PATH"
+    session.forget(host)
+    alone = Counting(s.wrap(LocalHost()))
+    own = await pyenv.collect_python_env(alone, None)
+    assert len(alone.calls) == 2  # discover, then pyenv: what the chain saves
+    drop = {"probe_s", "timings"}  # how long each took
+    assert env.model_dump(exclude=drop) == own.model_dump(exclude=drop)
+    session.forget(alone)
+
+
+async def test_with_python_given_the_survey_leaves_python_env_to_its_probe(staged):
+    from orchestrator.probes import pyenv
+
+    s, host = staged()
+    host = Counting(host)
+    await survey(host, [], "/usr/bin/python3")
+    assert len(host.calls) == 1 and pyenv.pyenv_key(None) not in session.session_of(host).slots
+    session.forget(host)
+
+
+def test_the_chain_checks_every_server_executable_and_runs_pyenv_under_the_first_that_passes(tmp_path):
+    import os
+    import sys
+
+    fake = tmp_path / "python3"  # a name that passes, for a program that is no python
+    fake.symlink_to("/bin/echo")
+    real = os.path.realpath(sys.executable)
+    out = _run_chain(_servers("/bin/sleep", str(fake), real))
+    assert out["interpreter"] == real and out["source"] == "vllm process 102"
+    assert set(out["refused"]) == {"/bin/sleep", str(fake)}
+    assert "only python, python3 or python3.N" in out["refused"]["/bin/sleep"]
+    assert "not a python" in out["refused"][str(fake)] and "gpu-1" in out["refused"][str(fake)]
+    assert out["checked"] == {real: real}
+    assert out["pyenv"]["rc"] == 0 and '"packages"' in out["pyenv"]["stdout"]
+
+
+def test_the_chain_falls_back_to_python3_when_no_server_executable_passes():
+    out = _run_chain(_servers("/bin/sleep"))
+    assert out["interpreter"] == "python3" and out["source"] == "python3 on PATH" and out["checked"] == {}
+
+
+def test_what_the_chain_found_is_what_resolve_would_choose_and_the_env_it_read(tmp_path):
+    import json
+    import os
+    import sys
+
+    from orchestrator.hosts.local import LocalHost
+    from orchestrator.probes import interpreter, kernels, pyenv
+    from orchestrator.probes.survey import CHAIN_KEYS, _chained
+
+    host = LocalHost()
+    real = os.path.realpath(sys.executable)
+    disc = _servers("/bin/sleep", real)
+    chain = _run_chain(json.loads(json.dumps(disc)), host=host.name)
+    got = _chained(host, disc, chain)
+    interp, env = got[kernels.interpreter_key(None)], got[pyenv.pyenv_key(None)]
+    assert (interp.path, interp.source) == (real, "vllm process 101")
+    assert disc["servers"][0].get("exe_refused") == "/bin/sleep" and "exe" not in disc["servers"][0]
+    assert env.available and env.interpreter_source == "vllm process 101" and env.commands == [f"{real} - < pyenv.py"]
+    assert interpreter._verified[host][real] == real  # later probes under it are not checked again
+    # an answer the chain could not give, or one resolve would not choose, leaves both to their own probes
+    assert set(_chained(host, _servers(real), {"error": "no discover output"}).values()) == {session.UNFILLED}
+    other = dict(chain, interpreter="python3")
+    assert set(_chained(host, _servers("/bin/sleep", real), other)) == set(CHAIN_KEYS)
+    assert set(_chained(host, _servers("/bin/sleep", real), other).values()) == {session.UNFILLED}
+    unchecked = _servers(real, "/opt/other/python3")
+    assert set(_chained(host, unchecked, chain).values()) == {session.UNFILLED}
+
+
+async def test_an_unfilled_key_is_run_by_its_next_caller():
+    s = session.ProbeSession()
+    ran = []
+
+    async def combined():
+        return {"a": "A", "b": session.UNFILLED}
+
+    async def alone():
+        ran.append(1)
+        return "own"
+
+    await s.fill(["a", "b"], combined)
+    assert await s.shared("a", alone) == "A" and ran == []
+    assert await s.shared("b", alone) == "own" and ran == [1]

@@ -15,12 +15,17 @@ ENVIRON_READERS = frozenset({"node", "engine"})
 """Scripts that read other processes' environments: sent with `_environ.py`, the one allowlist of what may leave."""
 SMI_READERS = frozenset({"node"})
 """Scripts that read `nvidia-smi -q -x` on the host: sent with `_smi.py`, the one reading of its health fields."""
+INTERP_CHECKERS = frozenset({"pyenv_chain"})
+"""Scripts that check an interpreter on the host: sent with `_interp.py`, the one check (probes/interpreter.py)."""
+SENT_ALONG = {"pyenv_chain": ("pyenv",)}
+"""Scripts a bundle part runs itself: their sources travel in the bundle with it."""
 
 
 def load(name: str) -> str:
     """The source sent for the fixed script `name` (e.g. "pyenv"): the prelude, the environment allowlist for the
     scripts that read process environments, the nvidia-smi reader for those that read its XML, then the script."""
-    shared = [prelude()] + ([environ()] if name in ENVIRON_READERS else []) + ([smi()] if name in SMI_READERS else [])
+    shared = [prelude()] + ([environ()] if name in ENVIRON_READERS else []) + ([smi()] if name in SMI_READERS else []) \
+        + ([interp()] if name in INTERP_CHECKERS else [])
     return "\n\n".join(shared + [_read(name)])
 
 
@@ -30,6 +35,7 @@ def bundle(names: tuple[str, ...]) -> str:
     would send it alone, in a namespace of its own): the driver, the scripts' sources as string literals, and the
     call. Names are fixed by the caller's code; each must be a shipped script."""
     sources = {name: load(name) for name in names}
+    sources.update({extra: load(extra) for name in names for extra in SENT_ALONG.get(name, ())})
     return _read("_bundle") + "\n\nSOURCES = " + repr(sources) + "\nrun_parts(json.loads(sys.argv[1])['parts'], " \
         "SOURCES)\n"
 
@@ -47,6 +53,11 @@ def environ() -> str:
 def smi() -> str:
     """The reading of `nvidia-smi -q -x`'s health fields (`_smi.py`), also imported here by probes/node_smi.py."""
     return _read("_smi")
+
+
+def interp() -> str:
+    """The interpreter check (`_interp.py`), also imported here by probes/interpreter.py."""
+    return _read("_interp")
 
 
 @functools.lru_cache(maxsize=None)

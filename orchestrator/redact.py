@@ -127,24 +127,16 @@ def redact_obj(obj):
     list is copied only when something in it was redacted)."""
     if isinstance(obj, str):
         return redact(obj)
-    if isinstance(obj, dict):
+    if isinstance(obj, (dict, list)):
+        is_dict = isinstance(obj, dict)
         out = None
-        for k, v in obj.items():
+        for k, v in obj.items() if is_dict else enumerate(obj):
             r = v if type(v) in _PLAIN else redact_obj(v)
             if r is not v:
                 if out is None:
-                    out = dict(obj)
+                    out = dict(obj) if is_dict else list(obj)
                 out[k] = r
         return obj if out is None else out
-    if isinstance(obj, list):
-        items = None
-        for i, v in enumerate(obj):
-            r = v if type(v) in _PLAIN else redact_obj(v)
-            if r is not v:
-                if items is None:
-                    items = list(obj)
-                items[i] = r
-        return obj if items is None else items
     return obj
 
 

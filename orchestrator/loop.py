@@ -48,6 +48,16 @@ FINAL_TURN_PROMPT = (
 )
 
 
+def no_event_loop() -> bool:
+    """Whether this code runs with no event loop: a coroutine being closed after an interrupt stopped its loop,
+    where exiting a cancel scope raises RuntimeError and nothing async can run."""
+    try:
+        anyio.get_cancelled_exc_class()
+    except RuntimeError:
+        return True
+    return False
+
+
 class FatalRunError(RunAbort):
     """An error that must stop the whole run (bad API key, replay divergence), not just one agent."""
 
@@ -252,6 +262,11 @@ class AgentRunner:
                 raise FatalRunError(str(exc)) from exc
             status, error = "error", str(exc)
         except Exception as exc:  # an agent bug must not take the run down: it becomes this agent's status
+            if no_event_loop():
+                # the coroutine is being closed (an interrupt stopped its loop) and a cancel scope's exit found no
+                # loop: no bug of the agent's; the close goes on as the GeneratorExit it is
+                self._finish("cancelled", "interrupted", started)
+                raise GeneratorExit from exc
             status, error = "error", f"{type(exc).__name__}: {exc}"
         except BaseException:  # KeyboardInterrupt, SystemExit, or the coroutine closed: still record the end
             self._finish("cancelled", "interrupted", started)

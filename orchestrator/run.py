@@ -38,7 +38,9 @@ from orchestrator.diagnosis import Diagnosis, SubmittedDiagnosis
 from orchestrator.errors import InputError
 from orchestrator.events import DiagnosisSubmitted, Event, Notice, RunFinished, RunStarted, RunStatus
 from orchestrator.hosts.multi import HostSet
-from orchestrator.loop import AgentRunner, FatalRunError, RunInterrupted, cancelled_exc_class, first_leaf
+from orchestrator.loop import (
+    AgentRunner, FatalRunError, RunInterrupted, cancelled_exc_class, first_leaf, no_event_loop,
+)
 from orchestrator.models.base import ModelCallError, ReplayDivergence
 from orchestrator.prefetch import prefetch
 from orchestrator.resume import load_reuse
@@ -79,14 +81,6 @@ class InvestigationResult:
         if self.diagnosis is None:
             return f"<p><b>Run {html.escape(self.status)}</b>: {html.escape(self.error or '')}</p>"
         return render_html_fragment(self.diagnosis, self.events)
-
-
-def _no_event_loop() -> bool:
-    try:
-        anyio.get_cancelled_exc_class()
-    except RuntimeError:
-        return True
-    return False
 
 
 class Run:
@@ -284,7 +278,7 @@ class Run:
         self._result = InvestigationResult(question=self.inputs.question, status=status, diagnosis=self._diagnosis,
                                            run_id=self.run_id, transcript_path=self.transcript_path,
                                            events=list(run.recorder.events), error=error, notices=self.notices)
-        if _no_event_loop():
+        if no_event_loop():
             return False  # only being closed, its event loop gone: nothing async can run, the process is ending
         await self._close()
         if instead is not None:

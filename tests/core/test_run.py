@@ -156,6 +156,10 @@ def test_a_run_closed_with_its_event_loop_gone_still_ends_its_transcript(tmp_pat
     coro.close()  # GeneratorExit where the lead waited: nothing async can run any more
     last = last_line(tmp_path / "t.jsonl")
     assert last["type"] == "run_finished" and last["status"] == "cancelled", last
+    lines = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    lead = [x for x in lines if x["type"] == "agent_finished" and x["agent_id"] == "lead"]
+    # the lead was interrupted, not broken (a cancel scope's exit with no loop is no bug of the agent's)
+    assert [(x["status"], x["error"]) for x in lead] == [("cancelled", "interrupted")], lead
 
 
 async def test_an_unwritable_transcript_is_bad_input_and_leaves_nothing_open(tmp_path):

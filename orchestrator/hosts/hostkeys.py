@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import re
 import shlex
+import threading
 from base64 import b64decode
 from pathlib import Path
 
@@ -24,22 +25,49 @@ def fingerprint(key: paramiko.PKey) -> str:
     return key.fingerprint
 
 
+_PARSED: dict[tuple[tuple[str, str] | None, ...], tuple[paramiko.HostKeys, list[paramiko.PKey]]] = {}
+"""Parsed known_hosts by each file's path and content digest (None for a file that cannot be read): a fleet
+connects to every host with the same file, and each connection reads it twice (the key types to ask for, then the
+check); reading and hashing a file costs little next to parsing its keys. Read only."""
+_parsed_lock = threading.Lock()
+
+
+def _read_known(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None  # OpenSSH skips unreadable files too
+
+
 def _load_with_revoked(files: list[str]) -> tuple[paramiko.HostKeys, list[paramiko.PKey]]:
     """Every known_hosts file that exists, merged (hashed entries included), and the keys marked `@revoked`.
 
     Line by line, as OpenSSH reads them: a line paramiko cannot parse (an `@cert-authority` line, a key type it does
     not know, bad base64) is skipped, never the whole file; with the file skipped a host whose key CHANGED would look
-    new, and `accept-new` would take the new key.
+    new, and `accept-new` would take the new key. Parsed once per content (`_PARSED`).
     """
+    texts = [_read_known(f) for f in files]
+    key = tuple(None if t is None else (f, hashlib.sha256(t).hexdigest()) for f, t in zip(files, texts))
+    with _parsed_lock:
+        got = _PARSED.get(key)
+    if got is not None:
+        return got
+    got = _parse_known(texts)
+    with _parsed_lock:
+        if len(_PARSED) >= 64:
+            _PARSED.clear()
+        _PARSED[key] = got
+    return got
+
+
+def _parse_known(texts: list[bytes | None]) -> tuple[paramiko.HostKeys, list[paramiko.PKey]]:
     keys = paramiko.HostKeys()
     revoked: list[paramiko.PKey] = []
-    for f in files:
-        try:
-            with open(f, encoding="utf-8", errors="replace") as fh:
-                lines = fh.read().splitlines()
-        except OSError:
-            continue  # OpenSSH skips unreadable files too
-        for lineno, raw in enumerate(lines, 1):
+    for text in texts:
+        if text is None:
+            continue
+        for lineno, raw in enumerate(text.decode("utf-8", "replace").splitlines(), 1):
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue

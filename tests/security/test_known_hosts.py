@@ -73,3 +73,33 @@ async def test_known_hosts_matching_agrees_with_openssh(sshd_factory, tmp_path, 
     assert _openssh_accepts(sshd) is accepted  # the reference
     assert await _we_accept(sshd) is accepted
     assert sshd.known_hosts.read_text() == before
+
+
+async def test_known_hosts_is_parsed_once_per_content_and_a_changed_file_is_read_again(sshd_factory, tmp_path,
+                                                                                       monkeypatch):
+    """A fleet connects to every host with the same known_hosts: parsed once while its content stays the same; a
+    key replaced in it (the same length, at once) is what the next check sees."""
+    import paramiko
+
+    from orchestrator.hosts import hostkeys
+
+    parsed = []
+    real = paramiko.hostkeys.HostKeyEntry.from_line
+
+    def counting(line, lineno=None):
+        parsed.append(line)
+        return real(line, lineno)
+
+    monkeypatch.setattr(paramiko.hostkeys.HostKeyEntry, "from_line", staticmethod(counting))
+    sshd = sshd_factory(name="kh")
+    good = sshd.known_hosts.read_text()
+    assert await _we_accept(sshd) and await _we_accept(sshd)
+    assert len(parsed) == 1  # one line, parsed once for two connections (each reads the file twice)
+    name = good.split()[0]
+    sshd.known_hosts.write_text(_wrong_key_line(tmp_path, name))
+    assert len(sshd.known_hosts.read_text()) == len(good)  # same size, same second: only the content tells
+    assert not await _we_accept(sshd)  # CHANGED: refused
+    sshd.known_hosts.write_text(good)
+    assert await _we_accept(sshd)
+    assert len(parsed) == 2  # the wrong key's content parsed once; the good content's parse was kept
+    hostkeys._PARSED.clear()

@@ -75,8 +75,59 @@ class _Conn:
 
     def close(self) -> None:
         self.client.close()
-        if self.jump is not None:
-            self.jump.close()
+        jump, self.jump = self.jump, None  # released once, however often this is closed
+        if jump is not None:
+            _JUMPS.release(jump)
+
+
+class _JumpPool:
+    """The connections to jump hosts, one per jump destination shared by every target reached through it (a fleet
+    behind one bastion: 64 targets would be 64 handshakes with the bastion at once, and OpenSSH's MaxStartups starts
+    dropping unauthenticated connections past 10). Channels to the targets (`direct-tcpip`) are not sessions, so the
+    bastion's MaxSessions does not limit them. A connection is closed when its last target is; a dead one is
+    replaced at the next connect."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conns: dict[str, tuple[_Conn, int]] = {}
+        self._connecting: dict[str, threading.Lock] = {}
+
+    def acquire(self, target: SshTarget, settings: Settings, depth: int) -> _Conn:
+        key = target.model_dump_json()
+        with self._lock:
+            gate = self._connecting.setdefault(key, threading.Lock())
+        with gate:  # one handshake per jump destination at a time; the others wait and share it
+            with self._lock:
+                got = self._conns.get(key)
+                if got is not None and got[0].active:
+                    self._conns[key] = (got[0], got[1] + 1)
+                    return got[0]
+            conn = connect_blocking(target, settings, depth=depth + 1)
+            with self._lock:
+                stale = self._conns.get(key)
+                self._conns[key] = (conn, 1)
+            if stale is not None:  # dead: its targets' channels went with it
+                stale[0].close()
+            return conn
+
+    def release(self, conn: _Conn) -> None:
+        with self._lock:
+            for key, (c, refs) in list(self._conns.items()):
+                if c is conn:
+                    if refs > 1:
+                        self._conns[key] = (c, refs - 1)
+                        return
+                    del self._conns[key]
+                    break
+        conn.close()
+
+    def users(self, conn: _Conn) -> int:
+        """How many target connections ride on conn (for tests)."""
+        with self._lock:
+            return next((refs for c, refs in self._conns.values() if c is conn), 0)
+
+
+_JUMPS = _JumpPool()
 
 
 def _fail_line(target: SshTarget, exc: BaseException) -> HostError:
@@ -109,7 +160,7 @@ def connect_blocking(target: SshTarget, settings: Settings, *, depth: int = 0) -
     timeout = target.connect_timeout_s or settings.ssh_connect_timeout_s
     try:
         if target.proxy_jump is not None:
-            jump = connect_blocking(target.proxy_jump, settings, depth=depth + 1)
+            jump = _JUMPS.acquire(target.proxy_jump, settings, depth)
             sock = jump.transport.open_channel(  # type: ignore[union-attr]  # connected: it has a transport
                 "direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0), timeout=timeout
             )
@@ -155,7 +206,7 @@ def connect_blocking(target: SshTarget, settings: Settings, *, depth: int = 0) -
         return _Conn(client=client, limit=max(settings.ssh_max_channels, 1), jump=jump)
     except BaseException as exc:
         if jump is not None:
-            jump.close()
+            _JUMPS.release(jump)
         if isinstance(exc, HostError):
             raise
         raise _fail_line(target, exc) from exc

@@ -429,3 +429,55 @@ async def test_a_timed_out_remote_command_does_not_outlive_its_limit(sshd_factor
     assert not running(), "the remote sleep outlived its timeout"
     assert (await host.run(["echo", "still serving"])).stdout == "still serving\n"
     await host.aclose()
+
+
+def _connections_to(port: int) -> int:
+    """Established TCP connections from this machine to 127.0.0.1:port (/proc/net/tcp: hex local/remote, state 01)."""
+    n = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        remote, state = fields[2], fields[3]
+        if state == "01" and remote == f"0100007F:{port:04X}":
+            n += 1
+    return n
+
+
+async def test_targets_behind_one_jump_host_share_one_connection_to_it(sshd_factory, tmp_path):
+    """A fleet behind a bastion: one connection to the bastion for all its targets (each would otherwise be a
+    handshake with it at the same time, past what OpenSSH's MaxStartups lets through), closed with the last target."""
+    from orchestrator.hosts import ssh
+    from orchestrator.hosts.multi import HostEntry, open_hosts
+
+    jump = sshd_factory(name="bastion")
+    gpus = [sshd_factory(name=f"g{i}", jump=jump) for i in range(3)]
+    cfg = tmp_path / "fleet_config"
+    cfg.write_text("\n".join(g.config_block() for g in gpus) + "\n" + jump.config_block())
+    hosts = await open_hosts([HostEntry(name=g.alias, dest=g.alias) for g in gpus], ssh_config=str(cfg),
+                             settings=Settings())
+    try:
+        assert len(hosts.hosts) == 3 and _connections_to(jump.port) == 1
+        seen = {}
+
+        async def where(name):
+            res = await hosts.hosts[name].run(["sh", "-c", "echo $SSH_CONNECTION"])
+            seen[name] = res.stdout.split()[3]
+
+        async with anyio.create_task_group() as tg:
+            for g in gpus:
+                tg.start_soon(where, g.alias)
+        assert seen == {g.alias: str(g.port) for g in gpus}  # each command ran on its own target
+        first = hosts.hosts["g0"].inner._pool.conns[0]
+        bastion = first.jump
+        assert ssh._JUMPS.users(bastion) == 3
+        await hosts.hosts["g0"].inner.aclose()  # one target done: the others keep the bastion
+        first.close()  # closing it again releases nothing more
+        assert ssh._JUMPS.users(bastion) == 2 and bastion.active
+        assert (await hosts.hosts["g1"].run(["true"])).ok
+    finally:
+        await hosts.aclose()
+    assert not bastion.active and ssh._JUMPS.users(bastion) == 0
+    for _ in range(40):  # the socket closes with paramiko's transport thread
+        if _connections_to(jump.port) == 0:
+            break
+        await anyio.sleep(0.05)
+    assert _connections_to(jump.port) == 0

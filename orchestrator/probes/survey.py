@@ -35,6 +35,10 @@ CHAIN_KEYS: list[Hashable] = [kernels.interpreter_key(None), pyenv.pyenv_key(Non
 shared by every caller, where the survey's other results are readings (one caller each)."""
 
 
+CHECKS_S = 60.0
+"""What the chained part may spend checking server executables, over the pyenv script's own limit."""
+
+
 async def run_survey(host: Host, logs: list[str], chain: bool = False) -> dict[Hashable, Any]:
     """One round trip: each key of `survey_keys(logs)` with its probe's result (or the exception it ended with);
     with `chain`, also the interpreter and the Python environment (`CHAIN_KEYS`), checked and read on the host
@@ -59,10 +63,6 @@ async def run_survey(host: Host, logs: list[str], chain: bool = False) -> dict[H
     if chain:
         out.update(_chained(host, disc, got["pyenv_chain"]))
     return out
-
-
-CHECKS_S = 60.0
-"""What the chained part may spend checking server executables, over the pyenv script's own limit."""
 
 
 def _chained(host: Host, disc: dict[str, Any] | ProbeUnavailable,

@@ -137,7 +137,7 @@ async def test_a_key_the_combined_probe_failed_raises_to_its_caller_only():
 
 # --- the chained part: the interpreter's check and python_env in the same round trip ------------------------------
 
-def _run_chain(discover_out: dict, host="gpu-1", monkeypatch=None) -> dict:
+def _run_chain(discover_out: dict, host="gpu-1") -> dict:
     """scripts/pyenv_chain.py as the survey bundle runs it (after a discover part that printed `discover_out`)."""
     import contextlib
     import io

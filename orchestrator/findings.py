@@ -14,8 +14,13 @@ from orchestrator.messages import Usage
 Bound = Literal["compute", "memory", "communication", "latency", "gemm"]
 """What a finding says the workload is bound by (`gemm`: the per-GPU GEMMs, memory or compute not yet settled)."""
 
+Symptom = Literal["throughput", "itl", "ttft", "startup", "regression", "errors", "cost"]
+"""What a question says is slow or wrong: throughput (tok/s, req/s), itl (per-token latency: TPOT/ITL, decode step),
+ttft (time to first token, prefill), startup (start-up / model load / compile time), regression (slower after a change),
+errors (crashes, hangs, failures), cost (money per token, GPUs needed)."""
+
 _TYPED_KEYS = ("title", "numbers", "informational", "secondary", "bound", "short", "rule", "entry", "severity",
-               "matched")
+               "matched", "symptoms", "explains")
 """Fields that older transcripts carried inside `data` (read back into the typed fields on load)."""
 
 
@@ -55,6 +60,11 @@ class Finding(BaseModel):
     """The catalog entry (orchestrator/knowledge/failure_modes) the finding instantiates, if any."""
     matched: list[str] = Field(default_factory=list)
     """What fired it: the matching log lines (`path:line: text`) or fact values (`key=value`)."""
+    symptoms: list[Symptom] = Field(default_factory=list)
+    """The symptoms this finding can explain (empty: not stated; the synthesis then treats it by its category)."""
+    explains: float | None = Field(None, ge=0.0)
+    """How much of the asked shortfall it explains where the evidence allows: a fraction of the step / request time
+    (0-1), None when not quantified."""
     data: dict[str, Any] = Field(default_factory=dict)
     """Rule-specific extras (e.g. a measured ratio); nothing the synthesis relies on by magic key."""
 

@@ -57,7 +57,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence.")
 
-SUBCOMMANDS = ("ask", "replay", "resume", "show", "report", "probe", "specs", "roofline")
+SUBCOMMANDS = ("ask", "replay", "resume", "show", "report", "probe", "specs", "roofline", "reference")
 MAX_QUESTION_CHARS = 2000
 """A question is a sentence or a paragraph; anything longer is a file pasted by mistake (use --observations)."""
 
@@ -621,6 +621,31 @@ def roofline_cmd(
     if knowledge.dtype_info(dtype) is None:
         raise BadInput(f"unknown dtype {dtype!r}; pass one of {', '.join(knowledge.dtype_names())} to --dtype")
     sys.stdout.write(render_roofline(gpu, dtype, m, n, k).rstrip() + "\n")
+
+
+@app.command("reference", help="Published throughput for a GPU, model and precision, nearest first, with sources.")
+def reference_cmd(
+    gpu: str = typer.Option(..., "--gpu", metavar="GPU", help="H200, B200, \"NVIDIA H100 80GB HBM3\", ..."),
+    model: str = typer.Option(..., "--model", metavar="MODEL", help="a model name or Hugging Face id"),
+    dtype: Optional[str] = typer.Option(None, "--dtype", metavar="DTYPE", help="fp4, fp8, bf16"),
+    isl: Optional[int] = typer.Option(None, "--isl", min=1, help="input tokens per request"),
+    osl: Optional[int] = typer.Option(None, "--osl", min=1, help="output tokens per request"),
+    as_json: bool = typer.Option(False, "--json", help="the rows as one JSON document"),
+) -> None:
+    from orchestrator.render.specs import render_references
+
+    if as_json:
+        import json
+
+        from orchestrator.analysis.references import Setup, match, precision_of, rows_table
+        from orchestrator.render.specs import spec_or_raise
+
+        spec = spec_or_raise(gpu)
+        lk = match(Setup(gpu=spec.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl), n=8)
+        sys.stdout.write(json.dumps({"gpu": spec.name, "model_id": lk.model_id, "why_none": lk.why_none,
+                                     "rows": rows_table(lk)}, indent=1) + "\n")
+        return
+    sys.stdout.write(render_references(gpu, model, dtype, isl, osl))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -231,6 +231,9 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
         verdict = ((f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context).rstrip()
+    reference = next((f for f in findings if f.id == "reference-throughput" and f.short), None)
+    if reference is not None:  # is my number bad? the published figure for the same GPU and model (analysis/references.py)
+        verdict += f" {reference.short}"
     healthy = node_view.healthy_line(view, findings)
     if healthy:
         verdict += f" {healthy}"

@@ -9,7 +9,7 @@ class UnknownGpu(ValueError):
     """The GPU name is not in the spec database; the message names the closest known names."""
 
 
-def _spec_or_raise(name: str) -> knowledge.GpuSpec:
+def spec_or_raise(name: str) -> knowledge.GpuSpec:
     spec = knowledge.gpu_spec(name)
     if spec is None:
         near = "; ".join(f'"{n}"' for n in knowledge.closest_gpu_names(name))
@@ -19,7 +19,7 @@ def _spec_or_raise(name: str) -> knowledge.GpuSpec:
 
 def render_specs(name: str) -> str:
     """A spec sheet with sources for one GPU."""
-    s = _spec_or_raise(name)
+    s = spec_or_raise(name)
     caps = knowledge.arch_caps(s.cc)
     fmt = lambda v, unit: "n/v" if v is None else f"{v:,.0f} {unit}"  # noqa: E731
     lines = [f"{s.name}  ({s.arch}, compute capability {s.cc})"]
@@ -69,7 +69,7 @@ def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
     from orchestrator.analysis.moe_inputs import compute_peak, weight_only
     from orchestrator.analysis.roofline import UnknownDtype, gemm_roofline
 
-    s = _spec_or_raise(gpu)
+    s = spec_or_raise(gpu)
     caps = knowledge.arch_caps(s.cc)
     peak, tensor = compute_peak(s, caps, dtype)
     if weight_only(caps, dtype) and s.tflops.get("bf16"):
@@ -97,3 +97,29 @@ def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
         f"  attainable:          {r.attainable_tflops:,.1f} of {peak:,.0f} TFLOPS",
         f"  sources: {s.source}",
     ]) + "\n"
+
+
+def render_references(gpu: str, model: str, dtype: str | None = None, isl: int | None = None,
+                      osl: int | None = None, concurrency: int | None = None) -> str:
+    """`investigate reference`: the published figures nearest to a setup, each with its differences and source."""
+    from orchestrator.analysis.references import Setup, match, precision_of, rows_table
+
+    spec = spec_or_raise(gpu)
+    lookup = match(Setup(gpu=spec.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl,
+                         concurrency=concurrency), n=8)
+    if not lookup.matches:
+        return f"{spec.name} / {model}: {lookup.why_none}.\n"
+    lines = [f"Published output throughput for {spec.name} / {lookup.model_id}"
+             f"{f' ({dtype})' if dtype else ''}, nearest first (tok/s per GPU; input tokens not counted):", ""]
+    for row in rows_table(lookup):
+        lens = f"{row['isl']}/{row['osl']}" if row.get("isl") else "dataset"
+        lines.append(f"  {row['output_tok_s_per_gpu']:>9,.0f}  {row.get('precision') or '?':<4} "
+                     f"{row.get('parallel') or str(row['gpu_count']) + ' GPUs':<9} ISL/OSL {lens:<11} "
+                     f"{row['scenario']:<14} {row['engine']}")
+        if row["differences"]:
+            lines.append(f"             differs: {'; '.join(row['differences'])}")
+        lines.append(f"             source: {row['source_url']}")
+    methods = {r["source"]: r["method"] for r in rows_table(lookup)}
+    lines.append("")
+    lines += [f"  {sid}: {m}" for sid, m in methods.items() if m]
+    return "\n".join(lines) + "\n"

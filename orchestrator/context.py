@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from orchestrator.evidence import EvidenceStore
-from orchestrator.hosts.multi import HostEntry
+from orchestrator.hosts.entry import HostEntry
 from orchestrator.findings import AgentResult
 from orchestrator.messages import Usage
 from orchestrator.observations import Observations

@@ -39,6 +39,11 @@ async def open_host(dest: str | None, *, ssh_config: str | None = None, settings
     return await SshHost(target, settings).connect()
 
 
+async def open_entry(entry: Any, ssh_config: str | None, settings: Settings) -> Host:
+    """The `ssh` opener of the registry (orchestrator/hosts/entry.py): the entry's destination over SSH."""
+    return await open_host(entry.dest, ssh_config=ssh_config, settings=settings)
+
+
 def __getattr__(name: str) -> Any:
     if name in _SSH:
         import importlib

@@ -27,7 +27,7 @@ from orchestrator.errors import InputError
 from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.errors import HostConfigError, HostUnreachable
 from orchestrator.hosts.local import LocalHost
-from orchestrator.hosts.multi import ROLE, HostEntry
+from orchestrator.hosts.entry import ROLE, HostEntry
 from orchestrator.hosts.remote_io import FilesOverRun
 from orchestrator.settings import Settings
 
@@ -171,3 +171,9 @@ class K8sHost(FilesOverRun):
 
     async def aclose(self) -> None:
         """Nothing to release: every command was its own exec."""
+
+
+async def open_entry(entry: HostEntry, ssh_config: str | None, settings: Settings) -> K8sHost:
+    """The `k8s` opener of the registry (orchestrator/hosts/entry.py): `kubectl exec` into the entry's pod."""
+    return await K8sHost(entry.dest, settings, namespace=entry.detail.get("namespace"),
+                         container=entry.detail.get("container"), context=entry.detail.get("context")).connect()

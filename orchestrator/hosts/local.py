@@ -133,3 +133,8 @@ class LocalHost:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+async def open_entry(entry: object, ssh_config: str | None, settings: object) -> LocalHost:
+    """The `local` opener of the registry (orchestrator/hosts/entry.py): this machine."""
+    return LocalHost()

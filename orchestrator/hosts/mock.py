@@ -14,12 +14,17 @@ def handler(req):
 
 host = MockHost(handler)
 ```
+
+A handler may also be a coroutine function (`async def handler(req)`): it is awaited, so a test can simulate a slow
+host (`await anyio.sleep(2)`) and cancellation reaches it as it would reach a real host's call (as httpx's
+`MockTransport` accepts an async handler).
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import Awaitable, Callable, Union
 
 from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.output import CappedBuffer
@@ -46,7 +51,7 @@ class FindRequest:
 
 
 Request = Union[RunRequest, ReadRequest, FindRequest]
-Handler = Callable[[Request], object]
+Handler = Union[Callable[[Request], object], Callable[[Request], Awaitable[object]]]
 
 
 def _capped(text: str, cap: int) -> tuple[str, bool]:
@@ -64,11 +69,14 @@ class MockHost:
     requests: list[Request] = field(default_factory=list)
     closed: bool = False
 
-    async def run(self, argv: list[str], *, stdin: str | None = None, timeout_s: float = 60.0,
-                  max_output: int = 1_000_000) -> CommandResult:
-        req = RunRequest(list(argv), stdin, timeout_s)
+    async def _answer(self, req: Request) -> object:
         self.requests.append(req)
         answer = self.handler(req)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    async def run(self, argv: list[str], *, stdin: str | None = None, timeout_s: float = 60.0,
+                  max_output: int = 1_000_000) -> CommandResult:
+        answer = await self._answer(RunRequest(list(argv), stdin, timeout_s))
         if isinstance(answer, CommandResult):
             result = answer.model_copy(update={"argv": list(argv)})
         elif isinstance(answer, int) and not isinstance(answer, bool):
@@ -85,18 +93,14 @@ class MockHost:
                                          "stderr_truncated": result.stderr_truncated or err_cut})
 
     async def read_file(self, path: str, *, max_bytes: int = 1_000_000) -> bytes:
-        req = ReadRequest(path, max_bytes)
-        self.requests.append(req)
-        answer = self.handler(req)
+        answer = await self._answer(ReadRequest(path, max_bytes))
         data = answer.encode() if isinstance(answer, str) else answer
         if not isinstance(data, bytes):
             raise TypeError(f"MockHost handler returned {type(answer).__name__} for a read; return bytes or str")
         return data[:max_bytes]
 
     async def find(self, root: str, pattern: str = "*", *, max_results: int = 10_000) -> list[str]:
-        req = FindRequest(root, pattern, max_results)
-        self.requests.append(req)
-        answer = self.handler(req)
+        answer = await self._answer(FindRequest(root, pattern, max_results))
         if not isinstance(answer, (list, tuple)):
             raise TypeError(f"MockHost handler returned {type(answer).__name__} for a find; return a list of paths")
         return [str(p) for p in answer][:max_results]

@@ -19,37 +19,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
-from pydantic import BaseModel, Field
 
 from orchestrator.hosts.base import CommandResult, Host, HostError
+from orchestrator.hosts.entry import ROLE, HostEntry, Via, opener_for
 from orchestrator.settings import Settings
 
-Via = Literal["ssh", "local", "slurm", "k8s"]
-ROLE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
-"""Roles are short lower-case words: prefill, decode, router, replica, ..."""
-
+__all__ = ["ROLE", "HostEntry", "HostGate", "HostSet", "HostsFileError", "GatedHost", "Via", "check_unique",
+           "entries_from_dests", "load_hosts_file", "open_hosts", "parse_hosts_text"]
 
 class HostsFileError(ValueError):
     """A hosts file that cannot be used; the message is one line naming the problem and the fix."""
-
-
-class HostEntry(BaseModel):
-    """One host of a run, as recorded in its inputs."""
-
-    name: str
-    """The label of the host in evidence, in the diagnosis, and as the `host` argument of a tool call."""
-    dest: str
-    """How to reach it: an ssh destination, a Slurm node name, a Kubernetes pod."""
-    via: Via = "ssh"
-    role: str | None = None
-    """prefill, decode, router, ...: hosts are compared with others of the same role."""
-    error: str | None = None
-    """Why the host could not be used (unreachable, unknown key, drained...): a gap, not a failure."""
-    detail: dict[str, str] = Field(default_factory=dict)
-    """Transport details: the Slurm job id, the pod's namespace and container."""
 
 
 def entries_from_dests(dests: list[str], role: str | None = None) -> list[HostEntry]:
@@ -229,22 +211,8 @@ async def _close_quietly(h: Host) -> None:
 
 
 async def _open_one(entry: HostEntry, ssh_config: str | None, settings: Settings) -> Host:
-    if entry.via == "local":
-        from orchestrator.hosts.local import LocalHost
-
-        return LocalHost()
-    if entry.via == "slurm":
-        from orchestrator.hosts.slurm import SlurmHost
-
-        return await SlurmHost(entry.dest, settings, job_id=entry.detail.get("job_id")).connect()
-    if entry.via == "k8s":
-        from orchestrator.hosts.k8s import K8sHost
-
-        return await K8sHost(entry.dest, settings, namespace=entry.detail.get("namespace"),
-                             container=entry.detail.get("container"), context=entry.detail.get("context")).connect()
-    from orchestrator.hosts import open_host
-
-    return await open_host(entry.dest, ssh_config=ssh_config, settings=settings)
+    """Reach the host through the opener registered for its `via` (orchestrator/hosts/entry.py)."""
+    return await opener_for(entry.via)(entry, ssh_config, settings)
 
 
 async def open_hosts(entries: list[HostEntry], *, ssh_config: str | None = None,

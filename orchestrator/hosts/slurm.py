@@ -27,7 +27,7 @@ from orchestrator.errors import InputError
 from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.errors import HostConfigError, HostUnreachable
 from orchestrator.hosts.local import LocalHost
-from orchestrator.hosts.multi import HostEntry
+from orchestrator.hosts.entry import HostEntry
 from orchestrator.hosts.remote_io import FilesOverRun
 from orchestrator.settings import Settings
 
@@ -179,6 +179,17 @@ async def show_job(job_id: str) -> dict[str, str] | None:
     return {k: v for k, v in recs[0].items() if k in keep}
 
 
+_SRUN_STATUS = re.compile(r"^srun: error: \S+: tasks? [0-9,\-]+: (Exited with exit code \d+|Killed|Terminated)\n?$",
+                          re.M)
+"""srun's own report of how the step's tasks ended (Slurm's src/plugins/launch/slurm/launch_slurm.c:
+`error("%s: %s %s: Exited with exit code %d", hosts, task_str, tasks, rc)`, and the signal's name for a killed task),
+appended to stderr: not the program's output, and the exit code says it already."""
+
+
+def _without_srun_status(stderr: str) -> str:
+    return _SRUN_STATUS.sub("", stderr)
+
+
 class SlurmHost(FilesOverRun):
     """One Slurm node, reached through `srun -w NODE` from this (login) machine."""
 
@@ -210,6 +221,7 @@ class SlurmHost(FilesOverRun):
         res = await self._local.run(self.srun_argv(list(argv), timeout_s), stdin=stdin,
                                     timeout_s=timeout_s + _GRACE_S, max_output=max_output)
         res.argv = list(argv)
+        res.stderr = _without_srun_status(res.stderr)  # the program's stderr only, as every Host returns it
         if res.exit_code == 124:  # coreutils timeout
             res.timed_out, res.exit_code = True, None
         return res
@@ -233,3 +245,8 @@ class SlurmHost(FilesOverRun):
 
     def __repr__(self) -> str:
         return f"SlurmHost({self.node!r}, job={self.job_id!r}) via {shlex.join(self.srun_argv(['...'], 60))}"
+
+
+async def open_entry(entry: HostEntry, ssh_config: str | None, settings: Settings) -> SlurmHost:
+    """The `slurm` opener of the registry (orchestrator/hosts/entry.py): a job step on the entry's node."""
+    return await SlurmHost(entry.dest, settings, job_id=entry.detail.get("job_id")).connect()

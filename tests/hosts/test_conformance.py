@@ -1,18 +1,26 @@
 """One conformance suite for every `Host` implementation: the probes rely on exactly these behaviours.
 
-Each test runs against `LocalHost` and against `SshHost` over a real OpenSSH sshd on 127.0.0.1 (the way inspect_ai
-checks every sandbox with one suite). A new transport (Slurm, Kubernetes) joins by adding a fixture parameter.
+Each test runs against `LocalHost`, `SshHost` over a real OpenSSH sshd on 127.0.0.1, `SlurmHost` through the real
+`srun` of a Slurm cluster started on loopback (tests/support/slurm.py; skipped only when Slurm/munge are not
+installed), and `K8sHost` through the stand-in `kubectl` (tests/hosts_multi/data/kubectl: `exec`'s argv run on this
+machine; no API server can run here) — the way inspect_ai checks every sandbox with one suite. A new transport joins
+by adding a fixture parameter.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
+from support.slurm import missing as slurm_missing
+from support.slurm import start_cluster
 
 from orchestrator.hosts.base import CommandResult, Host
+from orchestrator.hosts.k8s import K8sHost
 from orchestrator.hosts.local import LocalHost
+from orchestrator.hosts.slurm import SlurmHost
 from orchestrator.hosts.mock import FindRequest, MockHost, ReadRequest, RunRequest
 from orchestrator.hosts.ssh import SshHost
 from orchestrator.settings import Settings
@@ -20,13 +28,35 @@ from orchestrator.settings import Settings
 HAVE_SSHD = os.path.exists("/usr/sbin/sshd")
 
 
+KUBECTL_STANDIN = Path(__file__).resolve().parents[1] / "hosts_multi" / "data"
+
+
+@pytest.fixture(scope="module")
+def conformance_cluster(tmp_path_factory):
+    why = slurm_missing()
+    if why:
+        pytest.skip(why)
+    c = start_cluster(tmp_path_factory.mktemp("slurm-conformance"), nodes=1)
+    yield c
+    c.stop()
+
+
 @pytest.fixture(params=["local", pytest.param("ssh", marks=[
-    pytest.mark.ssh, pytest.mark.skipif(not HAVE_SSHD, reason="needs OpenSSH sshd (apt-get install openssh-server)")])])
-async def host(request, sshd_factory) -> Host:
+    pytest.mark.ssh, pytest.mark.skipif(not HAVE_SSHD, reason="needs OpenSSH sshd (apt-get install openssh-server)")]),
+    pytest.param("slurm", marks=pytest.mark.slow), "k8s"])
+async def host(request, sshd_factory, monkeypatch) -> Host:
     if request.param == "local":
         h: Host = LocalHost()
-    else:
+    elif request.param == "ssh":
         h = await SshHost(sshd_factory().target(), Settings()).connect()
+    elif request.param == "slurm":
+        cluster = request.getfixturevalue("conformance_cluster")
+        for k, v in cluster.env().items():
+            monkeypatch.setenv(k, v)
+        h = await SlurmHost("gpu1", Settings()).connect()
+    else:
+        monkeypatch.setenv("PATH", f"{KUBECTL_STANDIN}:{os.environ['PATH']}")
+        h = await K8sHost("conformance-0", Settings(), namespace="inference").connect()
     try:
         yield h
     finally:
@@ -137,3 +167,44 @@ async def test_mock_host_names_a_handler_that_returns_the_wrong_type():
         await host.run(["x"])
     with pytest.raises(TypeError, match="bytes or str"):
         await host.read_file("/x")
+
+
+async def test_mock_host_awaits_an_async_handler_so_latency_and_cancellation_can_be_simulated():
+    import anyio
+
+    started: list[str] = []
+
+    async def slow(req):
+        started.append(type(req).__name__)
+        await anyio.sleep(5 if isinstance(req, RunRequest) and req.argv == ["hang"] else 0.01)
+        return "ok\n" if isinstance(req, RunRequest) else (b"data" if isinstance(req, ReadRequest) else ["/a"])
+
+    h = MockHost(slow)
+    assert (await h.run(["echo"])).stdout == "ok\n"
+    assert await h.read_file("/x") == b"data" and await h.find("/") == ["/a"]
+    t0 = time.monotonic()
+    with anyio.move_on_after(0.2) as scope:
+        await h.run(["hang"])
+    assert scope.cancelled_caught and time.monotonic() - t0 < 2  # the caller's cancel scope reached the handler
+    assert started == ["RunRequest", "ReadRequest", "FindRequest", "RunRequest"]
+
+
+async def test_hosts_are_opened_through_the_opener_registry(monkeypatch):
+    from orchestrator.hosts.base import HostError
+    from orchestrator.hosts.entry import _OPENERS, HostEntry, opener_for, register_opener
+    from orchestrator.hosts.multi import open_hosts
+
+    monkeypatch.setattr("orchestrator.hosts.entry._OPENERS", dict(_OPENERS))
+    opened: list[str] = []
+
+    async def custom(entry, ssh_config, settings):
+        opened.append(entry.dest)
+        return MockHost(lambda req: "hi\n", name=entry.name)
+
+    register_opener("local", custom)  # any via can be served by another opener without touching multi.py
+    hs = await open_hosts([HostEntry(name="a", dest="box-a", via="local")])
+    assert opened == ["box-a"] and (await hs.hosts["a"].run(["x"])).stdout == "hi\n"
+    await hs.aclose()
+    with pytest.raises(HostError, match="no way to reach a host via 'nope'; known: .*k8s, local, slurm, ssh"):
+        opener_for("nope")
+    assert opener_for("slurm").__module__ == "orchestrator.hosts.slurm"  # imported on first use

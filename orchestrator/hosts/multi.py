@@ -14,7 +14,6 @@ and the offline plan's fan-out (`foreach: hosts`) makes the same calls with the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field

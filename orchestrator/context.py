@@ -9,10 +9,11 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from pydantic import BaseModel, Field
 
+from orchestrator.errors import ToolFailure
 from orchestrator.evidence import EvidenceStore
 from orchestrator.hosts.entry import HostEntry
 from orchestrator.findings import AgentResult
@@ -71,6 +72,10 @@ class Backend(Protocol):
     def model_for(self, defn: "AgentDef", agent_id: str, run: "RunContext") -> "Model": ...
 
 
+Spawner = Callable[["AgentContext", str, str], Awaitable[AgentResult]]
+"""(calling agent's context, subagent name, brief) -> the subagent's result."""
+
+
 @dataclass
 class CallInfo:
     """The tool call being executed."""
@@ -105,6 +110,8 @@ class RunContext:
     """Results of finished subagents to reuse instead of re-running them (resume), by agent id."""
     reuse_events: dict[str, list[Any]] = field(default_factory=dict)
     """The recorded events of each reusable subagent, copied into the new transcript when reused."""
+    spawner: "Spawner | None" = None
+    """How a `task` call starts a subagent (orchestrator.fanout.spawn; the run hands it in)."""
     _ordinals: itertools.count = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -151,8 +158,6 @@ class AgentContext:
     call: CallInfo | None = None
     final: bool = False
     """True during the agent's forced "report what you have" turn."""
-    deadline: float | None = None
-    """When this agent's own wall time (less its final-turn reserve) runs out, on the anyio clock."""
     outbox: dict[str, Any] = field(default_factory=dict)
     """Shared with per-call copies: the submit tools put the agent's result here (`submitted`)."""
     _evidence_n: itertools.count = field(default_factory=lambda: itertools.count(1))
@@ -174,8 +179,6 @@ class AgentContext:
         return self.run.settings
 
     def host(self) -> "Host":
-        from orchestrator.tools.base import ToolFailure
-
         target = self.call.host if self.call is not None else None
         if target is not None:
             host = self.run.hosts.get(target)
@@ -205,6 +208,8 @@ class AgentContext:
         self.outbox["submitted"] = result
 
     async def spawn(self, agent: str, brief: str) -> AgentResult:
-        from orchestrator.fanout import spawn
-
-        return await spawn(self, agent, brief)
+        """Run subagent `agent` through the run's spawner (orchestrator.fanout.spawn, handed in by the run: the
+        context never imports the dispatch that imports the loop that imports it)."""
+        if self.run.spawner is None:
+            raise ToolFailure("this run starts no subagents")
+        return await self.run.spawner(self, agent, brief)

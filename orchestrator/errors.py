@@ -1,4 +1,5 @@
-"""`InputError`: bad input to a run, raised by the library entry points and by the host sources they consult.
+"""`InputError`: bad input to a run, raised by the library entry points and by the host sources they consult;
+`ToolFailure`: a tool call's expected failure.
 
 A leaf module (it imports nothing of the package), so that hosts, backend selection and the run can raise it
 without importing the library entry points (`orchestrator.api` re-exports it).
@@ -9,3 +10,8 @@ from __future__ import annotations
 
 class InputError(ValueError):
     """Bad input to a library entry point; the message is one line naming the problem and the fix."""
+
+
+class ToolFailure(Exception):
+    """A tool's expected failure: the message goes back to the model as an error result (raised by tools and by the
+    run context a tool asks for its host; `orchestrator.tools.base` re-exports it)."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 from orchestrator.context import AgentContext
 from orchestrator.events import AgentFinished, AgentStarted, Notice
 from orchestrator.findings import AgentResult
-from orchestrator.tools.base import ToolFailure
+from orchestrator.errors import ToolFailure
+from orchestrator.loop import AgentRunner
 
 
 def child_id(name: str, ordinal: int) -> str:
@@ -18,9 +19,9 @@ def child_id(name: str, ordinal: int) -> str:
 
 
 async def spawn(ctx: AgentContext, agent: str, brief: str) -> AgentResult:
-    """Run subagent `agent` for the calling agent's current `task` call (or reuse its earlier result on resume)."""
-    from orchestrator.loop import AgentRunner
-
+    """Run subagent `agent` for the calling agent's current `task` call (or reuse its earlier result on resume).
+    The run hands this to its context (`RunContext.spawner`); a subagent's wall time ends before its parent's because
+    the loop reads the enclosing cancel scope's deadline (`anyio.current_effective_deadline`)."""
     run = ctx.run
     defn = run.agents.get(agent)
     if defn is None or defn.role == "lead":
@@ -35,7 +36,7 @@ async def spawn(ctx: AgentContext, agent: str, brief: str) -> AgentResult:
     # the runner's wall-time limit is the subagent's own cancel scope (move_on_after inside run());
     # it never raises for the subagent's failures, only for cancellation of the whole run
     runner = AgentRunner(run, defn, agent_id=agent_id, ordinal=ctx.call.child_ordinal,
-                         parent_id=ctx.agent_id, brief=brief, parent_deadline=ctx.deadline)
+                         parent_id=ctx.agent_id, brief=brief)
     return await runner.run()
 
 

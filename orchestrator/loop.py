@@ -8,6 +8,7 @@ ended it. Whatever happens, the agent yields an `AgentResult` and every tool cal
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import re
 import time
@@ -41,6 +42,11 @@ SUBMIT_FINDINGS = "submit_findings"
 SUBMIT_DIAGNOSIS = "submit_diagnosis"
 LIVE_IN_REPLAY = {"task", SUBMIT_FINDINGS, SUBMIT_DIAGNOSIS}
 """Tools that run for real during a replay: they only orchestrate, they touch no host or network."""
+
+_AGENT_SCOPE: contextvars.ContextVar[anyio.CancelScope | None] = contextvars.ContextVar("agent_scope", default=None)
+"""The wall-time cancel scope of the agent whose code is running: a subagent started by one of its tool calls (a child
+task, which inherits the context) reads its parent's deadline here instead of having it threaded by hand. An
+enclosing scope of the caller's (a notebook's own `move_on_after`) is not an agent's: it cancels, as before."""
 
 FINAL_TURN_PROMPT = (
     "LIMIT: {reason}. This is your final turn. Do not call any other tool: report what you have found so far "
@@ -189,27 +195,17 @@ class AgentRunner:
     """Runs one agent; `run()` never raises except for cancellation and fatal run errors."""
 
     def __init__(self, run: RunContext, defn: AgentDef, *, agent_id: str, ordinal: int, parent_id: str | None = None,
-                 brief: str = "", parent_deadline: float | None = None):
+                 brief: str = ""):
         self.run_ctx = run
-        self.parent_deadline = parent_deadline
-        """When the parent's own wall time runs out (anyio clock): a subagent must have reported by then."""
         self.defn = defn
         self.brief = brief
         self.is_lead = defn.role == "lead"
         self.submit_tool = SUBMIT_DIAGNOSIS if self.is_lead else SUBMIT_FINDINGS
         names = [t for t in defn.tools if t not in (SUBMIT_DIAGNOSIS, SUBMIT_FINDINGS)] + [self.submit_tool]
         self.tools = {t.name: t for t in run.registry.select(names)}
-        self.specs = [t.spec() for t in self.tools.values()]
-        if run.inputs.hosts:  # a multi-host run: host tools offer `host` (one-host runs keep their specs exactly)
-            from orchestrator.tools.fleet import HOST_TOOLS, with_host_arg
-
-            hosts = run.inputs.usable_hosts
-            self.specs = [with_host_arg(sp, hosts) if sp.name in HOST_TOOLS else sp for sp in self.specs]
-        if "task" in self.tools:
-            from orchestrator.tools.task import with_agent_names
-
-            subagents = [n for n, a in run.agents.items() if a.role != "lead"]
-            self.specs = [with_agent_names(sp, subagents) if sp.name == "task" else sp for sp in self.specs]
+        # each tool shapes its own schema for this run (a host tool offers `host` in a multi-host run, `task` names
+        # the loaded subagents): the loop knows no tool by name beyond the submit tools it ends a turn with
+        self.specs = [t.prepare(t.spec(), run) for t in self.tools.values()]
         self.ctx = AgentContext(run=run, agent_id=agent_id, defn=defn, ordinal=ordinal, parent_id=parent_id,
                                 tool_names=names)
         self.limits = limits_for(defn, run)
@@ -232,16 +228,20 @@ class AgentRunner:
         status: AgentStatus = "ok"
         error: str | None = None
         timeout = self.limits.timeout_s
-        if self.parent_deadline is not None:
-            # the parent's wall time ends first: finish (final turn included) a little before it, so that the
-            # parent gets this agent's report instead of cancelling it mid-way
-            left = self.parent_deadline - anyio.current_time()
+        parent = _AGENT_SCOPE.get()
+        if parent is not None:
+            # the parent's wall time (its own cancel scope's deadline) ends first: finish, final turn included, a
+            # little before it, so that the parent gets this agent's report instead of cancelling it mid-way
+            left = parent.deadline - anyio.current_time()
             timeout = min(timeout, max(left - min(0.5, 0.05 * max(left, 0.0)), 0.0))
         reserve = min(self.run_ctx.settings.final_turn_reserve_s, timeout * 0.25)
         try:
-            self.ctx.deadline = anyio.current_time() + timeout - reserve
             with anyio.move_on_after(timeout - reserve) as scope:
-                status, error = await self._loop()
+                token = _AGENT_SCOPE.set(scope)  # what this agent's subagents (child tasks) read as their parent's
+                try:
+                    status, error = await self._loop()
+                finally:
+                    _AGENT_SCOPE.reset(token)
             if scope.cancelled_caught:
                 status, error = "timeout", f"wall-time limit of {timeout:g} s reached"
                 if self.ctx.outbox.get("submitted") is None:  # already reported: no second report turn

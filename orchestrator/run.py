@@ -37,6 +37,7 @@ from orchestrator.context import Backend, RunContext, RunInputs
 from orchestrator.diagnosis import Diagnosis, SubmittedDiagnosis
 from orchestrator.errors import InputError
 from orchestrator.events import DiagnosisSubmitted, Event, Notice, RunFinished, RunStarted, RunStatus
+from orchestrator.fanout import spawn
 from orchestrator.hosts.multi import HostSet
 from orchestrator.loop import (
     AgentRunner, FatalRunError, RunInterrupted, cancelled_exc_class, first_leaf, no_event_loop,
@@ -199,7 +200,8 @@ class Run:
         inputs, settings, agents = self.inputs, self.settings, self.agents
         self._ctx = RunContext(run_id=self.run_id, inputs=inputs, settings=settings, recorder=recorder,
                                registry=self.registry, agents=agents, backend=self.backend,
-                               host=opened.primary if isinstance(opened, HostSet) else opened, hosts=hosts)
+                               host=opened.primary if isinstance(opened, HostSet) else opened, hosts=hosts,
+                               spawner=spawn)
         self._started = time.monotonic()
         try:
             recorder.emit(RunStarted(
@@ -235,6 +237,8 @@ class Run:
                 lead = await runner.run()
         except BaseExceptionGroup as group:  # unwrap what a task group raised to its one meaningful error
             raise first_leaf(group) from None
+        for note in getattr(self.backend, "drift", ()):  # a replay of a transcript an older release wrote
+            run.recorder.emit(Notice(run_id=self.run_id, message=note))
         submitted = runner.ctx.outbox.get("submitted")
         if submitted is None:
             self._error = (f"the lead ended with status {lead.status} and no diagnosis: "

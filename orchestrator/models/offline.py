@@ -68,11 +68,12 @@ class OfflineModel:
 
     def _submit(self, request: ModelRequest) -> ModelResponse:
         from orchestrator import analysis
+        from orchestrator.analysis.synthesis import synthesize
 
         observations = self.run.inputs.parsed_observations()
         if self.defn.role == "lead":
             children = [r for r in self.run.results.values() if r.agent_id != self.agent_id]
-            body = analysis.synthesize(self.run.question, observations, self.run.evidence.all(), children)
+            body = synthesize(self.run.question, observations, self.run.evidence.all(), children)
             name, payload = "submit_diagnosis", body.model_dump(mode="json")
         else:
             mine = self.run.evidence.by_agent(self.agent_id)

@@ -3,6 +3,12 @@
 Every request is fingerprinted as when it was recorded; a request that differs raises `ReplayDivergence` naming the
 agent, the turn and what differed. Tool results come from the recording too, so a replay needs no host and no
 network; only the orchestration tools (`task`, the submit tools) run for real.
+
+A transcript outlives the version that wrote it: when only the agent's system prompt or tool definitions changed
+since the recording (a newer release added a field to a tool, a tool to an agent, a sentence to a prompt) and the
+conversation itself is the recorded one, message for message, the recorded answer is still the answer to it. Such a
+turn replays, and the drift is said (`ReplayBackend.drift`, a notice in the run) instead of refusing every old
+transcript after each upgrade. A conversation that differs is a divergence as before.
 """
 
 from __future__ import annotations
@@ -74,11 +80,18 @@ class ReplayTools:
         return ExecutedCall(out, rec.truncated, rec.duration_s)
 
 
+def _same_conversation(rec: _AgentRecord, turn: int, request: ModelRequest) -> bool:
+    old = rec.messages_at.get(turn)
+    return old is not None and len(old) == len(request.messages) and all(
+        a.model_dump(mode="json") == b.model_dump(mode="json") for a, b in zip(old, request.messages))
+
+
 class ReplayModel:
-    def __init__(self, agent_id: str, record: _AgentRecord | None, name: str):
+    def __init__(self, agent_id: str, record: _AgentRecord | None, name: str, drift: list[str] | None = None):
         self.agent_id = agent_id
         self.record = record
         self.name = name
+        self.drift = drift if drift is not None else []
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         rec = self.record
@@ -88,8 +101,16 @@ class ReplayModel:
                                    f"(recorded turns: {have or 'none'})")
         call = rec.calls[request.turn]
         if fingerprint(request.system, request.tools, request.messages) != call.fingerprint:
-            why = explain_difference(rec, request.turn, request)
-            raise ReplayDivergence(f"replay diverged: agent {self.agent_id} turn {request.turn}: {why}")
+            same = _same_conversation(rec, request.turn, request)
+            # a conversation that differs is the divergence to name, whatever else changed since the recording
+            why = explain_difference(rec if same else _AgentRecord(request.system, request.tools, rec.calls,
+                                                                    rec.messages_at), request.turn, request)
+            recorded = fingerprint(rec.system, rec.tools, request.messages) == call.fingerprint
+            if not (recorded and same):
+                raise ReplayDivergence(f"replay diverged: agent {self.agent_id} turn {request.turn}: {why}")
+            note = f"agent {self.agent_id}: {why} since the recording; the recorded answers were replayed"
+            if note not in self.drift:
+                self.drift.append(note)
         return call.response
 
 
@@ -114,8 +135,10 @@ class ReplayBackend:
             elif isinstance(ev, ToolResult):
                 results[(ev.agent_id, ev.call_id)] = ev
         self.tool_replay = ReplayTools(results)
+        self.drift: list[str] = []
+        """What changed since the recording in prompts or tool definitions, per agent (the conversation did not)."""
 
     def model_for(self, defn: AgentDef, agent_id: str, run: RunContext) -> ReplayModel:
         rec = self.records.get(agent_id)
         model = next(iter(rec.calls.values())).model if rec and rec.calls else "replay"
-        return ReplayModel(agent_id, rec, model)
+        return ReplayModel(agent_id, rec, model, self.drift)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Protocol
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from orchestrator.errors import ToolFailure  # noqa: F401  (re-exported: tools raise it from here)
 from orchestrator.messages import ToolSpec
 from orchestrator.models.base import RunAbort
 from orchestrator.redact import redact
@@ -91,8 +92,24 @@ class ToolOutput(BaseModel):
     host: str | None = None
 
 
-class ToolFailure(Exception):
-    """A tool's expected failure: the message goes back to the model as an error result."""
+class RunShape(Protocol):
+    """What a tool may read of the run to shape its schema (`Tool.prepare`): the inputs and the loaded agents."""
+
+    @property
+    def inputs(self) -> "RunInputs": ...
+
+    @property
+    def agents(self) -> dict[str, Any]: ...
+
+
+def with_host_arg(spec: ToolSpec, hosts: list[str]) -> ToolSpec:
+    """The tool's spec with an optional `host` argument naming one of the run's usable hosts."""
+    schema = dict(spec.input_schema)
+    props = dict(schema.get("properties") or {})
+    props["host"] = {"type": "string", "enum": list(hosts),
+                     "description": "Which host of this multi-host run to run on (default: the primary host)."}
+    schema["properties"] = props
+    return spec.model_copy(update={"input_schema": schema})
 
 
 class Tool:
@@ -103,6 +120,16 @@ class Tool:
     Input: ClassVar[type[BaseModel]]
     timeout_s: ClassVar[float | None] = None
     """Per-call timeout; None takes the run's default tool timeout."""
+    on_host: ClassVar[bool] = False
+    """The tool looks at a host: in a multi-host run its schema offers `host` (any tool accepts it, see
+    `split_host_arg`)."""
+
+    def prepare(self, spec: ToolSpec, run: RunShape) -> ToolSpec:
+        """The tool's schema for this run (as pydantic-ai's `prepare`): a host tool offers `host` in a multi-host
+        run; a one-host run keeps the spec exactly. Override to shape it further from the run."""
+        if self.on_host and run.inputs.hosts:
+            return with_host_arg(spec, run.inputs.usable_hosts)
+        return spec
 
     def spec(self) -> ToolSpec:
         return _spec(type(self))

@@ -36,6 +36,7 @@ def _refuse_unless_measure(ctx: ToolContext, name: str) -> None:
 
 class GemmBenchmark(Tool):
     name = "gemm_benchmark"
+    on_host = True
     description = ("Time GEMMs on the investigated GPU over M=16..16384 for the model's expert shapes in bf16, fp8 "
                    "and FP4 where native; returns TFLOPS, GB/s, fraction of dense peak and of the roofline, power "
                    "and clocks. Loads the GPU: only available with --measure.")
@@ -56,6 +57,7 @@ class GemmBenchmark(Tool):
 
 class CommBenchmark(Tool):
     name = "comm_benchmark"
+    on_host = True
     description = ("Measure all-reduce latency and bus bandwidth across the investigated host's GPUs (NCCL; gloo "
                    "across CPU processes without GPUs) for the decode message sizes and the TP group sizes of the "
                    "observations, with nvidia-smi topo -m. Loads the GPUs: only available with --measure.")

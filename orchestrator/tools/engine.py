@@ -18,6 +18,7 @@ class EngineConfigInput(BaseModel):
 
 class EngineConfigTool(Tool):
     name = "engine_config"
+    on_host = True
     description = (
         "Find the serving engines on the host (vLLM, SGLang, TensorRT-LLM, TGI: running processes, else launch scripts "
         "and logs) and report each one's EFFECTIVE configuration with where every value came from (flag, config file, "

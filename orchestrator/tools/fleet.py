@@ -6,14 +6,9 @@ Probing every host needs no tool of its own: any host tool takes `host: NAME` in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import BaseModel
 
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
-
-if TYPE_CHECKING:
-    from orchestrator.messages import ToolSpec
 
 
 class NoInput(BaseModel):
@@ -82,23 +77,6 @@ class SlurmNodesTool(Tool):
             lines.append("job env: " + " ".join(f"{k}={v}" for k, v in env.items()))
         data = {"kind": "slurm_nodes", "nodes": states, "job": job, "env": env}
         return ToolOutput(text="\n".join(lines) or "no node records", data=data, untrusted=True, host="slurm")
-
-
-HOST_TOOLS = frozenset({
-    "shell", "read_file", "find_files", "gpu_inventory", "power_sample", "python_env", "autotune_caches",
-    "kernel_inventory", "log_scan", "node_health", "engine_config", "gemm_benchmark", "comm_benchmark",
-})
-"""Tools that look at a host: in a multi-host run their schema offers `host` (any tool accepts it, see base.py)."""
-
-
-def with_host_arg(spec: ToolSpec, hosts: list[str]) -> ToolSpec:
-    """The tool's spec with an optional `host` argument naming one of the run's usable hosts."""
-    schema = dict(spec.input_schema)
-    props = dict(schema.get("properties") or {})
-    props["host"] = {"type": "string", "enum": list(hosts),
-                     "description": "Which host of this multi-host run to run on (default: the primary host)."}
-    schema["properties"] = props
-    return spec.model_copy(update={"input_schema": schema})
 
 
 def register(registry: ToolRegistry) -> None:

@@ -17,6 +17,7 @@ class NodeHealthInput(BaseModel):
 
 class NodeHealthTool(Tool):
     name = "node_health"
+    on_host = True
     description = (
         "Node health of the investigated host in one read-only probe: per GPU clocks-event (throttle) reasons, power "
         "limit enforced vs default, SM clocks vs max and application clocks, ECC errors, retired pages and remapped "

@@ -117,6 +117,7 @@ class GpuInventoryInput(BaseModel):
 
 class GpuInventoryTool(Tool):
     name = "gpu_inventory"
+    on_host = True
     description = (
         "GPUs on the investigated host from nvidia-smi: count, names, compute capability, driver/CUDA, memory, power "
         "draw vs limit, SM clocks vs max, utilization, throttle reasons, and topology (NVLink vs PCIe)."
@@ -136,6 +137,7 @@ class PowerSampleInput(BaseModel):
 
 class PowerSampleTool(Tool):
     name = "power_sample"
+    on_host = True
     description = "Sample power draw, SM clock and utilization of every GPU for a few seconds (read-only, no load)."
     Input = PowerSampleInput
 
@@ -152,6 +154,7 @@ class PythonEnvInput(BaseModel):
 
 class PythonEnvTool(Tool):
     name = "python_env"
+    on_host = True
     description = (
         "Versions of torch (CUDA, arch list), triton, flashinfer, vllm, sglang, tensorrt_llm, CUTLASS and deep_gemm "
         "under the serving interpreter, and which interpreter was used."
@@ -175,6 +178,7 @@ class AutotuneCachesInput(BaseModel):
 
 class AutotuneCachesTool(Tool):
     name = "autotune_caches"
+    on_host = True
     description = (
         "Inventory every autotune cache and tuned config (FlashInfer, TensorRT-LLM, vLLM/SGLang fused-MoE, vLLM's "
         "FlashInfer cache, Triton, Inductor, TunableOp): what exists, ops/shapes/tactics, fallback tactic -1, "
@@ -215,6 +219,7 @@ class KernelInventoryInput(BaseModel):
 
 class KernelInventoryTool(Tool):
     name = "kernel_inventory"
+    on_host = True
     description = (
         "What installed libraries carry for this GPU architecture: per-arch tile candidates in sources, backends "
         "declared for the compute capability, FlashInfer JIT-cache arch dirs, archs compiled into .so (cuobjdump)."
@@ -237,6 +242,7 @@ class LogScanInput(BaseModel):
 
 class LogScanTool(Tool):
     name = "log_scan"
+    on_host = True
     description = "Match server log files on the host against known-issue signatures; returns matching lines with numbers."
     Input = LogScanInput
 

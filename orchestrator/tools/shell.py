@@ -32,6 +32,7 @@ class ShellInput(BaseModel):
 
 class ShellTool(Tool):
     name = "shell"
+    on_host = True
     description = (
         "Run one allowlisted read-only command on the investigated host (nvidia-smi, ls, cat, head, tail, grep, find, "
         "stat, du, df, uname, pip list/show/freeze, ps, lscpu, free, ...). Returns exit code, stdout and stderr."
@@ -64,6 +65,7 @@ class ReadFileInput(BaseModel):
 
 class ReadFileTool(Tool):
     name = "read_file"
+    on_host = True
     description = "Read a text file on the investigated host (size-capped)."
     Input = ReadFileInput
 
@@ -106,6 +108,7 @@ class FindFilesInput(BaseModel):
 
 class FindFilesTool(Tool):
     name = "find_files"
+    on_host = True
     description = "List files under a directory on the investigated host whose names match a glob (one round trip)."
     Input = FindFilesInput
 

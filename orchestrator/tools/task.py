@@ -7,7 +7,7 @@ from typing import Iterable
 from pydantic import BaseModel, Field
 
 from orchestrator.messages import ToolSpec
-from orchestrator.tools.base import Tool, ToolContext, ToolOutput
+from orchestrator.tools.base import RunShape, Tool, ToolContext, ToolOutput
 
 
 class TaskInput(BaseModel):
@@ -25,6 +25,10 @@ class TaskTool(Tool):
     )
     Input = TaskInput
     timeout_s = 24 * 3600.0  # the subagent's own wall-time limit governs; this only bounds a runaway
+
+    def prepare(self, spec: ToolSpec, run: RunShape) -> ToolSpec:
+        """`agent` names the loaded subagents as an enum: a model need not guess names."""
+        return with_agent_names(spec, [n for n, a in run.agents.items() if a.role != "lead"])
 
     async def run(self, args: TaskInput, ctx: ToolContext) -> ToolOutput:
         result = await ctx.spawn(args.agent, args.brief)

@@ -108,11 +108,23 @@ def test_cli_bad_hosts_file_is_one_line_exit_2(tmp_path):
 
 
 def test_host_tools_offer_the_host_argument_only_in_multi_host_runs():
-    from orchestrator.tools.fleet import HOST_TOOLS, with_host_arg
+    from types import SimpleNamespace
+
+    from orchestrator.context import RunInputs
+    from orchestrator.hosts.entry import HostEntry
     from orchestrator.tools.registry import default_registry
 
     reg = default_registry()
-    assert HOST_TOOLS <= set(reg.names()), HOST_TOOLS - set(reg.names())
-    spec = with_host_arg(reg.get("gpu_inventory").spec(), ["a", "b"])
-    assert spec.input_schema["properties"]["host"]["enum"] == ["a", "b"]
-    assert "host" not in reg.get("gpu_inventory").spec().input_schema.get("properties", {})
+    on_host = {n for n in reg.names() if reg.get(n).on_host}
+    assert {"shell", "read_file", "gpu_inventory", "node_health", "engine_config", "gemm_benchmark"} <= on_host
+    assert not {"task", "submit_diagnosis", "gpu_specs", "roofline"} & on_host
+    one = SimpleNamespace(inputs=RunInputs(question="q"), agents={})
+    many = SimpleNamespace(inputs=RunInputs(question="q", hosts=[HostEntry(name="a", dest="a"),
+                                                                  HostEntry(name="b", dest="b"),
+                                                                  HostEntry(name="c", dest="c", error="down")]),
+                           agents={})
+    tool = reg.get("gpu_inventory")
+    assert tool.prepare(tool.spec(), one) == tool.spec()  # a one-host run keeps the spec exactly
+    assert tool.prepare(tool.spec(), many).input_schema["properties"]["host"]["enum"] == ["a", "b"]
+    specs = reg.get("gpu_specs")
+    assert specs.prepare(specs.spec(), many) == specs.spec()

@@ -8,11 +8,11 @@ import struct
 import pytest
 
 from orchestrator.diagnosis import Diagnosis, Number
+from orchestrator.analysis.roof import find_roof
 from orchestrator.render.html import (
     anchor,
     diagnosis_from_events,
     evidence_entries,
-    find_roof,
     render_html,
     roofline_svg,
 )

@@ -7,10 +7,8 @@ Prices are per million tokens. A model id matches the longest table entry it sta
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 from typing import Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from orchestrator.messages import Usage
@@ -37,8 +35,9 @@ class PriceTable(BaseModel):
 @lru_cache(maxsize=1)
 def price_table() -> PriceTable:
     """The shipped price table (read once)."""
-    text = (resources.files("orchestrator") / "knowledge" / "prices.yaml").read_text(encoding="utf-8")
-    return PriceTable.model_validate(yaml.safe_load(text))
+    from orchestrator import knowledge
+
+    return PriceTable.model_validate(knowledge.price_rows())
 
 
 def price_for(model: str, overrides: Mapping[str, Mapping[str, float]] | None = None) -> Price | None:

@@ -256,6 +256,18 @@ def _load(name: str) -> Any:
 
 
 @lru_cache(maxsize=None)
+def xid_rows() -> tuple[dict[str, Any], ...]:
+    """knowledge/xids.yaml as read (the node probe's models validate and index them: probes/node_kernel.py)."""
+    return tuple(dict(x) for x in _load("xids.yaml"))
+
+
+@lru_cache(maxsize=None)
+def price_rows() -> dict[str, Any]:
+    """knowledge/prices.yaml as read (orchestrator/pricing.py validates it into its price table)."""
+    return dict(_load("prices.yaml"))
+
+
+@lru_cache(maxsize=None)
 def gpus() -> tuple[GpuSpec, ...]:
     return tuple(GpuSpec.model_validate(x) for x in _load("gpus.yaml"))
 

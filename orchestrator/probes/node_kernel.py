@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from importlib import resources
 
-import yaml
 from pydantic import BaseModel
 
 from orchestrator.probes.node_models import GpuHealth, XidEvent
@@ -35,10 +33,10 @@ class XidInfo(BaseModel):
 @functools.lru_cache(maxsize=1)
 def xid_table() -> dict[int, XidInfo]:
     """knowledge/xids.yaml by code."""
-    raw = yaml.load(resources.files("orchestrator.knowledge").joinpath("xids.yaml").read_text(),
-                   Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: start-up
+    from orchestrator import knowledge
+
     out = {}
-    for item in raw:
+    for item in knowledge.xid_rows():
         item = dict(item)
         item["klass"] = item.pop("class")
         info = XidInfo.model_validate(item)

@@ -57,9 +57,10 @@ def vllm_bool(value: str) -> bool:
     """A vLLM boolean variable as vllm/envs.py reads most of them: `bool(int(os.getenv(NAME, default)))`.
 
     `int()` takes an optionally signed decimal with surrounding whitespace; anything else (`true`, `yes`) raises
-    ValueError, as it does in vLLM when the variable is first read. Source: vllm/envs.py, e.g. VLLM_USE_DEEP_GEMM,
-    VLLM_USE_RAY_SPMD_WORKER, VLLM_FLASHINFER_FORCE_TENSOR_CORES
-    (https://github.com/vllm-project/vllm/blob/f218f9c24d224800e0ea4488aa71bd8215c8bdcd/vllm/envs.py). A few vLLM
+    ValueError, as it does in vLLM when the variable is first read. Source: vllm/envs.py, e.g. VLLM_USE_RAY_SPMD_WORKER,
+    VLLM_FLASHINFER_FORCE_TENSOR_CORES, VERBOSE at
+    https://github.com/vllm-project/vllm/blob/f218f9c24d224800e0ea4488aa71bd8215c8bdcd/vllm/envs.py (and
+    VLLM_USE_DEEP_GEMM, VLLM_DISABLE_COMPILE_CACHE in later releases). A few vLLM
     variables use `.lower() in ("1", "true")` instead (VLLM_ALLOW_LONG_MAX_MODEL_LEN, VLLM_USE_TRITON_FLASH_ATTN):
     those are `sglang_bool`'s rule."""
     return bool(int(value))
@@ -68,7 +69,7 @@ def vllm_bool(value: str) -> bool:
 def sglang_bool(value: str) -> bool:
     """An SGLang boolean variable: `get_bool_env_var` lower-cases the value and accepts `true` or `1`; anything else
     is false. Source: python/sglang/srt/utils.py `get_bool_env_var`
-    (https://github.com/sgl-project/sglang/blob/v0.4.6/python/sglang/srt/utils.py)."""
+    (https://github.com/sgl-project/sglang/blob/4ebfeba20145f80822040effc47d084dd3c0c56e/python/sglang/srt/utils.py)."""
     return value.lower() in ("true", "1")
 
 

@@ -65,3 +65,17 @@ def test_parse_env_names_the_known_programs_for_an_unknown_one():
     with pytest.raises(KeyError, match="nccl"):
         parse_env("tensorrt", "1")
     assert {"nccl", "vllm", "sglang", "torch", "cuda"} <= set(PROGRAMS)
+
+
+def test_a_catalog_condition_naming_an_unknown_program_is_a_load_error():
+    from orchestrator.knowledge.catalog import CatalogError, load_catalog
+
+    text = """- id: x-entry
+  area: interconnect
+  title: t
+  signals: [{when: [{fact: env.NCCL_P2P_DISABLE, program: ncc, eq: 1}]}]
+  claim: c
+  sources: [https://example.org/a]
+"""
+    with pytest.raises(CatalogError, match="unknown program 'ncc'"):
+        load_catalog({"failure_modes/x.yaml": text})

@@ -102,7 +102,7 @@ def nvidia_smi(out):
             gap(out, " ".join(argv), "exit %d: %s" % (rc, tail(se or so)))
             continue
         out[key] = so[:400000]
-        if key == "nvlink_e":
+        if key == "nvlink_e" and "Errors:" in so:  # counters to read again (PCIe-only GPUs print none)
             out["nvlink_e_at"] = time.monotonic()
     return stdout
 

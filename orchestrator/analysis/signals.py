@@ -31,6 +31,7 @@ from orchestrator.analysis.evidence_view import EvidenceView, probe_facts
 from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import _FACT_OPS, Condition, Entry, Signal, catalog
+from orchestrator.knowledge.envparse import parse_env
 from orchestrator.probes.results import ProbeModel
 from orchestrator.probes.scripts import logscan as _script
 from orchestrator.knowledge.catalog import entry as catalog_entry_by_id
@@ -357,6 +358,8 @@ class _Plan:
     in_: list[Any] | None
     not_in: list[Any] | None
     matches: re.Pattern[str] | None
+    program: str | None = None
+    """Compare the value as this program parses it (knowledge/envparse.py); a value it rejects matches nothing."""
 
 
 _PLANS: dict[int, tuple[Condition, _Plan]] = {}
@@ -371,7 +374,8 @@ def _plan(cond: Condition) -> _Plan:
                                    if getattr(cond, op) is not None),
             facts=tuple((op, getattr(cond, op), cmp) for op, cmp in _FACT_CMPS if getattr(cond, op) is not None),
             in_=cond.in_, not_in=cond.not_in,
-            matches=re.compile(cond.matches, re.IGNORECASE) if cond.matches is not None else None)
+            matches=re.compile(cond.matches, re.IGNORECASE) if cond.matches is not None else None,
+            program=cond.program)
         got = _PLANS[id(cond)] = (cond, plan)
     return got[1]
 
@@ -388,6 +392,11 @@ def check(cond: Condition, hf: HostFacts, binding: str | None) -> tuple[bool, li
         return False, [], f"{key} absent"
     val = fact.value
     used = [fact]
+    if p.program is not None:
+        parsed = parse_env(p.program, str(val))
+        if parsed is None:  # the program rejects or ignores the value: no comparison holds
+            return False, used, f"{key}={val} (ignored by {p.program})"
+        val = int(parsed) if isinstance(parsed, bool) else parsed
     ok = p.exists is not False
     if p.eq is not None:
         ok &= _eq(val, p.eq)

@@ -50,6 +50,8 @@ class GpuSpec(_Strict):
     tflops: dict[TflopsKey, float | None] = Field(default_factory=dict)
     """Dense tensor TFLOPS (int8: TOPS) per dtype; None = not verified. GeForce parts: FP32-accumulate rates."""
     tflops_note: str | None = None
+    derived: list[TflopsKey] = Field(default_factory=list)
+    """Peaks the vendor does not publish, derived from those it does (tflops_note says how)."""
     mem_bw_gbs: float | None = None
     memory_gb: float | None = None
     memory_note: str | None = None

@@ -29,6 +29,7 @@ orchestrator/analysis (read with `entry(id)`).
 
 from __future__ import annotations
 
+import datetime
 import re
 from functools import lru_cache
 from importlib import resources
@@ -37,6 +38,8 @@ from typing import Any, Literal
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from orchestrator.knowledge.envparse import PROGRAMS
 
 AREAS = ("kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs")
 Area = Literal["kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs"]
@@ -79,6 +82,16 @@ class Condition(_Strict):
     not_in: list[Any] | None = None
     matches: str | None = None
     exists: bool | None = None
+    program: str | None = None
+    """The program that reads this (environment) fact (`nccl`, `vllm`, `torch`, ...: orchestrator.knowledge.envparse):
+    the value is compared as that program parses it (`NCCL_P2P_DISABLE=true` is 0 to NCCL's strtol)."""
+
+    @field_validator("program")
+    @classmethod
+    def _known_program(cls, v: str | None) -> str | None:
+        if v is not None and v not in PROGRAMS:
+            raise ValueError(f"unknown program {v!r} (known: {', '.join(sorted(PROGRAMS))})")
+        return v
 
     @model_validator(mode="after")
     def _one_operator(self) -> "Condition":
@@ -165,6 +178,13 @@ class Fix(_Strict):
     if_: str = Field(alias="if")
 
 
+class Verified(_Strict):
+    """When an entry was last checked against its sources, and what was checked (numbers, versions, fix)."""
+
+    date: datetime.date
+    what: str = Field(min_length=1)
+
+
 class Entry(_Strict):
     """One failure mode (or, with `rule:`, the words of an arithmetic rule)."""
 
@@ -187,6 +207,8 @@ class Entry(_Strict):
     sources: list[str] = Field(min_length=1)
     notes: str | None = None
     """For maintainers: why the entry is shaped as it is (not shown to users)."""
+    verified: Verified | None = None
+    """What was checked against the sources and when (tests/catalog requires it of every entry)."""
 
     @field_validator("id")
     @classmethod

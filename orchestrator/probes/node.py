@@ -16,7 +16,7 @@ from orchestrator.probes.node_models import (
     NcclLine, NodeGap, NodeHealth, RdmaDevice, ServingProcess,
 )
 from orchestrator.probes.node_nccl import summarize_nccl
-from orchestrator.probes.node_smi import gpus_from_fields, parse_health_xml, parse_lspci, parse_nvlink
+from orchestrator.probes.node_smi import gpus_from_fields, nvlink_changes, parse_health_xml, parse_lspci, parse_nvlink
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.session import shared
 
@@ -53,6 +53,8 @@ def health_from_output(data: dict[str, Any]) -> NodeHealth:
     for g in node.gpus:
         if g.index in links:
             g.nvlinks, g.nvlink_all_inactive = links[g.index]
+    if data.get("nvlink_e2") and data.get("nvlink_window_s"):
+        nvlink_changes(node.gpus, parse_nvlink(None, data["nvlink_e2"]), float(data["nvlink_window_s"]))
     if data.get("topo") and node.gpus:
         try:
             node.topology = nvidia_smi.parse_topo(data["topo"])
@@ -113,11 +115,14 @@ def checked(node: NodeHealth) -> list[str]:
 
 
 TIMEOUT_S = 150.0
+NVLINK_WINDOW_S = 1.0
+"""Least time between the node script's two reads of the NVLink error counters (their change over it is the rate)."""
 
 
 def node_params(logs: list[str] | None) -> dict[str, Any]:
     """The node script's parameters for these logs (the same whether it runs alone or in the host survey)."""
-    return {"logs": list(logs or []), "max_kernel_lines": 400, "max_nccl_lines": 2000}
+    return {"logs": list(logs or []), "max_kernel_lines": 400, "max_nccl_lines": 2000,
+            "nvlink_window_s": NVLINK_WINDOW_S}
 
 
 def node_key(logs: list[str] | None) -> tuple[Any, ...]:

@@ -126,6 +126,16 @@ def gpu_facts(node: NodeHealth, g: GpuHealth, serving_pids: set[int] | None) -> 
             vals = [getattr(link, attr) for link in g.nvlinks if getattr(link, attr) is not None]
             if vals:
                 f[p + f"nvlink.{key}"] = sum(vals)
+        if g.nvlink_window_s:
+            # DCGM's health watch judges the change over a window: CRC errors per second, new replays/recoveries
+            f[p + "nvlink.window_s"] = g.nvlink_window_s
+            for key in ("crc_delta", "replay_delta", "recovery_delta"):
+                deltas = [getattr(link, key) for link in g.nvlinks if getattr(link, key) is not None]
+                if deltas:
+                    f[p + f"nvlink.{key}"] = sum(deltas)
+            crc = [link.crc_delta for link in g.nvlinks if link.crc_delta is not None]
+            if crc:
+                f[p + "nvlink.crc_per_s"] = round(sum(crc) / g.nvlink_window_s, 1)
         if down:
             f[p + "nvlink.down_list"] = ", ".join(str(link.link) for link in g.nvlinks if not link.up) or "all"
     # Xid

@@ -12,7 +12,8 @@ from pydantic import BaseModel
 from orchestrator.probes.node_models import GpuHealth, XidEvent
 from orchestrator.probes.node_smi import same_pci
 
-XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): (\d+)\b")
+XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)(?: GPU-I:\d+)?(?: GPU-CI:\d+)?\): (\d+)\b")
+"""With MIG the driver adds the GPU / compute instance inside the parenthesis (kernel_rc.c XID_PRINT_WITH_ATTR)."""
 FALLEN_OFF = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f:.]+)")
 """Newer drivers print Xid 79 across several lines: `NVRM: The NVIDIA GPU 0000:b3:00.0` … `fallen off the bus`."""
 

@@ -20,7 +20,8 @@ bool; a key is absent when the probe could not determine it, never guessed):
   pcie.lspci_speed_gts, pcie.lspci_width, pcie.lspci_downgraded, persistence_mode (bool),
   mig_mode (enabled|disabled), mig_pending, processes.count, processes.other_count, processes.other_names,
   nvlink.links, nvlink.links_up, nvlink.links_down, nvlink.crc_errors, nvlink.replay_errors,
-  nvlink.recovery_errors, fabric.state, fabric.status, recovery_action,
+  nvlink.recovery_errors (counts since the driver loaded), nvlink.window_s, nvlink.crc_delta, nvlink.replay_delta,
+  nvlink.recovery_delta, nvlink.crc_per_s (growth between two reads window_s apart), fabric.state, fabric.status, recovery_action,
   xid.count, xid.codes, xid.fatal_count, xid.fatal_codes, xid.app_count, xid.app_codes, xid.worst,
   xid.worst_name, xid.worst_meaning, xid.worst_action, xid.worst_class, xid.worst_line, numa.node, numa.cpus,
   numa.process_pid, numa.process_cpus, numa.process_cpu_overlap` (fraction of the serving process's allowed CPUs
@@ -65,6 +66,10 @@ class NvLink(BaseModel):
     replay_errors: int | None = None
     recovery_errors: int | None = None
     crc_errors: int | None = None
+    replay_delta: int | None = None
+    """How much each counter grew between the node script's two reads (`GpuHealth.nvlink_window_s` apart)."""
+    recovery_delta: int | None = None
+    crc_delta: int | None = None
 
 
 class GpuProcess(BaseModel):
@@ -143,6 +148,8 @@ class GpuHealth(BaseModel):
     processes: list[GpuProcess] = Field(default_factory=list)
     nvlinks: list[NvLink] = Field(default_factory=list)
     nvlink_all_inactive: bool = False
+    nvlink_window_s: float | None = None
+    """Seconds between the two reads of the NVLink error counters (None: read once)."""
     """`nvidia-smi nvlink -s` said every link of this GPU is inactive."""
 
 

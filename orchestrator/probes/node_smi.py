@@ -81,6 +81,26 @@ def parse_nvlink(status: str | None, errors: str | None) -> dict[int, tuple[list
     return {g: (sorted(ls.values(), key=lambda x: x.link), all_inactive.get(g, False)) for g, ls in links.items()}
 
 
+def nvlink_changes(gpus: list[GpuHealth], later: dict[int, tuple[list[NvLink], bool]], window_s: float) -> None:
+    """Set each link's counter growth between the first read (already on `gpus`) and `later`, `window_s` apart. A
+    counter that went down was reset in between (driver reload, GPU reset): its growth is the later value."""
+    for g in gpus:
+        after = {link.link: link for link in later.get(g.index, ([], False))[0]}
+        seen = False
+        for link in g.nvlinks:
+            b = after.get(link.link)
+            if b is None:
+                continue
+            for attr, delta in (("crc_errors", "crc_delta"), ("replay_errors", "replay_delta"),
+                                ("recovery_errors", "recovery_delta")):
+                x0, x1 = getattr(link, attr), getattr(b, attr)
+                if x0 is not None and x1 is not None:
+                    setattr(link, delta, x1 - x0 if x1 >= x0 else x1)
+                    seen = True
+        if seen:
+            g.nvlink_window_s = window_s
+
+
 _SPEED = re.compile(r"Speed ([\d.]+)GT/s")
 _WIDTH = re.compile(r"Width x(\d+)")
 

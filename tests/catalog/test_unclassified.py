@@ -61,14 +61,15 @@ def test_unclassified_lines_become_one_secondary_finding_errors_first():
 
 
 def test_a_signature_match_whose_entry_does_not_apply_here_is_unclassified():
-    line = "[AutoTuner]: Skipping tactic 12 sm120_M256 (shared memory)"  # an SM120-only entry, seen on CC 9.0
+    # flashinfer PR #4013's line: only the SM120-scoped entry knows it; seen on CC 9.0 nothing applies
+    line = "RuntimeError: [MXFP8 SM120 gemm Runner] Failed to initialize cutlass MXFP8 gemm on sm120. Error: Error Internal"
     from orchestrator.probes.results import LogMatch
 
-    scan = LogScan(files=["/l"], matches=[LogMatch(path="/l", line_no=3, line=line, signature_id="flashinfer-skip-sm120-m256")])
+    scan = LogScan(files=["/l"], matches=[LogMatch(path="/l", line_no=3, line=line, signature_id="flashinfer-sm89-tactics-on-sm120")])
     on = {f.id for f in catalog_findings(_view(scan))}
     off = {f.id: f for f in catalog_findings(_view(scan, cc="9.0"))}
-    assert "flashinfer-skip-sm120-m256" in on and "unclassified-log-lines" not in on
-    assert set(off) == {"unclassified-log-lines"} and "sm120_M256" in off["unclassified-log-lines"].claim
+    assert "flashinfer-sm89-tactics-on-sm120" in on and "unclassified-log-lines" not in on
+    assert set(off) == {"unclassified-log-lines"} and "MXFP8 SM120 gemm Runner" in off["unclassified-log-lines"].claim
 
 
 def test_unclassified_warnings_reach_the_diagnosis():

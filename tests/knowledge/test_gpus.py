@@ -135,3 +135,17 @@ def test_specs_of_a_family_lists_the_variants_in_one_line():
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 2 and len(lines) == 1
     assert all(n in lines[0] for n in ("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL"))
+
+
+def test_peaks_the_vendor_does_not_publish_are_marked_derived():
+    for name in ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "NVIDIA RTX PRO 6000 Blackwell Server Edition"):
+        spec = knowledge.gpu_spec(name)
+        assert spec is not None and {"fp8", "bf16"} <= set(spec.derived) and "fp4" not in spec.derived
+        assert spec.tflops_note and "not published" in spec.tflops_note
+    for g in knowledge.gpus():
+        assert all(spec_key in g.tflops for spec_key in g.derived), g.name
+
+
+def test_b200_memory_bandwidth_is_the_hgx_tables_per_gpu_figure():
+    spec = knowledge.gpu_spec("NVIDIA B200")
+    assert spec is not None and spec.mem_bw_gbs == 7700 and any("7.7 TB/s" in d for d in spec.disputes)

@@ -17,7 +17,9 @@ spec keys (all optional):
   load: true                             busy GPUs (the load capture) or idle (the idle capture)
   gpus: {<index>: {...}}                 per-GPU edits (below); `all: {...}` applies to every GPU first
   nvlink: {links: 18, speed: 26.562, gpus: {<index>: {down: [2, 5], crc: {3: 1200}, replay: {..}, recovery: {..},
-           all_inactive: true}}}          NVLink (also puts NV<links> in topo -m); omit for PCIe-only GPUs
+           crc_rate: {3: 250}, replay_rate: {..}, recovery_rate: {..}, all_inactive: true}}}
+                                         NVLink (also puts NV<links> in topo -m); omit for PCIe-only GPUs;
+                                         `*_rate`: errors per second the counters grow by, read after read
   topo: {cpus: ["0", "1"], link: NODE}   per-NUMA-node CPU lists (GPUs split evenly; default: this machine's CPUs
                                          in two nodes), PCIe link kind between GPUs of one node (SYS across)
   kernel: {lines: [...], restricted: false, journal: true|false, kern_log: true|false, source: dmesg}
@@ -44,6 +46,7 @@ import copy
 import json
 import os
 import subprocess
+import time
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -366,6 +369,18 @@ def nvlink_texts(spec: dict[str, Any], names: list[str]) -> tuple[str, str]:
     return "\n".join(s_lines) + "\n", "\n".join(e_lines) + "\n"
 
 
+def nvlink_growth(spec: dict[str, Any]) -> dict[str, float]:
+    """`{"<gpu>:<link>:<Kind>": errors per second}` from the spec's `crc_rate` / `replay_rate` / `recovery_rate`
+    (per GPU, by link): the fake nvidia-smi adds rate x seconds since staging to those counters on every read."""
+    nv = _nvlink(spec) or {}
+    out: dict[str, float] = {}
+    for gi, g in (nv.get("gpus") or {}).items():
+        for kind, key in (("Replay", "replay_rate"), ("Recovery", "recovery_rate"), ("CRC", "crc_rate")):
+            for link, rate in ((g or {}).get(key) or {}).items():
+                out[f"{int(gi)}:{int(link)}:{kind}"] = float(rate)
+    return out
+
+
 def machine_numa(count: int) -> list[str]:
     """CPU lists of staged NUMA nodes made of this machine's CPUs (an unpinned process may use all of them, as on a
     real host): two nodes when there are GPUs and CPUs to split, else one."""
@@ -599,6 +614,8 @@ def stage_node(staged, spec: dict[str, Any] | None = None,
     smi["topo"] = topo_text(spec, count)
     smi["nvlink_s"] = nv_s
     smi["nvlink_e"] = nv_e
+    smi["nvlink_e_growth"] = nvlink_growth(spec)
+    smi["nvlink_e_t0"] = time.time()
     smi["gpus"] = _query_rows(xml)
     smi_json.write_text(json.dumps(smi))
     exe = staged.bin / "nvidia-smi"

@@ -64,7 +64,18 @@ elif args[:2] == ["topo", "-m"]:
 elif args[:1] == ["nvlink"] and args[1:2] in (["-s"], ["--status"]):
     sys.stdout.write(spec.get("nvlink_s", ""))
 elif args[:1] == ["nvlink"] and args[1:2] in (["-e"], ["--errorcounters"]):
-    sys.stdout.write(spec.get("nvlink_e", ""))
+    text, growth = spec.get("nvlink_e", ""), spec.get("nvlink_e_growth")
+    if growth:  # counters growing at a staged rate per second since staging, as a faulty link's do
+        import re, time
+        dt, gpu, lines = time.time() - spec["nvlink_e_t0"], None, []
+        for line in text.split("\n"):
+            m = re.match(r"GPU (\d+):", line)
+            gpu = int(m.group(1)) if m else gpu
+            m = re.match(r"(\s+Link (\d+): (\w+) Errors: )(\d+)$", line)
+            rate = growth.get("%s:%s:%s" % (gpu, m.group(2), m.group(3))) if m else None
+            lines.append(m.group(1) + str(int(m.group(4)) + int(rate * dt)) if rate else line)
+        text = "\n".join(lines)
+    sys.stdout.write(text)
 elif args[:1] == ["-L"]:
     for i, g in enumerate(spec["gpus"]):
         print("GPU %d: %s (UUID: GPU-00000000-0000-0000-0000-00000000000%d)" % (i, g["name"], i))

@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 ROOT = os.environ.get("INVESTIGATE_NODE_ROOT") or "/"
 
@@ -101,7 +102,29 @@ def nvidia_smi(out):
             gap(out, " ".join(argv), "exit %d: %s" % (rc, tail(se or so)))
             continue
         out[key] = so[:400000]
+        if key == "nvlink_e" and "Errors:" in so:  # counters to read again (PCIe-only GPUs print none)
+            out["nvlink_e_at"] = time.monotonic()
     return stdout
+
+
+def nvlink_second_read(out, window_s):
+    """Read the NVLink error counters again, at least `window_s` after the first read: DCGM judges them as a change
+    over a window (CRC errors per second, any new replay or recovery), never as a count since the driver loaded."""
+    first = out.get("nvlink_e_at")
+    if first is None:
+        return
+    wait = window_s - (time.monotonic() - first)
+    if wait > 0:
+        time.sleep(wait)
+    res = run(["nvidia-smi", "nvlink", "-e"], out)
+    if res is None:
+        return
+    rc, so, se = res
+    if rc != 0:
+        gap(out, "nvidia-smi nvlink -e (second read)", "exit %d: %s" % (rc, tail(se or so)))
+        return
+    out["nvlink_e2"] = so[:400000]
+    out["nvlink_window_s"] = round(time.monotonic() - first, 3)
 
 
 # --- lspci ---------------------------------------------------------------------------------------------------------
@@ -430,6 +453,8 @@ def main():
     numa(out)
     fabric_manager(out, xml)
     nccl_lines(out, params.get("logs") or [], int(params.get("max_nccl_lines", 2000)))
+    nvlink_second_read(out, float(params.get("nvlink_window_s", 1.0)))
+    out.pop("nvlink_e_at", None)
     print(json.dumps(out))
 
 

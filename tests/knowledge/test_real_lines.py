@@ -1,0 +1,73 @@
+"""Every log-pattern signal of the catalog matches the line its library really prints, and no near miss of it.
+
+tests/knowledge/real_lines.yaml holds, per (entry, pattern), lines built from the library's format string at a named
+version (file and line, or commit URL) and near misses. The patterns are taken through the catalog's own compiled
+regex (case-insensitive search), as the log scan applies them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from orchestrator.knowledge.catalog import catalog
+
+DATA = Path(__file__).with_name("real_lines.yaml")
+RECORDS = yaml.safe_load(DATA.read_text(encoding="utf-8"))
+VERSIONED = re.compile(r"^https://\S+/(blob|tree)/[0-9a-f]{7,40}/\S+|^https://\S+/blob/v[\d.]+\S*/\S+"
+                       r"|^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$|^https://docs\.nvidia\.com/\S+$")
+
+
+def _signals() -> list[tuple[str, str]]:
+    return [(e.id, s.log) for e in catalog() for s in e.signals if s.log]
+
+
+def _compiled(entry_id: str, pattern: str) -> re.Pattern[str]:
+    entry = catalog().get(entry_id)
+    assert entry is not None, f"real_lines.yaml names an entry the catalog does not have: {entry_id}"
+    for s in entry.signals:
+        if s.log == pattern:
+            rx = s.compiled()
+            assert rx is not None
+            return rx
+    raise AssertionError(f"{entry_id}: the catalog has no log signal {pattern!r} (real_lines.yaml is stale)")
+
+
+def _ids(rec: dict) -> str:
+    return f"{rec['entry']}:{rec['pattern'][:40]}"
+
+
+def test_every_log_signal_has_a_real_line_and_a_near_miss():
+    have = {(r["entry"], r["pattern"]) for r in RECORDS if r.get("lines") and r.get("near_misses")}
+    missing = [f"{e}: {p}" for e, p in _signals() if (e, p) not in have]
+    assert not missing, "log signals with no real line / near miss in tests/knowledge/real_lines.yaml:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=_ids)
+def test_record_names_its_library_version_and_a_versioned_source(rec):
+    for key in ("library", "version", "source", "format"):
+        assert str(rec.get(key) or "").strip(), f"{_ids(rec)}: no {key}"
+    for url in [rec["source"], *rec.get("sources_more", [])]:
+        assert VERSIONED.match(url), f"{_ids(rec)}: {url} is not pinned to a tag, commit, issue or vendor doc"
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=_ids)
+def test_the_pattern_matches_every_real_line(rec):
+    rx = _compiled(rec["entry"], rec["pattern"])
+    missed = [line for line in rec["lines"] if not rx.search(line)]
+    assert not missed, f"{_ids(rec)} misses the library's real line(s): {missed}"
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=_ids)
+def test_the_pattern_matches_no_near_miss(rec):
+    rx = _compiled(rec["entry"], rec["pattern"])
+    hit = [line for line in rec["near_misses"] if rx.search(line)]
+    assert not hit, f"{_ids(rec)} matches near miss(es) it must not: {hit}"
+
+
+def test_no_two_records_for_one_signal():
+    keys = [(r["entry"], r["pattern"]) for r in RECORDS]
+    assert len(keys) == len(set(keys))

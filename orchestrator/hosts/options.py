@@ -146,15 +146,23 @@ def getopt_parse(spec: GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str
 
     Returns (options as (full name, value), operands), or why the real program would not accept the line (an
     unknown or ambiguous option, a missing value)."""
+    got = getopt_scan(spec, args)
+    if isinstance(got, str):
+        return got
+    return got[0], [args[i] for i in got[1]]
+
+
+def getopt_scan(spec: GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str | None]], list[int]] | str:
+    """`getopt_parse`, with the operands as their indices in args."""
     opts: list[tuple[str, str | None]] = []
-    operands: list[str] = []
+    operands: list[int] = []
     longs = spec.long_flags | spec.long_values | spec.long_optional
     i = 0
     while i < len(args):
         arg = args[i]
         i += 1
         if arg == "--":
-            operands.extend(args[i:])
+            operands.extend(range(i, len(args)))
             break
         if arg.startswith("--"):
             name, eq, value = arg[2:].partition("=")
@@ -193,5 +201,5 @@ def getopt_parse(spec: GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str
                     return f"option -{letter} is unknown"
                 opts.append(("-" + letter, None))
         else:
-            operands.append(arg)
+            operands.append(i - 1)
     return opts, operands

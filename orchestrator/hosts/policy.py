@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel
 
-from orchestrator.hosts.options import GREP, REFUSED, SPECS, getopt_parse
+from orchestrator.hosts.options import GREP, REFUSED, SPECS, getopt_parse, getopt_scan
 
 # Characters a shell would treat as operators, expansions or redirections.
 _SHELL_META = {
@@ -483,6 +483,25 @@ def check_argv(argv: list[str]) -> PolicyDecision:
         # a recursive search skips every credential location (GNU grep permutes, so the options may come first)
         argv = [program, *grep_excludes(), *argv[1:]]
     return PolicyDecision(allowed=True, argv=argv, reason="read-only program " + program)
+
+
+FILE_READERS = frozenset({"cat", "head", "tail", "wc", "file", "md5sum", "sha256sum", "grep", "egrep", "fgrep"})
+"""Programs whose operands are files they open and read: run on what was checked, opened once (hosts/safeopen.py)."""
+
+
+def file_operand_indices(argv: list[str]) -> list[int]:
+    """The indices in argv of the operands a FILE_READERS program opens (the pattern of grep left out; `-` is
+    its standard input), as its getopt reads the line; [] for any other program."""
+    program, args = argv[0], argv[1:]
+    if program not in FILE_READERS:
+        return []
+    got = getopt_scan(SPECS[program], args)
+    if isinstance(got, str):
+        return []
+    opts, operands = got
+    if program in ("grep", "egrep", "fgrep") and not {n for n, _ in opts} & {"-e", "--regexp", "-f", "--file"}:
+        operands = operands[1:]
+    return [i + 1 for i in operands if args[i] != "-"]
 
 
 def read_operands(argv: list[str]) -> list[str]:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+import re
+
 from orchestrator.hosts.base import CommandResult
-from orchestrator.hosts.policy import check_command, read_operands, secret_path, unsafe_read
+from orchestrator.hosts.policy import check_command, file_operand_indices, read_operands, secret_path, unsafe_read
+from orchestrator.hosts.remote_io import exec_opened_argv
 from orchestrator.hosts.resolve import check_on_host
+from orchestrator.hosts.safeopen import FIRST_FD
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 
@@ -21,6 +25,33 @@ def render_result(res: CommandResult) -> str:
     if res.stderr:
         parts.append("--- stderr ---\n" + res.stderr)
     return "\n".join(parts)
+
+
+def opened_command(argv: list[str], resolved: dict[str, tuple[str, str]]) -> tuple[list[str], dict[str, str]]:
+    """The command to run for an allowed argv whose file operands were checked as resolved on the host: a program
+    that reads its operands gets each as the descriptor of the checked file, opened once with no symlink followed
+    (hosts/safeopen.py), so a name swapped for a symlink after the check is never read. Returns the command and
+    what each /dev/fd/N it reads was called."""
+    opened: dict[int, str] = {}
+    names: dict[str, str] = {}
+    for i in file_operand_indices(argv):
+        kind, real = resolved.get(argv[i], ("n", ""))
+        # a missing operand is opened too: it fails there, rather than be created as a link before the program runs
+        opened[i] = real if kind in ("f", "d", "o") and real else argv[i]
+    for k, i in enumerate(sorted(opened)):
+        names[f"/dev/fd/{FIRST_FD + k}"] = argv[i]
+    if not opened:
+        return argv, {}
+    return exec_opened_argv(argv, opened), names
+
+
+def named_back(res: CommandResult, argv: list[str], names: dict[str, str]) -> CommandResult:
+    """The result as the model asked for it: its argv, and each /dev/fd/N in the output named as it was given."""
+    if not names:
+        return res
+    pattern = re.compile("|".join(re.escape(n) + r"(?![0-9])" for n in sorted(names, key=len, reverse=True)))
+    swap = lambda text: pattern.sub(lambda m: names[m.group(0)], text)  # noqa: E731
+    return res.model_copy(update={"argv": argv, "stdout": swap(res.stdout), "stderr": swap(res.stderr)})
 
 
 class ShellInput(BaseModel):
@@ -47,13 +78,16 @@ class ShellTool(Tool):
                               host=host.name)
         # what the arguments point at on the host (symlinks followed) decides, not their names
         paths = read_operands(decision.argv)
+        resolved: list[tuple[str, str]] = []
         if paths:
-            why, _ = await check_on_host(host, decision.argv, paths)
+            why, resolved = await check_on_host(host, decision.argv, paths)
             if why is not None:
                 ctx.refuse(self.name, args.command, why)
                 return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
         s = ctx.settings
-        res = await host.run(decision.argv, timeout_s=s.command_timeout_s, max_output=s.command_output_bytes)
+        argv, names = opened_command(decision.argv, dict(zip(paths, resolved)))
+        res = await host.run(argv, timeout_s=s.command_timeout_s, max_output=s.command_output_bytes)
+        res = named_back(res, decision.argv, names)
         return ToolOutput(text=render_result(res), data=res.model_dump(), untrusted=True, host=host.name)
 
 

@@ -152,8 +152,9 @@ def getopt_parse(spec: GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str
     return got[0], [args[i] for i in got[1]]
 
 
-def getopt_scan(spec: GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str | None]], list[int]] | str:
-    """`getopt_parse`, with the operands as their indices in args."""
+def getopt_scan(spec: GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str | None]], list[int], int] | str:
+    """`getopt_parse`, with the operands as their indices in args, and the index of the `--` that ends the options
+    (len(args) when there is none; a `--` that is an option's value does not end them)."""
     opts: list[tuple[str, str | None]] = []
     operands: list[int] = []
     longs = spec.long_flags | spec.long_values | spec.long_optional
@@ -163,7 +164,7 @@ def getopt_scan(spec: GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str 
         i += 1
         if arg == "--":
             operands.extend(range(i, len(args)))
-            break
+            return opts, operands, i - 1
         if arg.startswith("--"):
             name, eq, value = arg[2:].partition("=")
             if name in longs:
@@ -202,4 +203,4 @@ def getopt_scan(spec: GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str 
                 opts.append(("-" + letter, None))
         else:
             operands.append(i - 1)
-    return opts, operands
+    return opts, operands, len(args)

@@ -282,6 +282,15 @@ def grep_excludes() -> list[str]:
     return out
 
 
+def with_grep_excludes(argv: list[str]) -> list[str]:
+    """A recursive grep's argv with the credential excludes after every option of the caller's: for --include and
+    --exclude "the last matching one wins" (GNU grep manual), so a caller's `--include=*` must come before them. They
+    go just before a `--` (after it they would be operands); grep permutes, so options after operands still count."""
+    got = getopt_scan(GREP, argv[1:])
+    cut = 1 + got[2] if not isinstance(got, str) else len(argv)
+    return [*argv[:cut], *grep_excludes(), *argv[cut:]]
+
+
 def _is_recursive_grep(args: list[str]) -> bool:
     parsed = getopt_parse(GREP, args)
     if isinstance(parsed, str):
@@ -480,8 +489,7 @@ def check_argv(argv: list[str]) -> PolicyDecision:
     if why is not None:
         return _refuse(why, argv)
     if program in ("grep", "egrep", "fgrep") and _is_recursive_grep(argv[1:]):
-        # a recursive search skips every credential location (GNU grep permutes, so the options may come first)
-        argv = [program, *grep_excludes(), *argv[1:]]
+        argv = with_grep_excludes(argv)
     return PolicyDecision(allowed=True, argv=argv, reason="read-only program " + program)
 
 
@@ -498,7 +506,7 @@ def file_operand_indices(argv: list[str]) -> list[int]:
     got = getopt_scan(SPECS[program], args)
     if isinstance(got, str):
         return []
-    opts, operands = got
+    opts, operands, _end = got
     if program in ("grep", "egrep", "fgrep") and not {n for n, _ in opts} & {"-e", "--regexp", "-f", "--file"}:
         operands = operands[1:]
     return [i + 1 for i in operands if args[i] != "-"]

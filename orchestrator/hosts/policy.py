@@ -103,6 +103,10 @@ _PIP: dict[str, tuple[set[str], set[str]]] = {
 _NAME_ONLY = {"ls", "stat", "find", "du", "df", "which", "readlink", "realpath", "basename", "dirname"}
 _PROC_LINKS = re.compile(r"^/proc/[^/]+/(?:task/[^/]+/)?(root|cwd|fd|map_files)(/|$)")
 _CONSUMING_FILES = {"kmsg", "trace_pipe", "trace_pipe_raw"}
+# sysfs files of a PCI device that read its configuration space, option ROM or BARs (Documentation/PCI/sysfs-pci.rst:
+# https://www.kernel.org/doc/Documentation/PCI/sysfs-pci.rst), by the /sys/bus/pci name or the /sys/devices path
+_PCI_SPACE = re.compile(r"^/sys/(?:bus/pci/devices/[^/]+|devices/pci[^/]*(?:/[^/]+)*)/"
+                        r"(?:config|rom|resource[0-9]*(?:_wc)?|vpd)$")
 
 _NVSMI_SUBCOMMANDS = {"topo": {"-m", "--matrix"}, "nvlink": {"-s", "--status", "-c", "--capabilities", "-i"}}
 
@@ -146,6 +150,9 @@ def unsafe_read(path: str) -> str | None:
     norm = _normpath(path)
     if norm == "/dev" or norm.startswith("/dev/") or _PROC_LINKS.match(norm):
         return f"{path!r} is a device or a link into one: reading devices can arm a watchdog or steal input"
+    if _PCI_SPACE.match(norm):
+        return (f"{path!r} is a PCI device's configuration space or memory (what `lspci -xxx` reads: some devices "
+                "crash or hang when it is read): refused")
     if posixpath.basename(norm) in _CONSUMING_FILES:
         return f"{path!r} is consumed by reading it: other readers (syslog, tracers) would lose what it returns"
     if not norm.startswith("/") and ".." in norm.split("/"):
@@ -217,6 +224,16 @@ def _proc_secret(norm: str) -> str | None:
         return ("is a process's memory, environment or filesystem view (credentials): never read by free-form "
                 "commands")
     return None
+
+
+def log_refusal(path: str) -> str | None:
+    """Why `log_scan` must not read path (given, or as resolved on the host), or None: only log-like files, never
+    kernel or process state (/proc: another process's environ, /proc/kmsg consumed by reading), sysfs or devices,
+    nor credentials."""
+    norm = _normpath(path)
+    if re.match(r"^/(?:proc|sys|dev)(?:/|$)", norm):
+        return f"{path!r} is kernel, process or device state, not a log file: log_scan reads log files only"
+    return unsafe_read(path) or secret_path(path)
 
 
 def broad_root(path: str) -> str | None:

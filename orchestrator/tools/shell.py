@@ -8,7 +8,14 @@ from pydantic import BaseModel, Field
 import re
 
 from orchestrator.hosts.base import CommandResult
-from orchestrator.hosts.policy import check_command, file_operand_indices, read_operands, secret_path, unsafe_read
+from orchestrator.hosts.policy import (
+    broad_root,
+    check_command,
+    file_operand_indices,
+    read_operands,
+    secret_path,
+    unsafe_read,
+)
 from orchestrator.hosts.remote_io import exec_opened_argv
 from orchestrator.hosts.resolve import check_on_host
 from orchestrator.hosts.safeopen import FIRST_FD
@@ -145,14 +152,28 @@ class FindFilesTool(Tool):
 
     async def run(self, args: FindFilesInput, ctx: ToolContext) -> ToolOutput:
         host = ctx.host()
-        paths = await host.find(args.root, args.pattern, max_results=args.max_results)
-        more = len(paths) >= args.max_results
+        # the credential policy, as for reads: never a credential location, a device tree or a sweep of a home or
+        # /etc, judged by the root as given and as resolved on the host
+        why = unsafe_read(args.root) or secret_path(args.root) or broad_root(args.root)
+        if why is None:
+            why, resolved = await check_on_host(host, ["find"], [args.root])
+            if why is None and resolved and resolved[0][1]:
+                real = resolved[0][1]
+                why = broad_root(real) if real != args.root else None
+        if why is not None:
+            ctx.refuse(self.name, args.root, why)
+            return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
+        found = await host.find(args.root, args.pattern, max_results=args.max_results)
+        more = len(found) >= args.max_results
+        # names of credential files are not listed either (a key's name says where the key is)
+        paths = [p for p in found if secret_path(p) is None and unsafe_read(p) is None]
+        withheld = len(found) - len(paths)
         head = f"{len(paths)} file(s) under {args.root} matching {args.pattern!r}" + (
             f" (stopped at {args.max_results})" if more else ""
-        )
+        ) + (f"; {withheld} credential location(s) not listed" if withheld else "")
         return ToolOutput(
             text="\n".join([head, *paths]),
-            data={"root": args.root, "pattern": args.pattern, "paths": paths, "capped": more},
+            data={"root": args.root, "pattern": args.pattern, "paths": paths, "capped": more, "withheld": withheld},
             untrusted=True,
             host=host.name,
         )

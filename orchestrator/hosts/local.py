@@ -38,10 +38,12 @@ def _kill_group(pid: int) -> None:
 class LocalHost:
     """This machine. Commands run in their own process group so a timeout kills everything they started."""
 
-    def __init__(self, name: str = "local", *, io_timeout_s: float = 60.0):
+    def __init__(self, name: str = "local", *, io_timeout_s: float = 60.0, env: dict[str, str] | None = None):
         self.name = name
         self.io_timeout_s = io_timeout_s
         """Deadline for read_file and find: a thread stuck on a hung mount or a pipe is abandoned after it."""
+        self.env = env
+        """The environment commands run with (None: this process's)."""
 
     async def run(
         self,
@@ -61,6 +63,7 @@ class LocalHost:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                env=self.env,
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             return CommandResult(argv=argv, exit_code=127, stderr=f"{argv[0]}: {exc.strerror or exc}",

@@ -1,7 +1,12 @@
-"""Host key verification as OpenSSH does it: known_hosts files, StrictHostKeyChecking, refusal messages.
+"""Host key verification as OpenSSH (9.2) does it: known_hosts files, StrictHostKeyChecking, refusal messages.
 
-Unknown keys are refused unless `StrictHostKeyChecking` is `accept-new` or `no` (then added to the first
-known_hosts file); a changed key is refused naming both fingerprints, unless `no`, which OpenSSH also connects with.
+The user's known_hosts files and the global ones (GlobalKnownHostsFile, default /etc/ssh/ssh_known_hosts{,2}) are
+read; a key marked `@revoked` in any of them is refused. Unknown keys are refused unless `StrictHostKeyChecking` is
+`accept-new` or `no` (then added to the first user file); a changed key is refused naming both fingerprints, unless
+`no`, which OpenSSH also connects with. A host known only under keys of other types offering a new type is a change
+too (OpenSSH: "Host key verification failed" under accept-new). For a non-standard port the key is looked up under
+`[host]:port`; the same key under the bare host name is accepted as well (never counted as a change), as OpenSSH
+does, which is how an entry such as `![host]:port,*` still lets the host in.
 """
 
 from __future__ import annotations
@@ -128,9 +133,14 @@ def load_known(files: list[str]) -> paramiko.HostKeys:
     return _load_with_revoked(files)[0]
 
 
+def _files(target: SshTarget) -> list[str]:
+    """The user's known_hosts files, then the global ones (OpenSSH reads both)."""
+    return list(dict.fromkeys([*target.known_hosts_files, *target.global_known_hosts_files]))
+
+
 def known_types(target: SshTarget) -> list[str]:
     """Key types already known for the target, so the handshake asks for one of them first."""
-    types = [k.get_name() for k in matching_keys(load_known(target.known_hosts_files), target.known_hosts_name)]
+    types = [k.get_name() for k in matching_keys(load_known(_files(target)), target.known_hosts_name)]
     return list(dict.fromkeys(types))
 
 
@@ -151,14 +161,17 @@ def _append(target: SshTarget, key: paramiko.PKey) -> None:
 def verify(target: SshTarget, key: paramiko.PKey) -> None:
     """Accept the server's key or raise HostKeyRefused with one line naming the problem and the fix."""
     name = target.known_hosts_name
-    known_keys, revoked = _load_with_revoked(target.known_hosts_files)
-    candidates = [k for k in matching_keys(known_keys, name) if k.get_name() == key.get_name()]
+    known_keys, revoked = _load_with_revoked(_files(target))
+    known_for_name = matching_keys(known_keys, name)
+    candidates = [k for k in known_for_name if k.get_name() == key.get_name()]
     mode = target.strict_host_key_checking
     if any(r == key for r in revoked):
         raise HostKeyRefused(
             f"host key for {name} ({key.get_name()} {fingerprint(key)}) is marked @revoked in known_hosts; "
             "nothing was run. Ask the host's owner for its current key"
         )
+    if name != target.hostname and any(k == key for k in matching_keys(known_keys, target.hostname)):
+        return  # the same key under the bare host name (OpenSSH accepts it for a non-standard port too)
     if candidates:
         if any(known == key for known in candidates):
             return
@@ -171,8 +184,18 @@ def verify(target: SshTarget, key: paramiko.PKey) -> None:
             f"remove the old key with `ssh-keygen -R {shlex.quote(name)} -f {shlex.quote(target.known_hosts_files[0])}`"
             " and trust the new one; otherwise someone may be intercepting the connection"
         )
+    other_types = sorted({k.get_name() for k in known_for_name})
+    if other_types and mode != "no":
+        raise HostKeyRefused(
+            f"host key for {name} has CHANGED: known_hosts has only {', '.join(other_types)} key(s) for it, the "
+            f"server offered {key.get_name()} {fingerprint(key)}; nothing was run. If the server's keys changed, "
+            f"remove the old ones with `ssh-keygen -R {shlex.quote(name)} -f "
+            f"{shlex.quote(target.known_hosts_files[0])}` and trust the new one; otherwise someone may be "
+            "intercepting the connection"
+        )
     if mode in ("accept-new", "no"):
-        _append(target, key)
+        if not other_types:
+            _append(target, key)
         return
     raise HostKeyRefused(
         f"host key for {name} is not known ({key.get_name()} {fingerprint(key)}, "

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 import subprocess
 import time
 
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from orchestrator.hosts import walk
+from orchestrator.hosts import safeopen, walk
 from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.output import CappedBuffer
 from orchestrator.hosts.policy import unsafe_read
@@ -39,10 +38,12 @@ def _kill_group(pid: int) -> None:
 class LocalHost:
     """This machine. Commands run in their own process group so a timeout kills everything they started."""
 
-    def __init__(self, name: str = "local", *, io_timeout_s: float = 60.0):
+    def __init__(self, name: str = "local", *, io_timeout_s: float = 60.0, env: dict[str, str] | None = None):
         self.name = name
         self.io_timeout_s = io_timeout_s
         """Deadline for read_file and find: a thread stuck on a hung mount or a pipe is abandoned after it."""
+        self.env = env
+        """The environment commands run with (None: this process's)."""
 
     async def run(
         self,
@@ -62,6 +63,7 @@ class LocalHost:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                env=self.env,
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             return CommandResult(argv=argv, exit_code=127, stderr=f"{argv[0]}: {exc.strerror or exc}",
@@ -106,14 +108,16 @@ class LocalHost:
             raise PermissionError(f"not opened: {why}")
 
         def _read() -> bytes:
-            # only regular files are opened: opening a device (/dev/watchdog arms the watchdog) or a FIFO (blocks)
-            # can change or hang the machine; stat follows symlinks as open would
-            if not stat.S_ISREG(os.stat(path).st_mode):
-                if stat.S_ISDIR(os.stat(path).st_mode):
-                    raise IsADirectoryError(f"{path} is a directory")
-                raise OSError(f"{path} is not a regular file (a device, pipe or socket): not opened")
-            with open(path, "rb") as fh:
-                return fh.read(max_bytes)
+            # one open with no symlink followed, the descriptor checked (only regular files: opening a device arms
+            # a watchdog, a FIFO blocks), read from it (safeopen.py, the code remote hosts run too)
+            try:
+                return safeopen.read_checked(os.path.abspath(path), max_bytes)
+            except safeopen.Refused as exc:
+                if exc.code == safeopen.MISSING:
+                    raise FileNotFoundError(str(exc)) from None
+                if exc.code == safeopen.DENIED:
+                    raise PermissionError(str(exc)) from None
+                raise OSError(str(exc)) from None
 
         try:
             with anyio.fail_after(self.io_timeout_s):

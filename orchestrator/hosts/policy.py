@@ -18,6 +18,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel
 
+from orchestrator.hosts.options import GREP, REFUSED, SPECS, getopt_parse, getopt_scan
+
 # Characters a shell would treat as operators, expansions or redirections.
 _SHELL_META = {
     "\n": "a newline",
@@ -33,7 +35,8 @@ _SHELL_META = {
 _GLOB_CHARS = set("*?[]{}~")
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
-# Programs that only read. Value: options refused for that program (exact, or prefix when ending in "=").
+# Programs that only read. Value: options refused for that program (exact, or prefix when ending in "="), for the
+# programs that do not parse with getopt_long; those (options.SPECS) are parsed as they parse and checked there.
 _ALLOWED: dict[str, frozenset[str]] = {
     "cat": frozenset(),
     "head": frozenset(),
@@ -41,11 +44,11 @@ _ALLOWED: dict[str, frozenset[str]] = {
     "ls": frozenset(),
     "stat": frozenset(),
     "wc": frozenset(),
-    "file": frozenset({"-C", "--compile"}),
+    "file": frozenset(),  # options of getopt_long programs: options.py (SPECS, REFUSED)
     "grep": frozenset(),
     "egrep": frozenset(),
     "fgrep": frozenset(),
-    "du": frozenset({"--files0-from", "--files0-from="}),
+    "du": frozenset(),
     "df": frozenset(),
     "uname": frozenset(),
     "ps": frozenset(),
@@ -67,8 +70,7 @@ _ALLOWED: dict[str, frozenset[str]] = {
     "find": frozenset({
         "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-files0-from",
     }),
-    "dmesg": frozenset({"-c", "-C", "--clear", "--read-clear", "-D", "--console-off", "-E", "--console-on",
-                        "-n", "--console-level"}),  # and inside clusters / abbreviated: see _GETOPT
+    "dmesg": frozenset(),
     "nvidia-smi": frozenset(),  # checked by _check_nvidia_smi
     "pip": frozenset(),  # checked by _check_pip
     "pip3": frozenset(),
@@ -83,14 +85,6 @@ _NVSMI_FLAGS = {"-q", "--query", "-x", "--xml-format", "-L", "--list-gpus", "-h"
                 "--help-query-compute-apps", "-u", "--unit"}
 _NVSMI_VALUE_FLAGS = {"-i", "--id", "-d", "--display", "--format", "--query-gpu", "--query-compute-apps",
                       "--query-supported-clocks"}
-# getopt_long programs: short options cluster (`-Tc` is `-T -c`) and long options abbreviate (`--read-c`), so their
-# refused options are also looked for inside clusters and as prefixes. Value: (refused short letters, short letters
-# that take a value, so the rest of the cluster is that value).
-_GETOPT: dict[str, tuple[str, str]] = {
-    "dmesg": ("cCDEn", "lfsFn"),
-    "file": ("C", "eFfmP"),
-}
-
 # pip subcommands: the options each may take (optparse: clusters of the flag letters, unique long prefixes). Anything
 # else is refused: `--log`/`--local-log` and `--cache-dir` write files, `--python` runs another interpreter, index
 # options and `--outdated` go to the network.
@@ -109,6 +103,10 @@ _PIP: dict[str, tuple[set[str], set[str]]] = {
 _NAME_ONLY = {"ls", "stat", "find", "du", "df", "which", "readlink", "realpath", "basename", "dirname"}
 _PROC_LINKS = re.compile(r"^/proc/[^/]+/(?:task/[^/]+/)?(root|cwd|fd|map_files)(/|$)")
 _CONSUMING_FILES = {"kmsg", "trace_pipe", "trace_pipe_raw"}
+# sysfs files of a PCI device that read its configuration space, option ROM or BARs (Documentation/PCI/sysfs-pci.rst:
+# https://www.kernel.org/doc/Documentation/PCI/sysfs-pci.rst), by the /sys/bus/pci name or the /sys/devices path
+_PCI_SPACE = re.compile(r"^/sys/(?:bus/pci/devices/[^/]+|devices/pci[^/]*(?:/[^/]+)*)/"
+                        r"(?:config|rom|resource[0-9]*(?:_wc)?|vpd)$")
 
 _NVSMI_SUBCOMMANDS = {"topo": {"-m", "--matrix"}, "nvlink": {"-s", "--status", "-c", "--capabilities", "-i"}}
 
@@ -152,6 +150,9 @@ def unsafe_read(path: str) -> str | None:
     norm = _normpath(path)
     if norm == "/dev" or norm.startswith("/dev/") or _PROC_LINKS.match(norm):
         return f"{path!r} is a device or a link into one: reading devices can arm a watchdog or steal input"
+    if _PCI_SPACE.match(norm):
+        return (f"{path!r} is a PCI device's configuration space or memory (what `lspci -xxx` reads: some devices "
+                "crash or hang when it is read): refused")
     if posixpath.basename(norm) in _CONSUMING_FILES:
         return f"{path!r} is consumed by reading it: other readers (syslog, tracers) would lose what it returns"
     if not norm.startswith("/") and ".." in norm.split("/"):
@@ -225,6 +226,16 @@ def _proc_secret(norm: str) -> str | None:
     return None
 
 
+def log_refusal(path: str) -> str | None:
+    """Why `log_scan` must not read path (given, or as resolved on the host), or None: only log-like files, never
+    kernel or process state (/proc: another process's environ, /proc/kmsg consumed by reading), sysfs or devices,
+    nor credentials."""
+    norm = _normpath(path)
+    if re.match(r"^/(?:proc|sys|dev)(?:/|$)", norm):
+        return f"{path!r} is kernel, process or device state, not a log file: log_scan reads log files only"
+    return unsafe_read(path) or secret_path(path)
+
+
 def broad_root(path: str) -> str | None:
     """Why a recursive walk from path would sweep too much (credentials, kernel state), or None."""
     norm = _normpath(path).rstrip("/") or "/"
@@ -249,90 +260,8 @@ def _read_operands(arg: str) -> list[str]:
     return out
 
 
-@dataclass(frozen=True)
-class _GetoptSpec:
-    """A getopt_long program's options: short letters without/with a value, long names without/with a value."""
-
-    short_flags: str
-    short_values: str
-    long_flags: frozenset[str]
-    long_values: frozenset[str]
-    long_optional: frozenset[str] = frozenset()
-
-
-# GNU grep 3.x (grep.c long_options and short_options "0123456789A:B:C:D:EFGHIJLNPRTUVX:abcd:e:f:hiLlm:noqRrsuvwxyZz")
-_GREP = _GetoptSpec(
-    short_flags="0123456789EFGHILNPRTUVZabchilnoqrsuvwxyz",
-    short_values="ABCDXdefm",
-    long_flags=frozenset({
-        "basic-regexp", "extended-regexp", "fixed-regexp", "fixed-strings", "perl-regexp", "ignore-case",
-        "no-ignore-case", "word-regexp", "line-regexp", "null-data", "no-messages", "invert-match", "version", "help",
-        "byte-offset", "line-number", "line-buffered", "with-filename", "no-filename", "only-matching", "quiet",
-        "silent", "recursive", "dereference-recursive", "files-without-match", "files-with-matches", "count",
-        "initial-tab", "null", "text", "binary", "no-group-separator", "unix-byte-offsets",
-    }),
-    long_values=frozenset({
-        "regexp", "file", "max-count", "after-context", "before-context", "context", "label", "binary-files",
-        "devices", "directories", "exclude", "exclude-from", "exclude-dir", "include", "group-separator",
-    }),
-    long_optional=frozenset({"color", "colour"}),
-)
-
-
-def _getopt_parse(spec: _GetoptSpec, args: list[str]) -> tuple[list[tuple[str, str | None]], list[str]] | str:
-    """Parse args as GNU getopt_long does (permuted operands, clusters, attached values, unique long prefixes).
-
-    Returns (options as (name, value), operands), or why the real program would not accept the line."""
-    opts: list[tuple[str, str | None]] = []
-    operands: list[str] = []
-    longs = spec.long_flags | spec.long_values | spec.long_optional
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg == "--":
-            operands.extend(args[i:])
-            break
-        if arg.startswith("--"):
-            name, eq, value = arg[2:].partition("=")
-            if name in longs:
-                full = name
-            else:
-                matches = sorted(n for n in longs if n.startswith(name))
-                if len(matches) != 1:
-                    return f"option {arg!r} is {'ambiguous' if matches else 'unknown'}"
-                full = matches[0]
-            if full in spec.long_values and not eq:
-                if i >= len(args):
-                    return f"option {arg!r} needs a value"
-                value, i = args[i], i + 1
-            elif full in spec.long_flags and eq:
-                return f"option {arg!r} takes no value"
-            opts.append(("--" + full, value if (eq or full in spec.long_values) else None))
-        elif arg.startswith("-") and arg != "-":
-            j = 1
-            while j < len(arg):
-                letter = arg[j]
-                j += 1
-                if letter in spec.short_values:
-                    if j < len(arg):
-                        value = arg[j:]
-                    elif i < len(args):
-                        value, i = args[i], i + 1
-                    else:
-                        return f"option -{letter} needs a value"
-                    opts.append(("-" + letter, value))
-                    break
-                if letter not in spec.short_flags:
-                    return f"option -{letter} is unknown"
-                opts.append(("-" + letter, None))
-        else:
-            operands.append(arg)
-    return opts, operands
-
-
 def _check_grep(program: str, args: list[str]) -> str | None:
-    parsed = _getopt_parse(_GREP, args)
+    parsed = getopt_parse(GREP, args)
     if isinstance(parsed, str):
         return f"{program}: {parsed}"
     opts, operands = parsed
@@ -370,8 +299,17 @@ def grep_excludes() -> list[str]:
     return out
 
 
+def with_grep_excludes(argv: list[str]) -> list[str]:
+    """A recursive grep's argv with the credential excludes after every option of the caller's: for --include and
+    --exclude "the last matching one wins" (GNU grep manual), so a caller's `--include=*` must come before them. They
+    go just before a `--` (after it they would be operands); grep permutes, so options after operands still count."""
+    got = getopt_scan(GREP, argv[1:])
+    cut = 1 + got[2] if not isinstance(got, str) else len(argv)
+    return [*argv[:cut], *grep_excludes(), *argv[cut:]]
+
+
 def _is_recursive_grep(args: list[str]) -> bool:
-    parsed = _getopt_parse(_GREP, args)
+    parsed = getopt_parse(GREP, args)
     if isinstance(parsed, str):
         return False
     return any(n in ("-r", "--recursive") or (n in ("-d", "--directories") and v and "recurse".startswith(v))
@@ -409,20 +347,17 @@ def _check_reads(program: str, args: list[str]) -> str | None:
     return None
 
 
-def _getopt_refused(args: list[str], refused_short: str, value_short: str, refused_long: frozenset[str]) -> str | None:
-    for arg in args:
-        if arg == "--":
-            return None
-        if arg.startswith("--"):
-            name = arg.split("=", 1)[0]
-            if len(name) > 2 and any(r.startswith(name) for r in refused_long if r.startswith("--")):
-                return arg
-        elif arg.startswith("-") and len(arg) > 1:
-            for letter in arg[1:]:
-                if letter in refused_short:
-                    return arg
-                if letter in value_short:
-                    break
+def _check_getopt(program: str, args: list[str]) -> str | None:
+    """Why the options of a getopt_long program are refused once parsed as it parses them (options.py), or None."""
+    parsed = getopt_parse(SPECS[program], args)
+    if isinstance(parsed, str):
+        return (f"{program}: {parsed} (options are read as {program} reads them, prefixes and clusters included; "
+                "only its known options run)")
+    refused = REFUSED.get(program, {})
+    for name, _value in parsed[0]:
+        if name in refused:
+            return (f"{program} option {name} {refused[name]}: refused (however it is spelled: an abbreviation, "
+                    "a cluster, an attached value)")
     return None
 
 
@@ -491,6 +426,10 @@ def _check_program(program: str, args: list[str]) -> str | None:
     why = _check_reads(program, args)
     if why is not None:
         return why
+    if program in SPECS:
+        why = _check_getopt(program, args)
+        if why is not None:
+            return why
     if program in ("grep", "egrep", "fgrep"):
         why = _check_grep(program, args)
         if why is not None:
@@ -501,11 +440,6 @@ def _check_program(program: str, args: list[str]) -> str | None:
         return _check_nvidia_smi(args)
     if program in ("pip", "pip3"):
         return _check_pip(program, args)
-    if program in _GETOPT:
-        refused_short, value_short = _GETOPT[program]
-        bad = _getopt_refused(args, refused_short, value_short, _ALLOWED[program])
-        if bad is not None:
-            return f"{program} option {bad!r} executes, deletes or writes"
     if program == "lspci":
         shorts = [a for a in args if a.startswith("-") and not a.startswith("--")]
         if (any(("H" in a or "A" in a or "O" in a) for a in shorts) or sum(a.count("x") for a in shorts) >= 3
@@ -572,9 +506,27 @@ def check_argv(argv: list[str]) -> PolicyDecision:
     if why is not None:
         return _refuse(why, argv)
     if program in ("grep", "egrep", "fgrep") and _is_recursive_grep(argv[1:]):
-        # a recursive search skips every credential location (GNU grep permutes, so the options may come first)
-        argv = [program, *grep_excludes(), *argv[1:]]
+        argv = with_grep_excludes(argv)
     return PolicyDecision(allowed=True, argv=argv, reason="read-only program " + program)
+
+
+FILE_READERS = frozenset({"cat", "head", "tail", "wc", "file", "md5sum", "sha256sum", "grep", "egrep", "fgrep"})
+"""Programs whose operands are files they open and read: run on what was checked, opened once (hosts/safeopen.py)."""
+
+
+def file_operand_indices(argv: list[str]) -> list[int]:
+    """The indices in argv of the operands a FILE_READERS program opens (the pattern of grep left out; `-` is
+    its standard input), as its getopt reads the line; [] for any other program."""
+    program, args = argv[0], argv[1:]
+    if program not in FILE_READERS:
+        return []
+    got = getopt_scan(SPECS[program], args)
+    if isinstance(got, str):
+        return []
+    opts, operands, _end = got
+    if program in ("grep", "egrep", "fgrep") and not {n for n, _ in opts} & {"-e", "--regexp", "-f", "--file"}:
+        operands = operands[1:]
+    return [i + 1 for i in operands if args[i] != "-"]
 
 
 def read_operands(argv: list[str]) -> list[str]:
@@ -582,8 +534,11 @@ def read_operands(argv: list[str]) -> list[str]:
     program, args = argv[0], argv[1:]
     if program in _NAME_ONLY:
         return []
+    if program in SPECS and program not in ("grep", "egrep", "fgrep"):
+        got = getopt_parse(SPECS[program], args)
+        return list(dict.fromkeys(got[1])) if not isinstance(got, str) else []
     if program in ("grep", "egrep", "fgrep"):
-        parsed = _getopt_parse(_GREP, args)
+        parsed = getopt_parse(GREP, args)
         if isinstance(parsed, str):
             return []
         opts, operands = parsed

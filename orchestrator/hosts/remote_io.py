@@ -1,7 +1,8 @@
 """File reads and listings for hosts that only run commands (Slurm steps, `kubectl exec`).
 
 Both go through the host's own `run`, so the command policy, timeouts and caps apply: a read is `head -c` behind
-existence and regular-file checks (exit 44 / 45), a listing is `walk.py` sent to the remote `python3`.
+`safeopen.py` sent to the remote `python3 -I -S` (one open, no symlink followed, the descriptor checked), a listing is
+`walk.py` sent to the remote `python3`.
 """
 
 from __future__ import annotations
@@ -10,12 +11,37 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orchestrator.hosts import safeopen
 from orchestrator.hosts.base import CommandResult, HostError
 from orchestrator.hosts.policy import unsafe_read
 from orchestrator.settings import Settings
 
 _WALK_SOURCE = (Path(__file__).parent / "walk.py").read_text()
-_READ_SCRIPT = 'if [ ! -e "$1" ]; then exit 44; fi; if [ ! -f "$1" ]; then exit 45; fi; exec head -c "$2" -- "$1"'
+SAFEOPEN_SOURCE = (Path(__file__).parent / "safeopen.py").read_text()
+
+
+def read_argv(path: str, max_bytes: int) -> list[str]:
+    """The command that reads up to max_bytes of the regular file at path on a host (safeopen.py, isolated)."""
+    return ["python3", "-I", "-S", "-c", SAFEOPEN_SOURCE, "read", path, str(max_bytes)]
+
+
+def exec_opened_argv(argv: list[str], opened: dict[int, str]) -> list[str]:
+    """The command that runs argv with argv[i] replaced by the file opened (checked, no symlink followed) at
+    opened[i]: the program reads /dev/fd/(safeopen.FIRST_FD + k) for the k-th index (safeopen.py `exec`)."""
+    spec = json.dumps({"argv": argv, "open": {str(i): p for i, p in opened.items()}})
+    return ["python3", "-I", "-S", "-c", SAFEOPEN_SOURCE, "exec", spec]
+
+
+def read_failure(path: str, host_name: str, exit_code: int | None, stderr: str) -> OSError:
+    """The exception for a failed `read_argv` command (safeopen.py's exit codes)."""
+    why = stderr.strip().splitlines()[-1][:300] if stderr.strip() else f"exit {exit_code}"
+    if exit_code == safeopen.MISSING:
+        return FileNotFoundError(f"{path} does not exist on {host_name}")
+    if exit_code == safeopen.DENIED:
+        return PermissionError(f"cannot read {path} on {host_name}: {why}")
+    if exit_code == 127:
+        return OSError(f"cannot read {path} on {host_name}: no python3 there (files are read only by a checked open)")
+    return OSError(f"{path} on {host_name}: {why}")
 
 
 async def read_via_run(host: Any, path: str, max_bytes: int, timeout_s: float) -> bytes:
@@ -23,16 +49,11 @@ async def read_via_run(host: Any, path: str, max_bytes: int, timeout_s: float) -
     why = unsafe_read(path)
     if why is not None:
         raise PermissionError(f"not opened on {host.name}: {why}")
-    res = await host.run(["sh", "-c", _READ_SCRIPT, "sh", path, str(max_bytes)], timeout_s=timeout_s,
-                         max_output=max_bytes)
-    if res.exit_code == 44:
-        raise FileNotFoundError(f"{path} does not exist on {host.name}")
-    if res.exit_code == 45:
-        raise OSError(f"{path} on {host.name} is not a regular file (a directory, device or pipe): not opened")
+    res = await host.run(read_argv(path, max_bytes), timeout_s=timeout_s, max_output=max_bytes + 4096)
     if res.timed_out:
         raise TimeoutError(f"reading {path} on {host.name} timed out")
     if res.exit_code != 0:
-        raise OSError(f"cannot read {path} on {host.name}: {res.stderr.strip()[:300]}")
+        raise read_failure(path, host.name, res.exit_code, res.stderr)
     return res.stdout.encode("utf-8", "surrogateescape")
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 from orchestrator.hosts.base import Host
 from orchestrator.hosts.policy import resolved_refusal
 
-# Fixed shell code; the paths are positional arguments. Prints "KIND REALPATH" per path (KIND: f file, d directory,
-# o other existing thing such as a device, n missing or unresolvable).
+# Fixed shell code; the paths are positional arguments. Prints "KIND REALPATH" and a NUL per path (KIND: f file, d
+# directory, o other existing thing such as a device, n missing or unresolvable). NUL is the one byte a path cannot
+# hold: a symlink whose target holds a newline cannot frame a second record (issue 23), and the `.` keeps command
+# substitution from eating newlines at the end of the real path.
 _RESOLVE = (
-    'for p; do r=$(readlink -f -- "$p" 2>/dev/null) || r=; '
+    'for p; do r=$(readlink -f -- "$p" 2>/dev/null && echo .) || r=; r=${r%.}; r=${r%?}; '
     'if [ -z "$r" ]; then t=n; elif [ -f "$r" ]; then t=f; elif [ -d "$r" ]; then t=d; '
-    'elif [ -e "$r" ]; then t=o; else t=n; fi; printf "%s %s\\n" "$t" "$r"; done'
+    'elif [ -e "$r" ]; then t=o; else t=n; fi; printf "%s %s\\000" "$t" "$r"; done'
 )
 MAX_PATHS = 64
 
@@ -25,12 +27,12 @@ async def resolve_paths(host: Host, paths: list[str], *, timeout_s: float = 30.0
     if not paths:
         return []
     res = await host.run(["/bin/sh", "-c", _RESOLVE, "sh", *paths], timeout_s=timeout_s, max_output=1_000_000)
-    lines = res.stdout.split("\n")[: len(paths)]
-    if res.exit_code != 0 or len(lines) != len(paths):
+    records = res.stdout.split("\0")
+    if res.exit_code != 0 or len(records) != len(paths) + 1 or records[-1] or res.stdout_truncated:
         raise ResolveFailed(f"could not resolve {len(paths)} path(s) on {host.name} (exit {res.exit_code})")
     out = []
-    for line in lines:
-        kind, _, real = line.partition(" ")
+    for record in records[:-1]:
+        kind, _, real = record.partition(" ")
         out.append((kind, real))
     return out
 

@@ -42,6 +42,25 @@ JOB_ENV = re.compile(r"^(SLURM_(JOB_(ID|NAME|NODELIST|NUM_NODES|PARTITION|ACCOUN
                      r"GPU_DEVICE_ORDINAL)$")
 """The Slurm job variables recorded as evidence: allocation shape and GPU binding, nothing else of the env."""
 
+STEP_ENV = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "XDG_CACHE_HOME",
+    # where the caches the probes inventory were moved to (probes/interpreter.py SERVER_ENV_KEYS: settings, not secrets)
+    "FLASHINFER_WORKSPACE_BASE", "FLASHINFER_AUTOTUNER_LOAD_FROM_FILE", "TLLM_AUTOTUNER_CACHE_PATH",
+    "VLLM_TUNED_CONFIG_FOLDER", "VLLM_CACHE_ROOT", "VLLM_FLASHINFER_AUTOTUNE_CACHE_DIR", "SGLANG_MOE_CONFIG_DIR",
+    "TRITON_CACHE_DIR", "TRITON_HOME", "TORCHINDUCTOR_CACHE_DIR", "PYTORCH_TUNABLEOP_FILENAME",
+    "INVESTIGATE_STAGED_TAG",  # a staged test host's processes carry it (probes/scripts/discover.py); unset in use
+})
+"""The variables of this machine a job step gets (`srun --export=NAMES`, plus Slurm's own SLURM_*): what the probes
+need to find programs and caches. srun's default, --export=ALL, put every variable of the login shell (an API key,
+cloud secrets) into every job step on the cluster's nodes. srun itself runs with these and its SLURM_* only."""
+
+
+def step_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment srun runs with: STEP_ENV and SLURM_* of this process (SLURM_CONF, the job, auth), nothing
+    else."""
+    env = os.environ if environ is None else environ
+    return {k: v for k, v in env.items() if k in STEP_ENV or k.startswith("SLURM_")}
+
 
 def slurm_available() -> str | None:
     """Why Slurm cannot be used from here, or None."""
@@ -211,6 +230,9 @@ class SlurmHost(FilesOverRun):
             out += ["--jobid", self.job_id, "--overlap"]
         else:
             out += [f"--immediate={self.immediate_s}", "-t", str(max(1, int(timeout_s // 60) + 1))]
+        # only the named variables (and SLURM_*) reach the step, never the rest of this machine's environment
+        exported = sorted(k for k in step_environ() if k in STEP_ENV)
+        out += ["--export=" + (",".join(exported) or "NONE")]
         out += ["-w", self.node, "-N1", "-n1", "--quiet", "--kill-on-bad-exit=1", "--"]
         # the remote command is bounded on the node itself: killing srun alone may leave the step running
         out += ["timeout", "-k", "2", f"{max(timeout_s, 1):g}", *argv]
@@ -218,6 +240,7 @@ class SlurmHost(FilesOverRun):
 
     async def run(self, argv: list[str], *, stdin: str | None = None, timeout_s: float = 60.0,
                   max_output: int = 1_000_000) -> CommandResult:
+        self._local.env = step_environ()  # srun itself sees only what a step may get (and its SLURM_*)
         res = await self._local.run(self.srun_argv(list(argv), timeout_s), stdin=stdin,
                                     timeout_s=timeout_s + _GRACE_S, max_output=max_output)
         res.argv = list(argv)

@@ -31,6 +31,7 @@ from orchestrator.hosts.base import CommandResult, HostError, HostLost
 from orchestrator.hosts.errors import HostAuthFailed, HostUnreachable
 from orchestrator.hosts.output import CappedBuffer
 from orchestrator.hosts.policy import unsafe_read
+from orchestrator.hosts.remote_io import read_argv, read_failure
 from orchestrator.hosts.sshconfig import SshTarget
 from orchestrator.settings import Settings
 
@@ -38,11 +39,6 @@ from orchestrator.settings import Settings
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 _WALK_SOURCE = (Path(__file__).parent / "walk.py").read_text()
-# read_file as fixed shell code; the path and cap go in as positional arguments, never into the code
-# only regular files are opened: opening a device (/dev/watchdog arms the watchdog) can change the machine
-_READ_SCRIPT = 'if [ ! -e "$1" ]; then exit 44; fi; if [ ! -f "$1" ]; then exit 45; fi; exec head -c "$2" -- "$1"'
-_NOT_FOUND = 44
-_NOT_REGULAR = 45
 # seconds past a command's deadline that its worker thread may take to notice it (a blocked exec request) before
 # the command is abandoned as timed out
 _DEADLINE_GRACE_S = 2.0
@@ -527,20 +523,18 @@ class SshHost:
         )
 
     async def read_file(self, path: str, *, max_bytes: int = 1_000_000) -> bytes:
-        """Up to max_bytes of a remote file, in one round trip."""
+        """Up to max_bytes of a remote regular file, in one round trip; a symlink anywhere on path is refused
+        (callers resolve paths on the host and check them first: hosts/resolve.py)."""
         why = unsafe_read(path)
         if why is not None:
             raise PermissionError(f"not opened on {self.name}: {why}")
-        argv = ["sh", "-c", _READ_SCRIPT, "sh", path, str(max_bytes)]
-        res = await self._exec(argv, None, self.settings.command_timeout_s, max_bytes)
-        if res.exit_code == _NOT_FOUND:
-            raise FileNotFoundError(f"{path} does not exist on {self.name}")
-        if res.exit_code == _NOT_REGULAR:
-            raise OSError(f"{path} on {self.name} is not a regular file (a directory, device or pipe): not opened")
+        # safeopen.py: one open of the path with no symlink followed, the descriptor checked, read from it
+        # the script writes at most max_bytes; the cap leaves room for a whole error line on stderr
+        res = await self._exec(read_argv(path, max_bytes), None, self.settings.command_timeout_s, max_bytes + 4096)
         if res.timed_out:
             raise TimeoutError(f"reading {path} on {self.name} timed out")
         if res.exit_code != 0:
-            raise OSError(f"cannot read {path} on {self.name}: {res.err.text().strip()}")
+            raise read_failure(path, self.name, res.exit_code, res.err.text())
         return res.out.raw()
 
     async def find(self, root: str, pattern: str = "*", *, max_results: int = 10_000) -> list[str]:

@@ -12,13 +12,17 @@ from pathlib import Path
 from typing import Literal
 
 import paramiko
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from orchestrator.hosts.errors import HostConfigError
 
 StrictMode = Literal["yes", "no", "accept-new", "ask"]
 _MAX_JUMPS = 8
 _DEST = re.compile(r"^(?:(?P<user>[^@/\s]+)@)?(?P<host>\[[^\]]+\]|[^:@/\s\[\]]+)(?::(?P<port>\d+))?$")
+
+
+GLOBAL_KNOWN_HOSTS = ["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"]
+"""OpenSSH's default GlobalKnownHostsFile (ssh_config(5))."""
 
 
 class SshTarget(BaseModel):
@@ -35,6 +39,9 @@ class SshTarget(BaseModel):
     identities_only: bool = False
     known_hosts_files: list[str]
     """Config `UserKnownHostsFile`s, else ~/.ssh/known_hosts; the first is where accept-new writes."""
+    global_known_hosts_files: list[str] = Field(default_factory=lambda: list(GLOBAL_KNOWN_HOSTS))
+    """Config `GlobalKnownHostsFile`s, else OpenSSH's default: read too (their keys and their `@revoked` lines),
+    never written."""
     strict_host_key_checking: StrictMode = "ask"
     """As in OpenSSH; `ask` refuses unknown keys since there is nobody to ask."""
     proxy_jump: "SshTarget | None" = None
@@ -137,6 +144,7 @@ def resolve(dest: str, config: paramiko.SSHConfig, *, _depth: int = 0) -> SshTar
         raise HostConfigError(f"ssh config Port for {host!r} is not a number: fix the Port line") from None
     known = opts.get("userknownhostsfile")
     known_files = [_expand(f) for f in known.split()] if known else [_expand("~/.ssh/known_hosts")]
+    global_known = opts.get("globalknownhostsfile")
     timeout = opts.get("connecttimeout")
     target = SshTarget(
         alias=host,
@@ -146,6 +154,7 @@ def resolve(dest: str, config: paramiko.SSHConfig, *, _depth: int = 0) -> SshTar
         identity_files=[_expand(f) for f in opts.get("identityfile", [])],
         identities_only=str(opts.get("identitiesonly", "no")).lower() == "yes",
         known_hosts_files=known_files,
+        global_known_hosts_files=[_expand(f) for f in global_known.split()] if global_known else list(GLOBAL_KNOWN_HOSTS),
         strict_host_key_checking=_strict(opts.get("stricthostkeychecking")),
         connect_timeout_s=float(timeout) if timeout and str(timeout).isdigit() else None,
     )

@@ -172,12 +172,15 @@ async def collect_autotune_caches(
         interp = await interpreter.resolve(host, python)
         params = script_params([device_name] if device_name else [], env=interp.server_env,
                                cwds=interp.server_cwds, extra=extra_paths)
-        data = await run_script(host, interp.path, "caches", params, timeout_s=120)
+        data = await run_script(host, interp.path, "caches", interp.script_params(params), timeout_s=120,
+                                isolated=True)
     except ProbeUnavailable as exc:
         return AutotuneReport(host=host.name, available=False, reason=str(exc), device_name=device_name)
     report = report_from_output(data, device_name, compute_cap, expert_shape)
     report.host = host.name
-    report.commands = [f"{interp.path} - < caches.py ({interp.source})"]
+    report.commands = [f"{interp.path} -I -S - < caches.py ({interp.source})"]
     if not report.persisted_any:
         report.reason = "no persisted autotune result or tuned config for this GPU was found"
+    if interp.gap:
+        report.reason = "; ".join(filter(None, [report.reason, interp.gap]))
     return report

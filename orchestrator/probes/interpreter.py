@@ -27,6 +27,23 @@ class Interpreter:
     """Why: "--python", "vllm process 1234", "python3 on PATH"."""
     seen: list[str] = field(default_factory=list)
     servers: list[dict[str, Any]] = field(default_factory=list)
+    target: str | None = None
+    """A server's interpreter that is not started (another user can change what it runs): the probes run under
+    `path` and read this interpreter's environment as files (scripts/_sitepath.py)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Server interpreters not started because another user controls them, and why (one line each): said in the
+    probes' results as gaps (an executable that is no interpreter at all is passed over silently, as before)."""
+
+    @property
+    def gap(self) -> str | None:
+        """One line for the probes' results when a server's interpreter was not started, else None."""
+        if not self.refused:
+            return None
+        return "; ".join(self.refused.values())
+
+    def script_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A probe script's params, with the environment to read as files when the server's was not started."""
+        return {**params, "target": self.target} if self.target else params
 
     @property
     def server_env(self) -> dict[str, str]:
@@ -43,12 +60,19 @@ def choose(python: str | None, discovered: dict[str, Any] | None) -> Interpreter
     seen = [s["exe"] for s in servers if s.get("exe")]
     if discovered and discovered.get("python3"):
         seen.append(discovered["python3"])
+    refused = {str(s["exe_refused"]): str(s.get("refused_why")) for s in servers
+               if s.get("exe_refused") and s.get("exe_foreign")}
     if python:
-        return Interpreter(python, "--python", [python, *seen], servers)
+        return Interpreter(python, "--python", [python, *seen], servers, refused=refused)
     for s in servers:
         if s.get("exe"):
-            return Interpreter(s["exe"], f"{s['kind']} process {s['pid']}", seen, servers)
-    return Interpreter("python3", "python3 on PATH", seen or ["python3"], servers)
+            return Interpreter(s["exe"], f"{s['kind']} process {s['pid']}", seen, servers, refused=refused)
+    for s in servers:
+        if s.get("exe_refused") and s.get("exe_foreign"):
+            return Interpreter("python3", f"python3 on PATH, reading the environment of {s['kind']} process {s['pid']} "
+                               f"({s['exe_refused']}) as files", seen or ["python3"], servers,
+                               target=str(s["exe_refused"]), refused=refused)
+    return Interpreter("python3", "python3 on PATH", seen or ["python3"], servers, refused=refused)
 
 
 _VERIFY = _interp.INTERP_VERIFY
@@ -57,7 +81,12 @@ runs it on the host in the survey's pyenv_chain)."""
 
 
 class InterpreterRefused(ProbeUnavailable):
-    """The named interpreter is not one: refused before any probe script is sent."""
+    """The named interpreter is not one, or another user controls it: refused before any probe script is sent."""
+
+    @property
+    def foreign(self) -> bool:
+        """Refused because another user owns or can write it (its environment can still be read as files)."""
+        return _interp.FOREIGN.split("%r")[1] in str(self)
 
 
 def name_refusal(python: str) -> str | None:
@@ -134,6 +163,8 @@ async def resolve(host: Host, python: str | None = None) -> Interpreter:
             if exe:
                 try:
                     await verify(host, str(exe))
-                except InterpreterRefused:
+                except InterpreterRefused as exc:
                     s["exe_refused"] = s.pop("exe")
+                    s["refused_why"] = str(exc)
+                    s["exe_foreign"] = exc.foreign
     return choose(python, discovered)

@@ -66,15 +66,18 @@ async def collect_kernel_inventory(host: Host, arch: str | None = None, python: 
     try:
         interp = await resolve_interpreter(host, python)
         params = {"arch": arch, "budget_s": 60, "known": LISTINGS.known_for(host.name)}
-        data = await run_script(host, interp.path, "kernels", params, timeout_s=150)
+        data = await run_script(host, interp.path, "kernels", interp.script_params(params), timeout_s=150,
+                                isolated=True)
     except ProbeUnavailable as exc:
         return KernelInventory(host=host.name, available=False, reason=str(exc), arch=arch)
     LISTINGS.update(host.name, data.get("listings") or {})
     inv = inventory_from_output(data)
     inv.host = host.name
-    inv.commands = [f"{interp.path} - < kernels.py ({interp.source})"]
+    inv.commands = [f"{interp.path} -I -S - < kernels.py ({interp.source})"]
     if arch is None:
         inv.reason = "GPU architecture unknown (no nvidia-smi): per-arch tiles not looked for"
+    if interp.gap:
+        inv.reason = "; ".join(filter(None, [inv.reason, interp.gap]))
     return inv
 
 

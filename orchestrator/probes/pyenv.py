@@ -57,7 +57,9 @@ def env_from(host: Host, python: str | None, interp: Interpreter | None,
     env.host = host.name
     env.interpreter_source = interp.source
     env.interpreters_seen = interp.seen
-    env.commands = [f"{interp.path} - < pyenv.py"]
+    env.commands = [f"{interp.path} -I -S - < pyenv.py"]
+    if interp.gap:
+        env.reason = "; ".join(filter(None, [env.reason, interp.gap]))
     return env
 
 
@@ -65,7 +67,8 @@ async def collect_python_env(host: Host, python: str | None = None) -> PythonEnv
     """Versions of torch, triton, flashinfer, vllm, sglang, tensorrt_llm, CUTLASS, deep_gemm under the serving python."""
     try:
         interp = await resolve_interpreter(host, python)
-        data = await run_script(host, interp.path, "pyenv", PARAMS, timeout_s=TIMEOUT_S)
+        data = await run_script(host, interp.path, "pyenv", interp.script_params(PARAMS), timeout_s=TIMEOUT_S,
+                                isolated=True)
     except ProbeUnavailable as exc:
         return env_from(host, python, None, exc)
     return env_from(host, python, interp, data)

@@ -411,6 +411,8 @@ class LogScan(ProbeModel):
     """WARNING/ERROR and known-library trouble lines no signature matched: deduplicated, counted, capped."""
     unclassified_total: int = 0
     """How many such lines there were in all (before deduplication and the cap)."""
+    refused: dict[str, str] = Field(default_factory=dict)
+    """Paths not read, and why (not a log file: /proc, /sys, a device, a FIFO; a credential), one line each."""
 
     def log_lines(self) -> list[tuple[str, str, int, str]]:
         """Every matched line once (the `--log` files are server logs)."""

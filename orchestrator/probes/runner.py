@@ -17,7 +17,9 @@ ISOLATED = ["-I", "-S"]
 """Flags for the stdlib-only scripts run under the host's plain `python3`: isolated mode (no PYTHON* variables, no
 user site, no current directory on sys.path: nothing on the host can shadow `json` or `subprocess`) and no `site`
 (a large environment's .pth files cost more than the probe itself; these scripts import nothing from site-packages).
-Scripts that read the serving interpreter's packages (pyenv, kernels, caches) run with its site, without these."""
+Scripts that read the serving interpreter's packages (pyenv, kernels, caches) run so too: `site` would execute the
+environment's .pth files as the SSH user, and the environment may be another user's; they find its package
+directories as files (scripts/_sitepath.py)."""
 
 
 async def run_script(

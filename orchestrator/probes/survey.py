@@ -73,16 +73,18 @@ def _chained(host: Host, disc: dict[str, Any] | ProbeUnavailable,
     if isinstance(disc, ProbeUnavailable) or isinstance(chain, ProbeUnavailable) or chain.get("error"):
         return unfilled
     checked, refused = chain.get("checked") or {}, chain.get("refused") or {}
+    foreign = set(chain.get("foreign") or [])
     for exe, path in checked.items():
         interpreter.verified(host, str(exe), str(path))
     for s in disc.get("servers") or []:
         exe = s.get("exe") if isinstance(s, dict) else None
         if exe and exe in refused:  # kept for its environment and cwd, never chosen (as interpreter.resolve does)
             s["exe_refused"] = s.pop("exe")
+            s["refused_why"], s["exe_foreign"] = str(refused[exe]), exe in foreign
         elif exe and exe not in checked:
             return unfilled  # the chain did not check every executable resolve would: let resolve do it
     interp = interpreter.choose(None, disc)
-    if interp.path != chain.get("interpreter"):
+    if interp.path != chain.get("interpreter") or interp.target != chain.get("target"):
         return unfilled
     ran = chain.get("pyenv") or {}
     result = CommandResult(argv=[interp.path, "-"], exit_code=ran.get("rc"), stdout=str(ran.get("stdout") or ""),

@@ -140,6 +140,7 @@ def summarize_logs(s: LogScan) -> str:
     lines = [f"{len(s.files)} file(s), {s.lines_scanned} lines, {len(s.matches)} match(es)"]
     if s.missing:
         lines.append("missing: " + ", ".join(s.missing))
+    lines += [f"refused: {why}" for why in s.refused.values()]
     for m in s.matches[:30]:
         lines.append(f"{m.path}:{m.line_no} [{m.signature_id}] {m.line[:200]}")
     return "\n".join(lines)

@@ -5,9 +5,20 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+import re
+
 from orchestrator.hosts.base import CommandResult
-from orchestrator.hosts.policy import check_command, read_operands, secret_path, unsafe_read
+from orchestrator.hosts.policy import (
+    broad_root,
+    check_command,
+    file_operand_indices,
+    read_operands,
+    secret_path,
+    unsafe_read,
+)
+from orchestrator.hosts.remote_io import exec_opened_argv
 from orchestrator.hosts.resolve import check_on_host
+from orchestrator.hosts.safeopen import FIRST_FD
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 
@@ -21,6 +32,33 @@ def render_result(res: CommandResult) -> str:
     if res.stderr:
         parts.append("--- stderr ---\n" + res.stderr)
     return "\n".join(parts)
+
+
+def opened_command(argv: list[str], resolved: dict[str, tuple[str, str]]) -> tuple[list[str], dict[str, str]]:
+    """The command to run for an allowed argv whose file operands were checked as resolved on the host: a program
+    that reads its operands gets each as the descriptor of the checked file, opened once with no symlink followed
+    (hosts/safeopen.py), so a name swapped for a symlink after the check is never read. Returns the command and
+    what each /dev/fd/N it reads was called."""
+    opened: dict[int, str] = {}
+    names: dict[str, str] = {}
+    for i in file_operand_indices(argv):
+        kind, real = resolved.get(argv[i], ("n", ""))
+        # a missing operand is opened too: it fails there, rather than be created as a link before the program runs
+        opened[i] = real if kind in ("f", "d", "o") and real else argv[i]
+    for k, i in enumerate(sorted(opened)):
+        names[f"/dev/fd/{FIRST_FD + k}"] = argv[i]
+    if not opened:
+        return argv, {}
+    return exec_opened_argv(argv, opened), names
+
+
+def named_back(res: CommandResult, argv: list[str], names: dict[str, str]) -> CommandResult:
+    """The result as the model asked for it: its argv, and each /dev/fd/N in the output named as it was given."""
+    if not names:
+        return res
+    pattern = re.compile("|".join(re.escape(n) + r"(?![0-9])" for n in sorted(names, key=len, reverse=True)))
+    swap = lambda text: pattern.sub(lambda m: names[m.group(0)], text)  # noqa: E731
+    return res.model_copy(update={"argv": argv, "stdout": swap(res.stdout), "stderr": swap(res.stderr)})
 
 
 class ShellInput(BaseModel):
@@ -48,13 +86,16 @@ class ShellTool(Tool):
                               host=host.name)
         # what the arguments point at on the host (symlinks followed) decides, not their names
         paths = read_operands(decision.argv)
+        resolved: list[tuple[str, str]] = []
         if paths:
-            why, _ = await check_on_host(host, decision.argv, paths)
+            why, resolved = await check_on_host(host, decision.argv, paths)
             if why is not None:
                 ctx.refuse(self.name, args.command, why)
                 return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
         s = ctx.settings
-        res = await host.run(decision.argv, timeout_s=s.command_timeout_s, max_output=s.command_output_bytes)
+        argv, names = opened_command(decision.argv, dict(zip(paths, resolved)))
+        res = await host.run(argv, timeout_s=s.command_timeout_s, max_output=s.command_output_bytes)
+        res = named_back(res, decision.argv, names)
         return ToolOutput(text=render_result(res), data=res.model_dump(), untrusted=True, host=host.name)
 
 
@@ -114,14 +155,28 @@ class FindFilesTool(Tool):
 
     async def run(self, args: FindFilesInput, ctx: ToolContext) -> ToolOutput:
         host = ctx.host()
-        paths = await host.find(args.root, args.pattern, max_results=args.max_results)
-        more = len(paths) >= args.max_results
+        # the credential policy, as for reads: never a credential location, a device tree or a sweep of a home or
+        # /etc, judged by the root as given and as resolved on the host
+        why = unsafe_read(args.root) or secret_path(args.root) or broad_root(args.root)
+        if why is None:
+            why, resolved = await check_on_host(host, ["find"], [args.root])
+            if why is None and resolved and resolved[0][1]:
+                real = resolved[0][1]
+                why = broad_root(real) if real != args.root else None
+        if why is not None:
+            ctx.refuse(self.name, args.root, why)
+            return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
+        found = await host.find(args.root, args.pattern, max_results=args.max_results)
+        more = len(found) >= args.max_results
+        # names of credential files are not listed either (a key's name says where the key is)
+        paths = [p for p in found if secret_path(p) is None and unsafe_read(p) is None]
+        withheld = len(found) - len(paths)
         head = f"{len(paths)} file(s) under {args.root} matching {args.pattern!r}" + (
             f" (stopped at {args.max_results})" if more else ""
-        )
+        ) + (f"; {withheld} credential location(s) not listed" if withheld else "")
         return ToolOutput(
             text="\n".join([head, *paths]),
-            data={"root": args.root, "pattern": args.pattern, "paths": paths, "capped": more},
+            data={"root": args.root, "pattern": args.pattern, "paths": paths, "capped": more, "withheld": withheld},
             untrusted=True,
             host=host.name,
         )

@@ -44,7 +44,8 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture
 def staged(tmp_path, monkeypatch, cluster):
-    """Job steps inherit the caller's environment (srun --export=ALL): stage it, with nvidia-smi per node."""
+    """Job steps get the caller's PATH, HOME and cache variables (srun --export=NAMES): stage them, with nvidia-smi per
+    node."""
     import dataclasses
 
     monkeypatch.setitem(VARIANTS, SICK, dataclasses.replace(VARIANTS["rtx-pro-6000x8"], power_limit_w=450.0))

@@ -137,6 +137,10 @@ class _NoPythonHost:
 
     async def run(self, argv, **kw):
         from orchestrator.hosts.base import CommandResult
+        if argv[:2] == ["/bin/sh", "-c"]:  # the resolver (hosts/resolve.py): sh answers, python3 is missing
+            kinds = {"/var/log": "d"}
+            return CommandResult(argv=list(argv), exit_code=0,
+                                 stdout="".join(f"{kinds.get(p, 'f')} {p}\0" for p in argv[4:]))
         return CommandResult(argv=list(argv), exit_code=127, stderr="python3: not found")
 
     async def read_file(self, path, *, max_bytes=1_000_000):
@@ -152,7 +156,8 @@ async def test_log_scan_without_python_lists_unreadable_logs_instead_of_failing(
     sigs = [{"id": "fallback", "pattern": r"tactic=-1"}]
     scan = await scan_logs(_NoPythonHost(), ["/var/log/secret.log", "/var/log", "/var/log/vllm.log"], sigs)
     assert scan.files == ["/var/log/vllm.log"] and len(scan.matches) == 1
-    assert scan.missing == ["/var/log/secret.log", "/var/log"]
+    assert scan.missing == ["/var/log/secret.log"]
+    assert list(scan.refused) == ["/var/log"]  # a directory is no log (issue 23: log_scan reads log files only)
 
 
 def test_scripts_survive_non_utf8_bytes_in_torch_version_py(tmp_path):

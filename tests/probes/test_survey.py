@@ -232,7 +232,7 @@ def test_what_the_chain_found_is_what_resolve_would_choose_and_the_env_it_read(t
     interp, env = got[kernels.interpreter_key(None)], got[pyenv.pyenv_key(None)]
     assert (interp.path, interp.source) == (real, "vllm process 101")
     assert disc["servers"][0].get("exe_refused") == "/bin/sleep" and "exe" not in disc["servers"][0]
-    assert env.available and env.interpreter_source == "vllm process 101" and env.commands == [f"{real} - < pyenv.py"]
+    assert env.available and env.interpreter_source == "vllm process 101" and env.commands == [f"{real} -I -S - < pyenv.py"]
     assert interpreter._verified[host][real] == real  # later probes under it are not checked again
     # an answer the chain could not give, or one resolve would not choose, leaves both to their own probes
     assert set(_chained(host, _servers(real), {"error": "no discover output"}).values()) == {session.UNFILLED}

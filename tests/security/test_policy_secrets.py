@@ -63,7 +63,8 @@ def test_an_allowed_recursive_grep_skips_every_credential_location():
     decision = check_command("grep -rn 'default MoE config' /var/log/vllm")
     assert decision.allowed
     assert "--exclude=.env*" in decision.argv and "--exclude-dir=.ssh" in decision.argv
-    assert "--exclude=.netrc" in decision.argv and decision.argv[-2:] == ["default MoE config", "/var/log/vllm"]
+    # after the caller's options and operands (issue 23: for --include/--exclude the last matching one wins)
+    assert "--exclude=.netrc" in decision.argv and decision.argv[1:4] == ["-rn", "default MoE config", "/var/log/vllm"]
     # not recursive: left as given
     assert check_command("grep -n x /var/log/vllm.log").argv == ["grep", "-n", "x", "/var/log/vllm.log"]
 

@@ -47,6 +47,13 @@ metrics_path = os.environ.get("FAKE_ENGINE_METRICS_PATH", "/metrics")
 
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        redirect = os.environ.get("FAKE_ENGINE_REDIRECT")  # a hostile engine: /metrics answers with a redirect
+        if self.path == metrics_path and redirect:
+            self.send_response(302)
+            self.send_header("Location", redirect)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if self.path == metrics_path and metrics_file and os.path.exists(metrics_file):
             body = open(metrics_file, "rb").read()
             self.send_response(200)

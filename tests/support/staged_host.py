@@ -463,9 +463,14 @@ def stage_host(
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
     root = Path(tmp_path) / "staged"
-    home, bindir, site, datadir = root / "home", root / "bin", root / "site-packages", root / "data"
+    # a virtualenv (PEP 405): the probes run its python3 isolated (-I -S) and find its site-packages from pyvenv.cfg
+    version = "%d.%d" % sys.version_info[:2]
+    home, bindir, datadir = root / "home", root / "bin", root / "data"
+    site = root / "lib" / f"python{version}" / "site-packages"
     for d in (home, bindir, site, datadir):
         d.mkdir(parents=True, exist_ok=True)
+    (root / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).parent}\ninclude-system-site-packages = true\n"
+                                     f"version = {'.'.join(map(str, sys.version_info[:3]))}\n")
     gpus = _stage_nvidia_smi(variant, bindir, datadir)
     py = bindir / "python3"
     py.symlink_to(sys.executable)

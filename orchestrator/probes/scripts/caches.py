@@ -10,9 +10,11 @@ orchestrator/knowledge/caches.yaml. Params (JSON, argv[1]):
    "cwds": [...]          working directories of serving processes (relative cache paths resolve against them),
    "extra": [...]         more files or directories to look at ({extra}),
    "packages": [...]      distributions whose versions cache metadata is compared with (normalized names),
+   "target": an interpreter not started (another user's): its package directories are used for {site},
    "max_walk": int, "max_content_bytes": int, "max_total_bytes": int, "max_files": int}
+Run isolated (`-I -S`): {site} is the environment's package directories found as files (_sitepath.py).
 Path templates: ${VAR} (a candidate naming an unset variable is skipped), ~ (home), {xdg_cache}, {tmp}, {user},
-{site} (each sys.path directory; kept only where it exists), {cwd}, {extra}. A `*` or `%d` in the last component
+{site} (each package directory; kept only where it exists), {cwd}, {extra}. A `*` or `%d` in the last component
 globs files in that directory. A location is `in_tmp` on a tmpfs/ramfs, or under /tmp, /dev/shm, /run or $TMPDIR
 outside the home directory.
 Prints {"env", "user", "home", "locations": [...], "files": [...], "packages"}: counts, bytes, the file system
@@ -136,11 +138,12 @@ def main():
         pass
     cwds.append(home)
     cwds = list(dict.fromkeys(cwds))
+    pkg_dirs, _venv = env_path(params.get("target") or None)  # the packages' directories, found as files (_sitepath)
     places = {
         "xdg_cache": [env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")],
         "tmp": [env.get("TMPDIR") or "/tmp"],
         "user": [user],
-        "site": [e for e in sys.path if e and os.path.isdir(e)],
+        "site": [e for e in pkg_dirs if e and os.path.isdir(e)],
         "cwd": cwds,
         "extra": list(params.get("extra") or []),
     }
@@ -260,13 +263,13 @@ def main():
 
     print(json.dumps({"env": env, "user": user, "home": home, "locations": locations, "files": files,
                       "files_capped": len(files) >= max_files,
-                      "packages": installed(params.get("packages") or [])}))
+                      "packages": installed(params.get("packages") or [], pkg_dirs)}))
 
 
-def installed(wanted):
+def installed(wanted, path):
     """Versions the caches' metadata is compared with (dist-info of the named distributions), torch's CUDA version."""
     out = {}
-    for entry in sys.path:
+    for entry in path:
         if not entry or not os.path.isdir(entry):
             continue
         try:

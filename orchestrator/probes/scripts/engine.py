@@ -19,6 +19,7 @@ Prints {"engines": [...], "logs": [...], "launches": [...], "python3": sys.execu
 import json
 import os
 import re
+import stat
 import sys
 
 SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api[-_]?key|credentials?|auth|cookie|"
@@ -120,9 +121,32 @@ def flag_value(argv, names):
     return None
 
 
+def open_regular(path):
+    """A read descriptor on the regular file path names (symlinks followed: a server's config may be one), opened
+    without ever opening anything else: the name as O_PATH, the descriptor fstat-ed, then that inode reopened through
+    /proc/self/fd. A FIFO (an open that blocks), a device (opening some has effects) or a directory raises OSError."""
+    o_path = getattr(os, "O_PATH", 0)
+    fd = os.open(path, (o_path or (os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)) | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError("not a regular file (a FIFO, device, socket or directory): not opened")
+        if not o_path:
+            fd, keep = -1, fd
+            return keep
+        got = os.open("/proc/self/fd/%d" % fd, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        if (os.fstat(got).st_ino, os.fstat(got).st_dev) != (st.st_ino, st.st_dev):
+            os.close(got)
+            raise OSError("changed while it was opened: not read")
+        return got
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 def read_text(path, limit):
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(open_regular(path), "rb") as f:
             data = f.read(limit + 1)
     except OSError as exc:
         return None, str(exc.strerror or exc)
@@ -133,7 +157,11 @@ def read_text(path, limit):
 def fetch_metrics(port, paths, timeout_s, limit):
     import urllib.request
 
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only, never a proxy
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            return None  # a redirect is an answer (recorded with its status), never followed: loopback only
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect())  # never a proxy either
     last = None
     for path in paths:
         url = "http://127.0.0.1:%d%s" % (port, path)
@@ -146,6 +174,9 @@ def fetch_metrics(port, paths, timeout_s, limit):
         except Exception as exc:  # refused, timeout, HTTP error: recorded, not fatal
             code = getattr(exc, "code", None)
             last = {"url": url, "status": code, "error": "%s: %s" % (type(exc).__name__, str(exc)[:200])}
+            if code in (301, 302, 303, 307, 308):
+                last["error"] = "redirect to %s not followed" % str(getattr(exc, "headers", {}).get("Location"))[:200]
+                return last
     return last
 
 
@@ -236,14 +267,16 @@ def scan_files(params):
     for raw in params.get("logs") or []:
         path = os.path.expanduser(raw)
         entry = {"path": raw, "lines": [], "total": 0, "truncated": False}
-        if not os.path.isfile(path):
+        try:
+            fd = open_regular(path)
+        except OSError:
             entry["missing"] = True
             logs.append(entry)
             continue
         cmd_lines = []
         periodic = []
         try:
-            with open(path, "r", encoding="utf-8", errors="replace") as f:
+            with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as f:
                 no = 0
                 while True:
                     line = f.readline(1 << 20)

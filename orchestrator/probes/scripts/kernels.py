@@ -2,7 +2,9 @@
 
 stdlib only, Python >= 3.8. Params (JSON, argv[1]): {"arch": "sm_120" or null, "libraries": [...],
 "home": path or null, "max_source_files": int, "max_walk_files": int, "max_so": int, "cuobjdump_timeout_s": float,
-"budget_s": float, "known": {path: [size, mtime_ns, [archs], how]}}.
+"budget_s": float, "known": {path: [size, mtime_ns, [archs], how]}, "target": an interpreter not started (another
+user's: its package directories are read from this one)}. Run isolated (`-I -S`): the libraries are looked for in
+the package directories found as files (_sitepath.py), never imported.
 Looks at per-arch tile candidate functions in installed sources (e.g. flashinfer's get_candidate_configs_sm120),
 FlashInfer JIT-cache arch directories, `@supported_compute_capability([...])` backends, and the sm_XX GPU code
 images inside the libraries' shared objects. Those are read from the fatbin headers of each shared object's
@@ -211,9 +213,10 @@ def main():
     timings = {"walk": 0.0, "sources": 0.0, "listing": 0.0}
     home = params.get("home") or os.path.expanduser("~")
     out = {"arch": arch, "cuobjdump": bool(cuobjdump), "libraries": [], "listings": {}, "timings": timings}
+    path, _venv = env_path(params.get("target") or None)  # the packages' directories, found as files (_sitepath)
     for lib in libs:
         root = None
-        for entry in sys.path:
+        for entry in path:
             if entry and os.path.isdir(os.path.join(entry, lib)):
                 root = os.path.join(entry, lib)
                 break

@@ -1,10 +1,13 @@
 """Report the interpreter and the versions of the inference libraries installed for it.
 
-stdlib only, Python >= 3.8. Params (JSON, argv[1]): {"packages": [...normalized names], "import_torch": bool,
-"import_timeout_s": float}. Reads dist-info/egg-info METADATA on sys.path (no imports), torch/version.py, and
+stdlib only, Python >= 3.8, run isolated (`-I -S`). Params (JSON, argv[1]): {"packages": [...normalized names],
+"import_torch": bool, "import_timeout_s": float, "target": an interpreter not started (another user's: its
+environment is read as files from this one), else absent}. Reads dist-info/egg-info METADATA in the environment's
+package directories (_sitepath.py: found as files; nothing imported), torch/version.py, and
 torch's CUDA arch list: the string torch.cuda.get_arch_list() splits (torch._C._cuda_getArchFlags, compiled into
 libtorch_python.so as one "sm_75 sm_80 ... sm_120" string), read from the library's read-only data; only when that
-string is not found exactly once is torch imported (in a subprocess with a timeout, if import_torch) to ask it.
+string is not found exactly once is torch imported (in an isolated subprocess with a timeout, if import_torch, and
+only when torch's files are owned by root or this user: importing runs them) to ask it.
 Importing torch takes seconds on a serving box; reading the string takes milliseconds. Prints one JSON object with
 "timings" (phase -> seconds).
 """
@@ -38,9 +41,9 @@ def read_metadata(path):
     return name, version
 
 
-def distributions():
+def distributions(path):
     found = {}
-    for entry in sys.path:
+    for entry in path:
         if not entry or not os.path.isdir(entry):
             continue
         try:
@@ -132,10 +135,15 @@ def torch_arch_from_binary(location):
     return {"arch_list": found.pop().decode("ascii").split(), "source": path}
 
 
-def torch_arch(timeout):
+def torch_arch(timeout, path, location):
+    why = safely_owned(os.path.join(location, "torch"))
+    if why is not None:
+        return {"error": "torch not imported: %s (importing it would run that code as this user)" % why}
+    code = "import sys, json; sys.path.extend(json.loads(sys.argv[1]))\n" + ARCH_CODE
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", ARCH_CODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout
+            [sys.executable, "-I", "-S", "-c", code, json.dumps(path)], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": "%s: %s" % (type(exc).__name__, exc)}
@@ -152,7 +160,9 @@ def main():
     started = time.time()
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     wanted = [norm(p) for p in params.get("packages") or []]
-    dists = distributions()
+    target = params.get("target") or None
+    path, venv = env_path(target)
+    dists = distributions(path)
     timings = {"distributions": round(time.time() - started, 4)}
     packages = {}
     locations = {}
@@ -160,14 +170,15 @@ def main():
         if name in dists:
             packages[name] = dists[name]["version"]
             locations[name] = dists[name]["location"]
-    venv = os.environ.get("VIRTUAL_ENV") or os.environ.get("CONDA_PREFIX")
-    if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
-        venv = sys.prefix
+    if venv is None and not target:
+        venv = sys.prefix if os.path.isdir(os.path.join(sys.prefix, "conda-meta")) else None  # a conda environment
     result = {
-        "interpreter": sys.executable,
-        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "interpreter": target or sys.executable,
+        "python_version": (python_version_of(target, venv_of(target)[1]) if target
+                           else "%d.%d.%d" % sys.version_info[:3]),
         "virtualenv": venv,
-        "prefix": sys.prefix,
+        "prefix": venv or (None if target else sys.prefix),
+        "read_as_files": bool(target),
         "packages": packages,
         "locations": locations,
         "distributions": len(dists),
@@ -185,9 +196,9 @@ def main():
         else:
             arch = torch_arch_from_binary(locations["torch"])
         timings["torch_arch_read"] = round(time.time() - t, 4)
-        if arch is None and params.get("import_torch", True):
+        if arch is None and params.get("import_torch", True) and not target:
             t = time.time()
-            arch = torch_arch(float(params.get("import_timeout_s", 30)))
+            arch = torch_arch(float(params.get("import_timeout_s", 30)), path, locations["torch"])
             timings["torch_import"] = round(time.time() - t, 4)
         if arch is not None:
             arch.setdefault("cuda", (result["torch_version_py"] or {}).get("cuda"))

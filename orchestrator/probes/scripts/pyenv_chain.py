@@ -7,9 +7,11 @@ stdlib only, Python >= 3.8, read-only. Runs as a part of the survey bundle (scri
 
 The interpreter is chosen as probes/interpreter.py chooses it with no --python: every running server's executable
 passes the interpreter check (_interp.py, sent with this script) or is refused with why, the first that passes is
-chosen, else `python3` on PATH. pyenv.py then runs under it (`INTERPRETER - PARAMS`, the script on stdin, as a
-probe's own command would). Prints one JSON object: {"checked": {exe: path}, "refused": {exe: why}, "interpreter",
-"source", "pyenv": {"rc", "stdout", "stderr", "timed_out"}} or {"error": why} when it has nothing to work from.
+chosen, else `python3` on PATH (reading, as files, the environment of the first server whose interpreter was refused
+for its owner: "target"). pyenv.py then runs under it isolated (`INTERPRETER -I -S - PARAMS`, the script on stdin,
+as a probe's own command would). Prints one JSON object: {"checked": {exe: path}, "refused": {exe: why}, "foreign":
+[exe refused for its owner], "interpreter", "target", "source", "pyenv": {"rc", "stdout", "stderr", "timed_out"}}
+or {"error": why} when it has nothing to work from.
 """
 import json
 import subprocess
@@ -31,7 +33,7 @@ def check(exe, host):
 
 def run_pyenv(python, source, params, timeout):
     try:
-        proc = subprocess.run([python, "-", json.dumps(params)], input=source.encode(), stdout=subprocess.PIPE,
+        proc = subprocess.run([python, "-I", "-S", "-", json.dumps(params)], input=source.encode(), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=timeout)
     except FileNotFoundError:
         return {"rc": 127, "stdout": "", "stderr": "%s: not found" % python, "timed_out": False}
@@ -54,7 +56,7 @@ def main():
     lines = [ln for ln in disc["stdout"].splitlines() if ln.strip()]
     servers = (json.loads(lines[-1]) if lines else {}).get("servers") or []
     host = params.get("host") or "this host"
-    checked, refused = {}, {}
+    checked, refused, foreign = {}, {}, []
     for s in servers:
         exe = s.get("exe") if isinstance(s, dict) else None
         if exe and exe not in checked and exe not in refused:
@@ -63,13 +65,22 @@ def main():
                 checked[exe] = path
             else:
                 refused[exe] = why
+                if why.startswith(FOREIGN % (str(exe),)):
+                    foreign.append(exe)
     first = next((s for s in servers if isinstance(s, dict) and s.get("exe") in checked), None)
+    other = next((s for s in servers if isinstance(s, dict) and s.get("exe") in foreign), None)
+    pyenv = dict(params.get("pyenv") or {})
+    target = None
     if first is not None:
         python, source = first["exe"], "%s process %s" % (first.get("kind"), first.get("pid"))
+    elif other is not None:
+        python, source, target = "python3", "python3 on PATH", other["exe"]
+        pyenv["target"] = target
     else:
         python, source = "python3", "python3 on PATH"
-    out = {"checked": checked, "refused": refused, "interpreter": python, "source": source,
-           "pyenv": run_pyenv(python, sources["pyenv"], params.get("pyenv") or {}, float(params.get("timeout_s", 120)))}
+    out = {"checked": checked, "refused": refused, "foreign": foreign, "interpreter": python, "target": target,
+           "source": source,
+           "pyenv": run_pyenv(python, sources["pyenv"], pyenv, float(params.get("timeout_s", 120)))}
     print(json.dumps(out))
 
 

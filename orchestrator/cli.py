@@ -426,27 +426,45 @@ def _check_not_cut_off(path: Path, *, exact: bool) -> None:
                        f"or re-synthesize what it has with `investigate replay {path} --offline`")
 
 
-@app.command("resume", help="Finish an interrupted run, re-using every subagent that had finished.")
+@app.command("resume", help="Finish an interrupted run, re-using every subagent that had finished. It acts only on "
+             "what you name again: the question (--question) and the recorded hosts (--host).")
 def resume_cmd(
     transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
+    question: Optional[str] = typer.Option(None, "--question", metavar="TEXT",
+                                           help="the recorded question, confirmed (or reworded)"),
+    host: List[str] = typer.Option([], "--host", metavar="DEST", help="each host the run was recorded on, named "
+                                   "again (none for a run on this machine)"),
+    ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", metavar="FILE",
+                                              help="ssh config file to use instead of ~/.ssh/config"),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PATH", help="the serving interpreter on the host"),
+    log: List[str] = typer.Option([], "--log", metavar="PATH", help="server log path on the host (repeatable)"),
+    model: Optional[str] = typer.Option(None, "--model", metavar="ID", help="Claude model id or alias (anthropic backend)"),
+    offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
+    agents: List[Path] = typer.Option([], "--agents", metavar="DIR", help="directory of extra agent definitions (repeatable)"),
     as_json: bool = typer.Option(False, "--json"),
     transcript: Optional[Path] = typer.Option(None, "--transcript", metavar="FILE", help="where to write the new transcript"),
-    ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", metavar="FILE",
-                                              help="ssh config file for the recorded host (default: the recorded one)"),
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html", help="also write a self-contained HTML report"),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
+    if model and offline:
+        raise BadInput("--model and --offline exclude each other; pass one")
     ssh = _check_ssh_config(ssh_config)
+    _check_agents(agents)
+    _check_python(python)
     _check_writable(report, "--report", "report")
     _check_writable(transcript, "--transcript", "transcript", create_parents=True)
+    settings = _settings()
     from orchestrator.api import resume
+    from orchestrator.resume import confirm_resume
     from orchestrator.transcript import read_transcript
 
-    old = read_transcript(transcript_path)
-    question = next((getattr(e, "question", "") for e in old.events if getattr(e, "type", "") == "run_started"), "")
-    path, run_id = _new_transcript_path(transcript, question or "resume")
-    result = _run_with_progress(resume, no_progress, path=transcript_path, transcript=path, ssh_config=ssh,
-                                run_id=run_id)
+    # the question and hosts the user confirmed, checked before anything runs; nothing else comes from the file
+    question, _ = confirm_resume(read_transcript(transcript_path), question, list(host))
+    question = _check_question(question)
+    path, run_id = _new_transcript_path(transcript, question)
+    result = _run_with_progress(resume, no_progress, path=transcript_path, question=question, host=list(host),
+                                ssh_config=ssh, python=python, logs=log, model=model, offline=offline or None,
+                                agents_dirs=agents, settings=settings, transcript=path, run_id=run_id)
     _emit_result(result, as_json=as_json, report=report, no_progress=no_progress)
 
 

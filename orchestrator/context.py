@@ -105,6 +105,9 @@ class RunContext:
     """Results of finished subagents to reuse instead of re-running them (resume), by agent id."""
     reuse_events: dict[str, list[Any]] = field(default_factory=dict)
     """The recorded events of each reusable subagent, copied into the new transcript when reused."""
+    acts: bool = True
+    """False in a replay: no tool that reaches a host, the network or the GPU runs (`Tool.acts`) and no subagent
+    without a recorded result starts; a transcript is evidence to display, never a plan to execute."""
     _ordinals: itertools.count = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -379,6 +379,10 @@ class AgentRunner:
                                                        is_error=True), False, 0.0)
                 elif run.backend.tool_replay is not None and use.name not in LIVE_IN_REPLAY:
                     executed = run.backend.tool_replay.result_for(self.agent_id, use.id, use.name, use.input)
+                elif not run.acts and getattr(self.tools.get(use.name), "acts", True):
+                    # a replay never acts: a recorded (or re-synthesized) plan cannot reach a host or the network
+                    executed = ExecutedCall(ToolOutput(text=f"not run: {use.name} reaches a host or the network, and "
+                                                       "a replay never acts", is_error=True), False, 0.0)
                 else:
                     executed = await execute(self.tools.get(use.name), use.name, use.input, self.ctx.for_call(info),
                                              available=self.ctx.tool_names)

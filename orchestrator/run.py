@@ -89,7 +89,8 @@ class Run:
     `transcript`: a path, None for a new file under the user state directory, or False for none.
     `host`: an opened `Host` or `HostSet`, or an async callable that opens one on entry; None for a run with no host
     (a replay). `settings`, `agents` and `registry` default to the configured settings, the installed agents and
-    the default tools. `reuse`: an earlier transcript whose finished subagents are reused (resume). `notices` are
+    the default tools. `reuse`: an earlier transcript whose finished subagents are reused (resume). `acts=False`
+    (a replay): only pure tools run and only recorded subagents are reused, nothing new is started. `notices` are
     recorded after `run_started`. `progress` is called with every event as it is recorded.
     """
 
@@ -107,6 +108,7 @@ class Run:
         reuse: Transcript | None = None,
         notices: Iterable[str] = (),
         run_id: str | None = None,
+        acts: bool = True,
     ):
         if registry is None:
             from orchestrator.tools.registry import default_registry
@@ -129,6 +131,7 @@ class Run:
         self._host_arg = host
         self._progress = progress
         self._reuse = reuse
+        self._acts = acts
         self._host: Host | HostSet | None = None
         self._ctx: RunContext | None = None
         self._started = 0.0
@@ -199,7 +202,8 @@ class Run:
         inputs, settings, agents = self.inputs, self.settings, self.agents
         self._ctx = RunContext(run_id=self.run_id, inputs=inputs, settings=settings, recorder=recorder,
                                registry=self.registry, agents=agents, backend=self.backend,
-                               host=opened.primary if isinstance(opened, HostSet) else opened, hosts=hosts)
+                               host=opened.primary if isinstance(opened, HostSet) else opened, hosts=hosts,
+                               acts=self._acts)
         self._started = time.monotonic()
         try:
             recorder.emit(RunStarted(

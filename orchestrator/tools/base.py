@@ -103,6 +103,9 @@ class Tool:
     Input: ClassVar[type[BaseModel]]
     timeout_s: ClassVar[float | None] = None
     """Per-call timeout; None takes the run's default tool timeout."""
+    acts: ClassVar[bool] = True
+    """True: the tool reaches a host, the network or the GPU. A replay (`RunContext.acts` False) never runs such a
+    tool: only the pure ones (knowledge lookups, arithmetic, the submit tools) run there."""
 
     def spec(self) -> ToolSpec:
         return _spec(type(self))

@@ -33,7 +33,7 @@ def _fast_path(argv: list[str]) -> int | None:
     try:
         sys.stdout.write(render_specs(argv[1]).rstrip() + "\n")
     except UnknownGpu as exc:
-        sys.stderr.write(f"investigate: {' '.join(str(exc).split())}\n")
+        sys.stderr.write(f"investigate: {_shown(' '.join(str(exc).split()))}\n")
         return 2
     return 0
 
@@ -100,6 +100,13 @@ def _stdout():
     from rich.console import Console
 
     return Console(file=sys.stdout, soft_wrap=False)
+
+
+def _shown(text: object) -> str:
+    """A file name or message as printed: terminal control removed or escaped (a name may hold ESC or BEL)."""
+    from orchestrator.sanitize import sanitize
+
+    return sanitize(str(text))
 
 
 def _one_line(msg: object) -> str:
@@ -293,9 +300,9 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: 
 
             render_terminal(diagnosis, _stdout())
     if result.transcript_path:
-        sys.stderr.write(f"transcript: {result.transcript_path}\n")
+        sys.stderr.write(f"transcript: {_shown(result.transcript_path)}\n")
     if report and result.diagnosis is not None:
-        sys.stderr.write(f"report: {report}\n")
+        sys.stderr.write(f"report: {_shown(report)}\n")
     if result.status != "ok":
         tail = ""
         if result.status == "cancelled" and result.transcript_path:
@@ -374,7 +381,7 @@ def ask(
     settings = _settings()
     local = not (host or hosts_file or slurm or k8s)
     for p in _missing_local_logs(log, None if local else "remote"):
-        sys.stderr.write(f"warning: --log {p} not found on this machine; it is listed under the diagnosis's gaps\n")
+        sys.stderr.write(f"warning: --log {_shown(p)} not found on this machine; it is listed under the diagnosis's gaps\n")
 
     from orchestrator.api import investigate
 
@@ -540,8 +547,8 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
 
     t = read_transcript(transcript_path)
     if not t.of_type(DiagnosisSubmitted):
-        sys.stderr.write(f"notice: {transcript_path} holds no diagnosis (the run did not finish): the report shows "
-                         f"what ran and what is missing; `investigate resume {transcript_path}` finishes the run\n")
+        sys.stderr.write(f"notice: {_shown(transcript_path)} holds no diagnosis (the run did not finish): the report shows "
+                         f"what ran and what is missing; `investigate resume {_shown(transcript_path)}` finishes the run\n")
     try:
         diagnosis = diagnosis_from_events(t.events)
     except ValidationError as exc:
@@ -559,7 +566,7 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         _write(output, to_markdown(diagnosis))
     else:
         _write(output, render_html(diagnosis, [_scrub(e) for e in t.events]))
-    sys.stderr.write(f"report: {output}\n")
+    sys.stderr.write(f"report: {_shown(output)}\n")
 
 
 @app.command("probe", help="Run the evidence probes on a host and print what they found.")
@@ -578,7 +585,7 @@ def probe_cmd(
     _check_python(python)
     settings = _settings()
     for p in _missing_local_logs(log, host):
-        sys.stderr.write(f"warning: --log {p} not found on this machine\n")
+        sys.stderr.write(f"warning: --log {_shown(p)} not found on this machine\n")
     import anyio
 
     from orchestrator.probes.probe_command import probe_main
@@ -699,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         rv = app(args=_route(argv), prog_name="investigate", standalone_mode=False)
         if rv == 130:  # typer turns KeyboardInterrupt (Ctrl-C) into exit code 130 and returns it
-            sys.stderr.write(f"investigate: {_interrupted()}\n")
+            sys.stderr.write(f"investigate: {_shown(_interrupted())}\n")
             return 130
         if isinstance(rv, int) and not isinstance(rv, bool):
             return rv
@@ -711,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:  # click's word for a Ctrl-C that surfaced outside the run
-        sys.stderr.write(f"investigate: {_interrupted()}\n")
+        sys.stderr.write(f"investigate: {_shown(_interrupted())}\n")
         return 130
     except (KeyboardInterrupt, Interrupted) as exc:
         sys.stderr.write(f"investigate: {_one_line(exc) or _interrupted()}\n")

@@ -31,10 +31,42 @@ def _started(t: Transcript) -> RunStarted:
     return started[0]
 
 
+MAX_RECORDED_DEPTH = 32
+"""Nesting of a recorded run's inputs and agent definitions; ours use five (observations), a hostile file 400-900."""
+
+
+def _depth(obj: Any) -> int:
+    """How deeply lists and dicts nest in obj (iterative: a hostile depth cannot overflow the stack)."""
+    deepest, stack = 0, [(obj, 0)]
+    while stack:
+        o, d = stack.pop()
+        if isinstance(o, (dict, list)):
+            deepest = max(deepest, d + 1)
+            if deepest > MAX_RECORDED_DEPTH:
+                return deepest
+            stack.extend((v, d + 1) for v in (o.values() if isinstance(o, dict) else o))
+    return deepest
+
+
+def _recorded(t: Transcript, what: str, raw: Any, build: Any) -> Any:
+    """`build(raw)`, or InputError naming the transcript and the first field that does not fit (one line)."""
+    if _depth(raw) > MAX_RECORDED_DEPTH:
+        raise InputError(f"{t.path}: the recorded {what} nest more than {MAX_RECORDED_DEPTH} levels deep; the "
+                         "transcript is damaged or hostile: replay another one")
+    try:
+        return build(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])[:80] or what
+        raise InputError(f"{t.path}: the recorded {what} do not fit at {where} ({err['msg'][:80]}); the transcript "
+                         "is damaged or hostile: replay another one") from None
+
+
 def inputs_from(t: Transcript) -> RunInputs:
-    """The recorded run's inputs (InputError when the transcript never started a run)."""
+    """The recorded run's inputs (InputError when the transcript never started a run or its inputs do not fit)."""
     rs = _started(t)
-    return RunInputs(question=rs.question, **{k: v for k, v in rs.inputs.items() if k in RunInputs.model_fields})
+    fields = {k: v for k, v in rs.inputs.items() if k in RunInputs.model_fields}
+    return _recorded(t, "inputs", fields, lambda raw: RunInputs(question=rs.question, **raw))
 
 
 RECORDED_LIMITS = frozenset({
@@ -58,7 +90,7 @@ def settings_from(t: Transcript, own: Settings) -> Settings:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])[:80]
         raise InputError(f"{t.path}: the recorded setting {where} is out of its domain ({err['msg']}); the "
-                         "transcript is damaged: replay another one, or re-synthesize with --offline") from None
+                         "transcript is damaged or hostile: replay another one, or re-synthesize with --offline") from None
 
 
 def confirm_resume(t: Transcript, question: str | None, hosts: list[str]) -> tuple[str, list[str]]:
@@ -102,7 +134,8 @@ def agents_from(t: Transcript) -> dict[str, AgentDef]:
     started = t.of_type(RunStarted)
     if not started or not started[0].agent_defs:
         return load_agents()
-    return {n: AgentDef.model_validate(d) for n, d in started[0].agent_defs.items()}
+    return _recorded(t, "agent definitions", started[0].agent_defs,
+                     lambda raw: {n: AgentDef.model_validate(d) for n, d in raw.items()})
 
 
 def load_reuse(run: RunContext, old: Transcript) -> None:

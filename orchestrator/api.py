@@ -21,13 +21,13 @@ import anyio
 from orchestrator.agentdefs import load_agents
 from orchestrator.context import Backend, RunInputs
 from orchestrator.errors import InputError
-from orchestrator.events import AgentFinished, Event, RunStarted
+from orchestrator.events import AgentFinished, Event
 from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries_from_dests, load_hosts_file, open_hosts
 from orchestrator.hosts.base import Host
 from orchestrator.models.select import select_backend
 from orchestrator.observations import Observations, load_observations, parse_observations
 from orchestrator.redact import scrub_text
-from orchestrator.resume import agents_from, inputs_from, settings_from
+from orchestrator.resume import agents_from, confirm_resume, inputs_from, settings_from
 from orchestrator.run import HostOpener, InvestigationResult, Run
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import ToolRegistry
@@ -160,17 +160,21 @@ async def replay(
 
     With no backend arguments the replay is exact: every model answer and tool result comes from the transcript.
     With `model`/`offline`/`backend`, the recorded subagent results are kept and only the lead's synthesis re-runs.
+    Either way a replay never acts: no tool that reaches a host or the network runs, no new subagent starts, and
+    the settings are the user's own (`settings`, default: the configured ones), with only the recorded run's limits
+    taken from the transcript for an exact replay (`orchestrator.resume.settings_from`).
     """
     from orchestrator.models.replay import ReplayBackend
 
     old = read_transcript(path)
     inputs = inputs_from(old)
-    settings = settings or settings_from(old)
+    own = settings or load_settings()
     resynth = backend is not None or model is not None or offline
+    settings = own if resynth else settings_from(old, own)
     if backend is None:
-        backend = select_backend(offline=offline, model=model, settings=settings)[0] if resynth else ReplayBackend(old)
+        backend = select_backend(offline=offline, model=model, settings=own)[0] if resynth else ReplayBackend(old)
     async with Run(inputs=inputs, settings=settings, backend=backend, agents=agents_from(old), registry=registry,
-                   transcript=transcript, progress=progress, reuse=old if resynth else None) as run:
+                   transcript=transcript, progress=progress, reuse=old if resynth else None, acts=False) as run:
         await run.investigate()
     result = run.result
     if not resynth and result.diagnosis is not None:
@@ -184,31 +188,54 @@ async def replay(
 async def resume(
     path: str | Path,
     *,
+    question: str | None,
+    host: str | list[str] | None = None,
+    ssh_config: str | None = None,
+    python: str | None = None,
+    logs: Iterable[str] = (),
+    model: str | None = None,
+    offline: bool | None = None,
     backend: Backend | None = None,
+    agents_dirs: Iterable[str | Path] = (),
     transcript: str | Path | None | bool = None,
     settings: Settings | None = None,
     registry: ToolRegistry | None = None,
     progress: Callable[[Event], None] | None = None,
-    ssh_config: str | None = None,
     run_id: str | None = None,
 ) -> InvestigationResult:
-    """Finish an interrupted run: subagents that finished are re-used, the rest run again on the recorded host.
+    """Finish an interrupted run: subagents that finished are reused as evidence, the rest are planned afresh.
 
-    `ssh_config` replaces the recorded ssh config file (e.g. when the host's key or address changed since)."""
+    A resume acts only on what the caller gives: `question` and `host` name the recorded run's question and hosts
+    again (InputError, before anything runs, when they are missing or are not the recorded hosts); `ssh_config`,
+    `python`, `logs`, the backend, the settings and the agent definitions (`agents_dirs` over the installed ones)
+    are the caller's own. Nothing of the transcript's settings, inputs, agent definitions or plans is executed; its
+    observations (data) are kept."""
     old = read_transcript(path)
-    inputs = inputs_from(old)
-    settings = settings or settings_from(old)
+    recorded = inputs_from(old)
+    given = [host] if isinstance(host, str) else list(host or [])
+    question, dests = confirm_resume(old, question, given)
+    if python is not None:
+        from orchestrator.probes.interpreter import name_refusal
+
+        if (why := name_refusal(python)) is not None:
+            raise InputError(why)
+    settings = settings or load_settings()
+    notices: list[str] = []
     if backend is None:
-        rs = old.of_type(RunStarted)[0]
-        backend = select_backend(offline=rs.backend == "offline" or None, model=None, settings=settings)[0]
-    host = None if inputs.host == "local" else inputs.host
-    if ssh_config:
-        inputs = inputs.model_copy(update={"ssh_config": ssh_config})
-    # a multi-host run re-opens every recorded host (one that failed before is tried again)
-    entries = [e.model_copy(update={"error": None}) for e in inputs.hosts]
-    async with Run(inputs=inputs, settings=settings, backend=backend, agents=agents_from(old), registry=registry,
-                   transcript=transcript, host=_host_opener(host, inputs.ssh_config, settings, entries),
-                   progress=progress, reuse=old, run_id=run_id) as run:
+        backend, notice = select_backend(offline=offline, model=model, settings=settings)
+        if notice:
+            notices.append(notice)
+    entries: list[HostEntry] = []
+    if len(dests) > 1 or recorded.hosts:
+        roles = {e.dest: e.role for e in recorded.hosts}  # labels, data only
+        entries = [e.model_copy(update={"role": roles.get(e.dest)}) for e in entries_from_dests(dests)]
+    single = None if entries else next(iter(dests), None)
+    inputs = RunInputs(question=scrub_text(question), host=single or "local",
+                       observations=normalize_observations(recorded.observations), logs=list(logs), python=python,
+                       ssh_config=ssh_config, hosts=entries)
+    async with Run(inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
+                   registry=registry, transcript=transcript, host=_host_opener(single, ssh_config, settings, entries),
+                   progress=progress, notices=notices, reuse=old, run_id=run_id) as run:
         await run.investigate()
     return run.result
 

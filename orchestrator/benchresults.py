@@ -16,7 +16,6 @@ An unknown file is one clear error naming the three formats expected.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -149,17 +148,23 @@ def _from_genai_perf(d: dict[str, Any], source: str) -> BenchResult:
 
 def parse_bench_text(text: str, source: str = "bench") -> list[BenchResult]:
     """Every run in a benchmark result file's text; BenchFormatError when it is none of the known formats."""
+    from orchestrator.safeload import SafeLoadError, load_json
+
     docs: list[Any] = []
     try:
-        docs = [json.loads(text)]
-    except json.JSONDecodeError:
-        for line in text.splitlines():
+        docs = [load_json(text, source=f"bench file {source}")]
+    except SafeLoadError as exc:
+        if "is not valid JSON" not in str(exc):  # bounded: nesting, an over-long integer
+            raise BenchFormatError(f"{exc}; {EXPECTED}") from None
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                docs.append(json.loads(line))
-            except json.JSONDecodeError:
-                raise BenchFormatError(f"bench file {source} is neither JSON nor JSON lines; {EXPECTED}") from None
+                docs.append(load_json(line, source=f"bench file {source} line {n}"))
+            except SafeLoadError as exc:
+                if "is not valid JSON" in str(exc) and not docs:
+                    raise BenchFormatError(f"bench file {source} is neither JSON nor JSON lines; {EXPECTED}") from None
+                raise BenchFormatError(f"{exc}; {EXPECTED}") from None
     if len(docs) == 1 and isinstance(docs[0], list):
         docs = docs[0]
     out: list[BenchResult] = []
@@ -179,11 +184,11 @@ def parse_bench_text(text: str, source: str = "bench") -> list[BenchResult]:
 
 
 def load_bench(path: str | Path) -> list[BenchResult]:
+    from orchestrator.safeload import SafeLoadError, read_capped
+
     p = Path(path)
-    if not p.is_file():
-        raise BenchFormatError(f"bench file {p} not found; pass an existing benchmark result file to --bench")
     try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise BenchFormatError(f"bench file {p} is not UTF-8 text (byte {exc.start}); {EXPECTED}") from None
+        text = read_capped(p, what="bench file", max_bytes=64 << 20)  # a genai-perf export with per-request records
+    except SafeLoadError as exc:
+        raise BenchFormatError(f"{exc}; pass a benchmark result file to --bench ({EXPECTED})") from None
     return parse_bench_text(text, source=p.name)

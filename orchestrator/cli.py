@@ -33,7 +33,7 @@ def _fast_path(argv: list[str]) -> int | None:
     try:
         sys.stdout.write(render_specs(argv[1]).rstrip() + "\n")
     except UnknownGpu as exc:
-        sys.stderr.write(f"investigate: {' '.join(str(exc).split())}\n")
+        sys.stderr.write(f"investigate: {_shown(' '.join(str(exc).split()))}\n")
         return 2
     return 0
 
@@ -100,6 +100,13 @@ def _stdout():
     from rich.console import Console
 
     return Console(file=sys.stdout, soft_wrap=False)
+
+
+def _shown(text: object) -> str:
+    """A file name or message as printed: terminal control removed or escaped (a name may hold ESC or BEL)."""
+    from orchestrator.sanitize import sanitize
+
+    return sanitize(str(text))
 
 
 def _one_line(msg: object) -> str:
@@ -293,9 +300,9 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: 
 
             render_terminal(diagnosis, _stdout())
     if result.transcript_path:
-        sys.stderr.write(f"transcript: {result.transcript_path}\n")
+        sys.stderr.write(f"transcript: {_shown(result.transcript_path)}\n")
     if report and result.diagnosis is not None:
-        sys.stderr.write(f"report: {report}\n")
+        sys.stderr.write(f"report: {_shown(report)}\n")
     if result.status != "ok":
         tail = ""
         if result.status == "cancelled" and result.transcript_path:
@@ -374,7 +381,7 @@ def ask(
     settings = _settings()
     local = not (host or hosts_file or slurm or k8s)
     for p in _missing_local_logs(log, None if local else "remote"):
-        sys.stderr.write(f"warning: --log {p} not found on this machine; it is listed under the diagnosis's gaps\n")
+        sys.stderr.write(f"warning: --log {_shown(p)} not found on this machine; it is listed under the diagnosis's gaps\n")
 
     from orchestrator.api import investigate
 
@@ -426,27 +433,45 @@ def _check_not_cut_off(path: Path, *, exact: bool) -> None:
                        f"or re-synthesize what it has with `investigate replay {path} --offline`")
 
 
-@app.command("resume", help="Finish an interrupted run, re-using every subagent that had finished.")
+@app.command("resume", help="Finish an interrupted run, re-using every subagent that had finished. It acts only on "
+             "what you name again: the question (--question) and the recorded hosts (--host).")
 def resume_cmd(
     transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
+    question: Optional[str] = typer.Option(None, "--question", metavar="TEXT",
+                                           help="the recorded question, confirmed (or reworded)"),
+    host: List[str] = typer.Option([], "--host", metavar="DEST", help="each host the run was recorded on, named "
+                                   "again (none for a run on this machine)"),
+    ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", metavar="FILE",
+                                              help="ssh config file to use instead of ~/.ssh/config"),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PATH", help="the serving interpreter on the host"),
+    log: List[str] = typer.Option([], "--log", metavar="PATH", help="server log path on the host (repeatable)"),
+    model: Optional[str] = typer.Option(None, "--model", metavar="ID", help="Claude model id or alias (anthropic backend)"),
+    offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
+    agents: List[Path] = typer.Option([], "--agents", metavar="DIR", help="directory of extra agent definitions (repeatable)"),
     as_json: bool = typer.Option(False, "--json"),
     transcript: Optional[Path] = typer.Option(None, "--transcript", metavar="FILE", help="where to write the new transcript"),
-    ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", metavar="FILE",
-                                              help="ssh config file for the recorded host (default: the recorded one)"),
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html", help="also write a self-contained HTML report"),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
+    if model and offline:
+        raise BadInput("--model and --offline exclude each other; pass one")
     ssh = _check_ssh_config(ssh_config)
+    _check_agents(agents)
+    _check_python(python)
     _check_writable(report, "--report", "report")
     _check_writable(transcript, "--transcript", "transcript", create_parents=True)
+    settings = _settings()
     from orchestrator.api import resume
+    from orchestrator.resume import confirm_resume
     from orchestrator.transcript import read_transcript
 
-    old = read_transcript(transcript_path)
-    question = next((getattr(e, "question", "") for e in old.events if getattr(e, "type", "") == "run_started"), "")
-    path, run_id = _new_transcript_path(transcript, question or "resume")
-    result = _run_with_progress(resume, no_progress, path=transcript_path, transcript=path, ssh_config=ssh,
-                                run_id=run_id)
+    # the question and hosts the user confirmed, checked before anything runs; nothing else comes from the file
+    question, _ = confirm_resume(read_transcript(transcript_path), question, list(host))
+    question = _check_question(question)
+    path, run_id = _new_transcript_path(transcript, question)
+    result = _run_with_progress(resume, no_progress, path=transcript_path, question=question, host=list(host),
+                                ssh_config=ssh, python=python, logs=log, model=model, offline=offline or None,
+                                agents_dirs=agents, settings=settings, transcript=path, run_id=run_id)
     _emit_result(result, as_json=as_json, report=report, no_progress=no_progress)
 
 
@@ -522,8 +547,8 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
 
     t = read_transcript(transcript_path)
     if not t.of_type(DiagnosisSubmitted):
-        sys.stderr.write(f"notice: {transcript_path} holds no diagnosis (the run did not finish): the report shows "
-                         f"what ran and what is missing; `investigate resume {transcript_path}` finishes the run\n")
+        sys.stderr.write(f"notice: {_shown(transcript_path)} holds no diagnosis (the run did not finish): the report shows "
+                         f"what ran and what is missing; `investigate resume {_shown(transcript_path)}` finishes the run\n")
     try:
         diagnosis = diagnosis_from_events(t.events)
     except ValidationError as exc:
@@ -541,7 +566,7 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         _write(output, to_markdown(diagnosis))
     else:
         _write(output, render_html(diagnosis, [_scrub(e) for e in t.events]))
-    sys.stderr.write(f"report: {output}\n")
+    sys.stderr.write(f"report: {_shown(output)}\n")
 
 
 @app.command("probe", help="Run the evidence probes on a host and print what they found.")
@@ -560,7 +585,7 @@ def probe_cmd(
     _check_python(python)
     settings = _settings()
     for p in _missing_local_logs(log, host):
-        sys.stderr.write(f"warning: --log {p} not found on this machine\n")
+        sys.stderr.write(f"warning: --log {_shown(p)} not found on this machine\n")
     import anyio
 
     from orchestrator.probes.probe_command import probe_main
@@ -706,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         rv = app(args=_route(argv), prog_name="investigate", standalone_mode=False)
         if rv == 130:  # typer turns KeyboardInterrupt (Ctrl-C) into exit code 130 and returns it
-            sys.stderr.write(f"investigate: {_interrupted()}\n")
+            sys.stderr.write(f"investigate: {_shown(_interrupted())}\n")
             return 130
         if isinstance(rv, int) and not isinstance(rv, bool):
             return rv
@@ -718,7 +743,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:  # click's word for a Ctrl-C that surfaced outside the run
-        sys.stderr.write(f"investigate: {_interrupted()}\n")
+        sys.stderr.write(f"investigate: {_shown(_interrupted())}\n")
         return 130
     except (KeyboardInterrupt, Interrupted) as exc:
         sys.stderr.write(f"investigate: {_one_line(exc) or _interrupted()}\n")

@@ -112,6 +112,9 @@ class RunContext:
     """The recorded events of each reusable subagent, copied into the new transcript when reused."""
     spawner: "Spawner | None" = None
     """How a `task` call starts a subagent (orchestrator.fanout.spawn; the run hands it in)."""
+    acts: bool = True
+    """False in a replay: no tool that reaches a host, the network or the GPU runs (`Tool.acts`) and no subagent
+    without a recorded result starts; a transcript is evidence to display, never a plan to execute."""
     _ordinals: itertools.count = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

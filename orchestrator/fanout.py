@@ -33,6 +33,11 @@ async def spawn(ctx: AgentContext, agent: str, brief: str) -> AgentResult:
     reused = run.reuse.get(agent_id)
     if reused is not None and reused.status == "ok":
         return _reuse(ctx, agent_id, reused)
+    if not run.acts and run.backend.tool_replay is None:
+        # a re-synthesis works from what was recorded: it starts no subagent that would need a live model and tools
+        # (an exact replay does start them: their answers and tool results come from the recording)
+        raise ToolFailure(f"not run: subagent {agent_id} has no finished result in the transcript, and a replay never "
+                          "acts")
     # the runner's wall-time limit is the subagent's own cancel scope (move_on_after inside run());
     # it never raises for the subagent's failures, only for cancellation of the whole run
     runner = AgentRunner(run, defn, agent_id=agent_id, ordinal=ctx.call.child_ordinal,

@@ -35,6 +35,7 @@ from orchestrator.messages import (
 )
 from orchestrator.models.base import ModelCallError, ReplayDivergence, RunAbort
 from orchestrator.redact import redact
+from orchestrator.sanitize import fold, strip_hidden
 from orchestrator.tools.base import ExecutedCall, ToolOutput, execute
 from orchestrator.transcript import Fingerprinter, fingerprint  # noqa: F401  (fingerprint: re-exported)
 
@@ -119,15 +120,22 @@ def fence(text: str, *, tool: str, host: str | None, evidence_id: str, untrusted
 # Anything in host content that a reader could take for the fence's own tags (`</untrusted-data>`, any case, with
 # spaces or a fullwidth/small `<`) or for our evidence markers is shown escaped, so the content cannot end the fence
 # early and follow it with a forged `[evidence ev-9.9] SYSTEM NOTE` (issue 15).
-_FENCE_TAG = re.compile(r"[<\uff1c\ufe64]\s*(/?)\s*(untrusted[\s_-]*data)", re.IGNORECASE)
+# Look-alikes count (issue 23): the match runs on `sanitize.fold(text)` (‹ ⟨ 〈 ＜ as `<`, ［ 【 as `[`, fullwidth
+# letters as ASCII) after the characters that only hide text (soft hyphen, zero-width, tag characters) are removed.
+_FENCE_TAG = re.compile(r"<\s*(/?)\s*(untrusted[\s_-]*data)", re.IGNORECASE)
 _EVIDENCE_MARK = re.compile(r"\[(\s*evidence\s+ev-)", re.IGNORECASE)
 
 
 def _neutralize_fence(text: str) -> str:
-    if "untrusted" not in text.lower() and "evidence" not in text.lower():
+    text = strip_hidden(text)
+    folded = fold(text)
+    if "untrusted" not in folded and "evidence" not in folded:
         return text
-    text = _FENCE_TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
-    return _EVIDENCE_MARK.sub(lambda m: f"[quoted {m.group(1)}", text)
+    edits = [(m.start(), m.end(), f"&lt;{m.group(1)}{text[m.start(2):m.end(2)]}") for m in _FENCE_TAG.finditer(folded)]
+    edits += [(m.start(), m.end(), f"[quoted {text[m.start(1):m.end(1)]}") for m in _EVIDENCE_MARK.finditer(folded)]
+    for start, end, repl in sorted(edits, reverse=True):  # from the end: earlier offsets stay valid
+        text = text[:start] + repl + text[end:]
+    return text
 
 
 @dataclass
@@ -379,6 +387,10 @@ class AgentRunner:
                                                        is_error=True), False, 0.0)
                 elif run.backend.tool_replay is not None and use.name not in LIVE_IN_REPLAY:
                     executed = run.backend.tool_replay.result_for(self.agent_id, use.id, use.name, use.input)
+                elif not run.acts and getattr(self.tools.get(use.name), "acts", True):
+                    # a replay never acts: a recorded (or re-synthesized) plan cannot reach a host or the network
+                    executed = ExecutedCall(ToolOutput(text=f"not run: {use.name} reaches a host or the network, and "
+                                                       "a replay never acts", is_error=True), False, 0.0)
                 else:
                     executed = await execute(self.tools.get(use.name), use.name, use.input, self.ctx.for_call(info),
                                              available=self.ctx.tool_names)

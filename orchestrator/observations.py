@@ -7,12 +7,10 @@ it is one error line naming the field and the value.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
@@ -186,17 +184,20 @@ class ObservationsError(ValueError):
 
 
 def load_observations(path: str | Path) -> Observations:
+    from orchestrator.safeload import SafeLoadError, load_json, load_yaml, read_capped
+
     p = Path(path)
-    if not p.is_file():
-        raise ObservationsError(f"observations file {p} not found; pass an existing YAML or JSON file to --observations")
-    text = p.read_text(encoding="utf-8")
-    try:
-        raw = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" at line {where.line + 1}" if where is not None else (f" at line {exc.lineno}" if hasattr(exc, "lineno") else "")
-        raise ObservationsError(f"observations file {p} is not valid YAML/JSON{line}; fix the syntax") from None
+    try:  # bounded before and while parsing (size, aliases, nesting, integers, duplicate keys: orchestrator.safeload)
+        text = read_capped(p, what="observations file", max_bytes=MAX_OBSERVATIONS_BYTES)
+        raw = (load_json if p.suffix.lower() == ".json" else load_yaml)(text, source=f"observations file {p}")
+    except SafeLoadError as exc:
+        raise ObservationsError(f"{exc}; pass a YAML or JSON observations file to --observations") from None
     return parse_observations(raw or {}, source=str(p))
+
+
+MAX_OBSERVATIONS_BYTES = 8 << 20
+"""An observations file is a few kB of numbers and notes (at most MAX_RUNS runs); 8 MiB is far past any real one
+and is read and parsed in well under a second (a 100 MB `notes` took 127 s)."""
 
 
 def _short(value: object, limit: int = 60) -> str:

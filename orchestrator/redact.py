@@ -16,7 +16,41 @@ _KEY_BODY = r"(?:\r?\n(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]{1,15}={1,2}|[A-Z
 _SECRET_NAMES = (
     r"(?:[_-]KEY|[_-]TOKEN|[_-]SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|[_-]PASS|[_-]PWD|[_-]AUTH|CREDENTIALS?)"
 )
-_PATTERNS: list[tuple[str, re.Pattern[str], Any]] = [
+_STEMS = r"(?:pass|pwd|secret|token|key|credential|auth|psk)"
+"""Where a name that holds a secret has one of these inside it (`secret_name` decides from the whole name)."""
+class _Anchored:
+    """A name-then-value pattern run only where a name can hold a secret: at the words around each `_STEMS` hit.
+
+    `re.sub` with such a pattern tries every position of the text (a lazy name part before the stem), which cost
+    ~0.3 s per 400 kB; this tries the few positions of the name that holds each stem, leftmost first, with the same
+    result."""
+
+    _STEM = re.compile(r"(?i)" + _STEMS)
+    _NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self.pattern = re.compile(pattern, flags)
+
+    def sub(self, repl: Any, text: str) -> str:
+        out: list[str] = []
+        pos = 0
+        for stem in self._STEM.finditer(text):
+            if stem.start() < pos:
+                continue
+            start = stem.start()
+            while start > pos and text[start - 1] in self._NAME and stem.start() - start < 200:
+                start -= 1
+            # a name starts where the word does, or (secret-assignment) right after a `.` inside it
+            for s in (start, *(i + 1 for i in range(start, stem.start()) if text[i] == ".")):
+                m = self.pattern.match(text, s)
+                if m is not None and m.end() > stem.start():
+                    out += [text[pos:m.start()], repl(m) if callable(repl) else m.expand(repl)]
+                    pos = m.end()
+                    break
+        return text if not out else "".join(out) + text[pos:]
+
+
+_PATTERNS: list[tuple[str, Any, Any]] = [
     (
         "pem-private-key",
         re.compile(_KEY_BEGIN + r".*?-----END \1-----|-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----" + _KEY_BODY,
@@ -40,7 +74,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str], Any]] = [
     ("azure-account-key", re.compile(r"(?i)\b((?:AccountKey|SharedAccessKey|SharedAccessSignature)=)[^;\s\"']+"),
      r"\1" + REDACTED),
     # the password may itself hold `@`: the credentials end at the LAST `@` before the host
-    ("url-credentials", re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@\"']+:[^\s\"']*@(?=[^\s@\"']*(?:[\s\"']|$))"),
+    # ... and the user may be empty: redis://:password@host:6379 (Redis has no user before 6.0's ACLs)
+    ("url-credentials", re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@\"']*:[^\s\"']*@(?=[^\s@\"']*(?:[\s\"']|$))"),
      r"\1" + REDACTED + "@"),
     ("netrc-password", re.compile(r"(?im)(\b(?:login|machine)\s+\S+\s+(?:login\s+\S+\s+)?password\s+|^\s*password\s+)\S+"),
      r"\1" + REDACTED),
@@ -51,9 +86,25 @@ _PATTERNS: list[tuple[str, re.Pattern[str], Any]] = [
         r"(?i)((?<![\w-])--(?:password|passwd|pass|token|api-key|apikey|secret|auth-token|access-token|passphrase)"
         r"(?:\s+|=))(?!-)(\"[^\"]*\"|'[^']*'|\S+)"), r"\1" + REDACTED),
     ("mysql-p-flag", re.compile(r"(?i)(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p)(?=\S)\S+"), r"\1" + REDACTED),
+    # formats with a fixed shape (gitleaks' rules name each: https://github.com/gitleaks/gitleaks/tree/master/cmd/generate/config/rules)
+    ("slack-webhook", re.compile(r"(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_\-]{8,}"),
+     r"\1" + REDACTED),
+    ("sendgrid-key", re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}"), "SG." + REDACTED),
+    ("telegram-bot-token", re.compile(r"(?<![\w:])\d{8,10}:AA[A-Za-z0-9_\-]{32,33}(?![\w-])"), REDACTED),
+    ("twilio-key", re.compile(r"\b(?:AC|SK)[a-f0-9]{32}\b"), "SK" + REDACTED),
+    ("age-secret-key", re.compile(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", re.I), "AGE-SECRET-KEY-" + REDACTED),
+    ("databricks-token", re.compile(r"\bdapi[a-f0-9]{32}(?:-\d)?\b"), "dapi" + REDACTED),
+    ("sshpass-p-flag", re.compile(r"(\bsshpass\b[^\n]*?(?:\s|\x00)-p(?:\s|\x00)*)(?!-)[^\s\x00]+"), r"\1" + REDACTED),
+    # any flag or setting whose NAME says it holds a secret (--admin-token X, --db-password=X, client-key-data: X,
+    # argv joined by NULs as /proc/PID/cmdline has it); `secret_name` decides, benign values (numbers, booleans,
+    # paths) stay
+    ("secret-named-value", _Anchored(
+        r"(?i)(?<![\w/.\-])(?:(?P<flag>--?(?=[a-z])[\w.\-]*?" + _STEMS + r"[\w.\-]*)(?P<fsep>[ \t]*=[ \t]*|[ \t]+(?=[^\s-])|\x00(?=[^\x00-]))"
+        r"|(?P<name>(?=[a-z_])[\w.\-]*?" + _STEMS + r"[\w.\-]*)(?P<sep>[\"']?[ \t]*[=:][ \t]*))"
+        r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\x00\"',;}]+)"), lambda m: _named(m)),
     (
         "secret-assignment",
-        re.compile(
+        _Anchored(
             # not after "/": "/etc/passwd: ..." is a path, not an assignment
             # --api-key=..., API_KEY=..., {'api_key': '...'}, "password": "...", DB_PASS=..., "auth": "..."
             r"(?i)(?<![\w/-])(-{0,2}[A-Z0-9_-]*" + _SECRET_NAMES + r"|password|passwd|passphrase|pwd|credentials?|"
@@ -66,7 +117,113 @@ _PATTERNS: list[tuple[str, re.Pattern[str], Any]] = [
     # a bare AWS secret access key: 40 characters of base64 alphabet with upper, lower and digits, standing alone
     ("aws-secret-key", re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"
                                   r"(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), REDACTED),
+    # a long random string of any provider (entropy: mixed case and digits in short runs, see `_random`)
+    ("high-entropy", re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{24,}={0,2}(?![A-Za-z0-9+/=_\-])"),
+     lambda m: REDACTED if _random(m.group(0)) and not _in_url(m) else m.group(0)),
+    # a long hex string standing alone (an API token, a Twilio auth token), not a digest, a path part or a UUID
+    ("long-hex", re.compile(r"(?<![\w./:@\-])(?:[a-f0-9]{32,}|[A-F0-9]{32,})(?![\w./\-])"),
+     lambda m: m.group(0) if _hash_context(m) else REDACTED),
 ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# key-name heuristics and entropy: a secret is recognised by the name it is stored under, or by looking random
+
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_SECRET_WORDS = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "secret", "secrets", "token",
+                           "credential", "credentials", "apikey", "psk", "auth", "authorization", "privatekey",
+                           "oauth", "sas"})
+_SECRET_SUFFIXES = ("password", "passwd", "secret", "apikey", "accesskey", "secretkey", "privatekey", "signingkey",
+                    "masterkey", "authkey", "credential", "credentials", "authtoken", "accesstoken", "apitoken",
+                    "bottoken", "refreshtoken", "sessiontoken", "idtoken", "bearertoken")
+_KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "client", "signing", "master", "auth", "encryption",
+                             "session", "account", "shared", "admin", "license", "subscription", "app", "consumer",
+                             "storage", "service", "deploy", "webhook", "x", "ssh", "gpg", "pgp", "decryption"})
+_NOT_SECRET_TOKEN = frozenset({"bos", "eos", "pad", "unk", "sep", "cls", "mask", "start", "end", "special", "added",
+                               "image", "video", "audio", "stop", "id", "ids", "type", "count", "limit", "len",
+                               "length", "file", "path", "dir", "url", "endpoint", "uri", "env", "name", "implicit",
+                               "latency", "throughput", "per", "time", "total", "first", "output", "input", "usage",
+                               "rate", "budget", "max", "min", "num", "speed", "cost", "price"})
+
+
+@functools.lru_cache(maxsize=4096)
+def secret_name(name: str) -> bool:
+    """Whether a flag, setting, environment variable or JSON key of this name holds a secret.
+
+    The name's words (split at `-`, `_`, `.` and camelCase) decide: password, passwd, pass, pwd, secret, token,
+    credential(s), passphrase, auth, psk, or `key` next to api/access/secret/private/client/...; not a tokenizer's
+    `bos_token`, not `max_num_batched_tokens` (plural), not NCCL's `NCCL_IB_PKEY` or `StrictHostKeyChecking`."""
+    words = [w.lower() for w in _WORDS.findall(name)]
+    if not words:
+        return False
+    if any(w in ("token",) for w in words) and _NOT_SECRET_TOKEN.intersection(words):
+        return False
+    if any(w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words):
+        return True
+    return "key" in words and bool(_KEY_QUALIFIERS.intersection(words))
+
+
+_BENIGN = re.compile(r"(?i)(?:-?\d{1,12}(?:\.\d+)?|[{\[].*|true|false|yes|no|on|off|none|null|nil|auto|default|required|"
+                     r"optional|disabled?|enabled?|\*+|x+|<.*|\$\{?\w+\}?|[~.]?/\S*|\[REDACTED\])")
+
+
+def benign_value(value: str) -> bool:
+    """A value that is no secret whatever its name says: a number, a boolean, empty, a path, a placeholder."""
+    v = value.strip().strip("\"'").strip()
+    return not v or REDACTED in v or bool(_BENIGN.fullmatch(v))
+
+
+def _named(m: re.Match[str]) -> str:
+    name = m.group("flag") or m.group("name")
+    value = m.group("value")
+    if not secret_name(name.lstrip("-")) or benign_value(value):
+        return m.group(0)
+    q = value[0] if value[:1] in ("\"", "'") and len(value) > 1 and value[-1] == value[0] else ""
+    return m.group(0)[: m.start("value") - m.start(0)] + q + REDACTED + q
+
+
+_RUNS = re.compile(r"[A-Z]+|[a-z]+|[0-9]+|[^A-Za-z0-9]+")
+
+
+def _random(token: str) -> bool:
+    """Whether a long token looks random (a key) rather than named (a kernel, a model, a path, an identifier).
+
+    20+ characters of upper and lower case letters and digits (12+ distinct) whose lowercase runs are short: a random
+    base64 string switches case every ~2 characters, while a CamelCase, snake_case or mangled C++ name (`_Z...`) is
+    made of word-long lowercase runs, and a name has a `-`, `_` or `.` every few characters where a URL-safe random
+    token has one in ~30."""
+    if token.startswith("_Z"):
+        return False
+    body = token.rstrip("=")
+    piece = re.sub(r"[_\-.]", "", body)
+    if len(piece) < 20 or len(set(piece)) < 12 or (len(body) - len(piece)) * 10 > len(body):
+        return False
+    runs = _RUNS.findall(piece)
+    lower = [len(r) for r in runs if r.islower()]
+    if not lower or not any(r.isupper() for r in runs) or not any(r.isdigit() for r in runs):
+        return False
+    if sum(lower) / len(lower) > 2.5 or len(piece) / len(runs) > 3.5:
+        return False
+    # a segment of a URL's path is an id (a YouTube channel, a short link), not a key: those that are keys (Slack,
+    # Telegram) have patterns of their own, and `?token=` values have a name
+    return True
+
+
+def _in_url(m: re.Match[str]) -> bool:
+    """Whether the match is part of a URL (`https://host/channel/<id>`): the text before it, back to the last space
+    or quote, holds `://`."""
+    before = m.string[max(0, m.start() - 512): m.start()]
+    return "://" in re.split(r"[\s\"'<>()\[\]]", before)[-1]
+
+
+_HASH_WORDS = re.compile(r"(?i)(?:sha\d*|md5|digest|hash|commit|checksum|uuid|git|rev(?:ision)?|blake\w*|crc\w*|"
+                         r"fingerprint|build|image|id|etag|cache|version)\W{0,8}$")
+
+
+def _hash_context(m: re.Match[str]) -> bool:
+    """A long hex run that is a digest, commit or id by what precedes it (`sha256:`, `commit `, `id=`)."""
+    before = m.string[max(0, m.start() - 24): m.start()]
+    return bool(_HASH_WORDS.search(before))
 
 
 # Per pattern, what must appear (lowercase literals, or a cheap regex) before the pattern itself is worth running.
@@ -80,30 +237,53 @@ _GUARDS: dict[str, tuple[str, ...] | re.Pattern[str]] = {
     "netrc-password": ("password",), "mysql-p-flag": ("mysql", "mariadb"), "cli-password-flag": ("--",),
     "pgpass-line": re.compile(r":(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:"),
     # every keyword the pattern's name part can end with, right before the `=`/`:` (password=, PASSWD:, DB_PASS=)
-    "secret-assignment": re.compile(
-        r"(?i)(?:key|token|secret|password|passwd|passphrase|pwd|credentials?|auth|_pass)[\"']?\s*[=:]"),
+    "secret-assignment": ("key", "token", "secret", "pass", "pwd", "credential", "auth"),
     "aws-secret-key": re.compile(r"[A-Za-z0-9/+]{40}"),
+    "slack-webhook": ("hooks.slack.com",), "sendgrid-key": ("sg.",), "twilio-key": re.compile(r"(?:AC|SK)[a-f0-9]{32}"),
+    "telegram-bot-token": (":aa",), "age-secret-key": ("age-secret-key-",), "databricks-token": ("dapi",),
+    "sshpass-p-flag": ("sshpass",),
+    "secret-named-value": ("pass", "pwd", "secret", "token", "key", "credential", "auth", "psk"),
+    "high-entropy": re.compile(r"[A-Za-z0-9+/_\-]{24}"),
+    "long-hex": re.compile(r"[a-fA-F0-9]{32}"),
 }
 
 
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/_\-]{24}")
+_NEED_LONG_RUN = frozenset({"aws-secret-key", "high-entropy", "long-hex"})
 _LITERAL_GUARDS = [(name, g) for name, g in _GUARDS.items() if isinstance(g, tuple)]
 _REGEX_GUARDS = [(name, g) for name, g in _GUARDS.items() if not isinstance(g, tuple)]
 assert {n for n, _, _ in _PATTERNS} == set(_GUARDS), "every pattern needs a guard"
 
 
-@functools.lru_cache(maxsize=8192)
+CACHED_CHARS = 2048
+"""Strings up to this long are remembered (the same short strings recur in every event); longer ones are redacted
+each time, so the cache holds at most 8192 x 2 KiB and not a run's tool outputs (issue 23: 60-96 MB)."""
+
+
 def redact(text: str) -> str:
     """Replace every secret shape in text with a marker; idempotent.
 
-    Most strings hold no secret-shaped substring: cheap literal checks (and two cheap regexes) decide which patterns
+    Most strings hold no secret-shaped substring: cheap literal checks (and cheap regexes) decide which patterns
     run at all, so redacting every event of a run costs little (bench/fanout.py)."""
+    return _redact_short(text) if len(text) <= CACHED_CHARS else _redact(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _redact_short(text: str) -> str:
+    return _redact(text)
+
+
+def _redact(text: str) -> str:
     low = text.lower()
     hits = {name for name, lits in _LITERAL_GUARDS if any(lit in low for lit in lits)}
+    long_run = None
     for name, guard in _REGEX_GUARDS:
         if name == "pgpass-line" and ":" not in text:
             continue
-        if name == "secret-assignment" and "=" not in text and ":" not in text:
-            continue
+        if name in _NEED_LONG_RUN:  # one scan for a 24-character run decides whether these three can match at all
+            long_run = _LONG_RUN.search(text) is not None if long_run is None else long_run
+            if not long_run:
+                continue
         if guard.search(text):
             hits.add(name)
     if not hits:
@@ -118,20 +298,37 @@ def pattern_names() -> list[str]:
     return [name for name, _, _ in _PATTERNS]
 
 
+_STEM_IN = re.compile(r"(?i)" + _STEMS)
+_HEX_FULL = re.compile(r"[a-f0-9]{32,}|[A-F0-9]{32,}")
 _PLAIN = frozenset({int, float, bool, type(None)})
 """Values with no string inside: passed over without a call (a fleet's events hold tens of thousands)."""
 
 
-def redact_obj(obj):
+def redact_obj(obj: Any) -> Any:
     """Redact every string inside a JSON-like structure; returns the same object when nothing changed (a dict or
-    list is copied only when something in it was redacted)."""
+    list is copied only when something in it was redacted).
+
+    Names count too: a string under a key that names a secret (`{"VLLM_API_KEY": ...}`, `client-key-data`) and the
+    element after a secret-named flag in a list (`["--api-key", X]`, an argv) are redacted unless benign."""
     if isinstance(obj, str):
         return redact(obj)
     if isinstance(obj, (dict, list)):
         is_dict = isinstance(obj, dict)
-        out = None
-        for k, v in obj.items() if is_dict else enumerate(obj):
-            r = v if type(v) in _PLAIN else redact_obj(v)
+        out: Any = None
+        prev: Any = None
+        items: Any = obj.items() if isinstance(obj, dict) else enumerate(obj)
+        for k, v in items:
+            named = k if is_dict else (prev if isinstance(prev, str) and prev.startswith("-") and "=" not in prev
+                                       else None)
+            prev = v
+            if isinstance(v, str) and isinstance(named, str) and _STEM_IN.search(named) \
+                    and secret_name(named.lstrip("-")) and not benign_value(v):
+                r: Any = REDACTED
+            elif is_dict and isinstance(v, str) and len(v) >= 32 and isinstance(k, str) and _HEX_FULL.fullmatch(v) \
+                    and _HASH_WORDS.search(k):
+                r = v  # a run id, a digest, a commit under a key that says so (a bare long hex is redacted)
+            else:
+                r = v if type(v) in _PLAIN else redact_obj(v)
             if r is not v:
                 if out is None:
                     out = dict(obj) if is_dict else list(obj)

@@ -1,12 +1,18 @@
-"""What a new run takes from an earlier transcript: its inputs, settings and agents, and its finished subagents.
+"""What a new run takes from an earlier transcript, and what it never takes.
 
-`replay` and `resume` (orchestrator.api) read a transcript with these; `Run(reuse=...)` calls `load_reuse` so that a
-subagent that finished ok is reused (its recorded events copied into the new transcript) instead of run again.
+A transcript is data written by whoever wrote the file: evidence to display, never a plan to execute. `replay`
+(orchestrator.api) shows it again and never acts (`Run(acts=False)`); it keeps the recorded limits of the run but
+takes every setting that sends credentials, reaches the network or widens permissions from the user's own
+configuration (`settings_from`). `resume` acts only on what the user confirms on the command line (the question and
+the hosts, named again: `confirm_resume`), under the user's own settings and agent definitions; the finished
+subagents' results are reused as evidence (`load_reuse`), everything else is planned afresh.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from pydantic import ValidationError
 
 from orchestrator.agentdefs import AgentDef, load_agents
 from orchestrator.context import RunContext, RunInputs
@@ -25,16 +31,102 @@ def _started(t: Transcript) -> RunStarted:
     return started[0]
 
 
+MAX_RECORDED_DEPTH = 32
+"""Nesting of a recorded run's inputs and agent definitions; ours use five (observations), a hostile file 400-900."""
+
+
+def _depth(obj: Any) -> int:
+    """How deeply lists and dicts nest in obj (iterative: a hostile depth cannot overflow the stack)."""
+    deepest, stack = 0, [(obj, 0)]
+    while stack:
+        o, d = stack.pop()
+        if isinstance(o, (dict, list)):
+            deepest = max(deepest, d + 1)
+            if deepest > MAX_RECORDED_DEPTH:
+                return deepest
+            stack.extend((v, d + 1) for v in (o.values() if isinstance(o, dict) else o))
+    return deepest
+
+
+def _recorded(t: Transcript, what: str, raw: Any, build: Any) -> Any:
+    """`build(raw)`, or InputError naming the transcript and the first field that does not fit (one line)."""
+    if _depth(raw) > MAX_RECORDED_DEPTH:
+        raise InputError(f"{t.path}: the recorded {what} nest more than {MAX_RECORDED_DEPTH} levels deep; the "
+                         "transcript is damaged or hostile: replay another one")
+    try:
+        return build(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])[:80] or what
+        raise InputError(f"{t.path}: the recorded {what} do not fit at {where} ({err['msg'][:80]}); the transcript "
+                         "is damaged or hostile: replay another one") from None
+
+
 def inputs_from(t: Transcript) -> RunInputs:
-    """The recorded run's inputs (InputError when the transcript never started a run)."""
+    """The recorded run's inputs (InputError when the transcript never started a run or its inputs do not fit)."""
     rs = _started(t)
-    return RunInputs(question=rs.question, **{k: v for k, v in rs.inputs.items() if k in RunInputs.model_fields})
+    fields = {k: v for k, v in rs.inputs.items() if k in RunInputs.model_fields}
+    return _recorded(t, "inputs", fields, lambda raw: RunInputs(question=rs.question, **raw))
 
 
-def settings_from(t: Transcript) -> Settings:
-    """The recorded run's settings (those this version still knows; the API key is never recorded)."""
+RECORDED_LIMITS = frozenset({
+    "max_tokens", "temperature", "max_turns", "agent_timeout_s", "max_tokens_budget", "final_turn_reserve_s",
+    "tool_timeout_s", "tool_output_chars", "excerpt_chars", "run_budget_tokens", "run_budget_usd", "prices",
+})
+"""The settings an exact replay takes from the transcript: they only bound or shape the recorded run (turns, token
+budgets, output caps), so that the replay asks what the recording asked. Everything else (the API key and base URL,
+the model ids, fetch's private-address and host allowances, web search, probes, host and SSH limits) is the user's
+own: a setting that sends credentials, reaches the network or widens permissions never comes from a file someone
+else wrote."""
+
+
+def settings_from(t: Transcript, own: Settings) -> Settings:
+    """The user's settings `own` with the recorded run's limits (`RECORDED_LIMITS`) laid over them."""
     recorded: dict[str, Any] = _started(t).settings
-    return Settings.model_validate({k: v for k, v in recorded.items() if k in Settings.model_fields})
+    limits = {k: v for k, v in recorded.items() if k in RECORDED_LIMITS}
+    try:
+        return Settings.model_validate({**own.model_dump(), **limits})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])[:80]
+        raise InputError(f"{t.path}: the recorded setting {where} is out of its domain ({err['msg']}); the "
+                         "transcript is damaged or hostile: replay another one, or re-synthesize with --offline") from None
+
+
+def confirm_resume(t: Transcript, question: str | None, hosts: list[str]) -> tuple[str, list[str]]:
+    """The question and hosts a resume acts on: the ones the user named again, checked against the recording.
+
+    A resume continues the recorded run, so the hosts named must be the recorded ones (none: a run on this machine);
+    InputError (one line, saying what to pass) when the user named none, others, or no question."""
+    rec = inputs_from(t)
+    if any(e.via not in ("ssh", "local") for e in rec.hosts):
+        kinds = sorted({e.via for e in rec.hosts} - {"ssh", "local"})
+        raise InputError(f"{t.path} was recorded over {', '.join(kinds)}; resume reopens only hosts named with --host: "
+                         "run the question again with the same host source")
+    recorded = [e.dest for e in rec.hosts] if rec.hosts else ([] if rec.host == "local" else [rec.host])
+    shown = " ".join(f"--host {_arg(d)}" for d in recorded)
+    if recorded and not hosts:
+        raise InputError(f"{t.path} was recorded on {', '.join(map(_arg, recorded))}; resume acts only on hosts you "
+                         f"name again: add {shown}")
+    if sorted(hosts) != sorted(recorded) and not (not recorded and hosts == ["local"]):
+        was = ", ".join(map(_arg, recorded)) or "this machine"
+        again = f"pass {shown}" if recorded else "pass no --host"
+        raise InputError(f"{t.path} was recorded on {was}, not on {', '.join(map(_arg, hosts))}; resume continues the "
+                         f"recorded run: {again}, or start a new run with `investigate QUESTION --host ...`")
+    if question is None or not question.strip():
+        raise InputError("resume acts only on what you confirm: pass the question again with --question "
+                         f"{_arg(rec.question)}")
+    return question.strip(), recorded
+
+
+def _arg(text: str, limit: int = 200) -> str:
+    """`text` as one shell argument a user can copy (terminal controls removed, length bounded)."""
+    import shlex
+
+    from orchestrator.sanitize import sanitize
+
+    s = " ".join(sanitize(text).split())
+    return shlex.quote(s if len(s) <= limit else s[:limit] + "…")
 
 
 def agents_from(t: Transcript) -> dict[str, AgentDef]:
@@ -42,7 +134,8 @@ def agents_from(t: Transcript) -> dict[str, AgentDef]:
     started = t.of_type(RunStarted)
     if not started or not started[0].agent_defs:
         return load_agents()
-    return {n: AgentDef.model_validate(d) for n, d in started[0].agent_defs.items()}
+    return _recorded(t, "agent definitions", started[0].agent_defs,
+                     lambda raw: {n: AgentDef.model_validate(d) for n, d in raw.items()})
 
 
 def load_reuse(run: RunContext, old: Transcript) -> None:

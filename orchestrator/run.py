@@ -90,7 +90,8 @@ class Run:
     `transcript`: a path, None for a new file under the user state directory, or False for none.
     `host`: an opened `Host` or `HostSet`, or an async callable that opens one on entry; None for a run with no host
     (a replay). `settings`, `agents` and `registry` default to the configured settings, the installed agents and
-    the default tools. `reuse`: an earlier transcript whose finished subagents are reused (resume). `notices` are
+    the default tools. `reuse`: an earlier transcript whose finished subagents are reused (resume). `acts=False`
+    (a replay): only pure tools run and only recorded subagents are reused, nothing new is started. `notices` are
     recorded after `run_started`. `progress` is called with every event as it is recorded.
     """
 
@@ -108,6 +109,7 @@ class Run:
         reuse: Transcript | None = None,
         notices: Iterable[str] = (),
         run_id: str | None = None,
+        acts: bool = True,
     ):
         if registry is None:
             from orchestrator.tools.registry import default_registry
@@ -130,6 +132,7 @@ class Run:
         self._host_arg = host
         self._progress = progress
         self._reuse = reuse
+        self._acts = acts
         self._host: Host | HostSet | None = None
         self._ctx: RunContext | None = None
         self._started = 0.0
@@ -201,7 +204,8 @@ class Run:
         self._ctx = RunContext(run_id=self.run_id, inputs=inputs, settings=settings, recorder=recorder,
                                registry=self.registry, agents=agents, backend=self.backend,
                                host=opened.primary if isinstance(opened, HostSet) else opened, hosts=hosts,
-                               spawner=spawn)
+                               spawner=spawn,
+                               acts=self._acts)
         self._started = time.monotonic()
         try:
             recorder.emit(RunStarted(

@@ -1,8 +1,9 @@
 """Terminal-safe text: what hosts, logs, web pages and questions put in our output cannot drive the user's terminal.
 
 C0 and C1 control characters other than newline and tab, ANSI/VT escape sequences (CSI, OSC such as title setting
-and hyperlinks, DCS/PM/APC strings), bidirectional overrides (text that displays in another order than it reads) and
-lone surrogates (unencodable) are removed or shown escaped: a sequence disappears, a lone control shows as `\\xNN`.
+and hyperlinks, DCS/PM/APC strings), bidirectional marks and overrides (text that displays in another order than it
+reads), line/paragraph separators and lone surrogates (unencodable) are shown escaped (`\\xNN`, `\\uNNNN`);
+escape sequences, zero-width and tag characters (text a reader cannot see) are removed.
 Applied, with redaction, at every output boundary through `orchestrator.redact.scrub_*`.
 """
 
@@ -15,22 +16,61 @@ _SEQUENCE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?"                     # CSI ... final
     r"|\x9b[0-?]*[ -/]*[@-~]?"
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])"      # OSC, DCS, SOS, PM, APC: a string up to ST or BEL
-    r"[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)?"
+    r"[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)"     # (unterminated: only its introducer goes, below)
     r"|\x1b[ -/]*[0-~]?"                            # other escapes (ESC c resets the terminal, ESC ( B charsets)
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_ANY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# Shown escaped: C0/C1 controls (not \n, \t); bidirectional marks, embeddings, overrides and isolates (LRM, RLM,
+# ALM U+061C, U+202A-E, U+2066-9: text that displays in another order than it reads, "Trojan Source", CVE-2021-42574);
+# line and paragraph separators U+2028/9 (line breaks that terminals and `splitlines` honour where our one-line
+# checks do not); lone surrogates (unencodable) become U+FFFD.
+_ESCAPED = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
+# Removed: characters that only hide text from a reader: zero-width space/joiners, word joiner and invisible
+# operators (U+200B-D, U+2060-4), BOM/ZWNBSP U+FEFF, soft hyphen U+00AD, Mongolian vowel separator U+180E, and the
+# Unicode tag characters U+E0000-E007F, an invisible copy of ASCII that models read ("ASCII smuggling").
+_HIDDEN_CHARS = r"\xad\u180e\u200b-\u200d\u2060-\u2064\ufeff\U000e0000-\U000e007f"
+_CONTROL = re.compile(f"[{_ESCAPED}]")
+_HIDDEN = re.compile(f"[{_HIDDEN_CHARS}]")
+_ANY = re.compile(f"[{_ESCAPED}{_HIDDEN_CHARS}]")
 
 
 def _escape(m: re.Match[str]) -> str:
     ch = m.group(0)
     if "\ud800" <= ch <= "\udfff":
         return "\ufffd"
-    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+    n = ord(ch)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
 def sanitize(text: str) -> str:
     """text without terminal control: escape sequences removed, other controls (not \\n, \\t) shown escaped."""
     if not _ANY.search(text):
         return text
-    return _CONTROL.sub(_escape, _SEQUENCE.sub("", text))
+    return _CONTROL.sub(_escape, _HIDDEN.sub("", _SEQUENCE.sub("", text)))
+
+
+# Characters a reader (or a model) takes for `<` or `[`: the angle brackets and brackets of other scripts and blocks
+# (‹ ⟨ 〈 〈 ❮ ˂ ᐸ ＜ ﹤, ［ 【 ⟦ 〔 ﹝), folded by `fold` so that a fence's tags cannot be imitated with them.
+_LOOKALIKE = str.maketrans({c: "<" for c in "\u2039\u27e8\u3008\u2329\u276e\u02c2\u1438\uff1c\ufe64\u276c\u29fc"}
+                           | {c: "[" for c in "\uff3b\u3010\u27e6\u3014\ufe5d\u2045\u298b"})
+
+
+def fold(text: str) -> str:
+    """`text` with the same length, each character replaced by what a reader takes it for: look-alike brackets as
+    `<`/`[`, fullwidth and other compatibility forms by their NFKC letter (`ｕ` as `u`), lower case. For finding
+    imitations of our own markers in untrusted text; the original is what gets shown."""
+    import unicodedata
+
+    out = []
+    for ch in text.translate(_LOOKALIKE):
+        if ch.isascii():
+            out.append(ch.lower())
+        else:
+            n = unicodedata.normalize("NFKC", ch)
+            low = n.lower() if len(n) == 1 else ch
+            out.append(low if len(low) == 1 else ch)  # one character for one: offsets stay those of `text`
+    return "".join(out)
+
+
+def strip_hidden(text: str) -> str:
+    """`text` without the characters that only hide text (zero-width, soft hyphen, tag characters)."""
+    return _HIDDEN.sub("", text) if _HIDDEN.search(text) else text

@@ -80,12 +80,14 @@ def parse_hosts_text(text: str, where: str = "hosts file") -> list[HostEntry]:
     YAML forms: a list of destinations or `{host, role, name}` mappings; `hosts:` holding such a list; or a
     mapping of role to a list of destinations (`prefill: [a, b]`, `decode: [c]`, `router: [r]`).
     """
-    import yaml
+    from orchestrator.safeload import SafeLoadError, load_yaml
 
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        data = None
+        data = load_yaml(text, source=where)
+    except SafeLoadError as exc:
+        if "is not valid YAML" not in str(exc):  # bounded: an alias bomb, deep nesting, a duplicate key
+            raise HostsFileError(f"{exc}; fix the hosts file") from None
+        data = None  # not YAML: one destination per line
     entries: list[HostEntry] = []
     if isinstance(data, dict) and "hosts" in data and len(data) == 1:
         data = data["hosts"]
@@ -119,15 +121,13 @@ def parse_hosts_text(text: str, where: str = "hosts file") -> list[HostEntry]:
 
 
 def load_hosts_file(path: str | Path) -> list[HostEntry]:
+    from orchestrator.safeload import SafeLoadError, read_capped
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HostsFileError(f"hosts file {p} not found; pass an existing file to --hosts") from None
-    except UnicodeDecodeError:
-        raise HostsFileError(f"hosts file {p} is not UTF-8 text; pass a text file to --hosts") from None
-    except OSError as exc:
-        raise HostsFileError(f"hosts file {p} cannot be read ({exc.strerror or exc}); pass a readable file") from None
+        text = read_capped(p, what="hosts file", max_bytes=1 << 20)  # thousands of hosts fit in far less
+    except SafeLoadError as exc:
+        raise HostsFileError(f"{exc}; pass an existing text file to --hosts") from None
     return parse_hosts_text(text, f"hosts file {p}")
 
 

@@ -257,6 +257,19 @@ def _load(name: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: CLI start-up time
 
 
+class CloudAddress(_Strict):
+    """A cloud metadata or control-plane address that fetch treats as private (cloud_addresses.yaml)."""
+
+    network: str
+    service: str
+    source: str
+
+
+@lru_cache(maxsize=None)
+def cloud_addresses() -> tuple[CloudAddress, ...]:
+    return tuple(CloudAddress.model_validate(x) for x in _load("cloud_addresses.yaml"))
+
+
 @lru_cache(maxsize=None)
 def xid_rows() -> tuple[dict[str, Any], ...]:
     """knowledge/xids.yaml as read (the node probe's models validate and index them: probes/node_kernel.py)."""

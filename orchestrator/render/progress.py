@@ -27,6 +27,7 @@ from orchestrator.events import (
     ToolResult,
 )
 from orchestrator.messages import Usage
+from orchestrator.sanitize import sanitize
 
 
 @dataclass
@@ -41,6 +42,11 @@ class _Row:
     last: str = ""
     usage: Usage = field(default_factory=Usage)
     ended: float | None = None
+
+
+def _clean(text: str) -> str:
+    """One line without terminal control: escape sequences removed, controls escaped, line breaks as spaces."""
+    return " ".join(sanitize(text).split())
 
 
 def _tokens(u: Usage) -> str:
@@ -65,7 +71,8 @@ class Progress:
 
     def _line(self, text: str) -> None:
         if not self.live_mode:
-            self.stream.write(f"[{time.monotonic() - self.t0:6.1f}s] {text}\n")
+            # host text (an SSH banner, an error, a notice) may carry terminal controls and line breaks: one clean line
+            self.stream.write(f"[{time.monotonic() - self.t0:6.1f}s] {_clean(text)}\n")
             self.stream.flush()
 
     def __call__(self, ev: Event) -> None:
@@ -118,7 +125,7 @@ class Progress:
             took = (r.ended or now) - r.started
             status = r.status if not r.errors else f"{r.status} ({r.errors} tool errors)"
             # agent ids and tool names are data (a model names its tools), never rich markup
-            t.add_row(*(Text(c) for c in (r.agent_id, status, str(r.turns), str(r.tools), _tokens(r.usage),
+            t.add_row(*(Text(_clean(c)) for c in (r.agent_id, status, str(r.turns), str(r.tools), _tokens(r.usage),
                                           f"${r.usage.cost_usd:.4f}", f"{took:.1f}s", r.last)))
         return t
 

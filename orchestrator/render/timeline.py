@@ -314,6 +314,9 @@ def _n(n: int, word: str, shown: str | None = None) -> str:
 
 
 def _fmt_tokens(n: int) -> str:
+    if n >= 10**15:  # no real run; a hostile transcript's 4,000-digit count would overflow a float
+        digits = str(n)
+        return f"{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
     if n >= 1_000_000:
         return f"{n / 1_000_000:.1f}M"
     if n >= 10_000:

@@ -120,6 +120,9 @@ class Tool:
     Input: ClassVar[type[BaseModel]]
     timeout_s: ClassVar[float | None] = None
     """Per-call timeout; None takes the run's default tool timeout."""
+    acts: ClassVar[bool] = True
+    """True: the tool reaches a host, the network or the GPU. A replay (`RunContext.acts` False) never runs such a
+    tool: only the pure ones (knowledge lookups, arithmetic, the submit tools) run there."""
     on_host: ClassVar[bool] = False
     """The tool looks at a host: in a multi-host run its schema offers `host` (any tool accepts it, see
     `split_host_arg`)."""

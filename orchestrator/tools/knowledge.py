@@ -48,6 +48,7 @@ class GpuSpecsInput(BaseModel):
 
 class GpuSpecs(Tool):
     name = "gpu_specs"
+    acts = False
     description = "Spec sheet (dense tensor TFLOPS per dtype, bandwidth, shared memory, TDP, arch capabilities) with sources."
     Input = GpuSpecsInput
 
@@ -104,6 +105,7 @@ class RooflineInput(BaseModel):
 
 class Roofline(Tool):
     name = "roofline"
+    acts = False
     description = ("Where a GEMM (m, n, k, dtype) or the observed MoE decode sits on the GPU's roofline: intensity vs "
                    "ridge, bound, time floor. Without args: MoE decode from the observations and the host's GPU.")
     Input = RooflineInput
@@ -180,6 +182,7 @@ def _bench_line(b) -> str:
 
 class ObservationsTool(Tool):
     name = "observations"
+    acts = False
     description = "The user's observations (--observations) and what they rule out (parallelism scaling, power vs limit)."
     Input = NoArgs
 
@@ -206,6 +209,7 @@ class KnowledgeSearchInput(BaseModel):
 
 class KnowledgeSearch(Tool):
     name = "knowledge_search"
+    acts = False
     description = "Search the knowledge base (arch facts, known issues, backend support, cache locations, GPUs) with sources."
     Input = KnowledgeSearchInput
 
@@ -228,6 +232,7 @@ class ReferenceInput(BaseModel):
 
 class ReferenceThroughput(Tool):
     name = "reference_throughput"
+    acts = False  # a lookup in the shipped dataset
     description = ("Published output tok/s per GPU (TensorRT-LLM perf overview, MLPerf Inference) nearest to a GPU, "
                    "model and precision, each row with its differences from the setup, its method and its source.")
     Input = ReferenceInput

@@ -2,6 +2,8 @@
 
 Pure classification plus one resolver call. Hostnames are resolved first and *every* address they resolve to is
 checked, so a name pointing at 127.0.0.1 or the cloud metadata address (169.254.169.254) is refused like the literal.
+Cloud metadata and control addresses (Azure's WireServer 168.63.129.16 among them, which is public address
+space) are refused by name, from `knowledge/cloud_addresses.yaml`.
 """
 
 from __future__ import annotations
@@ -44,8 +46,28 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return None
 
 
+def _cloud_service(ip: IPAddress) -> str | None:
+    """The cloud metadata/control service at `ip` (knowledge/cloud_addresses.yaml), or None."""
+    from orchestrator import knowledge
+
+    for entry in knowledge.cloud_addresses():
+        net = ipaddress.ip_network(entry.network)
+        if ip.version == net.version and ip in net:
+            return entry.service
+    return None
+
+
 def address_refusal(ip: IPAddress) -> str | None:
     """Why `ip` may not be fetched from, or None when it is a public address."""
+    reason = _class_refusal(ip)
+    service = _cloud_service(ip)
+    if service is None:
+        return reason
+    # Azure's WireServer (168.63.129.16) is public address space that Python calls global: refused by name
+    return f"{reason}: {service}" if reason else f"{ip} is a cloud metadata/control address: {service}"
+
+
+def _class_refusal(ip: IPAddress) -> str | None:
     if isinstance(ip, ipaddress.IPv6Address):
         embedded = _embedded_ipv4(ip)
         if embedded is not None:

@@ -25,6 +25,7 @@ def _unknown(ids: set[str], ctx: ToolContext) -> list[str]:
 
 class SubmitFindings(Tool):
     name = "submit_findings"
+    acts = False
     description = "Finish your prong: hand the lead a summary and findings, each citing recorded evidence ids."
     Input = FindingsInput
 
@@ -43,6 +44,7 @@ class SubmitFindings(Tool):
 
 class SubmitDiagnosis(Tool):
     name = "submit_diagnosis"
+    acts = False
     description = (
         "Submit the final diagnosis. Every cause must cite evidence ids that were recorded (ev-…); numbers name their "
         "source; recommendations say which cause they address; gaps name prongs that failed."

@@ -115,15 +115,16 @@ def test_replay_of_a_cut_off_transcript_says_so_and_suggests_resume(tmp_path):
 
 def test_resume_errors_name_options_resume_has(tmp_path):
     cut = _cut(tmp_path, host="gpu-box", ssh_config=str(tmp_path / "gone" / "ssh_config"))
-    line = one_line(investigate("resume", cut, "--no-progress", tmp_path=tmp_path), 2, "ssh config", "--ssh-config")
-    assert "pass" in line
+    # issue 23: the recorded host and ssh config are not acted on; resume asks for the hosts, named again
+    one_line(investigate("resume", cut, "--no-progress", tmp_path=tmp_path), 2, "--host gpu-box")
+    again = ("--host", "gpu-box", "--question", "why is FP4 slow?")
     helptext = investigate("resume", "--help", tmp_path=tmp_path).stdout
-    assert "--ssh-config" in helptext  # the option the message names exists on resume
+    assert all(o in helptext for o in ("--ssh-config", "--host", "--question"))  # the options messages name exist
     # ... and it is taken: a missing file given to it is named as such
-    one_line(investigate("resume", cut, "--ssh-config", tmp_path / "nope", tmp_path=tmp_path), 2,
+    one_line(investigate("resume", cut, *again, "--ssh-config", tmp_path / "nope", tmp_path=tmp_path), 2,
              f"ssh config {tmp_path / 'nope'} not found", "--ssh-config")
     good = tmp_path / "ssh_config"
     good.write_text("Host gpu-box\n  HostName 127.0.0.1\n  Port 1\n")
-    proc = investigate("resume", cut, "--ssh-config", good, "--no-progress", tmp_path=tmp_path)
+    proc = investigate("resume", cut, *again, "--ssh-config", good, "--no-progress", tmp_path=tmp_path)
     line = one_line(proc, 2)
     assert "ssh config" not in line  # past the config: now the host itself answers (nothing listens on port 1)

@@ -45,7 +45,8 @@ async def test_resume_reuses_finished_subagents_and_reruns_only_the_rest(tmp_pat
     assert {e.agent_id: e.status for e in old.of_type(AgentFinished)}["quick-1"] == "ok"
     resumed_at = datetime.now(timezone.utc)
 
-    result = await resume(path, backend=DoublesBackend({"lead": lead(), "quick": refuse, "slow": worker(0.01)}),
+    result = await resume(path, question="q", agents_dirs=[tmp_path / "agents"],
+                          backend=DoublesBackend({"lead": lead(), "quick": refuse, "slow": worker(0.01)}),
                           registry=core_registry(), transcript=tmp_path / "resumed.jsonl")
     assert result.status == "ok" and result.diagnosis.verdict == "resumed verdict"
     new = read_transcript(tmp_path / "resumed.jsonl")

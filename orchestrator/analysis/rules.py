@@ -745,13 +745,20 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
     return rule(v)
 
 
+def resource_account(v: EvidenceView) -> list[Finding]:
+    """Where the time goes: the GPUs' busy share over a window and the saturated resource; see account_rules."""
+    from orchestrator.analysis.account_rules import account_findings
+
+    return account_findings(v)
+
+
 from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
 
 
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
-    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency,
+    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
 ]
 

@@ -327,7 +327,7 @@ def cgroup_snapshot(v2, v1):
     if v2 is not None:
         base = hp("/sys/fs/cgroup") + ("" if v2 == "/" else v2)
         s["version"] = 2
-        s["dir"] = base
+        s["path"] = v2
         for name in ("cpu.max", "cpu.stat", "memory.max", "memory.current", "memory.events", "cpuset.cpus.effective",
                      "cpu.pressure", "memory.pressure", "io.pressure"):
             try:
@@ -340,7 +340,7 @@ def cgroup_snapshot(v2, v1):
         base = os.path.join(hp("/sys/fs/cgroup/cpu,cpuacct"), v1.lstrip("/"))
         if not os.path.isdir(base):
             base = os.path.join(hp("/sys/fs/cgroup/cpu"), v1.lstrip("/"))
-        s = {"version": 1, "dir": base}
+        s = {"version": 1, "path": v1}
         for name in ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.stat"):
             try:
                 s[name] = read(os.path.join(base, name))
@@ -349,8 +349,8 @@ def cgroup_snapshot(v2, v1):
     return s
 
 
-def cgroup_account(a, b, window, path):
-    c = {"version": b.get("version"), "path": path}
+def cgroup_account(a, b, window):
+    c = {"version": b.get("version"), "path": b.get("path")}
     if b.get("version") == 2:
         cm = (b.get("cpu.max") or "").split()
         if cm:
@@ -645,7 +645,7 @@ def main():
     cg_out = {}
     for key in cgroups:
         if cb.get(key):
-            cg_out[key] = cgroup_account(ca.get(key) or {}, cb[key], window, key[0] if key[0] is not None else key[1])
+            cg_out[key] = cgroup_account(ca.get(key) or {}, cb[key], window)
     for pid, kind in sorted(kinds.items()):
         if pb[pid]["tasks"] is None:
             gap(out, "/proc/%d/task" % pid, "not readable (the process ended, or another user's)")

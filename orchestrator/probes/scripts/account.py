@@ -128,7 +128,6 @@ def net_dev(text):
 
 def host_snapshot(out, first):
     s = {"t": time.time()}
-    s["stat"] = try_read(out, hp("/proc/stat"), "/proc/stat" if first else None)
     s["vmstat"] = kv_lines(try_read(out, hp("/proc/vmstat"), "/proc/vmstat" if first else None))
     s["net"] = net_dev(try_read(out, hp("/proc/net/dev"), "/proc/net/dev" if first else None))
     s["psi"] = {}
@@ -464,7 +463,8 @@ def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
         prev = ta.get(tid)
         if prev is None:
             continue
-        cpu = (ticks - prev[2]) / ticks_per_s
+        # one thread runs on one core at a time: a reading above it is the two clocks' jitter, not work
+        cpu = min(1.0, (ticks - prev[2]) / ticks_per_s)
         total_cpu += cpu
         rows.append({"tid": tid, "comm": comm, "state": state, "cpu_pct": round(100.0 * cpu, 1),
                      "voluntary_ctxt_per_s": round((vol - prev[3]) / window, 1),
@@ -605,11 +605,14 @@ def main():
     rocm_a = rocm_busy() if isinstance(smi, Exception) else None
     ha = host_snapshot(out, True)
     pa, ca = snapshot_processes(proc, list(kinds), cgroups)
+    # /proc/stat right after the threads: their CPU is measured against the kernel's clock over the same span
+    ha["stat"] = try_read(out, hp("/proc/stat"), "/proc/stat")
     t0 = time.monotonic()
     time.sleep(sample_s)
     window = time.monotonic() - t0
     hb = host_snapshot(out, False)
     pb, cb = snapshot_processes(proc, list(kinds), cgroups)
+    hb["stat"] = try_read(out, hp("/proc/stat"))
     rocm_b = rocm_busy() if isinstance(smi, Exception) else None
     out["window_s"] = round(window, 3)
     out["host"] = host_account(out, ha, hb, window)

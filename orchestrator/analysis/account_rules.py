@@ -467,6 +467,20 @@ def _nothing(a: Account) -> Finding:
             "client offered too little load; flat throughput means a fixed-rate stage."])
 
 
+def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:
+    """One sentence of what the account shows (the GPUs' busy share, and the saturated resource if any) for a
+    latency far above its floor to cite, with the account's evidence id; (None, []) without an account."""
+    a = _account(v)
+    if a is None or a.busy is None:
+        return None, []
+    sat = next((f for f in (rule(a) for rule in SATURATION) if f), None)
+    if a.busy >= GPU_BUSY_PCT:
+        return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window, so the extra time is GPU work beyond the "
+                "floor (kernels below their roofline, recomputation)."), [a.ev]
+    tail = f" while {sat.short}" if sat else ", and nothing on the host was saturated."
+    return f"the GPUs were busy {a.busy:.0f} % of its {a.window} window{tail}", [a.ev]
+
+
 def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] | None:
     """The bound when the account has something to say (the GPUs idle most of the window): the saturated resource,
     with the GPUs' numbers first; None when the GPUs are busy or were not sampled (the roofline decides)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from orchestrator.analysis.load_rules import client_limited, flat_throughput
 from orchestrator.diagnosis import Bound, Number
 from orchestrator.findings import Finding, Symptom
 from orchestrator.probes.account_models import ProcessAccount, ResourceAccount, ThreadAccount
@@ -338,64 +339,6 @@ def _first(facts: dict, *keys: str) -> float | None:
     return None
 
 
-def _client(v: "EvidenceView", a: Account | None) -> Finding | None:
-    """Achieved request rate equal to the offered one: the client, not the server, set the throughput."""
-    oe = v.observations_evidence
-    if oe is None:
-        return None
-    for b in oe[1].bench:
-        offered = b.request_rate
-        if isinstance(offered, str) or offered is None or not b.request_throughput or offered <= 0:
-            continue
-        ratio = b.request_throughput / offered
-        if ratio >= 0.95:
-            busy = f" while the GPUs were busy {a.busy:.0f} % of the window" if a and a.busy is not None else ""
-            claim = (f"The benchmark ({b.name}) offered {offered:g} requests/s and the server completed "
-                     f"{b.request_throughput:g}/s ({ratio:.0%}){busy}: the server kept up with everything offered, "
-                     "so the client's request rate, not the server, set this throughput.")
-            return Finding(id="account-client-limited", category="workload", confidence=0.8, evidence=[oe[0].id] +
-                           ([a.ev] if a else []), bound=None,
-                           title=f"The client set the throughput ({b.request_throughput:g} of {offered:g} req/s offered)",
-                           claim=claim, short=f"the server completed {ratio:.0%} of the {offered:g} req/s offered: "
-                           "the client set the throughput.", symptoms=["throughput"],
-                           numbers=[_num("achieved / offered request rate", 100 * ratio, "%", oe[0].id)],
-                           recommendations=["Measure the server's capacity, not the client's rate: rerun the "
-                                            "benchmark with --request-rate inf and a --max-concurrency sweep "
-                                            "(e.g. 16, 64, 256) and compare throughput."])
-    return None
-
-
-def _flat_load(v: "EvidenceView") -> Finding | None:
-    """Throughput flat as offered load rises: the limit is not the GPU's batch."""
-    oe = v.observations_evidence
-    if oe is None:
-        return None
-    runs = [b for b in oe[1].bench if b.max_concurrency and b.output_throughput]
-    runs.sort(key=lambda b: b.max_concurrency or 0)
-    if len(runs) < 2:
-        return None
-    lo, hi = runs[0], runs[-1]
-    assert lo.max_concurrency and hi.max_concurrency and lo.output_throughput and hi.output_throughput
-    if hi.max_concurrency < 2 * lo.max_concurrency:
-        return None
-    gain = hi.output_throughput / lo.output_throughput
-    if gain > 1.25:
-        return None
-    claim = (f"Output throughput stays flat as offered load rises: {lo.output_throughput:g} tok/s at concurrency "
-             f"{lo.max_concurrency} and {hi.output_throughput:g} tok/s at {hi.max_concurrency} ({gain:.2f}x for "
-             f"{hi.max_concurrency / lo.max_concurrency:g}x the load). A GPU-bound decode gains throughput with "
-             "batch; flat throughput means a fixed-rate stage limits it (a CPU thread, the engine's admission, or "
-             "the path in front of the engine).")
-    return Finding(id="account-flat-throughput", category="workload", confidence=0.7, evidence=[oe[0].id],
-                   bound="latency", title=f"Throughput is flat from concurrency {lo.max_concurrency} to "
-                   f"{hi.max_concurrency} ({gain:.2f}x)", claim=claim,
-                   short=f"throughput is flat ({gain:.2f}x) from concurrency {lo.max_concurrency} to "
-                   f"{hi.max_concurrency}.", symptoms=["throughput"],
-                   numbers=[_num("throughput gain over the concurrency sweep", gain, "x", oe[0].id)],
-                   recommendations=["Find the fixed-rate stage: the resource account during the high-concurrency "
-                                    "run (GPU busy share, the engine's busiest thread, its queue)."])
-
-
 # --- the findings and the bound ------------------------------------------------------------------------------------
 
 
@@ -408,8 +351,8 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
     """The account's findings: the GPUs' busy share first, then each saturated resource, then what the load says."""
     a = _account(v)
     out: list[Finding] = []
-    client = _client(v, a)
-    flat = _flat_load(v)
+    client = client_limited(v, a.ev if a else None, a.busy if a else None)
+    flat = flat_throughput(v)
     if a is None or a.busy is None:
         return [f for f in (client, flat) if f]
     idle_share = max(0.0, 1.0 - a.busy / 100.0)

@@ -752,13 +752,21 @@ def resource_account(v: EvidenceView) -> list[Finding]:
     return account_findings(v)
 
 
+def load_runs(v: EvidenceView) -> list[Finding]:
+    """Every benchmark run used and compared with the others; see load_rules."""
+    from orchestrator.analysis.load_rules import runs_compared
+
+    found = runs_compared(v)
+    return [found] if found else []
+
+
 from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
 
 
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
-    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account,
+    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
 ]
 

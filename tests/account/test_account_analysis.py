@@ -121,3 +121,34 @@ def test_a_far_ttft_cites_what_the_account_shows():
     assert not re.search(r"(?<!not )compute-bound", text), text
     assert "The resource account shows where: the GPUs were busy 23 %" in text
     assert d.causes[0].title.startswith("A CPU thread of the engine is saturated")
+
+
+def _bench(conc: int, out: float, itl: float, rate: float | str = "inf", req: float | None = None) -> dict:
+    return {"format": "vllm-bench-serve", "source": f"c{conc}.json", "max_concurrency": conc, "request_rate": rate,
+            "output_throughput": out, "request_throughput": req, "input_len": 1024, "output_len": 128,
+            "ttft": {"p50": 80.0}, "itl": {"p50": itl}}
+
+
+def test_every_bench_run_is_used_and_flat_throughput_points_before_the_gpu():
+    from orchestrator.analysis.load_rules import flat_throughput, runs_compared
+
+    obs = {"bench": [_bench(16, 2000, 8), _bench(64, 2100, 30), _bench(256, 2150, 118)]}
+    v = EvidenceView([obs_ev("e3", obs)], Observations.model_validate(obs))
+    cmp = runs_compared(v)
+    assert cmp is not None and cmp.claim.count("concurrency") >= 3
+    assert "output throughput 1.07x" in cmp.claim and "median ITL 14.75x" in cmp.claim
+    flat = flat_throughput(v)
+    assert flat is not None and "2000 tok/s at concurrency 16 and 2150 tok/s at 256 (1.07x for 16x the load)" in flat.claim
+    rising = {"bench": [_bench(16, 2000, 8), _bench(256, 9000, 28)]}
+    assert flat_throughput(EvidenceView([obs_ev("e3", rising)], Observations.model_validate(rising))) is None
+
+
+def test_achieved_equal_to_offered_rate_means_the_client_set_the_throughput():
+    from orchestrator.analysis.load_rules import client_limited
+
+    obs = {"bench": [_bench(0, 500, 9, rate=4.0, req=3.98)]}
+    obs["bench"][0].pop("max_concurrency")
+    f = client_limited(EvidenceView([obs_ev("e3", obs)], Observations.model_validate(obs)))
+    assert f is not None and "offered 4 requests/s" in f.claim
+    obs["bench"][0]["request_throughput"] = 2.1  # the server fell behind: not the client
+    assert client_limited(EvidenceView([obs_ev("e3", obs)], Observations.model_validate(obs))) is None

@@ -760,13 +760,20 @@ def load_runs(v: EvidenceView) -> list[Finding]:
     return [found] if found else []
 
 
+def what_fits(v: EvidenceView) -> list[Finding]:
+    """Weight bytes against GPU memory x the parallel degree and against what nvidia-smi shows in use; see fit_rules."""
+    from orchestrator.analysis.fit_rules import fit_findings
+
+    return fit_findings(v)
+
+
 from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
 
 
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
-    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs,
+    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs, what_fits,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
 ]
 

@@ -152,3 +152,21 @@ def test_achieved_equal_to_offered_rate_means_the_client_set_the_throughput():
     assert f is not None and "offered 4 requests/s" in f.claim
     obs["bench"][0]["request_throughput"] = 2.1  # the server fell behind: not the client
     assert client_limited(EvidenceView([obs_ev("e3", obs)], Observations.model_validate(obs))) is None
+
+
+def test_what_fits_where_shows_the_arithmetic():
+    from orchestrator.analysis.fit_rules import fit_findings
+
+    big = {"model": {"name": "Llama-3.1-405B-Instruct"}, "runs": [{"tp": 4}]}
+    [f] = fit_findings(EvidenceView([ev("e1", inventory(H100, "9.0", n=4), tool="gpu_inventory"), obs_ev("e3", big)],
+                                    Observations.model_validate(big)))
+    assert f.id == "fit-weights-exceed-gpu-memory"
+    assert "405.0 B parameters x 2 bytes (bf16) = 754.4 GiB of weights; over 4 GPUs (TP4 x PP1) 188.6 GiB each" in f.claim
+    # an 8B model at TP1 whose GPU shows 6 GiB in use: most of its 15 GiB of weights are not on the GPU
+    small = {"model": {"name": "Llama-3.1-8B-Instruct"}, "runs": [{"tp": 1}]}
+    a = account(90)
+    a.gpus[0].memory_used_mib, a.gpus[0].memory_total_mib = 6144, 81559
+    found = fit_findings(view(a, small))
+    assert [x.id for x in found] == ["fit-weights-not-on-gpu"] and "6.0 GiB in use" in found[0].claim
+    a.gpus[0].memory_used_mib = 72000  # weights and the KV pool: everything on the GPU
+    assert [x.id for x in fit_findings(view(a, small))] == ["fit-weights-per-gpu"]

@@ -615,6 +615,14 @@ def main():
     hb["stat"] = try_read(out, hp("/proc/stat"))
     rocm_b = rocm_busy() if isinstance(smi, Exception) else None
     out["window_s"] = round(window, 3)
+    # rates over the kernel's own elapsed time between the two /proc/stat readings (the CPUs' ticks, idle included,
+    # per CPU): the counters read beside it are of that same span; the wall clock stands in when they disagree
+    ta, n_cpus = cpu_times(ha["stat"])
+    tb, _ = cpu_times(hb["stat"])
+    if ta and tb and n_cpus:
+        kernel = (sum(tb) - sum(ta)) / float(n_cpus) / clk
+        if 0.5 * window <= kernel <= 2.0 * window:
+            window = kernel
     out["host"] = host_account(out, ha, hb, window)
     # thread CPU against the kernel's own clock when /proc/stat was read (ticks per CPU over the window), else wall
     ticks = out["host"].pop("cpu_ticks_per_cpu", None)

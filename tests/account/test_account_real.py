@@ -210,3 +210,24 @@ async def test_cpu_quota_throttling_is_read_from_the_processes_cgroup(sshd_facto
                 break
             except OSError:
                 time.sleep(0.05)
+
+
+async def test_amd_gpus_without_nvidia_smi_are_sampled_from_the_amdgpu_busy_file(tmp_path):
+    """No nvidia-smi: the amdgpu driver's gpu_busy_percent (Documentation/gpu/amdgpu/driver-misc.rst) is polled
+    through the window under a staged root, a reading per interval."""
+    from orchestrator.hosts.local import LocalHost
+    from support.staged_host import EnvHost
+
+    root = tmp_path / "root"
+    for card, busy in (("card0", "17\n"), ("card1", "64\n")):
+        d = root / "sys/class/drm" / card / "device"
+        d.mkdir(parents=True)
+        (d / "gpu_busy_percent").write_text(busy)
+    (root / "sys/class/drm/renderD128").mkdir(parents=True)  # not a card
+    path = ":".join(p for p in os.environ.get("PATH", "").split(":") if not os.path.exists(os.path.join(p, "nvidia-smi")))
+    host = EnvHost(LocalHost(), {"INVESTIGATE_NODE_ROOT": str(root), "PATH": path})
+    acct = await collect_account(host, 1.0)
+    by = {g.bus_id: g for g in acct.gpus}
+    assert set(by) == {"card0", "card1"} and by["card0"].busy_pct == 17 and by["card1"].busy_pct == 64
+    assert all(g.samples >= 3 for g in acct.gpus)  # a window of readings, not one
+    assert not any(g.what.startswith("/sys/class/drm") for g in acct.gaps)

@@ -1,8 +1,8 @@
 """The resource account of a GPU host: where the time goes, sampled over a short window. Read-only.
 
 stdlib only, Python >= 3.8. Params (JSON, argv[1]): {"sample_s": 3.0, "interval_ms": 200, "max_threads": 24}.
-Two readings of every kernel counter, `sample_s` apart, give rates; `nvidia-smi --query-gpu ... -lms` (or rocm-smi,
-polled) runs through the window and gives each GPU's busy fraction over it, not one snapshot. Prints one JSON object:
+Two readings of every kernel counter, `sample_s` apart, give rates; `nvidia-smi --query-gpu ... -lms` (or the amdgpu
+driver's gpu_busy_percent, polled) runs through the window and gives each GPU's busy fraction over it, not one snapshot. Prints one JSON object:
   window_s, clk_tck, gpus[] (busy mean/min/max over the samples, memory, power, SM clock, per-sample series),
   host (CPUs online/busy/steal/iowait, loadavg, governor, MemAvailable, swap in/out, PSI, NIC rates),
   processes[] (the serving / GPU-holding processes: CPU, threads with comm/state/CPU/ctxt switches, major faults,
@@ -557,15 +557,26 @@ def gpu_account(samples):
     return out
 
 
-def rocm_busy():
-    """{card: busy %} from `rocm-smi --showuse --json` ({"card0": {"GPU use (%)": "23"}}), or None."""
-    try:
-        proc = subprocess.run(["rocm-smi", "--showuse", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=10)
-        data = json.loads(proc.stdout.decode("utf-8", "replace") or "{}")
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return None
-    return {k: num(v.get("GPU use (%)")) for k, v in data.items() if isinstance(v, dict)}
+def amd_busy_files():
+    """(card, path) of the amdgpu driver's gpu_busy_percent files (Documentation/gpu/amdgpu/driver-misc.rst)."""
+    base = hp("/sys/class/drm")
+    out = []
+    for card in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        path = os.path.join(base, card, "device", "gpu_busy_percent")
+        if re.match(r"card\d+$", card) and os.path.exists(path):
+            out.append((card, path))
+    return out
+
+
+def amd_account(series):
+    """One GpuBusy-shaped entry per amdgpu card from its polled gpu_busy_percent."""
+    out = []
+    for i, (card, vals) in enumerate(sorted(series.items())):
+        out.append({"index": i, "bus_id": card, "samples": len(vals),
+                    "busy_pct": round(sum(vals) / len(vals), 1) if vals else None,
+                    "busy_min_pct": min(vals) if vals else None, "busy_max_pct": max(vals) if vals else None,
+                    "series": vals[:64]})
+    return out
 
 
 # --- the window --------------------------------------------------------------------------------------------------
@@ -602,18 +613,26 @@ def main():
         v2, v1 = cgroup_path(proc, pid)
         if v2 is not None or v1 is not None:
             cgroups[(v2, v1)] = (v2, v1)
-    rocm_a = rocm_busy() if isinstance(smi, Exception) else None
+    amd = amd_busy_files() if isinstance(smi, Exception) else []
+    amd_series = dict((card, []) for card, _ in amd)
     ha = host_snapshot(out, True)
     pa, ca = snapshot_processes(proc, list(kinds), cgroups)
     # /proc/stat right after the threads: their CPU is measured against the kernel's clock over the same span
     ha["stat"] = try_read(out, hp("/proc/stat"), "/proc/stat")
     t0 = time.monotonic()
-    time.sleep(sample_s)
+    while True:  # without nvidia-smi, poll the amdgpu busy files through the window (nvidia-smi -lms does its own)
+        for card, path in amd:
+            v = num((try_read(out, path) or "").strip())
+            if v is not None:
+                amd_series[card].append(v)
+        left = sample_s - (time.monotonic() - t0)
+        if left <= 0:
+            break
+        time.sleep(min(left, interval_ms / 1000.0) if amd else left)
     window = time.monotonic() - t0
     hb = host_snapshot(out, False)
     pb, cb = snapshot_processes(proc, list(kinds), cgroups)
     hb["stat"] = try_read(out, hp("/proc/stat"))
-    rocm_b = rocm_busy() if isinstance(smi, Exception) else None
     out["window_s"] = round(window, 3)
     # rates over the kernel's own elapsed time between the two /proc/stat readings (the CPUs' ticks, idle included,
     # per CPU): the counters read beside it are of that same span; the wall clock stands in when they disagree
@@ -630,14 +649,12 @@ def main():
     # GPUs
     if isinstance(smi, Exception):
         gap(out, "nvidia-smi", "not installed (not on PATH)" if isinstance(smi, FileNotFoundError) else why_not(smi))
-        out["gpus"] = []
-        if rocm_a or rocm_b:
-            out["gpus"] = [{"index": i, "bus_id": card, "samples": 2, "busy_pct": round(((rocm_a or {}).get(card, 0) or 0)
-                            / 2 + ((rocm_b or {}).get(card, 0) or 0) / 2, 1), "series": []}
-                           for i, card in enumerate(sorted(rocm_b or rocm_a or {}))]
-            out["commands"].append("rocm-smi --showuse --json")
+        out["gpus"] = amd_account(amd_series)
+        if amd:
+            out["commands"].append("/sys/class/drm/card*/device/gpu_busy_percent (polled)")
         else:
-            gap(out, "rocm-smi --showuse --json", "not installed: no GPU utilization over the window")
+            gap(out, "/sys/class/drm/card*/device/gpu_busy_percent", "no amdgpu card either: no GPU busy share over "
+                "the window")
     else:
         smi.terminate()
         try:

@@ -175,6 +175,39 @@ def _memory(a: Account) -> Finding | None:
                          "--swap-space), and check what else holds memory (`ps aux --sort=-rss`)."])
 
 
+def _memory_limit(a: Account) -> Finding | None:
+    """The container's memory limit reached: memory.current at memory.max, or the OOM killer counted in
+    memory.events (cgroup-v2.rst); errors go with the resource they happen on."""
+    for p in a.acct.processes:
+        c = p.cgroup
+        if c is None:
+            continue
+        kills = c.memory_events.get("oom_kill", 0)
+        full = (c.memory_max_bytes and c.memory_current_bytes is not None
+                and c.memory_current_bytes >= 0.95 * c.memory_max_bytes)
+        if not (kills or full):
+            continue
+        gib = 2**30
+        limit = f"{c.memory_max_bytes / gib:.1f} GiB" if c.memory_max_bytes else "its limit"
+        used = f"{c.memory_current_bytes / gib:.1f} GiB" if c.memory_current_bytes is not None else "?"
+        claim = (f"The serving process {p.name} ({p.pid}) runs in cgroup {c.path} whose memory is {used} of "
+                 f"{limit} (memory.max)" + (f"; the OOM killer has killed {kills} process(es) in it (memory.events "
+                                             f"oom_kill)" if kills else "") + ": at the limit the kernel reclaims "
+                 "the engine's pages and kills its workers, which restart and reload "
+                 "[https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-interface-files].")
+        return Finding(
+            id="account-memory-limit", category="workload", confidence=0.75, evidence=[a.ev], bound="latency",
+            title=f"The container's memory limit is reached ({used} of {limit}" + (f", {kills} OOM kills)" if kills
+                                                                                 else ")"),
+            claim=claim, short=f"the container's memory is at its limit ({used} of {limit}, {kills} OOM kills).",
+            symptoms=["errors", "startup", "throughput"],
+            numbers=[Number(name="cgroup OOM kills", value=kills, unit="count", source=a.ev)],
+            recommendations=["Raise the container's memory limit (Kubernetes resources.limits.memory, the cgroup's "
+                             "memory.max) above the engine's host memory (weights staged in RAM while loading, "
+                             "pinned buffers, CPU offload, swap space)."])
+    return None
+
+
 def _host_cpu(a: Account) -> Finding | None:
     h = a.acct.host_account
     cpu_psi = h.psi.get("cpu")
@@ -342,7 +375,7 @@ def _first(facts: dict, *keys: str) -> float | None:
 # --- the findings and the bound ------------------------------------------------------------------------------------
 
 
-SATURATION = (_cgroup, _memory, _filesystem, _thread, _host_cpu, _io, _nic, _turns)
+SATURATION = (_cgroup, _memory, _memory_limit, _filesystem, _thread, _host_cpu, _io, _nic, _turns)
 """In the order the account follows them when several fire: the cause before its symptom (a throttled cgroup
 makes its threads look saturated; swapping and network filesystems make the CPU wait)."""
 
@@ -431,7 +464,7 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     idle = by_id.get("account-gpu-idle")
     if idle is None:
         return None
-    order = ("account-cgroup-throttled", "account-memory-swap", "account-filesystem", "account-cpu-thread",
+    order = ("account-cgroup-throttled", "account-memory-swap", "account-memory-limit", "account-filesystem", "account-cpu-thread",
              "account-host-cpu", "account-io", "account-nic", "account-gpus-take-turns", "account-engine-queue",
              "account-client-limited", "account-no-load", "account-flat-throughput", "account-nothing-saturated")
     setter = next((by_id[i] for i in order if i in by_id), None)

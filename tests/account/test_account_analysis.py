@@ -170,3 +170,14 @@ def test_what_fits_where_shows_the_arithmetic():
     assert [x.id for x in found] == ["fit-weights-not-on-gpu"] and "6.0 GiB in use" in found[0].claim
     a.gpus[0].memory_used_mib = 72000  # weights and the KV pool: everything on the GPU
     assert [x.id for x in fit_findings(view(a, small))] == ["fit-weights-per-gpu"]
+
+
+def test_oom_kills_in_the_containers_memory_events_go_with_its_memory():
+    a = account(20)
+    a.processes[0].cgroup = CgroupAccount(version=2, path="/kubepods/p", memory_max_bytes=16 * 2**30,
+                                          memory_current_bytes=int(15.9 * 2**30), memory_events={"oom_kill": 3})
+    bound, reasoning, setter = account_bound(account_findings(view(a)))  # type: ignore[misc]
+    assert setter.id == "account-memory-limit" and "15.9 GiB of 16.0 GiB" in setter.claim and "killed 3" in setter.claim
+    a.processes[0].cgroup = CgroupAccount(version=2, path="/kubepods/p", memory_max_bytes=16 * 2**30,
+                                          memory_current_bytes=4 * 2**30, memory_events={"oom_kill": 0})
+    assert account_bound(account_findings(view(a)))[2].id == "account-nothing-saturated"  # type: ignore[index]

@@ -1,5 +1,5 @@
 """Every account case fails once its planted evidence is taken away: the saturated resource made ordinary (threads
-back to a third of a core, the cgroup unthrottled, the weights on local disk, no swapping or stalls, GPUs working
+back to a third of a core, the cgroup unthrottled and far from its memory limit, the weights on local disk, no swapping or stalls, GPUs working
 together, no benchmark, no engine metrics) while everything else of the case stays. A case that still passes then
 was met by something other than the evidence it plants."""
 
@@ -32,7 +32,7 @@ def neutralized(case: dict[str, Any]) -> dict[str, Any]:
         p["read_mbit"] = 0
         p["mounts"] = [[mp, "ext4", "/dev/nvme1n1"] for mp, _, _ in p.get("mounts") or []]
     if acct.get("cgroup"):
-        acct["cgroup"].update(throttled=0, pressure={})
+        acct["cgroup"].update(throttled=0, pressure={}, memory_events={}, memory_gib=1)
     acct.pop("swap", None)
     acct.pop("pressure", None)
     acct["cpu"] = {"busy": 0.05}

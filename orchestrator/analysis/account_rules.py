@@ -397,7 +397,7 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
             title=f"The GPUs are the busy resource ({a.busy:.0f} % of the window)",
             claim=f"{_idle_words(a).replace('GPU busy', 'GPUs busy')}: the time goes to GPU work, so the roofline and "
                   "the kernels decide the bound.", short=f"the GPUs were busy {a.busy:.0f} % of the window.",
-            numbers=[_num("GPU busy (mean over the window)", a.busy, "%", a.ev, peak=100.0)]))
+            numbers=[_num("GPU busy (mean over the window)", a.busy, "%", a.ev, peak=100.0)], symptoms=HOST_SYMPTOMS))
         out += [f.model_copy(update={"secondary": True}) for f in saturated if f.id == "account-gpus-take-turns"]
     elif a.busy < GPU_IDLE_PCT:
         lead = saturated[0] if saturated else queue

@@ -107,5 +107,5 @@ def fit_findings(v: "EvidenceView") -> list[Finding]:
             title=f"Weights {per_gpu / GIB:,.1f} GiB per GPU of {gpu_mem / GIB:,.0f} GiB",
             claim=f"{arith}: {(gpu_mem - per_gpu) / GIB:,.1f} GiB per GPU remain for the KV cache, activations and "
                   "CUDA graphs.", short=f"weights {per_gpu / GIB:,.1f} GiB per GPU of {gpu_mem / GIB:,.0f} GiB.",
-            numbers=numbers))
+            numbers=numbers, symptoms=["cost", "throughput"]))
     return out

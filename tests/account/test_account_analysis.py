@@ -181,3 +181,17 @@ def test_oom_kills_in_the_containers_memory_events_go_with_its_memory():
     a.processes[0].cgroup = CgroupAccount(version=2, path="/kubepods/p", memory_max_bytes=16 * 2**30,
                                           memory_current_bytes=4 * 2**30, memory_events={"oom_kill": 0})
     assert account_bound(account_findings(view(a)))[2].id == "account-nothing-saturated"  # type: ignore[index]
+
+
+async def test_the_roofline_tool_gives_a_dense_model_its_floors_instead_of_refusing():
+    from orchestrator.context import RunInputs
+    from orchestrator.tools.knowledge import Roofline, RooflineInput
+    from orchestrator.tools.mock import MockToolContext
+
+    obs = {"model": {**LLAMA_8B, "quantization": "fp8"}, "gpu": {"name": "NVIDIA H100 80GB HBM3"},
+           "runs": [{"tp": 1, "concurrency": 32, "input_len": 2048}]}
+    ctx = MockToolContext(inputs=RunInputs(question="why is TTFT high?", observations=obs))
+    out = await Roofline().run(RooflineInput(), ctx)
+    assert out.data["mode"] == "dense" and out.data["decode"]["batch"] == 32 and out.data["prefill"]["tokens"] == 2048
+    assert out.data["prefill"]["bound"] == "compute" and out.data["decode"]["bound"] == "memory"
+    assert "Dense roofline on NVIDIA H100" in out.text and "ms/step" in out.text

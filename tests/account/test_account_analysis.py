@@ -195,3 +195,20 @@ async def test_the_roofline_tool_gives_a_dense_model_its_floors_instead_of_refus
     assert out.data["mode"] == "dense" and out.data["decode"]["batch"] == 32 and out.data["prefill"]["tokens"] == 2048
     assert out.data["prefill"]["bound"] == "compute" and out.data["decode"]["bound"] == "memory"
     assert "Dense roofline on NVIDIA H100" in out.text and "ms/step" in out.text
+
+
+def test_stolen_cpu_a_full_nic_and_io_stalls_each_lead_when_they_are_what_is_saturated():
+    from orchestrator.probes.account_models import Nic, Psi, PsiLine
+
+    a = account(35)
+    a.host_account.steal_pct = 22
+    assert account_bound(account_findings(view(a)))[2].id == "account-host-cpu"  # type: ignore[index]
+    a = account(35)
+    a.host_account.nics = [Nic(name="eth0", rx_bytes_per_s=2.9e9, tx_bytes_per_s=1e8, speed_mbit=25000)]
+    bound, _, setter = account_bound(account_findings(view(a)))  # type: ignore[misc]
+    assert setter.id == "account-nic" and bound == "communication" and "93 % of its 25000 Mb/s" in setter.claim
+    a.host_account.nics[0].rx_bytes_per_s = 1e9  # 32 %: not saturated
+    assert account_bound(account_findings(view(a)))[2].id == "account-nothing-saturated"  # type: ignore[index]
+    a = account(35)
+    a.host_account.psi = {"io": Psi(some=PsiLine(avg10=40, window_pct=45))}
+    assert account_bound(account_findings(view(a)))[2].id == "account-io"  # type: ignore[index]

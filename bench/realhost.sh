@@ -5,7 +5,8 @@
 #
 #   bash bench/realhost.sh            (OUT: where results go; the device tool sets it)
 #
-# Prints: each probe alone, `investigate probe` and an offline investigation (3 runs each, per-tool and per-probe
+# Prints: the offline investigation with and without the resource account's sampling window (issue 26; SKIP_ACCOUNT=1
+# leaves it out), each probe alone, `investigate probe` and an offline investigation (3 runs each, per-tool and per-probe
 # times from the transcript); the fatbin reader against cuobjdump; the GEMM probe's default sweep against an
 # independent timing, with its held points' power and clock. Everything lands in $OUT/realhost.tgz.
 set -u
@@ -28,6 +29,20 @@ if [ -n "${POWER_VARIANT:-}" ]; then
   echo "== the same runs with INVESTIGATE_POWER_SAMPLE_S=$POWER_VARIANT"
   INVESTIGATE_POWER_SAMPLE_S="$POWER_VARIANT" python3 bench/realhost.py --skip-alone --runs 2 --out "$W/power$POWER_VARIANT" \
     --observations "$OBS" 2>&1 | tee "$W/realhost_power.txt"
+fi
+if [ -z "${SKIP_ACCOUNT:-}" ]; then
+  # Issue 26: the resource account samples the host for a window (default 3 s) beside the other probes; it must add
+  # at most 0.5 s to an offline investigation. "before": the same runs with the resource-account agent overridden by
+  # one that has no tools and no plan (nothing sampled, nothing prefetched); "after" is the default section above.
+  NOACCT="$W/no_account_agents"; mkdir -p "$NOACCT"
+  printf '%s\n' '---' 'name: resource-account' 'description: "disabled for the window measurement"' 'model: inherit' \
+    'tools: []' 'max_turns: 1' 'timeout_s: 60' 'max_tokens_budget: 1000' 'plan: []' '---' 'Disabled.' > "$NOACCT/resource-account.md"
+  echo "== the account's window: the same runs without the resource account (compare 'run s' with the table above)"
+  INVESTIGATE_AGENTS_DIR="$NOACCT" python3 bench/realhost.py --skip-alone --runs "${RUNS:-3}" --out "$W/no_account" \
+    --observations "$OBS" 2>&1 | tee "$W/realhost_no_account.txt"
+  echo "== and with a 1 s window (INVESTIGATE_ACCOUNT_SAMPLE_S=1)"
+  INVESTIGATE_ACCOUNT_SAMPLE_S=1 python3 bench/realhost.py --skip-alone --runs 2 --out "$W/account_1s" \
+    --observations "$OBS" 2>&1 | tee "$W/realhost_account_1s.txt"
 fi
 echo "== start-up: what importing the CLI and the run's modules costs (python -X importtime, slowest self times)"
 python3 -X importtime -c "import orchestrator.cli, orchestrator.api, orchestrator.tools.registry, orchestrator.analysis.synthesis" \

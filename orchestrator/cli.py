@@ -357,6 +357,8 @@ def ask(
     offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
     agents: List[Path] = typer.Option([], "--agents", metavar="DIR", help="directory of extra agent definitions (repeatable)"),
     measure: bool = typer.Option(False, "--measure", help="allow probes that load the GPU (GEMM, all-reduce)"),
+    sample_s: Optional[float] = typer.Option(None, "--sample-s", metavar="SECONDS", help="the resource account's "
+                                             "sampling window (default 3 s; it overlaps the other probes)"),
     transcript: Optional[Path] = typer.Option(None, "--transcript", metavar="FILE", help="where to write the transcript"),
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html", help="also write a self-contained HTML report"),
     as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document (the diagnosis)"),
@@ -379,6 +381,10 @@ def ask(
     _check_writable(report, "--report", "report")
     _check_writable(transcript, "--transcript", "transcript", create_parents=True)
     settings = _settings()
+    if sample_s is not None:
+        if not 0 < sample_s <= 60:
+            raise BadInput(f"--sample-s {sample_s:g} is out of range; pass a window between 0 and 60 seconds")
+        settings = settings.model_copy(update={"account_sample_s": float(sample_s)})
     local = not (host or hosts_file or slurm or k8s)
     for p in _missing_local_logs(log, None if local else "remote"):
         sys.stderr.write(f"warning: --log {_shown(p)} not found on this machine; it is listed under the diagnosis's gaps\n")

@@ -121,6 +121,9 @@ class Settings(BaseSettings):
     power_sample_s: float = 2.0
     """How long the power and clock sampler watches the GPUs (2 s: four readings at the default 0.5 s interval; it
     is the longest of the read-only probes, so it sets an offline investigation's wall time)."""
+    account_sample_s: float = Field(default=3.0, gt=0, le=60)
+    """The resource account's sampling window (probes/account.py): GPUs, threads, cgroup and host counters are read at
+    both ends of it. It starts with the other prefetched probes, so it overlaps the investigation (CLI --sample-s)."""
     prefetch_probes: bool = True
     """Start the read-only probes the agents may call as soon as the host is connected (probes/session.py)."""
 

@@ -745,6 +745,28 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
     return rule(v)
 
 
+def resource_account(v: EvidenceView) -> list[Finding]:
+    """Where the time goes: the GPUs' busy share over a window and the saturated resource; see account_rules."""
+    from orchestrator.analysis.account_rules import account_findings
+
+    return account_findings(v)
+
+
+def load_runs(v: EvidenceView) -> list[Finding]:
+    """Every benchmark run used and compared with the others; see load_rules."""
+    from orchestrator.analysis.load_rules import runs_compared
+
+    found = runs_compared(v)
+    return [found] if found else []
+
+
+def what_fits(v: EvidenceView) -> list[Finding]:
+    """Weight bytes against GPU memory x the parallel degree and against what nvidia-smi shows in use; see fit_rules."""
+    from orchestrator.analysis.fit_rules import fit_findings
+
+    return fit_findings(v)
+
+
 from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
 from orchestrator.analysis.references import reference_rule  # noqa: E402  (published reference throughput)
 
@@ -752,7 +774,7 @@ from orchestrator.analysis.references import reference_rule  # noqa: E402  (publ
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
-    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency,
+    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs, what_fits,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
     reference_rule,  # the user's throughput against published figures (analysis/references.py)
 ]

@@ -25,6 +25,10 @@ from orchestrator.analysis.roofline import bytes_per_elem, experts_touched
 
 LAUNCH_BOUND_RATIO = 3.0
 """A decode step this many times its memory floor, at a small batch, with CUDA graphs off: launch-bound."""
+FAR_RATIO = 5.0
+"""A phase this many times its roofline floor is not bound by that roof: the GPU work the floor counts is a fifth of
+the time or less (well-run decode sits within 1.5-3x of its memory floor, prefill within 2x of its compute floor), so
+the time goes elsewhere and the phase is never called compute- or memory-bound."""
 
 
 @dataclass
@@ -189,6 +193,11 @@ def judge_decode(measured_ms: float, label: str, floor: PhaseFloor, *, cuda_grap
     elif tp > 1 and nvlink is False and ratio >= 2.0:
         bound, reason = "communication", (f"{ratio:.1f}x its floor at TP{tp} over PCIe: two all-reduces per layer "
                                           "per step cost more than the weight reads")
+    elif ratio >= FAR_RATIO:
+        bound, reason = "latency", (f"{ratio:.1f}x its {floor.bound} floor at batch {floor.tokens}: the weight and KV "
+                                    f"reads the floor counts are {100 / ratio:.0f} % of each step, so the step's time "
+                                    "is spent elsewhere (the host's scheduling and launches, queueing, preemption and "
+                                    "recomputation, communication), not in a memory or compute limit")
     else:
         bound = floor.bound
         reason = (f"intensity {floor.intensity:.0f} FLOP/B against a ridge of {floor.ridge:.0f}: "
@@ -198,9 +207,12 @@ def judge_decode(measured_ms: float, label: str, floor: PhaseFloor, *, cuda_grap
 
 def judge_prefill(measured_ms: float, label: str, floor: PhaseFloor) -> PhaseVerdict:
     ratio = measured_ms / floor.floor_ms if floor.floor_ms > 0 else float("inf")
+    if ratio >= FAR_RATIO:
+        reason = (f"{ratio:.0f}x one prefill's {floor.bound} floor for {floor.tokens} prompt tokens: the prefill's GPU "
+                  f"work is {100 / ratio:.1f} % of the TTFT, so the request waits elsewhere (queueing behind other "
+                  "requests, chunked prefill interleaved with decode, tokenization or the host), not on a compute or "
+                  "memory limit")
+        return PhaseVerdict("prefill", measured_ms, label, floor, ratio, "latency", reason)
     reason = (f"{floor.tokens} prompt tokens at {floor.intensity:.0f} FLOP/B against a ridge of {floor.ridge:.0f}: "
               + ("compute-bound" if floor.bound == "compute" else "memory-bound (a short prompt)"))
-    if ratio >= 5:
-        reason += ("; the measured TTFT is far above one prefill's compute, so it waits: queueing behind other "
-                   "prefills, or chunked prefill interleaved with decode")
     return PhaseVerdict("prefill", measured_ms, label, floor, ratio, floor.bound, reason)

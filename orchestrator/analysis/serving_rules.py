@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.analysis.account_rules import where_time_went
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.serving import (
-    PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
+    FAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
     shape_from_observations,
 )
 from orchestrator.diagnosis import Number
@@ -129,6 +130,7 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
     asked = question_phase(question) if question else None
     findings: list[Finding] = []
     base_ev = [*g.evidence, *([eng_ev] if eng_ev else [])]
+    elsewhere, acct_ev = where_time_went(v)
     src = f"{g.spec.name} {peak:g} TFLOPS {c_dtype} dense, {bw:g} GB/s ({g.spec.source})"
     where = f"{g.count} x {g.name}" if g.count > 1 else g.name
     for inp in inputs[:2]:
@@ -140,11 +142,11 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
             fl = decode_floor(shape, batch, dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
             verdict = judge_decode(inp["itl_ms"], f"{inp['itl_name']} ({inp['label']})", fl, cuda_graphs=cuda_graphs,
                                    tp=tp, nvlink=nvlink)
-            findings.append(_finding(verdict, ev, shape.source, dtype_src, where, tp, src, asked))
+            findings.append(_finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere))
         if inp["ttft_ms"] and inp["input_len"]:
             fl = prefill_floor(shape, int(inp["input_len"]), dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
             verdict = judge_prefill(inp["ttft_ms"], f"median TTFT ({inp['label']})", fl)
-            findings.append(_finding(verdict, ev, shape.source, dtype_src, where, tp, src, asked))
+            findings.append(_finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere))
         if findings:
             break
     return findings
@@ -163,7 +165,7 @@ _RECS = {
 
 
 def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, where: str, tp: int, src: str,
-             asked: str | None) -> Finding:
+             asked: str | None, elsewhere: str | None = None) -> Finding:
     fl = vd.floor
     phase = "Decode" if vd.phase == "decode" else "Prefill"
     unit_what = (f"batch {fl.tokens} per step" if vd.phase == "decode" else f"{fl.tokens}-token prompts")
@@ -171,9 +173,13 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
     if asked:
         about = (" The question is about this phase." if asked == vd.phase else
                  f" (The question is about {asked}; this is the other phase.)")
+    far = vd.ratio >= FAR_RATIO
+    verdict = (f"{phase} is not {fl.bound}-bound: {vd.reason}." if far else
+               f"{phase} is {vd.bound}-bound here: {vd.reason}.")
     claim = (f"{phase}: {vd.measured_label} is {vd.measured_ms:.1f} ms at {unit_what} on {where} (TP{tp}), against a "
-             f"roofline floor of {fl.floor_ms:.2f} ms ({vd.ratio:.1f}x). {phase} is {vd.bound}-bound here: "
-             f"{vd.reason}.{about}")
+             f"roofline floor of {fl.floor_ms:.2f} ms ({vd.ratio:.1f}x). {verdict}{about}")
+    if far and elsewhere:
+        claim += f" The resource account shows where: {elsewhere}"
     numbers = [
         Number(name=f"{vd.phase} latency ({'TTFT' if vd.phase == 'prefill' else 'ITL'}) vs roofline floor",
                value=round(vd.measured_ms, 3), unit="ms", peak=None, source=vd.measured_label,
@@ -182,19 +188,26 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
                note=f"{shape_src}; weights {dtype_src}; compute {fl.compute_ms:.3g} ms, memory {fl.memory_ms:.3g} ms"),
     ]
     entry = _entry()
-    recs = list(_RECS.get(vd.bound, []))
-    if vd.phase == "prefill" and vd.ratio >= 5:
+    recs = list(_RECS.get(vd.bound, [])) if not far or vd.phase == "decode" and "CUDA graphs off" in vd.reason else []
+    if far:
+        recs.append("Find where the time goes before tuning kernels: the GPUs' busy share over a window (the resource "
+                    "account), the engine's waiting queue, and the latency split into queue and GPU time (vLLM's "
+                    "vllm:request_queue_time_seconds and vllm:request_prefill_time_seconds histograms).")
+    if vd.phase == "prefill" and far:
         recs.append("TTFT far above one prefill's compute is waiting time: check the waiting queue and the chunked-"
                     "prefill budget (max_num_batched_tokens) against the prompt lengths.")
     if entry is not None:
         claim += f" [{entry.source}]"
         recs = [f"{r} [{entry.source}]" for r in recs]
     short = (f"{phase} {vd.measured_ms:.1f} ms is {vd.ratio:.1f}x its roofline floor of {fl.floor_ms:.2f} ms at "
-             f"{unit_what}: {vd.bound}-bound ({vd.reason}).")
+             + (f"{unit_what}: the time is spent outside the GPU work the floor counts." if far else
+                f"{unit_what}: {vd.bound}-bound ({vd.reason})."))
     return Finding(
         id=f"serving-{vd.phase}-vs-roofline", claim=claim, confidence=0.6 if vd.ratio >= 1 else 0.4, evidence=ev,
         recommendations=recs, category="workload", title=f"{phase} runs {vd.ratio:.1f}x its roofline floor "
-        f"({vd.bound}-bound at {unit_what})", numbers=numbers, bound=vd.bound, short=short,
+        + (f"(the time is spent outside GPU work at {unit_what})" if far else f"({vd.bound}-bound at {unit_what})"),
+        numbers=numbers, bound=vd.bound, short=short, symptoms=["ttft"] if vd.phase == "prefill" else ["itl", "throughput"],
+        explains=round(1 - 1 / vd.ratio, 2) if far else None,
         entry=entry.id if entry is not None else "", secondary=asked is not None and asked != vd.phase,
         data={"phase": vd.phase, "asked": asked == vd.phase,
               "serving": {"phase": vd.phase, "measured_ms": vd.measured_ms, "floor_ms": fl.floor_ms,

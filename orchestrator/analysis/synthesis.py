@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from orchestrator.analysis import node_view
+from orchestrator.analysis.account_rules import account_bound
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
 from orchestrator.diagnosis import Bound, Cause, Gap, Number, Recommendation, SubmittedDiagnosis, sentence_case
@@ -70,6 +71,9 @@ def _as_bound(bound: FindingBound | None, default: Bound) -> Bound:
 
 def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     """The bound, its reasoning, and the catalog finding that set it (ranked first), if one did."""
+    acct = account_bound(findings)  # where the time goes (analysis/account_rules.py): the GPUs idle, and on what
+    if acct is not None:
+        return acct
     by_id = {f.id: f for f in findings}
     comm = by_id.get("parallelism-points-at-communication")
     measured = by_id.get("comm-vs-gemm")

@@ -423,12 +423,14 @@ class LogScan(ProbeModel):
 
 
 def _probe_models() -> dict[str, type[ProbeModel]]:
+    from orchestrator.probes.account_models import ACCOUNT_MODELS
     from orchestrator.probes.engine_models import EngineReport
     from orchestrator.probes.measure_models import MEASURE_MODELS
     from orchestrator.probes.node_models import NODE_MODELS
 
     models: tuple[type[ProbeModel], ...] = (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory,
-                                            LogScan, *MEASURE_MODELS, *NODE_MODELS, EngineReport)
+                                            LogScan, *MEASURE_MODELS, *NODE_MODELS, EngineReport,
+                                            *ACCOUNT_MODELS)
     return {m.model_fields["kind"].default: m for m in models}
 
 

@@ -151,9 +151,15 @@ class Roofline(Tool):
         if obs is None:
             raise ToolFailure("no observations to derive MoE decode shapes from; pass m, n, k and dtype for a GEMM")
         got = moe_args_from(obs, spec, caps)
+        if got is None and args.mode != "moe_decode":
+            dense = _dense_floors(obs, spec, caps)  # a dense model needs only its layer shapes or parameter count
+            if dense is not None:
+                return dense
         if got is None:
-            raise ToolFailure("observations lack model.num_experts/top_k/hidden_size/moe_intermediate_size or a run "
-                              "with concurrency/batch, or the GPU's peak for this dtype is not verified")
+            raise ToolFailure("observations lack the model's size (model.hidden_size/num_layers/intermediate_size, "
+                              "active_params_b or a name with its size such as 8B) or, for MoE, num_experts/top_k/"
+                              "moe_intermediate_size and a run with concurrency/batch; or the GPU's peak for this dtype "
+                              "is not verified")
         kwargs, run = got
         r = moe_decode_roofline(**kwargs)
         achieved = run.total_tok_s or run.output_tok_s
@@ -166,6 +172,40 @@ class Roofline(Tool):
                 + f" Sources: {spec.source}.")
         return ToolOutput(text=text, data={"kind": "roofline", "mode": "moe_decode", "gpu": spec.name, "run": run.name,
                                            "achieved_tok_s": achieved, "result": r.model_dump()})
+
+
+def _dense_floors(obs, spec: knowledge.GpuSpec, caps) -> ToolOutput | None:
+    """Prefill and decode floors of a dense model from the observations (analysis/serving.py's arithmetic)."""
+    from orchestrator.analysis.serving import decode_floor, prefill_floor, shape_from_observations
+
+    shape = shape_from_observations(obs.model) if obs.model else None
+    if shape is None or shape.expert_params or not spec.mem_bw_gbs:
+        return None
+    dtype = (obs.model.quantization if obs.model and obs.model.quantization else "bf16").lower()
+    if knowledge.dtype_info(dtype) is None:
+        dtype = "bf16"
+    peak, _ = compute_peak(spec, caps, dtype)
+    if not peak:
+        return None
+    run = obs.runs[0] if obs.runs else None
+    bench = obs.bench[0] if obs.bench else None
+    batch = (run.decode_batch if run and run.decode_batch else None) or (bench.max_concurrency if bench else None) or 1
+    prompt = int((run.input_len if run and run.input_len else None) or (bench.input_len if bench and bench.input_len
+                                                                        else 0) or 1024)
+    gpus = run.gpus if run else 1
+    dec = decode_floor(shape, batch, dtype=dtype, peak_tflops=peak, bandwidth_gbs=spec.mem_bw_gbs, gpus=gpus)
+    pre = prefill_floor(shape, prompt, dtype=dtype, peak_tflops=peak, bandwidth_gbs=spec.mem_bw_gbs, gpus=gpus)
+    text = (f"Dense roofline on {spec.name} ({dtype}, {gpus} GPU{'s' if gpus > 1 else ''}, {shape.source}): decode at "
+            f"batch {batch}: floor {dec.floor_ms:.3g} ms/step ({dec.bound}-bound at {dec.intensity:.0f} FLOP/B vs "
+            f"ridge {dec.ridge:.0f}); prefill of {prompt} tokens: floor {pre.floor_ms:.3g} ms ({pre.bound}-bound). "
+            f"A measured latency within a small factor of its floor is GPU work; many times it, the time is spent "
+            f"elsewhere. Sources: {spec.source}.")
+    data = {"kind": "roofline", "mode": "dense", "gpu": spec.name, "dtype": dtype, "gpus": gpus,
+            "decode": {"batch": batch, "floor_ms": dec.floor_ms, "bound": dec.bound, "compute_ms": dec.compute_ms,
+                       "memory_ms": dec.memory_ms},
+            "prefill": {"tokens": prompt, "floor_ms": pre.floor_ms, "bound": pre.bound,
+                        "compute_ms": pre.compute_ms, "memory_ms": pre.memory_ms}}
+    return ToolOutput(text=text, data=data)
 
 
 class NoArgs(BaseModel):

@@ -83,6 +83,10 @@ def default_probe_calls(inputs: "RunInputs", settings: "Settings", host: Host, t
         calls.append(lambda: _autotune(host, python, None, shape, [], prefetch=True))
     if "kernel_inventory" in tools:
         calls.append(lambda: _kernels(host, None, python, prefetch=True))
+    if "resource_account" in tools:
+        from orchestrator.tools.account import prefetch_call
+
+        calls.append(lambda: prefetch_call(host, settings.account_sample_s))
     return calls
 
 

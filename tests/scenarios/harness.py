@@ -26,7 +26,7 @@ from support.sshd import start_sshd
 from support.stagers import stage
 
 ROOT = Path(__file__).resolve().parent
-CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy")
+CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy", "account")
 
 
 class Expect(BaseModel):
@@ -187,7 +187,7 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
         try:
             result = await investigate(case.question, host=sshd.alias, ssh_config=str(sshd.ssh_config),
                                        observations=case.observations, logs=ctx.logs, offline=True, transcript=False,
-                                       settings=Settings(power_sample_s=0.3))
+                                       settings=Settings(power_sample_s=0.3, account_sample_s=1.0))
         finally:
             sshd.stop()
     finally:

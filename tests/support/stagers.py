@@ -242,3 +242,4 @@ def stage_env(ctx: StageContext, arg: Any) -> None:
 # Stager modules of the node and serving-engine prongs register theirs on import:
 from support import stage_engine  # noqa: E402,F401
 from support import stage_node  # noqa: E402,F401
+from support import stage_account  # noqa: E402,F401

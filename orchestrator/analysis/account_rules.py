@@ -1,0 +1,479 @@
+"""Where the time goes: the resource account (probes/account.py) turned into findings, and the bound it sets.
+
+The USE method (https://www.brendangregg.com/usemethod.html): for every resource its utilization, saturation and
+errors, and the saturated one is the bound. The GPU is the bound only when the GPUs are busy over the window; when
+they are not, the account says so first, with the numbers, and names what they wait for: a serving thread at a full
+core, the cgroup's CPU quota, the host's CPUs, memory and swap, a network or FUSE filesystem, I/O, a NIC, the
+engine's queue, or the load the client offered. When nothing is saturated it says that, and names the next
+measurement. Pure: evidence in, findings out.
+
+Thresholds are named here, each with why; percentages are of the sampling window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from orchestrator.analysis.load_rules import client_limited, flat_throughput
+from orchestrator.diagnosis import Bound, Number
+from orchestrator.findings import Finding, Symptom
+from orchestrator.probes.account_models import ProcessAccount, ResourceAccount, ThreadAccount
+from orchestrator.probes.engine_models import EngineReport
+
+if TYPE_CHECKING:
+    from orchestrator.analysis.evidence_view import EvidenceView
+
+GPU_BUSY_PCT = 80.0
+"""At or above: the GPUs are the busy resource and the roofline (kernels, memory, compute) decides the bound."""
+GPU_IDLE_PCT = 60.0
+"""Below: the GPUs wait much of the window, and the account names what for before any kernel finding leads."""
+THREAD_SATURATED_PCT = 85.0
+"""A thread at this share of one core is saturated: a single-threaded stage runs flat out (Python holds one core)."""
+THROTTLED_PCT = 20.0
+"""Share of the window's CFS periods in which the cgroup ran out of quota (cgroup-v2.rst cpu.stat nr_throttled)."""
+SWAP_PAGES_S = 100.0
+"""Pages swapped in+out per second (/proc/vmstat pswpin/pswpout): sustained swapping, not a stray page."""
+PSI_PCT = 10.0
+"""Share of the window some task stalled on a resource (psi.rst `some`): above this the stall is a real cost."""
+HOST_CPU_PCT = 90.0
+STEAL_PCT = 10.0
+IOWAIT_PCT = 20.0
+FS_READ_BPS = 10e6
+"""A process reading its model files this fast from a network or FUSE filesystem is loading from it."""
+NIC_PCT = 80.0
+TURNS_SHARE = 0.6
+"""Share of busy samples in which exactly one GPU was busy: GPUs taking turns, not working together."""
+
+HOST_SYMPTOMS: list[Symptom] = ["throughput", "itl", "ttft"]
+
+
+@dataclass
+class Account:
+    """The account's evidence and the numbers the findings share."""
+
+    ev: str
+    acct: ResourceAccount
+    busy: float | None
+    """Mean GPU busy share of the window (the GPUs the serving processes hold)."""
+
+    @property
+    def window(self) -> str:
+        return f"{self.acct.window_s:.1f} s"
+
+    def gpus_line(self) -> str:
+        gpus = self.acct.sampled_gpus()
+        per = ", ".join(f"GPU {g.index} {g.busy_pct:.0f} %" for g in gpus[:8])
+        return f"{per}; {gpus[0].samples} samples" if gpus else ""
+
+
+def _account(v: "EvidenceView") -> Account | None:
+    for ev, m in v.probes("resource_account"):
+        if isinstance(m, ResourceAccount):
+            return Account(ev.id, m, m.gpu_busy_pct())
+    return None
+
+
+def _num(name: str, value: float, unit: str, ev: str, note: str = "", peak: float | None = None) -> Number:
+    return Number(name=name, value=round(value, 2), unit=unit, source=ev, note=note, peak=peak)
+
+
+def _busiest_thread(acct: ResourceAccount) -> tuple[ProcessAccount, ThreadAccount] | None:
+    pairs = [(p, t) for p in acct.processes for t in p.threads]
+    return max(pairs, key=lambda pt: pt[1].cpu_pct, default=None)
+
+
+def _idle_words(a: Account) -> str:
+    return f"GPU busy {a.busy:.0f} % of the {a.window} window ({a.gpus_line()})"
+
+
+def _mb(x: float) -> str:
+    return f"{x / 1e6:.0f} MB/s"
+
+
+# --- the saturated resources, in the order the account follows them ------------------------------------------------
+
+
+def _cgroup(a: Account) -> Finding | None:
+    for p in a.acct.processes:
+        c = p.cgroup
+        if c is None:
+            continue
+        pct = c.throttled_pct()
+        if pct is None or pct < THROTTLED_PCT:
+            continue
+        quota = f"{c.cpu_quota_cores:g} CPUs" if c.cpu_quota_cores else "its quota"
+        used = f", using {c.cpu_used_cores:g} CPUs" if c.cpu_used_cores is not None else ""
+        knob = "cpu.max" if c.version == 2 else "cpu.cfs_quota_us"
+        claim = (f"The serving process {p.name} ({p.pid}) runs in cgroup {c.path} limited to {quota} ({knob}){used}: "
+                 f"it was throttled in {c.nr_throttled_delta} of {c.nr_periods_delta} scheduler periods ({pct:.0f} %) "
+                 f"of the window, {c.throttled_ms_per_s or 0:.0f} ms per second. The engine's CPU threads (scheduler, "
+                 "tokenizer, kernel launches) stop for the rest of each period while the GPU waits "
+                 "[https://docs.kernel.org/admin-guide/cgroup-v2.html#cpu-interface-files].")
+        return Finding(
+            id="account-cgroup-throttled", category="workload", confidence=0.85, evidence=[a.ev], bound="latency",
+            title=f"The container's CPU quota throttles the engine ({pct:.0f} % of periods throttled, {quota})",
+            claim=claim, short=f"the cgroup's CPU quota ({quota}) throttled the engine in {pct:.0f} % of periods.",
+            symptoms=HOST_SYMPTOMS, numbers=[
+                _num("cgroup periods throttled", pct, "%", a.ev, f"{c.nr_throttled_delta}/{c.nr_periods_delta} periods"),
+                *([_num("cgroup CPU quota", c.cpu_quota_cores, "CPUs", a.ev)] if c.cpu_quota_cores else [])],
+            recommendations=["Raise or remove the container's CPU limit (Kubernetes resources.limits.cpu, docker "
+                             "--cpus, the cgroup's cpu.max) so the engine's threads are not throttled; give it at "
+                             "least one core per GPU worker plus the API server."])
+    return None
+
+
+def _thread(a: Account) -> Finding | None:
+    got = _busiest_thread(a.acct)
+    if got is None or got[1].cpu_pct < THREAD_SATURATED_PCT:
+        return None
+    p, t = got
+    others = [x.cpu_pct for x in p.threads if x is not t]
+    rest = f"; the next busiest thread ran at {max(others):.0f} %" if others else ""
+    claim = (f"Thread {t.comm!r} (tid {t.tid}, state {t.state}) of the serving process {p.name} ({p.pid}) ran at "
+             f"{t.cpu_pct:.0f} % of one core over the window{rest}: a single-threaded stage (tokenization, "
+             "detokenization, scheduling or the API server's event loop) runs flat out, and the GPU waits for it.")
+    return Finding(
+        id="account-cpu-thread", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
+        title=f"A CPU thread of the engine is saturated: {t.comm} at {t.cpu_pct:.0f} % of one core",
+        claim=claim, short=f"thread {t.comm} of {p.name} ran at {t.cpu_pct:.0f} % of one core.",
+        symptoms=HOST_SYMPTOMS, numbers=[_num(f"thread {t.comm} CPU", t.cpu_pct, "% of one core", a.ev, peak=100.0)],
+        recommendations=[f"See what thread {t.comm} spends its core on: `py-spy dump --pid {p.pid}` (or `py-spy top "
+                         f"--pid {p.pid}`); then move that work off the critical thread (more API-server or tokenizer "
+                         "processes, a fast tokenizer, detokenization off the scheduler)."])
+
+
+def _memory(a: Account) -> Finding | None:
+    h = a.acct.host_account
+    swap = h.swap_pages_per_s()
+    mem_psi = h.psi.get("memory")
+    psi_pct = mem_psi.pct() if mem_psi else None
+    oom = {k: v for p in a.acct.processes if p.cgroup for k, v in p.cgroup.memory_events.items()
+           if k in ("oom", "oom_kill", "max") and v}
+    if not ((swap or 0) >= SWAP_PAGES_S or (psi_pct or 0) >= PSI_PCT):
+        return None
+    avail = f"{h.mem_available_kb / 1048576:.1f} GiB" if h.mem_available_kb is not None else "?"
+    total = f"{h.mem_total_kb / 1048576:.1f} GiB" if h.mem_total_kb is not None else "?"
+    parts = [f"the host swapped {h.pswpin_per_s or 0:.0f} pages/s in and {h.pswpout_per_s or 0:.0f} out"]
+    if psi_pct is not None:
+        parts.append(f"tasks stalled on memory {psi_pct:.0f} % of the window (PSI some)")
+    parts.append(f"MemAvailable {avail} of {total}")
+    if oom:
+        parts.append("the cgroup's memory.events count " + ", ".join(f"{k} {v}" for k, v in sorted(oom.items())))
+    claim = ("Host memory is saturated: " + "; ".join(parts) + ". Pages of the engine (weights held in host memory, "
+             "pinned buffers, the Python heap) are read back from swap while the GPU waits "
+             "[https://docs.kernel.org/accounting/psi.html].")
+    return Finding(
+        id="account-memory-swap", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
+        title=f"Host memory is saturated: swapping {swap or 0:.0f} pages/s", claim=claim,
+        short=f"the host swapped {swap or 0:.0f} pages/s with memory stalls {psi_pct or 0:.0f} % of the window.",
+        symptoms=HOST_SYMPTOMS + ["startup"], numbers=[
+            _num("swap in+out", swap or 0, "pages/s", a.ev),
+            *([_num("memory PSI some", psi_pct, "% of window", a.ev)] if psi_pct is not None else [])],
+        recommendations=["Free host memory or add it: fewer processes per host, no swap on inference hosts "
+                         "(swapoff -a), smaller CPU offload / swap space in the engine (vLLM --cpu-offload-gb, "
+                         "--swap-space), and check what else holds memory (`ps aux --sort=-rss`)."])
+
+
+def _memory_limit(a: Account) -> Finding | None:
+    """The container's memory limit reached: memory.current at memory.max, or the OOM killer counted in
+    memory.events (cgroup-v2.rst); errors go with the resource they happen on."""
+    for p in a.acct.processes:
+        c = p.cgroup
+        if c is None:
+            continue
+        kills = c.memory_events.get("oom_kill", 0)
+        full = (c.memory_max_bytes and c.memory_current_bytes is not None
+                and c.memory_current_bytes >= 0.95 * c.memory_max_bytes)
+        if not (kills or full):
+            continue
+        gib = 2**30
+        limit = f"{c.memory_max_bytes / gib:.1f} GiB" if c.memory_max_bytes else "its limit"
+        used = f"{c.memory_current_bytes / gib:.1f} GiB" if c.memory_current_bytes is not None else "?"
+        claim = (f"The serving process {p.name} ({p.pid}) runs in cgroup {c.path} whose memory is {used} of "
+                 f"{limit} (memory.max)" + (f"; the OOM killer has killed {kills} process(es) in it (memory.events "
+                                             f"oom_kill)" if kills else "") + ": at the limit the kernel reclaims "
+                 "the engine's pages and kills its workers, which restart and reload "
+                 "[https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-interface-files].")
+        return Finding(
+            id="account-memory-limit", category="workload", confidence=0.75, evidence=[a.ev], bound="latency",
+            title=f"The container's memory limit is reached ({used} of {limit}" + (f", {kills} OOM kills)" if kills
+                                                                                 else ")"),
+            claim=claim, short=f"the container's memory is at its limit ({used} of {limit}, {kills} OOM kills).",
+            symptoms=["errors", "startup", "throughput"],
+            numbers=[Number(name="cgroup OOM kills", value=kills, unit="count", source=a.ev)],
+            recommendations=["Raise the container's memory limit (Kubernetes resources.limits.memory, the cgroup's "
+                             "memory.max) above the engine's host memory (weights staged in RAM while loading, "
+                             "pinned buffers, CPU offload, swap space)."])
+    return None
+
+
+def _host_cpu(a: Account) -> Finding | None:
+    h = a.acct.host_account
+    cpu_psi = h.psi.get("cpu")
+    psi_pct = cpu_psi.pct() if cpu_psi else None
+    busy, steal = h.cpu_busy_pct or 0, h.steal_pct or 0
+    if not (busy >= HOST_CPU_PCT or steal >= STEAL_PCT):
+        return None
+    load = f", load {h.loadavg[0]:g} on {h.cpus_online} CPUs" if h.loadavg and h.loadavg[0] is not None else ""
+    what = (f"the hypervisor stole {steal:.0f} % of the host's CPU time" if steal >= STEAL_PCT
+            else f"the host's {h.cpus_online} CPUs were {busy:.0f} % busy")
+    psi = f"; runnable tasks waited for a CPU {psi_pct:.0f} % of the window (PSI some)" if psi_pct is not None else ""
+    serving = sum(p.cpu_pct for p in a.acct.processes) / 100.0
+    claim = (f"The host's CPUs are saturated: {what}{load}{psi}. The serving processes used {serving:.1f} CPUs of it; "
+             "the engine's threads queue for a CPU between GPU steps.")
+    return Finding(
+        id="account-host-cpu", category="workload", confidence=0.7, evidence=[a.ev], bound="latency",
+        title=("CPU time stolen by the hypervisor" if steal >= STEAL_PCT else "The host's CPUs are saturated") +
+        f" ({busy:.0f} % busy, {steal:.0f} % steal)", claim=claim,
+        short=f"{what}{psi}.", symptoms=HOST_SYMPTOMS,
+        numbers=[_num("host CPUs busy", busy, "%", a.ev), _num("host CPU steal", steal, "%", a.ev)],
+        recommendations=["Find what else runs on the host (`top -H`, `pidstat -t 1`) and move it off, or pin the "
+                         "engine to dedicated cores; with steal time, ask for dedicated (non-overcommitted) vCPUs."])
+
+
+def _filesystem(a: Account) -> Finding | None:
+    io_psi = a.acct.host_account.psi.get("io")
+    io_pct = io_psi.pct() if io_psi else None
+    for p in a.acct.processes:
+        remote = [f for f in p.files if f.network or f.fuse]
+        if not remote:
+            continue
+        rate = max(p.read_bytes_per_s or 0, p.rchar_per_s or 0)
+        dstate = p.states.get("D", 0)
+        if not (rate >= FS_READ_BPS or p.majflt_per_s >= 50 or dstate or (io_pct or 0) >= PSI_PCT):
+            continue
+        f = remote[0]
+        kind = "FUSE" if f.fuse else f.fstype.upper()
+        parts = [f"it read {_mb(rate)}"]
+        if p.majflt_per_s:
+            parts.append(f"{p.majflt_per_s:.0f} major page faults/s (pages of the mapped weights fetched on touch)")
+        if dstate:
+            parts.append(f"{dstate} thread(s) in uninterruptible I/O wait (D)")
+        if io_pct is not None:
+            parts.append(f"I/O stalls {io_pct:.0f} % of the window (PSI some)")
+        claim = (f"The model files of {p.name} ({p.pid}) live on {kind} ({f.fstype} {f.source} mounted at "
+                 f"{f.mount_point}, e.g. {f.path}); over the window " + ", ".join(parts) + ". Loading or paging "
+                 "weights over the network is what the GPU waits for.")
+        return Finding(
+            id="account-filesystem", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
+            title=f"The weights are read from {kind} ({f.source}) at {_mb(rate)}", claim=claim,
+            short=f"the weights come from {kind} {f.source} ({_mb(rate)}, {p.majflt_per_s:.0f} major faults/s).",
+            symptoms=["startup", "ttft", "throughput"],
+            numbers=[_num("model file read rate", rate / 1e6, "MB/s", a.ev, f"{f.fstype} {f.source}"),
+                     _num("major page faults", p.majflt_per_s, "/s", a.ev)],
+            recommendations=[f"Copy the model to local NVMe (or tmpfs) and serve it from there instead of "
+                             f"{f.fstype} {f.source}; for safetensors on network storage, load without mmap (vLLM "
+                             "--load-format with a local copy, or prefetch the files into the page cache)."])
+    return None
+
+
+def _io(a: Account) -> Finding | None:
+    h = a.acct.host_account
+    io_psi = h.psi.get("io")
+    io_pct = io_psi.pct() if io_psi else None
+    if not ((io_pct or 0) >= 2 * PSI_PCT or (h.iowait_pct or 0) >= IOWAIT_PCT):
+        return None
+    claim = (f"Storage I/O is saturated: tasks stalled on I/O {io_pct or 0:.0f} % of the window (PSI some), iowait "
+             f"{h.iowait_pct or 0:.0f} % of CPU time.")
+    return Finding(id="account-io", category="workload", confidence=0.6, evidence=[a.ev], bound="latency",
+                   title=f"Storage I/O stalls ({io_pct or 0:.0f} % of the window)", claim=claim, short=claim,
+                   symptoms=["startup", "ttft", "throughput"],
+                   numbers=[_num("I/O PSI some", io_pct or 0, "% of window", a.ev)],
+                   recommendations=["Find the reader (`iotop -o`, `pidstat -d 1`) and move model and cache files "
+                                    "to local fast storage."])
+
+
+def _nic(a: Account) -> Finding | None:
+    for n in a.acct.host_account.nics:
+        use = n.use_pct()
+        if use is not None and use >= NIC_PCT:
+            rate = max(n.rx_bytes_per_s, n.tx_bytes_per_s)
+            claim = (f"NIC {n.name} moved {_mb(rate)} ({use:.0f} % of its {n.speed_mbit:g} Mb/s line rate) over the "
+                     "window: the network is saturated.")
+            return Finding(id="account-nic", category="workload", confidence=0.7, evidence=[a.ev],
+                           bound="communication", title=f"NIC {n.name} at {use:.0f} % of line rate", claim=claim,
+                           short=claim, symptoms=["throughput", "ttft", "itl"],
+                           numbers=[_num(f"NIC {n.name} use", use, "% of line rate", a.ev)],
+                           recommendations=["Find what fills the link (`iftop`, `sar -n DEV 1`); keep KV transfer, "
+                                            "model downloads and client traffic on separate links."])
+    return None
+
+
+def _turns(a: Account) -> Finding | None:
+    gpus = a.acct.sampled_gpus()
+    if len(gpus) < 2:
+        return None
+    n = min(len(g.series) for g in gpus)
+    if n < 3:
+        return None
+    busy_samples = [[g.series[i] >= 50 for g in gpus] for i in range(n)]
+    any_busy = [s for s in busy_samples if any(s)]
+    if len(any_busy) < 3:
+        return None
+    one = sum(1 for s in any_busy if sum(s) == 1) / len(any_busy)
+    if one < TURNS_SHARE:
+        return None
+    claim = (f"The {len(gpus)} GPUs take turns: in {one:.0%} of the samples in which any GPU was busy, exactly one "
+             f"was ({a.gpus_line()}). The work is serialized across them (a pipeline without enough micro-batches, "
+             "requests pinned to one GPU, or a synchronizing step), so adding GPUs adds no throughput.")
+    return Finding(id="account-gpus-take-turns", category="workload", confidence=0.7, evidence=[a.ev],
+                   bound="latency", title=f"The GPUs take turns ({one:.0%} of busy samples had one GPU busy)",
+                   claim=claim, short=f"the GPUs take turns ({one:.0%} of busy samples had exactly one GPU busy).",
+                   symptoms=["throughput"], numbers=[_num("samples with one GPU busy", 100 * one, "%", a.ev)],
+                   recommendations=["Overlap the GPUs' work: tensor parallelism instead of pipeline stages for one "
+                                    "replica, or enough concurrent requests (micro-batches) to fill every stage; "
+                                    "check with a profile trace of a few steps per rank."])
+
+
+def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
+    """The engine's own queue: requests waiting while the GPU idles, or none arriving at all."""
+    for ev, rep in v.probes("engine_config"):
+        if not isinstance(rep, EngineReport):
+            continue
+        facts = rep.facts()
+        running = _first(facts, "metrics.vllm:num_requests_running", "metrics.sglang:num_running_reqs",
+                         "metrics.tgi_batch_current_size", "engine.log.running_max")
+        waiting = _first(facts, "metrics.vllm:num_requests_waiting", "metrics.sglang:num_queue_reqs",
+                         "metrics.tgi_queue_size", "engine.log.waiting_max")
+        if running is None and waiting is None:
+            continue
+        if (running or 0) == 0 and (waiting or 0) == 0:
+            claim = (f"The engine reports {running or 0:.0f} requests running and {waiting or 0:.0f} waiting while the "
+                     f"GPUs were busy {a.busy:.0f} % of the window: no work reaches it. The limit is before the "
+                     "engine: the client offers too little load (concurrency or request rate), or a proxy in front "
+                     "of it holds requests.")
+            return Finding(id="account-no-load", category="workload", confidence=0.7, evidence=[a.ev, ev.id],
+                           bound=None, title="The engine is idle: no requests reach it", claim=claim,
+                           short="the engine had no request running or waiting: the load offered is the limit.",
+                           symptoms=["throughput"],
+                           recommendations=["Raise the offered load (benchmark --max-concurrency / --request-rate) "
+                                            "and check the path in front of the engine (proxy, router, client "
+                                            "connection pool) before tuning the engine."])
+        if (waiting or 0) > 0:
+            claim = (f"The engine had {waiting:.0f} requests waiting and {running or 0:.0f} running while the GPUs "
+                     f"were busy only {a.busy:.0f} % of the window: requests queue in the engine's scheduler, not "
+                     "on the GPU (admission limited by max running requests, KV-cache blocks or the prefill budget).")
+            return Finding(id="account-engine-queue", category="engine", confidence=0.6, evidence=[a.ev, ev.id],
+                           bound="latency", title=f"Requests wait in the engine's queue ({waiting:.0f} waiting)",
+                           claim=claim, short=f"{waiting:.0f} requests waited in the engine's queue.",
+                           symptoms=["ttft", "throughput"],
+                           recommendations=["Check the engine's admission limits against the load: max running "
+                                            "requests (vLLM --max-num-seqs, SGLang --max-running-requests), KV-cache "
+                                            "size and the prefill token budget."])
+    return None
+
+
+def _first(facts: dict, *keys: str) -> float | None:
+    for k in keys:
+        v = facts.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+# --- the findings and the bound ------------------------------------------------------------------------------------
+
+
+SATURATION = (_cgroup, _memory, _memory_limit, _filesystem, _thread, _host_cpu, _io, _nic, _turns)
+"""In the order the account follows them when several fire: the cause before its symptom (a throttled cgroup
+makes its threads look saturated; swapping and network filesystems make the CPU wait)."""
+
+
+def account_findings(v: "EvidenceView") -> list[Finding]:
+    """The account's findings: the GPUs' busy share first, then each saturated resource, then what the load says."""
+    a = _account(v)
+    out: list[Finding] = []
+    client = client_limited(v, a.ev if a else None, a.busy if a else None)
+    flat = flat_throughput(v)
+    if a is None or a.busy is None:
+        return [f for f in (client, flat) if f]
+    idle_share = max(0.0, 1.0 - a.busy / 100.0)
+    saturated = [f for f in (rule(a) for rule in SATURATION) if f]
+    queue = _engine_queue(v, a) if a.busy < GPU_IDLE_PCT else None
+    if a.busy >= GPU_BUSY_PCT:
+        out.append(Finding(
+            id="account-gpu-busy", category="workload", confidence=0.7, evidence=[a.ev], informational=True,
+            title=f"The GPUs are the busy resource ({a.busy:.0f} % of the window)",
+            claim=f"{_idle_words(a).replace('GPU busy', 'GPUs busy')}: the time goes to GPU work, so the roofline and "
+                  "the kernels decide the bound.", short=f"the GPUs were busy {a.busy:.0f} % of the window.",
+            numbers=[_num("GPU busy (mean over the window)", a.busy, "%", a.ev, peak=100.0)], symptoms=HOST_SYMPTOMS))
+        out += [f.model_copy(update={"secondary": True}) for f in saturated if f.id == "account-gpus-take-turns"]
+    elif a.busy < GPU_IDLE_PCT:
+        lead = saturated[0] if saturated else queue
+        if lead is None and client is not None:
+            lead = client
+        if lead is None and flat is not None:
+            lead = flat
+        waits = (f"while {lead.short.rstrip('.')}" if lead else "and no resource on the host is saturated")
+        idle = Finding(
+            id="account-gpu-idle", category="workload", confidence=0.8, evidence=[a.ev], bound=None,
+            title=f"The GPUs are idle {100 - a.busy:.0f} % of the time: the time goes elsewhere",
+            claim=(f"{_idle_words(a)} {waits}. The GPUs wait most of the time, so no kernel, memory or compute "
+                   "limit explains the slowness until what they wait for is fixed."),
+            short=f"{_idle_words(a)} {waits}.", symptoms=HOST_SYMPTOMS, explains=round(idle_share, 2),
+            numbers=[_num("GPU busy (mean over the window)", a.busy, "%", a.ev, peak=100.0)])
+        out.append(idle)
+        for f in saturated + [x for x in (queue,) if x]:
+            out.append(f.model_copy(update={"explains": round(idle_share, 2)}))
+        if not saturated and queue is None and client is None and flat is None:
+            out.append(_nothing(a))
+    else:
+        out += [f.model_copy(update={"secondary": True}) for f in saturated]
+    out += [f for f in (client, flat) if f and f.id not in {x.id for x in out}]
+    return out
+
+
+def _nothing(a: Account) -> Finding:
+    h = a.acct.host_account
+    t = _busiest_thread(a.acct)
+    thread = f"busiest serving thread {t[1].comm} at {t[1].cpu_pct:.0f} % of a core" if t else "no serving thread seen"
+    claim = (f"{_idle_words(a)}, and no resource on the host is saturated over the window ({thread}; host CPUs "
+             f"{h.cpu_busy_pct or 0:.0f} % busy, steal {h.steal_pct or 0:.0f} %; swap {h.swap_pages_per_s() or 0:.0f} "
+             "pages/s; no cgroup throttling). The GPUs wait for work that this account does not show: the load "
+             "offered, or time spent between steps that a trace would show.")
+    return Finding(
+        id="account-nothing-saturated", category="workload", confidence=0.6, evidence=[a.ev],
+        title="Nothing on the host is saturated while the GPUs idle: measure next", claim=claim,
+        short="no resource on the host is saturated; the next measurement settles it.", symptoms=HOST_SYMPTOMS,
+        recommendations=[
+            "Take a profile trace of about 20 engine steps (vLLM: VLLM_TORCH_PROFILER_DIR and the /start_profile, "
+            "/stop_profile endpoints; SGLang: /start_profile) and look at the gaps between kernels.",
+            "Rerun the benchmark at a second concurrency (e.g. 4x the first): throughput that rises means the "
+            "client offered too little load; flat throughput means a fixed-rate stage."])
+
+
+def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:
+    """One sentence of what the account shows (the GPUs' busy share, and the saturated resource if any) for a
+    latency far above its floor to cite, with the account's evidence id; (None, []) without an account."""
+    a = _account(v)
+    if a is None or a.busy is None:
+        return None, []
+    sat = next((f for f in (rule(a) for rule in SATURATION) if f), None)
+    if a.busy >= GPU_BUSY_PCT:
+        return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window, so the extra time is GPU work beyond the "
+                "floor (kernels below their roofline, recomputation)."), [a.ev]
+    tail = f" while {sat.short}" if sat else ", and nothing on the host was saturated."
+    return f"the GPUs were busy {a.busy:.0f} % of its {a.window} window{tail}", [a.ev]
+
+
+def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] | None:
+    """The bound when the account has something to say (the GPUs idle most of the window): the saturated resource,
+    with the GPUs' numbers first; None when the GPUs are busy or were not sampled (the roofline decides)."""
+    by_id = {f.id: f for f in findings}
+    idle = by_id.get("account-gpu-idle")
+    if idle is None:
+        return None
+    order = ("account-cgroup-throttled", "account-memory-swap", "account-memory-limit", "account-filesystem", "account-cpu-thread",
+             "account-host-cpu", "account-io", "account-nic", "account-gpus-take-turns", "account-engine-queue",
+             "account-client-limited", "account-no-load", "account-flat-throughput", "account-nothing-saturated")
+    setter = next((by_id[i] for i in order if i in by_id), None)
+    if setter is None:
+        return "unknown", idle.short, idle
+    bound: Bound = setter.bound if setter.bound in ("latency", "communication") else "unknown"
+    reasoning = idle.short
+    if setter.id == "account-nothing-saturated":
+        reasoning += " " + setter.claim.split(". ", 1)[-1]
+    elif setter.short and setter.short not in reasoning:
+        reasoning += " " + setter.short[:1].upper() + setter.short[1:]
+    return bound, reasoning.strip(), setter

@@ -1,0 +1,128 @@
+"""What the load says: every benchmark run the user gave (`--bench`, observations' `bench`), used and compared.
+
+Throughput flat as the offered load rises means a fixed-rate stage limits it, not the GPU's batch; an achieved
+request rate equal to the offered one means the client set the throughput; and every run is set beside the others
+(before/after, one concurrency against another, TP4 against TP8) with the ratios shown. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orchestrator.diagnosis import Number
+from orchestrator.findings import Finding
+from orchestrator.observations import BenchResult
+
+if TYPE_CHECKING:
+    from orchestrator.analysis.evidence_view import EvidenceView
+
+
+def _num(name: str, value: float, unit: str, ev: str, note: str = "") -> Number:
+    return Number(name=name, value=round(value, 2), unit=unit, source=ev, note=note)
+
+
+def client_limited(v: "EvidenceView", acct_ev: str | None = None, busy: float | None = None) -> Finding | None:
+    """Achieved request rate equal to the offered one: the client, not the server, set the throughput."""
+    oe = v.observations_evidence
+    if oe is None:
+        return None
+    for b in oe[1].bench:
+        offered = b.request_rate
+        if isinstance(offered, str) or offered is None or not b.request_throughput or offered <= 0:
+            continue
+        ratio = b.request_throughput / offered
+        if ratio >= 0.95:
+            gpus = f" while the GPUs were busy {busy:.0f} % of the window" if busy is not None else ""
+            claim = (f"The benchmark ({b.name}) offered {offered:g} requests/s and the server completed "
+                     f"{b.request_throughput:g}/s ({ratio:.0%}){gpus}: the server kept up with everything offered, "
+                     "so the client's request rate, not the server, set this throughput.")
+            return Finding(id="account-client-limited", category="workload", confidence=0.8, evidence=[oe[0].id] +
+                           ([acct_ev] if acct_ev else []), bound=None,
+                           title=f"The client set the throughput ({b.request_throughput:g} of {offered:g} req/s offered)",
+                           claim=claim, short=f"the server completed {ratio:.0%} of the {offered:g} req/s offered: "
+                           "the client set the throughput.", symptoms=["throughput"],
+                           numbers=[_num("achieved / offered request rate", 100 * ratio, "%", oe[0].id)],
+                           recommendations=["Measure the server's capacity, not the client's rate: rerun the "
+                                            "benchmark with --request-rate inf and a --max-concurrency sweep "
+                                            "(e.g. 16, 64, 256) and compare throughput."])
+    return None
+
+
+def flat_throughput(v: "EvidenceView") -> Finding | None:
+    """Throughput flat as offered load rises: the limit is not the GPU's batch."""
+    oe = v.observations_evidence
+    if oe is None:
+        return None
+    runs = [b for b in oe[1].bench if b.max_concurrency and b.output_throughput]
+    runs.sort(key=lambda b: b.max_concurrency or 0)
+    if len(runs) < 2:
+        return None
+    lo, hi = runs[0], runs[-1]
+    assert lo.max_concurrency and hi.max_concurrency and lo.output_throughput and hi.output_throughput
+    if hi.max_concurrency < 2 * lo.max_concurrency:
+        return None
+    gain = hi.output_throughput / lo.output_throughput
+    if gain > 1.25:
+        return None
+    claim = (f"Output throughput stays flat as offered load rises: {lo.output_throughput:g} tok/s at concurrency "
+             f"{lo.max_concurrency} and {hi.output_throughput:g} tok/s at {hi.max_concurrency} ({gain:.2f}x for "
+             f"{hi.max_concurrency / lo.max_concurrency:g}x the load). A GPU-bound decode gains throughput with "
+             "batch; flat throughput means a fixed-rate stage limits it (a CPU thread, the engine's admission, or "
+             "the path in front of the engine).")
+    return Finding(id="account-flat-throughput", category="workload", confidence=0.7, evidence=[oe[0].id],
+                   bound="latency", title=f"Throughput is flat from concurrency {lo.max_concurrency} to "
+                   f"{hi.max_concurrency} ({gain:.2f}x)", claim=claim,
+                   short=f"throughput is flat ({gain:.2f}x) from concurrency {lo.max_concurrency} to "
+                   f"{hi.max_concurrency}.", symptoms=["throughput"],
+                   numbers=[_num("throughput gain over the concurrency sweep", gain, "x", oe[0].id)],
+                   recommendations=["Find the fixed-rate stage: the resource account during the high-concurrency "
+                                    "run (GPU busy share, the engine's busiest thread, its queue)."])
+
+
+def _p50(lat) -> float | None:
+    return None if lat is None else (lat.p50 if lat.p50 is not None else lat.mean)
+
+
+def _line(b: BenchResult) -> str:
+    bits = [f"{b.name}:"]
+    if b.output_throughput is not None:
+        bits.append(f"{b.output_throughput:,.0f} output tok/s")
+    if b.request_throughput is not None:
+        bits.append(f"{b.request_throughput:g} req/s")
+    for label, lat in (("TTFT", b.ttft), ("ITL", b.itl or b.tpot)):
+        x = _p50(lat)
+        if x is not None:
+            bits.append(f"median {label} {x:g} ms")
+    return " ".join(bits[:1]) + " " + ", ".join(bits[1:])
+
+
+def _ratio(a: float | None, b: float | None) -> str | None:
+    return f"{b / a:.2f}x" if a and b is not None else None
+
+
+def runs_compared(v: "EvidenceView") -> Finding | None:
+    """Every benchmark run beside the first: throughput and latency ratios (each run used, not only the first)."""
+    oe = v.observations_evidence
+    if oe is None or len(oe[1].bench) < 2:
+        return None
+    runs = oe[1].bench
+    base = runs[0]
+    parts = [_line(b) for b in runs]
+    numbers = []
+    for b in runs[1:]:
+        changes = []
+        for what, x, y in (("output throughput", base.output_throughput, b.output_throughput),
+                           ("median TTFT", _p50(base.ttft), _p50(b.ttft)),
+                           ("median ITL", _p50(base.itl or base.tpot), _p50(b.itl or b.tpot))):
+            r = _ratio(x, y)
+            if r:
+                changes.append(f"{what} {r}")
+                if x and y is not None:
+                    numbers.append(_num(f"{what}: {b.name} / {base.name}", y / x, "x", oe[0].id))
+        if changes:
+            parts.append(f"{b.name} against {base.name}: " + ", ".join(changes))
+    claim = f"{len(runs)} benchmark runs, each used: " + "; ".join(parts) + "."
+    return Finding(id="load-runs-compared", category="workload", confidence=0.7, evidence=[oe[0].id],
+                   informational=True, title=f"{len(runs)} benchmark runs compared", claim=claim,
+                   short=f"{len(runs)} benchmark runs compared.", numbers=numbers[:12],
+                   symptoms=["throughput", "ttft", "itl", "regression"])

@@ -1,0 +1,76 @@
+"""Every account case fails once its planted evidence is taken away: the saturated resource made ordinary (threads
+back to a third of a core, the cgroup unthrottled and far from its memory limit, the weights on local disk, no swapping or stalls, GPUs working
+together, no benchmark, no engine metrics) while everything else of the case stays. A case that still passes then
+was met by something other than the evidence it plants."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from harness import ROOT, discover, run_case
+
+pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
+                                                   reason="OpenSSH sshd not installed")]
+
+CASES = [p for p in discover() if p.parent.parent == ROOT / "account"]
+
+
+def neutralized(case: dict[str, Any]) -> dict[str, Any]:
+    """The case with its planted evidence made ordinary."""
+    case = copy.deepcopy(case)
+    stage = case["stage"]
+    acct = stage.get("account") or {}
+    for p in acct.get("processes") or []:
+        for t in p.get("threads") or []:
+            t.update(cpu=min(float(t.get("cpu", 0)), 0.3), state="S", majflt=0)
+        p["read_mbit"] = 0
+        p["mounts"] = [[mp, "ext4", "/dev/nvme1n1"] for mp, _, _ in p.get("mounts") or []]
+    if acct.get("cgroup"):
+        acct["cgroup"].update(throttled=0, pressure={}, memory_events={}, memory_gib=1)
+    acct.pop("swap", None)
+    acct.pop("pressure", None)
+    acct["cpu"] = {"busy": 0.05}
+    gpus = acct.get("gpus") or []
+    for g in gpus:  # working together: every GPU busy at its own mean, all the time
+        series = g.get("busy") if isinstance(g.get("busy"), list) else [g.get("busy", 0)]
+        g["busy"] = [round(sum(series) / len(series))]
+    stage.pop("engines", None)
+    if case.get("observations"):
+        case["observations"].pop("bench", None)
+        if not case["observations"]:
+            case.pop("observations")
+    return case
+
+
+def flipped(case: dict[str, Any]) -> dict[str, Any]:
+    """A case whose only planted evidence is the GPUs' busy share (nothing saturated; the busy twin): flipped."""
+    case = copy.deepcopy(case)
+    for g in case["stage"]["account"]["gpus"]:
+        series = g["busy"] if isinstance(g["busy"], list) else [g["busy"]]
+        g["busy"] = [30] if sum(series) / len(series) >= 80 else [95]
+    return case
+
+
+BUSY_SHARE_PLANTED = {"busy-gpu-thread-busy-twin", "gpu-idle-nothing-saturated"}
+"""Cases whose planted evidence is the GPUs' busy share itself (the twin's busy GPU; idle GPUs with nothing
+saturated): taking it away flips the share."""
+
+
+def without_planted(case: dict[str, Any]) -> dict[str, Any]:
+    return flipped(case) if case["id"] in BUSY_SHARE_PLANTED else neutralized(case)
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.parent.name)
+async def test_account_case_fails_without_its_planted_evidence(path: Path, tmp_path):
+    work = tmp_path / "account" / path.parent.name
+    shutil.copytree(path.parent, work)
+    case = yaml.safe_load(path.read_text())
+    (work / "case.yaml").write_text(yaml.safe_dump(without_planted(case), sort_keys=False))
+    outcome = await run_case(work / "case.yaml", tmp_path / "run")
+    assert outcome.failures, f"{case['id']} still passes with its planted evidence removed:\n{outcome.words}"

@@ -63,6 +63,7 @@ def summarize_account(a: ResourceAccount) -> str:
 
 class ResourceAccountTool(Tool):
     name = "resource_account"
+    on_host = True
     description = (
         "Where the time goes on the investigated host, sampled over a short window while the workload runs "
         "(read-only): each GPU's busy fraction over the window (not one snapshot), memory-bandwidth use, memory, "

@@ -29,11 +29,12 @@ def _fast_path(argv: list[str]) -> int | None:
     # to printing a spec sheet, and this process ends right after
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     from orchestrator.render.specs import UnknownGpu, render_specs
+    from orchestrator.sanitize import sanitize  # `_shown` is defined below: this runs before the module's rest
 
     try:
         sys.stdout.write(render_specs(argv[1]).rstrip() + "\n")
     except UnknownGpu as exc:
-        sys.stderr.write(f"investigate: {_shown(' '.join(str(exc).split()))}\n")
+        sys.stderr.write(f"investigate: {sanitize(' '.join(str(exc).split()))}\n")
         return 2
     return 0
 

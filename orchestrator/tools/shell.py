@@ -49,6 +49,9 @@ def opened_command(argv: list[str], resolved: dict[str, tuple[str, str]]) -> tup
         names[f"/dev/fd/{FIRST_FD + k}"] = argv[i]
     if not opened:
         return argv, {}
+    if argv[0] == "file":
+        # /dev/fd/N is a link to what was opened: `file` describes links unless told to follow them (-L)
+        return exec_opened_argv(["file", "-L", *argv[1:]], {i + 1: p for i, p in opened.items()}), names
     return exec_opened_argv(argv, opened), names
 
 

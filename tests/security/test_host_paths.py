@@ -126,3 +126,27 @@ async def test_a_log_flipped_under_the_readers_never_gives_the_key_or_hangs(sshd
     assert leaks == {"read_file": 0, "shell": 0}, (leaks, reads)
     if other == "key_link":  # (a FIFO in its place makes the check refuse most reads: no count to expect)
         assert reads["read_file"] + reads["shell"], reads  # the regular file is still read when it is one
+
+
+async def test_reads_on_checked_descriptors_name_the_files_as_given(sshd_factory, tmp_path):
+    """The programs read /dev/fd/N of what was checked; what they print names the files as the model gave them."""
+    d = tmp_path / "logs"
+    (d / "sub").mkdir(parents=True)
+    (d / "a.log").write_text("alpha ERROR one\n")
+    (d / "sub" / "b.log").write_text("beta ERROR two\n")
+    host = await SshHost(sshd_factory().target(), Settings()).connect()
+    try:
+        a, b = d / "a.log", d / "sub" / "b.log"
+        out = await _tool(host, "shell", {"command": f"head -n 1 {a} {b}"})
+        assert f"==> {a} <==" in out.text and f"==> {b} <==" in out.text and "/dev/fd" not in out.text, out.text
+        out = await _tool(host, "shell", {"command": f"file {a}"})
+        assert f"{a}: ASCII text" in out.text, out.text
+        out = await _tool(host, "shell", {"command": f"md5sum {a}"})
+        assert out.text.split("--- stdout ---\n")[1].split()[1] == str(a), out.text
+        out = await _tool(host, "shell", {"command": f"grep -rn ERROR {d}"})
+        assert f"{a}:1:alpha ERROR one" in out.text and f"{b}:1:beta ERROR two" in out.text, out.text
+        assert out.data["argv"][0] == "grep" and "/dev/fd" not in out.text
+        out = await _tool(host, "shell", {"command": f"cat {d / 'missing.log'}"})
+        assert "does not exist" in out.text, out.text
+    finally:
+        await host.aclose()

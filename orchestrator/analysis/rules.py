@@ -14,6 +14,7 @@ from orchestrator.analysis.evidence_view import EvidenceView, HostGpu
 from orchestrator.analysis.observation_rules import analyze_observations, read_power
 from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_roofline
 from orchestrator.findings import Finding
+from orchestrator.knowledge.catalog import catalog
 from orchestrator.knowledge.catalog import entry as catalog_entry
 from orchestrator.analysis.signals import entry_words, fill
 from orchestrator.diagnosis import Number
@@ -777,6 +778,9 @@ def run_rules(view: EvidenceView, rules: list[Rule] | None = None) -> list[Findi
         for f in found:
             if not f.rule:
                 f.rule = name
+            if not f.symptoms and f.entry:  # what the catalog entry says the failure mode can explain
+                e = catalog().get(f.entry)
+                f.symptoms = list(e.symptoms) if e is not None else []
             f.evidence = [e for e in dict.fromkeys(f.evidence) if e in known]
             if f.evidence and f.id not in seen:
                 seen.add(f.id)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.analysis import node_view
+from orchestrator.analysis import node_view, relevance
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
-from orchestrator.diagnosis import Bound, Cause, Gap, Number, Recommendation, SubmittedDiagnosis, sentence_case
+from orchestrator.diagnosis import (Bound, Cause, Gap, Noticed, Number, Recommendation, SubmittedDiagnosis,
+                                    sentence_case)
 from orchestrator.evidence import Evidence
 from orchestrator.findings import AgentResult, Finding
 from orchestrator.findings import Bound as FindingBound
@@ -191,15 +192,27 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
             bound="unknown", bound_reasoning="No evidence shows the limiting resource.",
             gaps=gaps or [Gap(what="evidence", why=why)])
 
-    bound, reasoning, setter = _bound(findings)
-    causes_f = [f for f in findings if not f.informational]
+    asked = relevance.asked(question, observations)
+    # Only what can explain the asked symptom is ranked (and may set the bound); the rest is said once, apart.
+    relevant = [f for f in findings if asked.explains(f)]
+    bound, reasoning, setter = _bound(relevant)
+    causes_f = [f for f in relevant if not f.informational]
     # When the evidence puts the limit in communication or latency, per-GPU GEMM findings (roofline, kernels, tuning)
     # are true but not what limits throughput: rank them after the communication and power findings. A catalog
-    # failure that set the bound (a node fault explaining the symptom) comes first.
+    # failure that set the bound (a node fault explaining the symptom) comes first; what holds on every host of a
+    # kind (an architecture's missing instructions) after what this host's evidence shows; what the evidence
+    # quantifies (`explains`: the share of the asked shortfall) before what it does not.
     behind = _GEMM_SIDE if bound in ("communication", "latency") else set()
     causes_f.sort(key=lambda f: (f is not setter, f.secondary or f.confidence < 0.5 or f.category in behind,
-                                 _rank(f), -f.confidence))
+                                 relevance.about(f) is not None, -(f.explains or 0.0), _rank(f), -f.confidence))
+    causes_f = _agree_with_bound(causes_f, bound)
+    noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and _noticeable(f)]
+    noticed_f += [(f, _history_note(f)) for f in relevant if f.informational and f.rule == "catalog"]
+    noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
+                   "after the first five causes).") for f in causes_f[MAX_CAUSES:]]
+    advised_f, causes_f = causes_f, causes_f[:MAX_CAUSES]  # every cause that explains the symptom keeps its advice
     causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
+    also = [Noticed(title=_title(f), note=note, evidence=f.evidence) for f, note in noticed_f]
 
     numbers: list[Number] = []
     seen_n: set[str] = set()
@@ -209,10 +222,10 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                 seen_n.add(n.name)
                 numbers.append(n)
 
-    context_f = [f for f in findings if f.informational]
+    context_f = [f for f in relevant if f.informational and f.rule != "catalog"]  # ceilings, what was ruled out
     recs: list[Recommendation] = []
     seen_r: set[str] = set()
-    for f in causes_f + (context_f if not causes_f else []):
+    for f in advised_f + (context_f if not causes_f else []):
         for action in f.recommendations:
             if action not in seen_r:
                 seen_r.add(action)
@@ -237,4 +250,50 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     if gaps:
         verdict += f" {len(gaps)} gap{'s limit' if len(gaps) != 1 else ' limits'} this diagnosis."
     return SubmittedDiagnosis(verdict=sentence_case(_cite_once(verdict)), bound=bound, bound_reasoning=reasoning, causes=causes,
-                              numbers=numbers, recommendations=recs, gaps=gaps)
+                              numbers=numbers, recommendations=recs, gaps=gaps, also_noticed=also)
+
+
+MAX_CAUSES = 5
+"""Ranked causes a diagnosis lists; the rest of what explains the symptom goes to also noticed."""
+
+_COMPATIBLE: dict[str, set[str]] = {"compute": {"compute", "gemm"}, "memory": {"memory", "gemm"},
+                                    "communication": {"communication"}, "latency": {"latency"}}
+
+
+def _agree_with_bound(causes: list[Finding], bound: Bound) -> list[Finding]:
+    """The causes with the first one agreeing with the bound: when the first would imply another bound (a compute
+    fault first under a communication bound), the first cause that agrees with the bound leads instead, so the bound
+    sentence and the first cause never contradict each other."""
+    if not causes or bound == "unknown" or causes[0].bound is None or causes[0].bound in _COMPATIBLE[bound]:
+        return causes
+    agree = next((f for f in causes if f.bound is None or f.bound in _COMPATIBLE[bound]), None)
+    if agree is None:
+        return causes
+    return [agree] + [f for f in causes if f is not agree]
+
+
+def _noticeable(f: Finding) -> bool:
+    """Worth a line under also noticed: a cause-like finding, not context (hardware ceilings, what was ruled out)."""
+    return not f.informational or (f.rule == "catalog" and bool(f.entry))
+
+
+def _why_not(f: Finding, asked: relevance.Asked) -> str:
+    """One line: what f says, and why it is not a ranked cause here."""
+    said = _first_sentence(f.short or f.claim).rstrip(".")
+    subject = relevance.about(f)
+    if subject == "cache":
+        why = f"it costs start-up time (tuning or compiling again at each start), not {asked.words()}"
+    elif subject is not None:
+        why = "true of every GPU of this architecture whatever the workload; the question is not about its kernels"
+    else:
+        can = ", ".join(relevance.SAY[s] for s in relevance.symptoms_of(f)) or "nothing measured here"
+        why = f"it can explain {can}, not {asked.words()}"
+    if f.informational:
+        why = _history_note(f)
+    return f"{said} ({why})."
+
+
+def _history_note(f: Finding) -> str:
+    """A historical record (severity info) with nothing active: context, and what to watch."""
+    watch = _strip_source(f.recommendations[0]) if f.recommendations else "watch it"
+    return f"history, nothing active: {watch[:1].lower() + watch[1:]}"

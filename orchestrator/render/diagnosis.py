@@ -106,6 +106,12 @@ def to_markdown(d: Diagnosis) -> str:
                        f"{', '.join(e(x) for x in c.evidence)})  ")
             out.append(f"   {e(c.explanation)}")
         out.append("")
+    if d.also_noticed:  # true, but not what the question asks about (or history to watch): never a ranked cause
+        out += ["## Also noticed", ""]
+        for a in d.also_noticed:
+            ev = f" (evidence {', '.join(e(x) for x in a.evidence)})" if a.evidence else ""
+            out.append(f"- **{e(a.title)}**{': ' + e(a.note) if a.note else ''}{ev}")
+        out.append("")
     if d.numbers:
         out += ["## Numbers", ""] + [f"- {number_line(n, e)}" for n in d.numbers] + [""]
     if d.recommendations:

@@ -38,7 +38,7 @@ _WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(s, re.compile(p, re.IGNORECASE
                    r"maintenance)|\bsince (?:we|the|upgrad|updat|yesterday|last|this)|regress|used to|\bgot slower|"
                    r"became slower|slower than (?:before|last|yesterday)|\bdropped\b|\bdoubled\b|\bhalved\b|"
                    r"went (?:down|up)|suddenly|this (?:morning|afternoon|week)|without a deploy|\bis down\b|"
-                   r"compared to (?:before|last)|\bnew version"),
+                   r"compared to (?:before|last)|\bnew version|\brevert"),
     ("errors", r"crash|\bhangs?\b|\bhung\b|\bstuck\b|\bfail|\berrors?\b|\boom\b|out of memory|\bnans?\b|garbage|"
                r"wrong (?:output|answer|result)|keeps? restarting|\bkilled\b|\bdie[sd]?\b|\bxid\b|segfault|illegal|"
                r"exception|(?:won'?t|doesn'?t|can'?t|cannot|does not|will not) (?:start|launch|load)|refuses|"
@@ -133,7 +133,7 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
     if found & set(_SPECIFIC) and "throughput" in found and not _WORDS[-1][1].search(
             re.sub(r"\bslow(?:er)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b|slower than", "", text)):
         found.discard("throughput")  # "TTFT is slow": slow says how, not what
-    if found == {"regression"}:
-        found.add("throughput")  # "slower after the upgrade" names no measure: throughput is what moved
+    if found & {"regression", "errors"} == found and len(found) == 2:
+        found.discard("regression")  # "refuses to start since this morning": a failure, not a slowdown after a change
     subjects = frozenset(k for k, rx in _ABOUT.items() if rx.search(text))
     return Asked(frozenset(found), subjects, text)

@@ -207,11 +207,12 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                                  relevance.about(f) is not None, -(f.explains or 0.0), _rank(f), -f.confidence))
     causes_f = _agree_with_bound(causes_f, bound)
     noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and _noticeable(f)]
-    noticed_f += [(f, _history_note(f)) for f in relevant if f.informational and f.rule == "catalog"]
+    noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
     noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
                    "after the first five causes).") for f in causes_f[MAX_CAUSES:]]
     advised_f, causes_f = causes_f, causes_f[:MAX_CAUSES]  # every cause that explains the symptom keeps its advice
     causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
+    noticed_f.sort(key=lambda x: x[0].severity != "info")  # a health record to watch first, then the rest
     also = [Noticed(title=_title(f), note=note, evidence=f.evidence) for f, note in noticed_f]
 
     numbers: list[Number] = []
@@ -243,7 +244,10 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     else:
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
-        verdict = ((f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context).rstrip()
+        what = "the slowness" if not asked.symptoms or asked.symptoms & {"throughput", "itl", "ttft"} else asked.words()
+        verdict = ((f"{lead}no" if lead else "No") + f" cause of {what} is supported by the evidence. " + context).rstrip()
+        if also:
+            verdict += " Also noticed, not a cause here: " + "; ".join(a.title for a in also[:3]) + "."
     healthy = node_view.healthy_line(view, findings)
     if healthy:
         verdict += f" {healthy}"

@@ -18,7 +18,7 @@ from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
 from orchestrator.api import InvestigationResult, investigate
 from orchestrator.diagnosis import Diagnosis
-from orchestrator.analysis.relevance import about, symptoms_of
+from orchestrator.analysis.relevance import symptoms_of
 from orchestrator.events import ToolResult
 from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding, Symptom
@@ -145,8 +145,8 @@ def fired(result: InvestigationResult, observations: dict[str, Any] | None,
 
 def off_symptom(case: Case, d: Diagnosis, found: list[Finding]) -> list[str]:
     """Ranked causes that cannot explain the case's symptom: each cause's finding (by title) states what it can
-    explain (`relevance.symptoms_of`); a boilerplate finding (`relevance.about`) is off-symptom unless the case's
-    question is about its subject, which the scorecard does not know, so it counts. Target: none."""
+    explain (`relevance.symptoms_of`), judged against the case's own `symptom:`, not the question parser's reading.
+    Target: none."""
     want = case.symptoms
     if not want:
         return []
@@ -158,7 +158,7 @@ def off_symptom(case: Case, d: Diagnosis, found: list[Finding]) -> list[str]:
         f = by_title.get(c.title)
         if f is None:
             continue  # an agent's own finding: no statement to check
-        if about(f) is not None or not want & set(symptoms_of(f)):
+        if not want & set(symptoms_of(f)):
             out.append(f"{c.title} (explains {', '.join(symptoms_of(f)) or 'nothing stated'}; asked {', '.join(sorted(want))})")
     return out
 

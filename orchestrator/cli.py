@@ -350,6 +350,9 @@ def ask(
     offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
     agents: List[Path] = typer.Option([], "--agents", metavar="DIR", help="directory of extra agent definitions (repeatable)"),
     measure: bool = typer.Option(False, "--measure", help="allow probes that load the GPU (GEMM, all-reduce)"),
+    measure_wait: Optional[float] = typer.Option(None, "--measure-wait", metavar="SECONDS", help="with --measure: "
+                                                 "wait up to SECONDS for other processes to leave the GPUs before "
+                                                 "measuring (default 0: measure now, marked as shared)"),
     transcript: Optional[Path] = typer.Option(None, "--transcript", metavar="FILE", help="where to write the transcript"),
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html", help="also write a self-contained HTML report"),
     as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document (the diagnosis)"),
@@ -372,6 +375,12 @@ def ask(
     _check_writable(report, "--report", "report")
     _check_writable(transcript, "--transcript", "transcript", create_parents=True)
     settings = _settings()
+    if measure_wait is not None:
+        if not measure:
+            raise BadInput("--measure-wait goes with --measure; pass --measure too, or drop --measure-wait")
+        if not 0 <= measure_wait <= 3600:
+            raise BadInput(f"--measure-wait {measure_wait:g} is out of range; pass 0 to 3600 seconds")
+        settings = settings.model_copy(update={"measure_wait_s": float(measure_wait)})
     local = not (host or hosts_file or slurm or k8s)
     for p in _missing_local_logs(log, None if local else "remote"):
         sys.stderr.write(f"warning: --log {p} not found on this machine; it is listed under the diagnosis's gaps\n")

@@ -139,6 +139,9 @@ class Settings(BaseSettings):
     """Time budget of the GEMM probe."""
     comm_budget_s: float = 60.0
     """Time budget of the all-reduce probe."""
+    measure_wait_s: float = Field(0.0, ge=0.0, le=3600.0)
+    """How long a measurement probe waits for another process to leave its GPUs before it measures anyway and marks
+    its figures as taken on a shared GPU (`--measure-wait`; 0: do not wait)."""
 
     @field_validator("*", mode="after")
     @classmethod

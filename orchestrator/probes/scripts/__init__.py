@@ -17,6 +17,8 @@ SMI_READERS = frozenset({"node"})
 """Scripts that read `nvidia-smi -q -x` on the host: sent with `_smi.py`, the one reading of its health fields."""
 INTERP_CHECKERS = frozenset({"pyenv_chain"})
 """Scripts that check an interpreter on the host: sent with `_interp.py`, the one check (probes/interpreter.py)."""
+QUIET_READERS = frozenset({"gemm_bench", "comm_bench"})
+"""Scripts that load a GPU: sent with `_quiet.py`, which reads what else runs on it first (issue 24)."""
 SENT_ALONG = {"pyenv_chain": ("pyenv",)}
 """Scripts a bundle part runs itself: their sources travel in the bundle with it."""
 
@@ -25,7 +27,7 @@ def load(name: str) -> str:
     """The source sent for the fixed script `name` (e.g. "pyenv"): the prelude, the environment allowlist for the
     scripts that read process environments, the nvidia-smi reader for those that read its XML, then the script."""
     shared = [prelude()] + ([environ()] if name in ENVIRON_READERS else []) + ([smi()] if name in SMI_READERS else []) \
-        + ([interp()] if name in INTERP_CHECKERS else [])
+        + ([interp()] if name in INTERP_CHECKERS else []) + ([_read("_quiet")] if name in QUIET_READERS else [])
     return "\n\n".join(shared + [_read(name)])
 
 

@@ -166,7 +166,8 @@ def _cite_once(text: str) -> str:
     return _CITATION.sub(once, text)
 
 
-def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView) -> list[Gap]:
+def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView,
+          findings: list[Finding] | None = None) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
             for r in results if r.status != "ok"]
     for ev, m in view.unavailable():
@@ -176,6 +177,9 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
             gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
     gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
+    # a measurement taken beside another workload is not the GPU's own: it limits what this diagnosis can say
+    gaps += [Gap(what=f"{f.title} ({', '.join(f.evidence)})", why=f.claim) for f in findings or []
+             if f.data.get("shared_gpu")]
     return gaps
 
 
@@ -184,7 +188,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
     view = EvidenceView(evidence, observations, question=question)
     findings = collect_findings(evidence, observations, results, view)
-    gaps = _gaps(evidence, results, view)
+    gaps = _gaps(evidence, results, view, findings)
     if not findings:
         why = "no evidence was gathered" if not evidence else "the evidence gathered supports no finding"
         return SubmittedDiagnosis(

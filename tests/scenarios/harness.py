@@ -50,8 +50,10 @@ class Expect(BaseModel):
     """Regexes that must each match an also-noticed item (title and note)."""
     not_causes: list[str] = Field(default_factory=list)
     """Regexes that must match no ranked cause (title and explanation)."""
+    gaps: list[str] = Field(default_factory=list)
+    """Regexes that must each match a gap (what: why)."""
 
-    @field_validator("causes", "recommendations", "verdict", "not_", "also_noticed", "not_causes")
+    @field_validator("causes", "recommendations", "verdict", "not_", "also_noticed", "not_causes", "gaps")
     @classmethod
     def _regexes(cls, v: list[str]) -> list[str]:
         for p in v:
@@ -70,6 +72,9 @@ class Case(BaseModel):
     scorecard counts ranked causes that cannot explain it."""
     stage: dict[str, Any] = Field(default_factory=dict)
     observations: dict[str, Any] | None = None
+    measure: bool = False
+    """Run with --measure (the GEMM and all-reduce probes; on a host without a GPU they say why not)."""
+    measure_wait_s: float = 0.0
     expect: Expect
     notes: str | None = None
 
@@ -237,6 +242,10 @@ def check(case: Case, d: Diagnosis, words: str, entries: set[str], areas: dict[s
     for p in e.also_noticed:
         if not re.search(p, noticed, flags):
             out.append(f"no also-noticed item matches {p!r}")
+    gaps = "\n".join(f"{g.what}: {g.why}" for g in d.gaps)
+    for p in e.gaps:
+        if not re.search(p, gaps, flags):
+            out.append(f"no gap matches {p!r}")
     ranked = "\n".join(f"{c.title}. {c.explanation}" for c in d.causes)
     for p in e.not_causes:
         m = re.search(p, ranked, flags)
@@ -255,7 +264,9 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
         try:
             result = await investigate(case.question, host=sshd.alias, ssh_config=str(sshd.ssh_config),
                                        observations=case.observations, logs=ctx.logs, offline=True, transcript=False,
-                                       settings=Settings(power_sample_s=0.3))
+                                       measure=case.measure,
+                                       settings=Settings(power_sample_s=0.3, measure_wait_s=case.measure_wait_s,
+                                                         gemm_budget_s=20, comm_budget_s=20))
         finally:
             sshd.stop()
     finally:

@@ -604,6 +604,8 @@ def stage_node(staged, spec: dict[str, Any] | None = None,
     smi["nvlink_s"] = nv_s
     smi["nvlink_e"] = nv_e
     smi["gpus"] = _query_rows(xml)
+    smi["apps"] = [{"gpu_bus_id": bus_id(i, count), "pid": pid, "process_name": name, "used_memory": f"{mib:g} MiB"}
+                   for i, procs in sorted(pids.items()) for pid, name, mib in procs]
     smi_json.write_text(json.dumps(smi))
     exe = staged.bin / "nvidia-smi"
     if not exe.exists():

@@ -647,7 +647,8 @@ def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
     return Finding(
         id=entry.id, entry=entry.id, rule="catalog", category=entry.area, title=entry.title, claim=text,
         confidence=conf, evidence=list(dict.fromkeys(ids)), recommendations=fixes, severity=entry.severity,
-        bound=entry.bound, matched=list(dict.fromkeys(matched))[:MAX_MATCHED], symptoms=list(entry.symptoms),
+        bound=best.signal.bound or entry.bound, matched=list(dict.fromkeys(matched))[:MAX_MATCHED],
+        symptoms=list(entry.symptoms),
         informational=entry.severity == "info")
 
 

@@ -241,8 +241,8 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     if causes:
         limiter = (f"the primary limiter is {bound}: {_first_sentence(reasoning)}" if bound != "unknown"
                    else "the evidence does not settle which resource limits throughput.")
-        verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {c.title};" for i, c in
-                                                                  enumerate(causes[:4], 1)).rstrip(";") + "."
+        verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {_titled_number(f)};" for i, f in
+                                                                  enumerate(causes_f[:4], 1)).rstrip(";") + "."
         if recs:
             verdict += f" Start with: {_strip_source(recs[0].action)}."
     else:
@@ -278,6 +278,18 @@ def _agree_with_bound(causes: list[Finding], bound: Bound) -> list[Finding]:
     if agree is None:
         return causes
     return [agree] + [f for f in causes if f is not agree]
+
+
+def _titled_number(f: Finding) -> str:
+    """A cause's title with the number of the evidence it rests on, when the title carries none: each sentence of
+    the verdict carries a number from the evidence."""
+    title = _title(f)
+    if re.search(r"\d", title) or not f.numbers:
+        return title
+    n = f.numbers[0]
+    value = f"{n.value:,.0f}" if abs(n.value) >= 100 else f"{n.value:g}"
+    peak = f" of {n.peak:,.0f}" if n.peak and abs(n.peak) >= 100 else f" of {n.peak:g}" if n.peak else ""
+    return f"{title} ({n.name} {value}{peak} {n.unit})"
 
 
 def _noticeable(f: Finding) -> bool:

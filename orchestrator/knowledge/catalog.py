@@ -109,6 +109,9 @@ class Signal(_Strict):
     confidence: float | None = Field(None, ge=0.0, le=1.0)
     claim: str | None = None
     """Overrides the entry's claim when this signal fired."""
+    bound: Bound | None = None
+    """Overrides the entry's bound when this signal fired (a fault on the path the workload uses: a PCIe link
+    trained low between the GPUs of a TP group bounds it by communication)."""
 
     @field_validator("log")
     @classmethod

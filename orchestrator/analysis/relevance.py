@@ -30,7 +30,8 @@ _WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(s, re.compile(p, re.IGNORECASE
             r"token latency|streaming|\bdecod(?:e|es|ing)\b|tokens? arrive|gaps? between tokens|\bstutter|"
             r"hiccups?|\bstalls?\b"),
     ("startup", r"start[- ]?up|\bstart(?:s|ing)? (?:slowly|slow)|takes? .{0,30}\bto (?:start|load|come up|boot|be ready)|"
-                r"\bload(?:ing)? (?:time|the model|weights|is slow)|model load|cold start|warm[- ]?up|"
+                r"\bload(?:ing)? (?:time|the model|weights|is slow)|model load|cold start|long warm[- ]?up|"
+                r"warm[- ]?up (?:takes|is slow|time)|"
                 r"(?:every|each) (?:start|restart|launch|boot)|first (?:few )?minutes?|"
                 r"compil(?:e|es|ing|ation) (?:time|again|on every)|"
                 r"recompil|before serving|\bboot\b|restarts? (?:take|takes|is slow|are slow)|time to ready|readiness"),
@@ -46,7 +47,7 @@ _WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(s, re.compile(p, re.IGNORECASE
                r"health ?check|before we put it"),
     ("cost", r"\bcosts?\b|\$|dollar|\bprice|cheaper|expensive|per million tokens|how many gpus|\btco\b"),
     ("throughput", r"throughput|tok(?:ens)?/s|tokens? (?:per|a) second|req(?:uests)?/s|requests? per second|\bqps\b|"
-                   r"\bscal(?:e|es|ing)\b|concurren|tflops|underperform|below (?:the )?(?:spec|peak|expected)|"
+                   r"\bscal(?:e|es|ing)\b|tflops|underperform|below (?:the )?(?:spec|peak|expected)|"
                    r"spec sheet|bandwidth|all-reduce|all-gather|collectives|crawling|no faster|slower than|"
                    r"\bslow(?:er)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b"),
 )]
@@ -64,7 +65,8 @@ _ABOUT: dict[str, re.Pattern[str]] = {
     "kernel": re.compile(r"kernel|gemm|tensor core|wgmma|\btma\b|tcgen05|\bfp4\b|\bfp8\b|nvfp4|mxfp4|\bint[48]\b|"
                          r"\bw4a|dtype|quantiz|architecture|\bsm_?\d+|compute capability|spec|tflops|cutlass|triton|"
                          r"marlin|flashinfer|deepgemm|shared memory|instruction", re.IGNORECASE),
-    "cache": re.compile(r"autotun|\btun(?:ed|ing)\b|cache|persist|compil|\bjit\b", re.IGNORECASE),
+    "cache": re.compile(r"autotun|\btun(?:ed|ing)\b|(?<!kv )(?<!prefix )(?<!radix )(?<!page )cache|persist|compil|"
+                       r"\bjit\b", re.IGNORECASE),
 }
 """Subjects a question can be about (words that name them)."""
 

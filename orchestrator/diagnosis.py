@@ -166,16 +166,6 @@ class Diagnosis(_Strict):
     numbers: list[Number] = Field(default_factory=list)
     recommendations: list[Recommendation] = Field(default_factory=list)
     gaps: list[Gap] = Field(default_factory=list)
-    also_noticed: SkipJsonSchema[list[Noticed]] = Field(default_factory=list)
-    """The offline synthesis's also-noticed items (kept out of the tool's schema, so the `submit_diagnosis` tool a
-    model sees, and the request fingerprints of recorded runs, stay as they were)."""
-
-    @model_serializer(mode="wrap")
-    def _drop_empty_noticed(self, handler):
-        out = handler(self)
-        if isinstance(out, dict) and not out.get("also_noticed", True):
-            out.pop("also_noticed", None)
-        return out
     evidence: dict[str, EvidenceRef] = Field(default_factory=dict)
     usage: RunUsage = Field(default_factory=RunUsage)
     fleet: list[FleetTable] | None = None

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 SYMPTOMS: tuple[Symptom, ...] = get_args(Symptom)
 
-_WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(s, re.compile(p, re.IGNORECASE)) for s, p in (
+_PATTERNS: tuple[tuple[Symptom, str], ...] = (
     ("ttft", r"\bttft\b|time[- ]to[- ]first[- ]token|first[- ]token|\bprefill\b|prompt processing|long prompts?|"
              r"requests? (?:queue|wait)|slower to answer|first requests?"),
     ("itl", r"\bitl\b|\btpot\b|inter[- ]token|per[- ]token|time per output token|"
@@ -50,7 +50,8 @@ _WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(s, re.compile(p, re.IGNORECASE
                    r"\bscal(?:e|es|ing)\b|tflops|underperform|below (?:the )?(?:spec|peak|expected)|"
                    r"spec sheet|bandwidth|all-reduce|all-gather|collectives|crawling|no faster|slower than|"
                    r"\bslow(?:er)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b"),
-)]
+)
+_WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(sym, re.compile(p, re.IGNORECASE)) for sym, p in _PATTERNS]
 
 _LATENCY = re.compile(r"\blatency\b|\bresponsive|\bsnappy\b", re.IGNORECASE)
 """Latency without saying which: per-token latency and time to first token both."""

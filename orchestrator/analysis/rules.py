@@ -805,8 +805,8 @@ def run_rules(view: EvidenceView, rules: list[Rule] | None = None) -> list[Findi
             if not f.rule:
                 f.rule = name
             if not f.symptoms and f.entry:  # what the catalog entry says the failure mode can explain
-                e = catalog().get(f.entry)
-                f.symptoms = list(e.symptoms) if e is not None else []
+                ent = catalog().get(f.entry)
+                f.symptoms = list(ent.symptoms) if ent is not None else []
             f.evidence = [e for e in dict.fromkeys(f.evidence) if e in known]
             if f.evidence and f.id not in seen:
                 seen.add(f.id)

@@ -80,10 +80,10 @@ def gpu_facts(node: NodeHealth, g: GpuHealth, serving_pids: set[int] | None) -> 
                                               for unit, n in sorted(g.sram_sources.items()))
     # an uncorrectable error since the driver loaded, something waiting for a reset, or a flag that calls for action
     # (SRAM threshold exceeded, remap failure, unrepairable memory): the record is active, not history (NVIDIA GPU memory error management: volatile counters reset at driver load, aggregate ones persist)
-    active = [g.ecc_volatile_dbe, g.remap_pending, g.retired_pending, g.channel_repair_pending,
-              g.sram_threshold_exceeded, g.remap_failure, g.unrepairable_memory]
-    if any(v is not None for v in active):
-        f[p + "ecc.active"] = bool(g.ecc_volatile_dbe) or any(v is True for v in active[1:])
+    flags = [g.remap_pending, g.retired_pending, g.channel_repair_pending, g.sram_threshold_exceeded,
+             g.remap_failure, g.unrepairable_memory]
+    if g.ecc_volatile_dbe is not None or any(v is not None for v in flags):
+        f[p + "ecc.active"] = bool(g.ecc_volatile_dbe) or any(v is True for v in flags)
     if g.power_enforced_w and g.power_default_w:
         f[p + "power.enforced_vs_default"] = round(g.power_enforced_w / g.power_default_w, 3)
     if g.sm_mhz is not None and g.max_sm_mhz:

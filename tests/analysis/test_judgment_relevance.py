@@ -138,3 +138,18 @@ def test_a_pcie_link_trained_low_in_a_tp_group_sets_the_communication_bound():
     # the same GPUs reaching each other over PCIe only: every all-reduce waits on that link
     pcie = finding(topo=topo_text({"count": 2}, 2))
     assert pcie.bound == "communication" and "no NVLink on this host" in pcie.claim
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--measure-wait", "30"], "--measure-wait goes with --measure"),
+    (["--measure", "--measure-wait", "-5"], "--measure-wait -5 is out of range; pass 0 to 3600 seconds"),
+    (["--measure", "--measure-wait", "99999"], "--measure-wait 99999 is out of range; pass 0 to 3600 seconds"),
+])
+def test_bad_measure_wait_is_one_line_exit_2_before_the_run(tmp_path, args, says):
+    from support.cli import investigate
+
+    transcript = tmp_path / "t.jsonl"
+    proc = investigate("why slow", "--offline", *args, "--transcript", transcript, "--no-progress", tmp_path=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert says in proc.stderr and "Traceback" not in proc.stderr
+    assert not transcript.exists()

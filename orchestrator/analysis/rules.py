@@ -610,6 +610,8 @@ def other_workloads(v: EvidenceView) -> list[Finding]:
                              f"used_memory --format=csv`, `ps -o pid,args -p {w.processes[0].pid}`); stop or move it "
                              f"before serving or measuring on GPU {w.gpu}, or measure with `--measure-wait`."],
             symptoms=["throughput", "itl", "ttft"], severity="high", short=w.says() + ".",
+            # time-sliced with it, a workload on this GPU gets at most the share the other one leaves
+            explains=None if w.utilization_pct is None else round(min(w.utilization_pct, 100.0) / 100.0, 2),
             data={"gpu": w.gpu, "pids": [p.pid for p in w.processes]}))
     return out
 

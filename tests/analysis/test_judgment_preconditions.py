@@ -13,7 +13,7 @@ import pytest
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.signals import catalog_findings
 from orchestrator.evidence import Evidence
-from orchestrator.knowledge.catalog import Catalog, Condition, Entry, Fix, catalog, load_catalog
+from orchestrator.knowledge.catalog import Catalog, CatalogError, Condition, Entry, Fix, catalog, load_catalog
 from orchestrator.probes.node import health_from_output
 from orchestrator.probes.scripts._smi import smi_strip_doctype
 from support.smi_q import apply_smi_q
@@ -137,3 +137,11 @@ def test_active_states_fire_their_entry_with_the_advice_they_establish(edit, ent
     found = {f.entry: f for f in catalog_findings(EvidenceView([ev])) if f.category == "node"}
     assert entry in found and "gpu-ecc-historical" not in found
     assert re.search(says, found[entry].claim + " ".join(found[entry].recommendations))
+
+
+def test_every_catalog_entry_states_the_symptoms_it_can_explain():
+    # the synthesis ranks by the asked symptom: an entry that states none could never be judged against it
+    assert [e.id for e in catalog() if not e.symptoms] == []
+    with pytest.raises(CatalogError, match=r"entry 'x': field symptoms\.0"):  # only the known symptoms
+        load_catalog({"x.yaml": "- {id: x, area: node, title: x, claim: x, signals: [{log: x}], symptoms: [slowness], "
+                                "sources: ['https://example.org']}"})

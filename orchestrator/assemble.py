@@ -13,6 +13,8 @@ def _evidence_refs(diag: SubmittedDiagnosis, run: RunContext) -> dict[str, Evide
     ids: list[str] = []
     for c in diag.causes:
         ids += c.evidence
+    for a in diag.also_noticed:
+        ids += a.evidence
     ids += [n.source for n in diag.numbers if n.source.startswith("ev-")]
     refs: dict[str, EvidenceRef] = {}
     for eid in dict.fromkeys(ids):

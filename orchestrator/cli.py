@@ -360,6 +360,9 @@ def ask(
     measure: bool = typer.Option(False, "--measure", help="allow probes that load the GPU (GEMM, all-reduce)"),
     sample_s: Optional[float] = typer.Option(None, "--sample-s", metavar="SECONDS", help="the resource account's "
                                              "sampling window (default 3 s; it overlaps the other probes)"),
+    measure_wait: Optional[float] = typer.Option(None, "--measure-wait", metavar="SECONDS", help="with --measure: "
+                                                 "wait up to SECONDS for other processes to leave the GPUs before "
+                                                 "measuring (default 0: measure now, marked as shared)"),
     transcript: Optional[Path] = typer.Option(None, "--transcript", metavar="FILE", help="where to write the transcript"),
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html", help="also write a self-contained HTML report"),
     as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document (the diagnosis)"),
@@ -386,6 +389,12 @@ def ask(
         if not 0 < sample_s <= 60:
             raise BadInput(f"--sample-s {sample_s:g} is out of range; pass a window between 0 and 60 seconds")
         settings = settings.model_copy(update={"account_sample_s": float(sample_s)})
+    if measure_wait is not None:
+        if not measure:
+            raise BadInput("--measure-wait goes with --measure; pass --measure too, or drop --measure-wait")
+        if not 0 <= measure_wait <= 3600:
+            raise BadInput(f"--measure-wait {measure_wait:g} is out of range; pass 0 to 3600 seconds")
+        settings = settings.model_copy(update={"measure_wait_s": float(measure_wait)})
     local = not (host or hosts_file or slurm or k8s)
     for p in _missing_local_logs(log, None if local else "remote"):
         sys.stderr.write(f"warning: --log {_shown(p)} not found on this machine; it is listed under the diagnosis's gaps\n")

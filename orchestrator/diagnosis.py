@@ -7,6 +7,7 @@ import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
+from pydantic.json_schema import SkipJsonSchema
 
 from orchestrator.messages import Usage
 
@@ -75,6 +76,16 @@ class Recommendation(_Strict):
     why: str
     addresses: str = ""
     """Title of the cause this addresses."""
+
+
+class Noticed(_Strict):
+    """Something true the run found that does not explain the asked symptom (or is history, not an active fault):
+    said once, apart from the ranked causes."""
+
+    title: str
+    note: str = ""
+    """Why it is not a ranked cause, or what to watch."""
+    evidence: list[str] = Field(default_factory=list)
 
 
 class Gap(_Strict):
@@ -160,16 +171,22 @@ class Diagnosis(_Strict):
     fleet: list[FleetTable] | None = None
     """Multi-host runs: the comparison of facts that should be identical across hosts (None: one host, and then
     left out of the dump, so one-host diagnoses and their recordings keep their shape)."""
+    also_noticed: list[Noticed] = Field(default_factory=list)
+    """True findings that cannot explain the asked symptom, or history with a watch note: never ranked causes
+    (left out of the dump when empty, so older diagnoses and their recordings keep their shape)."""
 
     @model_serializer(mode="wrap")
     def _drop_empty_fleet(self, handler):
         out = handler(self)
         if isinstance(out, dict) and out.get("fleet") is None:
             out.pop("fleet", None)
+        if isinstance(out, dict) and not out.get("also_noticed", True):
+            out.pop("also_noticed", None)
         return out
 
     def cited_ids(self) -> set[str]:
         ids = {e for c in self.causes for e in c.evidence}
+        ids |= {e for n in self.also_noticed for e in n.evidence}
         ids |= {n.source for n in self.numbers if n.source.startswith("ev-")}
         return ids
 
@@ -190,3 +207,13 @@ class SubmittedDiagnosis(_Strict):
     numbers: list[Number] = Field(default_factory=list)
     recommendations: list[Recommendation] = Field(default_factory=list)
     gaps: list[Gap] = Field(default_factory=list)
+    also_noticed: SkipJsonSchema[list[Noticed]] = Field(default_factory=list)
+    """The offline synthesis's also-noticed items (kept out of the tool's schema, so the `submit_diagnosis` tool a
+    model sees, and the request fingerprints of recorded runs, stay as they were)."""
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_noticed(self, handler):
+        out = handler(self)
+        if isinstance(out, dict) and not out.get("also_noticed", True):
+            out.pop("also_noticed", None)
+        return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from orchestrator.diagnosis import Number
 from orchestrator.events import AgentStatus
@@ -60,9 +61,11 @@ class Finding(BaseModel):
     """The catalog entry (orchestrator/knowledge/failure_modes) the finding instantiates, if any."""
     matched: list[str] = Field(default_factory=list)
     """What fired it: the matching log lines (`path:line: text`) or fact values (`key=value`)."""
-    symptoms: list[Symptom] = Field(default_factory=list)
-    """The symptoms this finding can explain (empty: not stated; the synthesis then treats it by its category)."""
-    explains: float | None = Field(default=None, ge=0.0)
+    symptoms: SkipJsonSchema[list[Symptom]] = Field(default_factory=list)
+    """The symptoms this finding can explain (empty: not stated; the synthesis then treats it by its category).
+    Kept out of the `submit_findings` tool's schema, like `explains`: recorded runs' request fingerprints (the tool
+    definitions are part of them) stay as they were, so shipped transcripts replay exactly."""
+    explains: SkipJsonSchema[float | None] = Field(default=None, ge=0.0)
     """How much of the asked shortfall it explains where the evidence allows: a fraction of the step / request time
     (0-1), None when not quantified."""
     data: dict[str, Any] = Field(default_factory=dict)

@@ -142,6 +142,9 @@ class Settings(BaseSettings):
     """Time budget of the GEMM probe."""
     comm_budget_s: float = 60.0
     """Time budget of the all-reduce probe."""
+    measure_wait_s: float = 0.0
+    """How long a measurement probe waits for another process to leave its GPUs before it measures anyway and marks
+    its figures as taken on a shared GPU (`--measure-wait`; 0: do not wait)."""
 
     @field_validator("*", mode="after")
     @classmethod
@@ -154,7 +157,8 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, _TomlSource(settings_cls, None))
 
 
-_MAY_BE_ZERO = {"temperature", "anthropic_max_retries", "final_turn_reserve_s", "run_budget_usd", "run_budget_tokens"}
+_MAY_BE_ZERO = {"temperature", "anthropic_max_retries", "final_turn_reserve_s", "run_budget_usd", "run_budget_tokens",
+                "measure_wait_s"}
 _LARGEST = 1e12
 """Above any sane cap or budget; below what overflows a timer (1e308 seconds) or an allocation."""
 _LONGEST_S = 7 * 24 * 3600.0

@@ -69,7 +69,8 @@ def fit_findings(v: "EvidenceView") -> list[Finding]:
              f"weights; over {degree} GPU{'s' if degree > 1 else ''} (TP{tp} x PP{pp}) {per_gpu / GIB:,.1f} GiB each, "
              f"against {gpu_mem / GIB:,.1f} GiB per {g.name}")
     numbers = [Number(name="weights per GPU", value=round(per_gpu / GIB, 2), unit="GiB", peak=round(gpu_mem / GIB, 2),
-                      source=", ".join(ev_ids), note=src)]
+                      source=(oe[0].id if oe else ev_ids[0]),  # one id: a number's source is one citation
+                      note=f"{src}; also {', '.join(ev_ids)}")]
     out: list[Finding] = []
     if per_gpu > gpu_mem:
         out.append(Finding(

@@ -309,8 +309,37 @@ def measure_findings(evidence: list[Evidence], observations: Observations | None
             comms.append((ev.id, CommSweep.model_validate(ev.data)))
     out: list[Finding] = []
     for eid, sw in gemms:
-        out.extend(gemm_findings(eid, sw, observations))
-    usable = next(((eid, sw) for eid, sw in gemms if sw.available and sw.peaks), None)
+        # figures measured while another process used the GPU are not the GPU's own: never set against its roofline
+        out.extend(shared_gpu_finding(eid, sw, "GEMM sweep") if sw.shared_gpu else gemm_findings(eid, sw, observations))
+    usable = next(((eid, sw) for eid, sw in gemms if sw.available and sw.peaks and not sw.shared_gpu), None)
     for eid, csw in comms:
-        out.extend(comm_findings(eid, csw, observations, usable))
+        out.extend(shared_gpu_finding(eid, csw, "all-reduce sweep") if csw.shared_gpu
+                   else comm_findings(eid, csw, observations, usable))
     return out
+
+
+def _others(sw: GemmSweep | CommSweep) -> str:
+    act = sw.gpu_activity
+    if act is None:
+        return "another process"
+    procs = [f"{o.get('name') or '?'} (pid {o.get('pid')}, {o.get('used_memory_mib') or 0:g} MiB, GPU {o.get('gpu_index')})"
+             for o in act.others]
+    busy = [f"GPU {g.get('index')} at {g.get('utilization_pct') or 0:g} % utilization, {g.get('power_w') or 0:g} W"
+            for g in act.gpus if g.get("index") in act.busy]
+    return ", ".join(procs) or "a process not visible here" + (f" ({'; '.join(busy)})" if busy else "")
+
+
+def shared_gpu_finding(eid: str, sw: GemmSweep | CommSweep, what: str) -> list[Finding]:
+    """A sweep that ran beside another workload: what it shared the GPU with, and that its figures are not the
+    GPU's own (no roofline comparison is made of them)."""
+    act = sw.gpu_activity
+    waited = f" after waiting {act.waited_s:g} s of the {act.wait_s:g} s allowed" if act and act.wait_s else ""
+    ran = "ran" if sw.available else "was to run"
+    return [Finding(
+        id=f"measured-on-shared-gpu-{sw.kind}", category="observation", confidence=0.9, evidence=[eid],
+        title=f"The {what} shared the GPU with another workload",
+        claim=(f"The {what} on {sw.host} {ran} while {_others(sw)} used the GPU{waited}: its figures are shared "
+               f"with that load, not the GPU's own, and are not compared with the roofline."),
+        recommendations=["Measure again when the other process is gone, or let the probe wait for it: "
+                         "`--measure --measure-wait 300`."],
+        symptoms=["throughput", "itl", "ttft"], informational=True, data={"shared_gpu": True})]

@@ -14,6 +14,7 @@ from orchestrator.analysis.evidence_view import EvidenceView, HostGpu
 from orchestrator.analysis.observation_rules import analyze_observations, read_power
 from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_roofline
 from orchestrator.findings import Finding
+from orchestrator.knowledge.catalog import catalog
 from orchestrator.knowledge.catalog import entry as catalog_entry
 from orchestrator.analysis.signals import entry_words, fill
 from orchestrator.diagnosis import Number
@@ -593,22 +594,50 @@ def _inventory_clocks(v: EvidenceView) -> tuple[float, float, list[str], str] | 
     return None
 
 
+def other_workloads(v: EvidenceView) -> list[Finding]:
+    """GPUs that only another workload holds (no serving engine among their processes): name it with its memory and
+    the load seen while sampling, and say that load is not the workload asked about (analysis/node_view.py)."""
+    from orchestrator.analysis.node_view import other_workloads as held
+
+    out = []
+    for w in held(v):
+        out.append(Finding(
+            id=f"other-workload-gpu-{w.gpu}", category="node", confidence=0.85, evidence=w.evidence,
+            title=f"Another workload holds GPU {w.gpu}: {', '.join(p.name or '?' for p in w.processes)}",
+            claim=(f"{w.says()}: no serving engine is among the GPU's processes, so this load is that other "
+                   f"workload's, not the one asked about; anything measured on this GPU now shares it."),
+            recommendations=[f"Find what runs there (`nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,"
+                             f"used_memory --format=csv`, `ps -o pid,args -p {w.processes[0].pid}`); stop or move it "
+                             f"before serving or measuring on GPU {w.gpu}, or measure with `--measure-wait`."],
+            symptoms=["throughput", "itl", "ttft"], severity="high", short=w.says() + ".",
+            # time-sliced with it, a workload on this GPU gets at most the share the other one leaves
+            explains=None if w.utilization_pct is None else round(min(w.utilization_pct, 100.0) / 100.0, 2),
+            data={"gpu": w.gpu, "pids": [p.pid for p in w.processes]}))
+    return out
+
+
 def power_vs_limit(v: EvidenceView) -> list[Finding]:
-    """Power against the limit at high occupancy: from observations, the power sampler or the inventory."""
+    """Power against the limit at high occupancy: from observations, the power sampler or the inventory. A GPU that
+    another workload holds (node_view.other_workloads) is left out: its load is not the one asked about."""
+    from orchestrator.analysis.node_view import other_workloads as held
+
+    foreign = {(w.host, w.gpu) for w in held(v)}
     readings = []
     oe = v.observations_evidence
     if oe and oe[1].gpu:
         g = oe[1].gpu
         readings.append((read_power(g.power_w, g.power_limit_w, g.busy_fraction), [oe[0].id]))
     for ev, ps in v.probes("power_sampling"):
-        s = [x for x in ps.summary if x.mean_power_w is not None and x.power_limit_w]
+        s = [x for x in ps.summary if x.mean_power_w is not None and x.power_limit_w
+             and (ev.host, x.gpu) not in foreign]
         if s:
             p = sum(x.mean_power_w for x in s) / len(s)
             lim = sum(x.power_limit_w for x in s) / len(s)
             util = [x.mean_utilization_pct for x in s if x.mean_utilization_pct is not None]
             readings.append((read_power(p, lim, sum(util) / len(util) / 100 if util else None), [ev.id]))
     for ev, inv in v.probes("gpu_inventory"):
-        g2 = [x for x in inv.gpus if x.power_draw_w is not None and x.power_limit_w]
+        g2 = [x for x in inv.gpus if x.power_draw_w is not None and x.power_limit_w
+              and (ev.host, x.index) not in foreign]
         if g2 and not v.probes("power_sampling"):
             p = sum(x.power_draw_w for x in g2) / len(g2)
             lim = sum(x.power_limit_w for x in g2) / len(g2)
@@ -773,8 +802,9 @@ from orchestrator.analysis.references import reference_rule  # noqa: E402  (publ
 
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
-    autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
-    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs, what_fits,
+    autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, other_workloads, power_vs_limit,
+    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs,
+    what_fits,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
     reference_rule,  # the user's throughput against published figures (analysis/references.py)
 ]
@@ -801,6 +831,9 @@ def run_rules(view: EvidenceView, rules: list[Rule] | None = None) -> list[Findi
         for f in found:
             if not f.rule:
                 f.rule = name
+            if not f.symptoms and f.entry:  # what the catalog entry says the failure mode can explain
+                ent = catalog().get(f.entry)
+                f.symptoms = list(ent.symptoms) if ent is not None else []
             f.evidence = [e for e in dict.fromkeys(f.evidence) if e in known]
             if f.evidence and f.id not in seen:
                 seen.add(f.id)

@@ -650,11 +650,15 @@ def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
             matched.append(f"{h.line.path}:{h.line.line_no}: {h.line.text.strip()[:200]}")
         ids += [f.evidence_id for f in h.facts]
         matched += h.notes
-    fixes = [f"{render(fx, hf, best.binding, best.line, best.match)} [{entry.source}]" for fx in entry.fixes()]
+    holds = lambda c: check(c, hf, best.binding)[0]  # noqa: E731  (a fix's preconditions, on the same GPU)
+    fixes = [f"{render(fx, hf, best.binding, best.line, best.match)} [{entry.source}]"
+             for fx in entry.fixes(holds=holds)]
     return Finding(
         id=entry.id, entry=entry.id, rule="catalog", category=entry.area, title=entry.title, claim=text,
         confidence=conf, evidence=list(dict.fromkeys(ids)), recommendations=fixes, severity=entry.severity,
-        bound=entry.bound, matched=list(dict.fromkeys(matched))[:MAX_MATCHED])
+        bound=best.signal.bound or entry.bound, matched=list(dict.fromkeys(matched))[:MAX_MATCHED],
+        symptoms=list(entry.symptoms),
+        informational=entry.severity == "info")
 
 
 def _new_memo(_ev: Evidence) -> dict[tuple[Any, ...], tuple[Entry, list[Hit]]]:

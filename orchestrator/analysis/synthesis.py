@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.analysis import node_view
+from orchestrator.analysis import node_view, relevance
 from orchestrator.analysis.account_rules import account_bound
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
-from orchestrator.diagnosis import Bound, Cause, Gap, Number, Recommendation, SubmittedDiagnosis, sentence_case
+from orchestrator.diagnosis import (Bound, Cause, Gap, Noticed, Number, Recommendation, SubmittedDiagnosis,
+                                    sentence_case)
 from orchestrator.evidence import Evidence
 from orchestrator.findings import AgentResult, Finding
 from orchestrator.findings import Bound as FindingBound
@@ -169,7 +170,8 @@ def _cite_once(text: str) -> str:
     return _CITATION.sub(once, text)
 
 
-def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView) -> list[Gap]:
+def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView,
+          findings: list[Finding] | None = None) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
             for r in results if r.status != "ok"]
     for ev, m in view.unavailable():
@@ -179,6 +181,9 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
             gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
     gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
+    # a measurement taken beside another workload is not the GPU's own: it limits what this diagnosis can say
+    gaps += [Gap(what=f"{f.title} ({', '.join(f.evidence)})", why=f.claim) for f in findings or []
+             if f.data.get("shared_gpu")]
     return gaps
 
 
@@ -187,7 +192,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
     view = EvidenceView(evidence, observations, question=question)
     findings = collect_findings(evidence, observations, results, view)
-    gaps = _gaps(evidence, results, view)
+    gaps = _gaps(evidence, results, view, findings)
     if not findings:
         why = "no evidence was gathered" if not evidence else "the evidence gathered supports no finding"
         return SubmittedDiagnosis(
@@ -195,15 +200,28 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
             bound="unknown", bound_reasoning="No evidence shows the limiting resource.",
             gaps=gaps or [Gap(what="evidence", why=why)])
 
-    bound, reasoning, setter = _bound(findings)
-    causes_f = [f for f in findings if not f.informational]
+    asked = relevance.asked(question, observations)
+    # Only what can explain the asked symptom is ranked (and may set the bound); the rest is said once, apart.
+    relevant = [f for f in findings if asked.explains(f)]
+    bound, reasoning, setter = _bound(relevant)
+    causes_f = [f for f in relevant if not f.informational]
     # When the evidence puts the limit in communication or latency, per-GPU GEMM findings (roofline, kernels, tuning)
     # are true but not what limits throughput: rank them after the communication and power findings. A catalog
-    # failure that set the bound (a node fault explaining the symptom) comes first.
+    # failure that set the bound (a node fault explaining the symptom) comes first; what holds on every host of a
+    # kind (an architecture's missing instructions) after what this host's evidence shows; what the evidence
+    # quantifies (`explains`: the share of the asked shortfall) before what it does not.
     behind = _GEMM_SIDE if bound in ("communication", "latency") else set()
     causes_f.sort(key=lambda f: (f is not setter, f.secondary or f.confidence < 0.5 or f.category in behind,
-                                 _rank(f), -f.confidence))
+                                 relevance.about(f) is not None, -(f.explains or 0.0), _rank(f), -f.confidence))
+    causes_f = _agree_with_bound(causes_f, bound)
+    noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and _noticeable(f)]
+    noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
+    noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
+                   "after the first five causes).") for f in causes_f[MAX_CAUSES:]]
+    advised_f, causes_f = causes_f, causes_f[:MAX_CAUSES]  # every cause that explains the symptom keeps its advice
     causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
+    noticed_f.sort(key=lambda x: x[0].severity != "info")  # a health record to watch first, then the rest
+    also = [Noticed(title=_title(f), note=note, evidence=f.evidence) for f, note in noticed_f]
 
     numbers: list[Number] = []
     seen_n: set[str] = set()
@@ -213,10 +231,10 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                 seen_n.add(n.name)
                 numbers.append(n)
 
-    context_f = [f for f in findings if f.informational]
+    context_f = [f for f in relevant if f.informational and f.rule != "catalog"]  # ceilings, what was ruled out
     recs: list[Recommendation] = []
     seen_r: set[str] = set()
-    for f in causes_f + (context_f if not causes_f else []):
+    for f in advised_f + (context_f if not causes_f else []):
         for action in f.recommendations:
             if action not in seen_r:
                 seen_r.add(action)
@@ -227,15 +245,18 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     if causes:
         limiter = (f"the primary limiter is {bound}: {_first_sentence(reasoning)}" if bound != "unknown"
                    else "the evidence does not settle which resource limits throughput.")
-        verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {c.title};" for i, c in
-                                                                  enumerate(causes[:4], 1)).rstrip(";") + "."
+        verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {_titled_number(f)};" for i, f in
+                                                                  enumerate(causes_f[:4], 1)).rstrip(";") + "."
         if recs:
             verdict += f" Start with: {_strip_source(recs[0].action)}."
     else:
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
-        verdict = ((f"{lead}no" if lead else "No") + " cause of the slowness is supported by the evidence. " + context).rstrip()
-    reference = next((f for f in findings if f.id == "reference-throughput" and f.short), None)
+        what = "the slowness" if not asked.symptoms or asked.symptoms & {"throughput", "itl", "ttft"} else asked.words()
+        verdict = ((f"{lead}no" if lead else "No") + f" cause of {what} is supported by the evidence. " + context).rstrip()
+        if also:
+            verdict += " Also noticed, not a cause here: " + "; ".join(a.title for a in also[:3]) + "."
+    reference = next((f for f in relevant if f.id == "reference-throughput" and f.short), None)
     if reference is not None:  # is my number bad? the published figure for the same GPU and model (analysis/references.py)
         verdict += f" {reference.short}"
     healthy = node_view.healthy_line(view, findings)
@@ -244,4 +265,62 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     if gaps:
         verdict += f" {len(gaps)} gap{'s limit' if len(gaps) != 1 else ' limits'} this diagnosis."
     return SubmittedDiagnosis(verdict=sentence_case(_cite_once(verdict)), bound=bound, bound_reasoning=reasoning, causes=causes,
-                              numbers=numbers, recommendations=recs, gaps=gaps)
+                              numbers=numbers, recommendations=recs, gaps=gaps, also_noticed=also)
+
+
+MAX_CAUSES = 5
+"""Ranked causes a diagnosis lists; the rest of what explains the symptom goes to also noticed."""
+
+_COMPATIBLE: dict[str, set[str]] = {"compute": {"compute", "gemm"}, "memory": {"memory", "gemm"},
+                                    "communication": {"communication"}, "latency": {"latency"}}
+
+
+def _agree_with_bound(causes: list[Finding], bound: Bound) -> list[Finding]:
+    """The causes with the first one agreeing with the bound: when the first would imply another bound (a compute
+    fault first under a communication bound), the first cause that agrees with the bound leads instead, so the bound
+    sentence and the first cause never contradict each other."""
+    if not causes or bound == "unknown" or causes[0].bound is None or causes[0].bound in _COMPATIBLE[bound]:
+        return causes
+    agree = next((f for f in causes if f.bound is None or f.bound in _COMPATIBLE[bound]), None)
+    if agree is None:
+        return causes
+    return [agree] + [f for f in causes if f is not agree]
+
+
+def _titled_number(f: Finding) -> str:
+    """A cause's title with the number of the evidence it rests on, when the title carries none: each sentence of
+    the verdict carries a number from the evidence."""
+    title = _title(f)
+    if re.search(r"\d", title) or not f.numbers:
+        return title
+    n = f.numbers[0]
+    value = f"{n.value:,.0f}" if abs(n.value) >= 100 else f"{n.value:g}"
+    peak = f" of {n.peak:,.0f}" if n.peak and abs(n.peak) >= 100 else f" of {n.peak:g}" if n.peak else ""
+    return f"{title} ({n.name} {value}{peak} {n.unit})"
+
+
+def _noticeable(f: Finding) -> bool:
+    """Worth a line under also noticed: a cause-like finding, not context (hardware ceilings, what was ruled out)."""
+    return not f.informational or (f.rule == "catalog" and bool(f.entry))
+
+
+def _why_not(f: Finding, asked: relevance.Asked) -> str:
+    """One line: what f says, and why it is not a ranked cause here."""
+    said = _first_sentence(f.short or f.claim).rstrip(".")
+    subject = relevance.about(f)
+    if subject == "cache":
+        why = f"it costs start-up time (tuning or compiling again at each start), not {asked.words()}"
+    elif subject is not None:
+        why = "true of every GPU of this architecture whatever the workload; the question is not about its kernels"
+    else:
+        can = ", ".join(relevance.SAY[s] for s in relevance.symptoms_of(f)) or "nothing measured here"
+        why = f"it can explain {can}, not {asked.words()}"
+    if f.informational:
+        why = _history_note(f)
+    return f"{said} ({why})."
+
+
+def _history_note(f: Finding) -> str:
+    """A historical record (severity info) with nothing active: context, and what to watch."""
+    watch = _strip_source(f.recommendations[0]) if f.recommendations else "watch it"
+    return f"history, nothing active: {watch[:1].lower() + watch[1:]}"

@@ -9,6 +9,7 @@ Entry shape (see tests/scenarios/README.md for how cases exercise them)::
     - id: gpu-power-limit-lowered          # unique, kebab-case
       area: node                           # kernel | autotune | node | interconnect | engine | jit-cache | workload | hardware
       title: GPU power limit set below its default
+      symptoms: [throughput, itl, ttft]    # what it can explain: throughput | itl | ttft | startup | regression | errors | cost
       scope: {ccs: ["9.0"], gpus: ["H200"], libraries: {vllm: ">=0.6"}, dtypes: [nvfp4], not_ccs: ["8.9"]}
       signals:                             # ANY signal firing fires the entry
         - log: 'regex'                     # case-insensitive, searched in log lines (optional `sources`)
@@ -18,7 +19,8 @@ Entry shape (see tests/scenarios/README.md for how cases exercise them)::
       bound: compute                       # compute | memory | communication | latency | null
       confidence: 0.8
       severity: high                       # high | medium | low | info
-      fix: ["nvidia-smi -i {gpu.index} -pl {gpu.power.default_limit_w}"]
+      fix: ["nvidia-smi -i {gpu.index} -pl {gpu.power.default_limit_w}",
+            {text: "...", requires: [{fact: "gpu.*.remapped_rows.pending", eq: true}]}]   # given only when it holds
       sources: [https://docs.nvidia.com/deploy/nvidia-smi/index.html]
 
 A signal may carry both `log` and `when`: it fires when a matching line is found AND the conditions hold. A signal's
@@ -33,7 +35,7 @@ import datetime
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -45,6 +47,9 @@ AREAS = ("kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "w
 Area = Literal["kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs"]
 Bound = Literal["compute", "memory", "communication", "latency"]
 Severity = Literal["high", "medium", "low", "info"]
+Symptom = Literal["throughput", "itl", "ttft", "startup", "regression", "errors", "cost"]
+"""What a question says is slow or wrong (orchestrator.findings.Symptom; repeated here so knowledge imports nothing
+of the analysis): an entry lists the symptoms its failure mode can cause."""
 LOG_SOURCES = ("server", "kernel", "nccl", "engine")
 
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -117,6 +122,9 @@ class Signal(_Strict):
     confidence: float | None = Field(None, ge=0.0, le=1.0)
     claim: str | None = None
     """Overrides the entry's claim when this signal fired."""
+    bound: Bound | None = None
+    """Overrides the entry's bound when this signal fired (a fault on the path the workload uses: a PCIe link
+    trained low between the GPUs of a TP group bounds it by communication)."""
 
     @field_validator("log")
     @classmethod
@@ -172,10 +180,20 @@ class Scope(_Strict):
 
 
 class Fix(_Strict):
-    """A fix that applies only when the rule that fires the entry says so (`if`: a flag the rule passes)."""
+    """A fix with preconditions: `if` (a flag the rule that fires the entry passes) and/or `requires` (conditions on
+    the facts of the GPU or host the finding is about, `*` bound as in the signal that fired): the fix is given only
+    when they hold, so advice never contradicts the evidence it cites (no "reset so the pending remap takes effect"
+    when nothing is pending; no RMA unless the vendor's criteria are met)."""
 
     text: str
-    if_: str = Field(alias="if")
+    if_: str | None = Field(None, alias="if")
+    requires: list[Condition] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _conditional(self) -> "Fix":
+        if self.if_ is None and not self.requires:
+            raise ValueError("a fix mapping needs `if` or `requires` (a plain fix is a string)")
+        return self
 
 
 class Verified(_Strict):
@@ -191,6 +209,9 @@ class Entry(_Strict):
     id: str
     area: Area
     title: str
+    symptoms: list[Symptom] = Field(default_factory=list)
+    """The symptoms this failure mode can explain (the synthesis ranks by the asked one; tests/catalog checks every
+    entry states them)."""
     scope: Scope = Field(default_factory=Scope)
     signals: list[Signal] = Field(default_factory=list)
     rule: str | None = None
@@ -241,9 +262,18 @@ class Entry(_Strict):
         """Every fix template, conditional or not."""
         return [f if isinstance(f, str) else f.text for f in self.fix]
 
-    def fixes(self, flags: set[str] | frozenset[str] = frozenset()) -> list[str]:
-        """The fix templates that apply: plain ones always, conditional ones when their flag is set."""
-        return [f if isinstance(f, str) else f.text for f in self.fix if isinstance(f, str) or f.if_ in flags]
+    def fixes(self, flags: set[str] | frozenset[str] = frozenset(),
+              holds: Callable[[Condition], bool] | None = None) -> list[str]:
+        """The fix templates that apply: plain ones always, conditional ones when their flag is set (if any) and
+        their `requires` conditions hold (`holds` evaluates one; without it, a fix with requirements is left out)."""
+        out = []
+        for f in self.fix:
+            if isinstance(f, str):
+                out.append(f)
+            elif (f.if_ is None or f.if_ in flags) and (not f.requires or (holds is not None
+                                                                            and all(holds(c) for c in f.requires))):
+                out.append(f.text)
+        return out
 
     def log_patterns(self) -> list[str]:
         return [s.log for s in self.signals if s.log]

@@ -143,10 +143,12 @@ async def run_gemm_probe(
     budget_s: float = 60.0,
     peaks: Peaks | None = None,
     params: dict[str, Any] | None = None,
+    measure_wait_s: float = 0.0,
 ) -> GemmSweep:
-    """Time GEMMs on the host's GPU and attach fractions of peak and of the roofline (peaks: given, else looked up)."""
-    p = {**gemm_params(_obs(observations), budget_s), **(params or {})}
-    sweep, ran = await _run_script(host, "gemm_bench", GemmSweep, p, python, budget_s + STARTUP_S)
+    """Time GEMMs on the host's GPU and attach fractions of peak and of the roofline (peaks: given, else looked up).
+    The script first reads what else runs on the GPU and waits up to `measure_wait_s` for it to go."""
+    p = {**gemm_params(_obs(observations), budget_s), "measure_wait_s": measure_wait_s, **(params or {})}
+    sweep, ran = await _run_script(host, "gemm_bench", GemmSweep, p, python, budget_s + measure_wait_s + STARTUP_S)
     if not ran:
         return sweep
     return attach_gemm_arithmetic(sweep, peaks or peaks_for(sweep.gpu_name))
@@ -158,10 +160,13 @@ async def run_comm_probe(
     observations: Observations | dict[str, Any] | None = None,
     budget_s: float = 60.0,
     params: dict[str, Any] | None = None,
+    measure_wait_s: float = 0.0,
 ) -> CommSweep:
-    """Measure all-reduce latency and bus bandwidth across the host's GPUs (gloo across CPU processes without)."""
-    p = {**comm_params(_obs(observations), budget_s), **(params or {})}
-    sweep, ran = await _run_script(host, "comm_bench", CommSweep, p, python, budget_s + 2 * STARTUP_S)
+    """Measure all-reduce latency and bus bandwidth across the host's GPUs (gloo across CPU processes without),
+    after reading what else runs on them (waiting up to `measure_wait_s` for it to go)."""
+    p = {**comm_params(_obs(observations), budget_s), "measure_wait_s": measure_wait_s, **(params or {})}
+    sweep, ran = await _run_script(host, "comm_bench", CommSweep, p, python,
+                                   budget_s + measure_wait_s + 2 * STARTUP_S)
     if not ran:
         return sweep
     sweep = attach_comm_arithmetic(sweep)

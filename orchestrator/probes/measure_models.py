@@ -97,6 +97,23 @@ class GemmPoint(BaseModel):
     """mean_power_w over the sweep's power_limit_w, for a held point."""
 
 
+class GpuActivity(BaseModel):
+    """What ran on the target GPUs just before a measurement (scripts/_quiet.py): figures taken while another
+    process used a GPU are that GPU's shared figures, never its own."""
+
+    read: bool = False
+    error: str | None = None
+    gpus: list[dict[str, float | int | None]] = Field(default_factory=list)
+    """index, utilization_pct, power_w, memory_used_mib per target GPU (the last reading)."""
+    others: list[dict[str, float | int | str | None]] = Field(default_factory=list)
+    """gpu_index, pid, name, used_memory_mib of each compute process that is not the measurement's."""
+    shared_gpu: bool | None = None
+    busy: list[int] = Field(default_factory=list)
+    waited_s: float = 0.0
+    wait_s: float = 0.0
+    apps_error: str | None = None
+
+
 class GemmSweep(ProbeModel):
     kind: Literal["gemm_sweep"] = "gemm_sweep"
     device: str | None = None
@@ -127,6 +144,9 @@ class GemmSweep(ProbeModel):
     """Points that were to be held but the budget had no time left for."""
     samples: list[ClockSample] = Field(default_factory=list)
     peaks: Peaks | None = None
+    gpu_activity: GpuActivity | None = None
+    shared_gpu: bool | None = None
+    """True: another process used the GPU while this ran (the figures are shared, not the GPU's own)."""
 
 
 class CommPoint(BaseModel):
@@ -170,6 +190,9 @@ class CommSweep(ProbeModel):
     topology: GpuTopology | None = None
     rank_errors: list[str] = Field(default_factory=list)
     """Last stderr line of each rank that failed."""
+    gpu_activity: GpuActivity | None = None
+    shared_gpu: bool | None = None
+    """True: another process used a GPU while this ran (the figures are shared, not the GPUs' own)."""
 
 
 MEASURE_MODELS: tuple[type[ProbeModel], ...] = (GemmSweep, CommSweep)

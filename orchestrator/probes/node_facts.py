@@ -62,6 +62,9 @@ def gpu_facts(node: NodeHealth, g: GpuHealth, serving_pids: set[int] | None) -> 
         ("ecc.volatile.dbe", g.ecc_volatile_dbe), ("ecc.volatile.sbe", g.ecc_volatile_sbe),
         ("ecc.aggregate.dbe", g.ecc_aggregate_dbe), ("ecc.aggregate.sbe", g.ecc_aggregate_sbe),
         ("ecc.sram_threshold_exceeded", g.sram_threshold_exceeded),
+        ("ecc.volatile.dram_dbe", g.ecc_volatile_dram_dbe), ("ecc.volatile.sram_dbe", g.ecc_volatile_sram_dbe),
+        ("ecc.aggregate.dram_dbe", g.ecc_aggregate_dram_dbe), ("ecc.aggregate.sram_dbe", g.ecc_aggregate_sram_dbe),
+        ("ecc.unrepairable_memory", g.unrepairable_memory), ("ecc.channel_repair_pending", g.channel_repair_pending),
         ("retired_pages.pending", g.retired_pending), ("retired_pages.sbe", g.retired_sbe),
         ("retired_pages.dbe", g.retired_dbe),
         ("remapped_rows.correctable", g.remapped_correctable), ("remapped_rows.uncorrectable", g.remapped_uncorrectable),
@@ -72,6 +75,15 @@ def gpu_facts(node: NodeHealth, g: GpuHealth, serving_pids: set[int] | None) -> 
         ("fabric.state", g.fabric_state), ("fabric.status", g.fabric_status), ("recovery_action", g.recovery_action),
     ):
         _put(f, p + key, value)
+    if g.sram_sources:
+        f[p + "ecc.sram_sources"] = ", ".join(f"{unit.upper() if unit in ('l2', 'sm', 'pcie') else unit} {n}"
+                                              for unit, n in sorted(g.sram_sources.items()))
+    # an uncorrectable error since the driver loaded, something waiting for a reset, or a flag that calls for action
+    # (SRAM threshold exceeded, remap failure, unrepairable memory): the record is active, not history (NVIDIA GPU memory error management: volatile counters reset at driver load, aggregate ones persist)
+    flags = [g.remap_pending, g.retired_pending, g.channel_repair_pending, g.sram_threshold_exceeded,
+             g.remap_failure, g.unrepairable_memory]
+    if g.ecc_volatile_dbe is not None or any(v is not None for v in flags):
+        f[p + "ecc.active"] = bool(g.ecc_volatile_dbe) or any(v is True for v in flags)
     if g.power_enforced_w and g.power_default_w:
         f[p + "power.enforced_vs_default"] = round(g.power_enforced_w / g.power_default_w, 3)
     if g.sm_mhz is not None and g.max_sm_mhz:

@@ -13,6 +13,10 @@ bool; a key is absent when the probe could not determine it, never guessed):
   `clocks_event.active` (comma list), `clocks_event.throttled` (bool: HW slowdown, HW thermal, HW power brake or SW thermal active),
   `clocks_event_us.<counter>` (cumulative µs), `ecc.mode (enabled|disabled), ecc.pending_mode,
   ecc.volatile.dbe, ecc.volatile.sbe, ecc.aggregate.dbe, ecc.aggregate.sbe, ecc.sram_threshold_exceeded,
+  ecc.volatile.dram_dbe, ecc.volatile.sram_dbe, ecc.aggregate.dram_dbe, ecc.aggregate.sram_dbe, ecc.sram_sources
+  (`l2=1, sm=0`-style list of the units with aggregate SRAM errors), ecc.unrepairable_memory, ecc.channel_repair_pending,
+  ecc.active (bool: an uncorrectable error since the driver loaded, a pending remap / retirement / repair, or
+  SRAM threshold exceeded / remap failure / unrepairable memory),
   retired_pages.pending, retired_pages.sbe, retired_pages.dbe, remapped_rows.correctable,
   remapped_rows.uncorrectable, remapped_rows.pending, remapped_rows.failure, pcie.gen, pcie.gen_max,
   pcie.gen_device_max, pcie.width, pcie.width_max, pcie.replays, pcie.width_downtrained (bool),
@@ -126,6 +130,15 @@ class GpuHealth(BaseModel):
     ecc_aggregate_dbe: int | None = None
     ecc_aggregate_sbe: int | None = None
     sram_threshold_exceeded: bool | None = None
+    ecc_volatile_dram_dbe: int | None = None
+    ecc_volatile_sram_dbe: int | None = None
+    ecc_aggregate_dram_dbe: int | None = None
+    ecc_aggregate_sram_dbe: int | None = None
+    """Hopper-era drivers split uncorrectable counts into DRAM (HBM) and SRAM (on-chip); None: not split."""
+    sram_sources: dict[str, int] = Field(default_factory=dict)
+    """Units of the aggregate uncorrectable SRAM errors (l2, sm, microcontroller, pcie, other) -> count, nonzero."""
+    unrepairable_memory: bool | None = None
+    channel_repair_pending: bool | None = None
     retired_sbe: int | None = None
     retired_dbe: int | None = None
     retired_pending: bool | None = None

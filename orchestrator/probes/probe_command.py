@@ -26,9 +26,11 @@ async def probe_main(*, host: str | None, ssh_config: str | None, python: str | 
         if gemm or comm:
             out: list[ProbeModel] = []
             if gemm:
-                out.append(await run_gemm_probe(h, python=python, observations=obs, budget_s=settings.gemm_budget_s))
+                out.append(await run_gemm_probe(h, python=python, observations=obs, budget_s=settings.gemm_budget_s,
+                                                measure_wait_s=settings.measure_wait_s))
             if comm:
-                out.append(await run_comm_probe(h, python=python, observations=obs, budget_s=settings.comm_budget_s))
+                out.append(await run_comm_probe(h, python=python, observations=obs, budget_s=settings.comm_budget_s,
+                                                measure_wait_s=settings.measure_wait_s))
             return out
         inputs = RunInputs(question="probe", host=host or "local", python=python, logs=logs,
                            observations=obs.model_dump(mode="json", exclude_none=True) if obs else None)

@@ -106,6 +106,12 @@ def to_markdown(d: Diagnosis) -> str:
                        f"{', '.join(e(x) for x in c.evidence)})  ")
             out.append(f"   {e(c.explanation)}")
         out.append("")
+    if d.also_noticed:  # true, but not what the question asks about (or history to watch): never a ranked cause
+        out += ["## Also noticed", ""]
+        for item in d.also_noticed:
+            cited = f" (evidence {', '.join(e(x) for x in item.evidence)})" if item.evidence else ""
+            out.append(f"- **{e(item.title)}**{': ' + e(item.note) if item.note else ''}{cited}")
+        out.append("")
     if d.numbers:
         out += ["## Numbers", ""] + [f"- {number_line(n, e)}" for n in d.numbers] + [""]
     if d.recommendations:

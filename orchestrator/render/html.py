@@ -80,6 +80,8 @@ def _cited_in_order(d: Diagnosis) -> list[str]:
     ids: list[str] = []
     for c in d.causes:
         ids += c.evidence
+    for a in d.also_noticed:
+        ids += a.evidence
     ids += [n.source for n in d.numbers if n.source.startswith("ev-")]
     return list(dict.fromkeys(ids))
 
@@ -356,6 +358,15 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
                      f'<span class="muted">confidence {c.confidence:.2f}</span><br>{_text(c.explanation, known)}'
                      f'<br><span class="muted">evidence:</span> {links}</li>')
         p.append("</ol>")
+
+    if d.also_noticed:  # true, but not what the question asks about (or history to watch)
+        p.append('<h2 id="also-noticed">Also noticed</h2><ul class="noticed">')
+        for a in d.also_noticed:
+            links = " ".join(_ev_link(x) for x in a.evidence)
+            note = f" — {_text(a.note, known)}" if a.note else ""
+            p.append(f"<li><strong>{_e(a.title)}</strong>{note}"
+                     + (f' <span class="muted">evidence:</span> {links}' if links else "") + "</li>")
+        p.append("</ul>")
 
     if d.numbers:
         p.append('<h2 id="numbers">Numbers</h2><table class="numbers"><tr><th>name</th><th class="num">value</th>'

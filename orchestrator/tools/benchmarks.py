@@ -51,7 +51,8 @@ class GemmBenchmark(Tool):
         if args.n and args.k:
             params = {"shapes": [{"name": "requested", "n": args.n, "k": args.k}]}
         sw = await run_gemm_probe(host, python=ctx.inputs.python,
-                                  observations=ctx.inputs.parsed_observations(), budget_s=budget, params=params)
+                                  observations=ctx.inputs.parsed_observations(), budget_s=budget, params=params,
+                                  measure_wait_s=ctx.settings.measure_wait_s)
         return ToolOutput(text=gemm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
 
 
@@ -69,7 +70,8 @@ class CommBenchmark(Tool):
         host = ctx.host()
         budget = args.budget_s or ctx.settings.comm_budget_s
         sw = await run_comm_probe(host, python=ctx.inputs.python,
-                                  observations=ctx.inputs.parsed_observations(), budget_s=budget)
+                                  observations=ctx.inputs.parsed_observations(), budget_s=budget,
+                                  measure_wait_s=ctx.settings.measure_wait_s)
         return ToolOutput(text=comm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
 
 

@@ -69,14 +69,22 @@ def test_seed_case_diagnosis_says_what_an_expert_would(seed, seed_obs):
     text = " ".join([d.verdict, d.bound_reasoning] + [c.title + " " + c.explanation for c in d.causes])
     assert d.bound == "memory"
     assert d.causes[0].title.startswith("The halving") and "rules out all-reduce" in text
-    assert "101,376 B" in text and "232,448 B" in text
-    assert "tcgen05" in text and "reduced subset" in text
-    assert "not persisted" in text.lower() or "No persisted autotune" in text
+    # at most five ranked causes (issue 24): what this host's evidence shows first, the architecture's gaps against
+    # its datacenter peer after it (ranked, or under also noticed)
+    assert len(d.causes) <= 5
+    noticed = " ".join(f"{a.title} {a.note}" for a in d.also_noticed)
+    assert "101,376 B" in text + noticed and "232,448 B" in text + noticed
+    assert "tcgen05" in text + noticed and "reduced subset" in text + noticed
+    # an unpersisted autotune cache costs start-up time on a host that serves: said once under also noticed (issue
+    # 24), not ranked for a throughput question, and its cache advice is not the first thing to do
+    assert "not persisted" not in text.lower()
+    assert "not persisted" in noticed.lower() and "start-up time" in noticed
     assert "memory-bound" in text and "ridge" in text
     assert "55 %" in text
     actions = " ".join(r.action for r in d.recommendations)
-    for needle in ("flashinfer.autotune(cache=", "VLLM_FLASHINFER_AUTOTUNE_CACHE_DIR", "b12x", "marlin", "PR#40082"):
+    for needle in ("b12x", "marlin", "PR#40082"):
         assert needle.lower() in actions.lower()
+    assert "VLLM_FLASHINFER_AUTOTUNE_CACHE_DIR" not in actions
     names = {n.name: n for n in d.numbers}
     assert names["decode tokens per expert (B*k/E)"].value == 16
     assert names["power draw"].value == 330 and names["power draw"].peak == 600

@@ -37,6 +37,15 @@ async def seed_run(tmp_path, sshd_factory):  # noqa: F811
     return result, path
 
 
+def noticed(d, *patterns):
+    """A ranked cause, or (past the five ranked causes, or not what the question asks about: issue 24) an
+    also-noticed item, whose words match every regex."""
+    for text in [f"{c.title} {c.explanation}" for c in d.causes] + [f"{a.title} {a.note}" for a in d.also_noticed]:
+        if all(re.search(p, text, re.I | re.S) for p in patterns):
+            return text
+    raise AssertionError(f"nothing said matches {patterns}")
+
+
 def cause(d, *patterns):
     """The first cause whose title+explanation matches every regex."""
     for c in d.causes:
@@ -58,12 +67,14 @@ async def test_seed_case_diagnosis_over_ssh_says_what_an_expert_would(seed_run):
     c = cause(d, r"all-reduce", r"GEMM")
     assert re.search(r"rules? out|not the (main|dominant)|ruled out", c.explanation, re.I)
     # SM120's 99 KB of shared memory per block against SM100's 227 KB: large tiles and deep pipelines don't fit
-    c = cause(d, r"101,?376", r"232,?448")
+    noticed(d, r"101,?376", r"232,?448")
     # no tcgen05 / TMEM / 2-SM MMA; CUTLASS's SM120 set is a reduced subset of SM100's
-    cause(d, r"tcgen05", r"TMEM", r"2-SM")
-    assert re.search(r"subset", " ".join(c.explanation for c in d.causes), re.I)
-    # autotune results are not persisted
-    cause(d, r"autotune|tuned", r"persist")
+    noticed(d, r"tcgen05", r"TMEM", r"2-SM")
+    noticed(d, r"subset")
+    # autotune results are not persisted: start-up time, not a cause of slow FP4 serving (issue 24)
+    assert not any(re.search(r"persist", c.title, re.I) for c in d.causes)
+    assert re.search(r"start-up time", noticed(d, r"autotune|tuned", r"persist"))
+    assert len(d.causes) <= 5
     # decode tokens per expert are small: memory-bound, intensity far below the ridge point
     c = cause(d, r"tokens (per|on each) expert", r"memory")
     assert re.search(r"ridge", c.explanation, re.I)
@@ -74,7 +85,7 @@ async def test_seed_case_diagnosis_over_ssh_says_what_an_expert_would(seed_run):
     assert any(n.unit == "W" and n.value == pytest.approx(330) and n.peak == pytest.approx(600) for n in d.numbers)
     assert numbers, "numbers achieved vs peak"
     actions = " ".join(r.action for r in d.recommendations)
-    for needle in ("autotune", "b12x"):
+    for needle in ("b12x",):
         assert needle.lower() in actions.lower(), needle
     assert all(r.addresses for r in d.recommendations)
 

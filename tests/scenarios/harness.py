@@ -18,8 +18,10 @@ from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
 from orchestrator.api import InvestigationResult, investigate
 from orchestrator.diagnosis import Diagnosis
+from orchestrator.analysis.relevance import symptoms_of
 from orchestrator.events import ToolResult
 from orchestrator.evidence import Evidence
+from orchestrator.findings import Finding, Symptom
 from orchestrator.observations import Observations
 from orchestrator.settings import Settings
 from support.sshd import start_sshd
@@ -44,8 +46,14 @@ class Expect(BaseModel):
     not_catalog: list[str] = Field(default_factory=list)
     no_area: list[str] = Field(default_factory=list)
     """Catalog areas from which no entry may fire (healthy cases)."""
+    also_noticed: list[str] = Field(default_factory=list)
+    """Regexes that must each match an also-noticed item (title and note)."""
+    not_causes: list[str] = Field(default_factory=list)
+    """Regexes that must match no ranked cause (title and explanation)."""
+    gaps: list[str] = Field(default_factory=list)
+    """Regexes that must each match a gap (what: why)."""
 
-    @field_validator("causes", "recommendations", "verdict", "not_")
+    @field_validator("causes", "recommendations", "verdict", "not_", "also_noticed", "not_causes", "gaps")
     @classmethod
     def _regexes(cls, v: list[str]) -> list[str]:
         for p in v:
@@ -59,8 +67,14 @@ class Case(BaseModel):
     class_: str = Field(alias="class")
     source: str | list[str]
     question: str
+    symptom: Symptom | list[Symptom] | None = None
+    """What the question says is slow or wrong (orchestrator.findings.Symptom); every case states it, and the
+    scorecard counts ranked causes that cannot explain it."""
     stage: dict[str, Any] = Field(default_factory=dict)
     observations: dict[str, Any] | None = None
+    measure: bool = False
+    """Run with --measure (the GEMM and all-reduce probes; on a host without a GPU they say why not)."""
+    measure_wait_s: float = 0.0
     expect: Expect
     notes: str | None = None
 
@@ -78,6 +92,10 @@ class Case(BaseModel):
             if not re.match(r"^https?://", s):
                 raise ValueError(f"source {s!r} is not a public URL")
         return v
+
+    @property
+    def symptoms(self) -> set[str]:
+        return set() if self.symptom is None else {self.symptom} if isinstance(self.symptom, str) else set(self.symptom)
 
     @property
     def sources(self) -> list[str]:
@@ -102,6 +120,7 @@ def diagnosis_words(d: Diagnosis, echoed: list[str] = ()) -> str:
     cannot satisfy an expectation."""
     parts = [d.verdict, f"bound: {d.bound}", d.bound_reasoning]
     parts += [f"{c.title}. {c.explanation}" for c in d.causes]
+    parts += [f"{a.title}: {a.note}" for a in d.also_noticed]
     parts += [r.action for r in d.recommendations]
     text = "\n".join(parts)
     for line in sorted({ln.strip() for ln in echoed if len(ln.strip()) >= 12}, key=len, reverse=True):
@@ -115,12 +134,53 @@ def evidence_of(result: InvestigationResult) -> list[Evidence]:
                      is_error=e.is_error) for e in result.events if isinstance(e, ToolResult)]
 
 
-def fired(result: InvestigationResult, observations: dict[str, Any] | None) -> tuple[set[str], dict[str, str]]:
-    """Catalog entry ids whose findings the run's evidence supports, and their areas."""
+def findings_of(result: InvestigationResult, observations: dict[str, Any] | None) -> list[Finding]:
+    """The rules' findings over the run's evidence (what the synthesis ranked from)."""
     obs = Observations.model_validate(observations) if observations else None
-    found = run_rules(EvidenceView(evidence_of(result), obs))
+    return run_rules(EvidenceView(evidence_of(result), obs))
+
+
+def fired(result: InvestigationResult, observations: dict[str, Any] | None,
+          found: list[Finding] | None = None) -> tuple[set[str], dict[str, str]]:
+    """Catalog entry ids whose findings the run's evidence supports, and their areas."""
+    found = findings_of(result, observations) if found is None else found
     ids = {f.entry for f in found if f.entry}
     return ids, {f.entry: f.category for f in found if f.entry}
+
+
+def off_symptom(case: Case, d: Diagnosis, found: list[Finding]) -> list[str]:
+    """Ranked causes that cannot explain the case's symptom: each cause's finding (by title) states what it can
+    explain (`relevance.symptoms_of`), judged against the case's own `symptom:`, not the question parser's reading.
+    Target: none."""
+    want = case.symptoms
+    if not want:
+        return []
+    by_title: dict[str, Finding] = {}
+    for f in found:
+        by_title.setdefault(f.title or f.id or f.category, f)
+    out = []
+    for c in d.causes:
+        f = by_title.get(c.title)
+        if f is None:
+            continue  # an agent's own finding: no statement to check
+        if not want & set(symptoms_of(f)):
+            out.append(f"{c.title} (explains {', '.join(symptoms_of(f)) or 'nothing stated'}; asked {', '.join(sorted(want))})")
+    return out
+
+
+_BOUND_OF = {"compute": {"compute", "gemm"}, "memory": {"memory", "gemm"}, "communication": {"communication"},
+             "latency": {"latency"}}
+
+
+def bound_contradiction(d: Diagnosis, found: list[Finding]) -> str | None:
+    """The bound sentence and the first cause must not contradict each other: the first cause's finding, if it
+    implies a bound, implies the diagnosis's (or the diagnosis leaves the bound unknown)."""
+    if not d.causes or d.bound == "unknown":
+        return None
+    f = next((x for x in found if (x.title or x.id or x.category) == d.causes[0].title), None)
+    if f is None or f.bound is None or f.bound in _BOUND_OF[d.bound]:
+        return None
+    return f"bound is {d.bound!r} but the first cause ({d.causes[0].title}) implies {f.bound!r}"
 
 
 @dataclass
@@ -130,6 +190,8 @@ class CaseOutcome:
     failures: list[str] = field(default_factory=list)
     words: str = ""
     fired: set[str] = field(default_factory=set)
+    off_symptom: list[str] = field(default_factory=list)
+    """Ranked causes that cannot explain the case's symptom (target: none; a case with one fails)."""
 
     @property
     def passed(self) -> bool:
@@ -176,6 +238,21 @@ def check(case: Case, d: Diagnosis, words: str, entries: set[str], areas: dict[s
         bad = sorted(i for i, a in areas.items() if a == area)
         if bad:
             out.append(f"{area} entries fired on a healthy host: {', '.join(bad)}")
+    noticed = "\n".join(f"{a.title}: {a.note}" for a in d.also_noticed)
+    for p in e.also_noticed:
+        if not re.search(p, noticed, flags):
+            out.append(f"no also-noticed item matches {p!r}")
+    gaps = "\n".join(f"{g.what}: {g.why}" for g in d.gaps)
+    for p in e.gaps:
+        if not re.search(p, gaps, flags):
+            out.append(f"no gap matches {p!r}")
+    ranked = "\n".join(f"{c.title}. {c.explanation}" for c in d.causes)
+    for p in e.not_causes:
+        m = re.search(p, ranked, flags)
+        if m:
+            out.append(f"a ranked cause matches the forbidden {p!r}: ...{ranked[max(0, m.start() - 60): m.end() + 60]}...")
+    if case.symptom is None:
+        out.append("the case states no `symptom:`")
     return out
 
 
@@ -187,7 +264,10 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
         try:
             result = await investigate(case.question, host=sshd.alias, ssh_config=str(sshd.ssh_config),
                                        observations=case.observations, logs=ctx.logs, offline=True, transcript=False,
-                                       settings=Settings(power_sample_s=0.3, account_sample_s=1.0))
+                                       measure=case.measure,
+                                       settings=Settings(power_sample_s=0.3, account_sample_s=1.0,
+                                                         measure_wait_s=case.measure_wait_s, gemm_budget_s=20,
+                                                         comm_budget_s=20))
         finally:
             sshd.stop()
     finally:
@@ -199,6 +279,12 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
         return outcome
     echoed = [ln for p in ctx.logs for ln in Path(p).read_text(errors="replace").splitlines()]
     outcome.words = diagnosis_words(result.diagnosis, echoed)
-    outcome.fired, areas = fired(result, case.observations)
+    found = findings_of(result, case.observations)
+    outcome.fired, areas = fired(result, case.observations, found)
     outcome.failures = check(case, result.diagnosis, outcome.words, outcome.fired, areas)
+    outcome.off_symptom = off_symptom(case, result.diagnosis, found)
+    outcome.failures += [f"ranked cause cannot explain the asked symptom: {x}" for x in outcome.off_symptom]
+    contradiction = bound_contradiction(result.diagnosis, found)
+    if contradiction:
+        outcome.failures.append(contradiction)
     return outcome

@@ -37,7 +37,8 @@ Per-GPU edits: name, power_limit_w, default_power_limit_w, max_power_limit_w, po
   sm_clock_mhz, max_sm_clock_mhz, app_sm_clock_mhz, utilization_pct, temperature_c, pstate,
   ecc: {mode, volatile_dbe, aggregate_dbe, volatile_sbe, aggregate_sbe}, retired: {sbe, dbe, pending},
   remapped_rows: {correctable, uncorrectable, pending, failure}, pcie: {gen, width, gen_max, width_max},
-  persistence: bool, mig: bool, fabric: {state, status}, recovery_action.
+  persistence: bool, mig: bool, fabric: {state, status}, recovery_action,
+  smi_q: the text of a real `nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT` (support/smi_q.py), applied last.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from support.smi_q import apply_smi_q
 from support.staged_host import LEGEND  # the `nvidia-smi topo -m` legend, one copy
 
 NODE_DATA = Path(__file__).resolve().parent.parent / "node" / "data"
@@ -215,11 +217,13 @@ def _edit_gpu(gpu: ET.Element, e: dict[str, Any], model: str) -> None:
         _set(gpu, "fabric/status", fab["status"])
     if "recovery_action" in e:
         _set(gpu, "gpu_recovery_action", e["recovery_action"])
+    if "smi_q" in e:  # a real `nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT` capture, verbatim
+        apply_smi_q(gpu, e["smi_q"])
 
 
 GPU_KEYS = ("name", "memory_mib", "default_power_limit_w", "max_power_limit_w", "power_limit_w", "power_draw_w",
             "clocks_event", "sm_clock_mhz", "max_sm_clock_mhz", "app_sm_clock_mhz", "utilization_pct", "temperature_c",
-            "pstate", "ecc", "remapped_rows", "retired", "pcie", "persistence", "mig", "fabric", "recovery_action")
+            "pstate", "ecc", "remapped_rows", "retired", "pcie", "persistence", "mig", "fabric", "recovery_action", "smi_q")
 ALIASES = {"temperature": "temperature_c", "temp_c": "temperature_c", "sm_clock": "sm_clock_mhz",
            "clocks_sm_mhz": "sm_clock_mhz", "power_w": "power_draw_w", "power_draw": "power_draw_w",
            "power_limit": "power_limit_w", "enforced_power_limit_w": "power_limit_w", "persistence_mode": "persistence",
@@ -617,6 +621,8 @@ def stage_node(staged, spec: dict[str, Any] | None = None,
     smi["nvlink_e_growth"] = nvlink_growth(spec)
     smi["nvlink_e_t0"] = time.time()
     smi["gpus"] = _query_rows(xml)
+    smi["apps"] = [{"gpu_bus_id": bus_id(i, count), "pid": pid, "process_name": name, "used_memory": f"{mib:g} MiB"}
+                   for i, procs in sorted(pids.items()) for pid, name, mib in procs]
     smi_json.write_text(json.dumps(smi))
     exe = staged.bin / "nvidia-smi"
     if not exe.exists():

@@ -89,6 +89,17 @@ elif args and args[0].startswith("--query-gpu="):
         if "nounits" in fmt:
             vals = [v.split(" ")[0] for v in vals]
         print(", ".join(vals))
+elif args and args[0].startswith("--query-compute-apps="):
+    # `nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv[,noheader][,nounits]`
+    fields = args[0].split("=", 1)[1].split(",")
+    fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv").split(",")
+    if "noheader" not in fmt:
+        print(", ".join({"used_memory": "used_gpu_memory [MiB]"}.get(f, f) for f in fields))
+    for app in spec.get("apps", []):
+        vals = [str(app.get(f, "[N/A]")) for f in fields]
+        if "nounits" in fmt:
+            vals = [v.split(" ")[0] for v in vals]
+        print(", ".join(vals))
 else:
     sys.stderr.write("fake nvidia-smi: unsupported arguments %r\n" % (args,))
     sys.exit(2)

@@ -20,6 +20,8 @@ INTERP_CHECKERS = frozenset({"pyenv_chain"})
 SITE_READERS = frozenset({"pyenv", "kernels", "caches"})
 """Scripts that read an environment's packages, run isolated (`-I -S`): sent with `_sitepath.py`, which finds the
 package directories as files (pyvenv.cfg, .pth path lines) instead of letting `site` execute them."""
+QUIET_READERS = frozenset({"gemm_bench", "comm_bench"})
+"""Scripts that load a GPU: sent with `_quiet.py`, which reads what else runs on it first (issue 24)."""
 SENT_ALONG = {"pyenv_chain": ("pyenv",)}
 """Scripts a bundle part runs itself: their sources travel in the bundle with it."""
 
@@ -28,7 +30,8 @@ def load(name: str) -> str:
     """The source sent for the fixed script `name` (e.g. "pyenv"): the prelude, the environment allowlist for the
     scripts that read process environments, the nvidia-smi reader for those that read its XML, then the script."""
     shared = [prelude()] + ([environ()] if name in ENVIRON_READERS else []) + ([smi()] if name in SMI_READERS else []) \
-        + ([interp()] if name in INTERP_CHECKERS else []) + ([_read("_sitepath")] if name in SITE_READERS else [])
+        + ([interp()] if name in INTERP_CHECKERS else []) + ([_read("_sitepath")] if name in SITE_READERS else []) \
+        + ([_read("_quiet")] if name in QUIET_READERS else [])
     return "\n\n".join(shared + [_read(name)])
 
 

@@ -85,6 +85,29 @@ def smi_ecc(gpu, scope):
     return smi_int(el, "double_bit/total"), smi_int(el, "single_bit/total")
 
 
+def smi_ecc_split(gpu, scope):
+    """(DRAM uncorrectable, SRAM uncorrectable) of volatile or aggregate ECC counts on Hopper-era drivers (None where
+    the driver does not split them): a DRAM error is HBM (row remapping's domain), an SRAM one on-chip (L2, SM...)."""
+    el = gpu.find("ecc_errors/" + scope)
+    if el is None or (el.find("dram_uncorrectable") is None and el.find("sram_uncorrectable") is None):
+        return None, None
+    return (smi_int(el, "dram_uncorrectable"),
+            smi_sum([smi_int(el, "sram_uncorrectable"), smi_int(el, "sram_uncorrectable_parity"),
+                     smi_int(el, "sram_uncorrectable_secded")]))
+
+
+def smi_sram_sources(gpu):
+    """Units with aggregate uncorrectable SRAM errors (`aggregate_uncorrectable_sram_sources`: l2, sm,
+    microcontroller, pcie, other) -> count, nonzero only."""
+    el = gpu.find("ecc_errors/aggregate_uncorrectable_sram_sources")
+    out = {}
+    for child in el if el is not None else []:
+        n = smi_number(child.text)
+        if n:
+            out[re.sub(r"^sram_", "", child.tag)] = int(n)
+    return out
+
+
 def smi_strip_doctype(xml_text):
     # ElementTree cannot resolve the external DTD nvidia-smi names; the DTD adds nothing read here.
     if "<!DOCTYPE" not in xml_text:
@@ -114,6 +137,8 @@ def smi_gpu(i, g):
     power = "gpu_power_readings" if g.find("gpu_power_readings") is not None else "power_readings"
     ecc_v, ecc_v_sbe = smi_ecc(g, "volatile")
     ecc_a, ecc_a_sbe = smi_ecc(g, "aggregate")
+    dram_v, sram_v = smi_ecc_split(g, "volatile")
+    dram_a, sram_a = smi_ecc_split(g, "aggregate")
     procs = []
     for p in g.findall("processes/process_info"):
         pid = smi_int(p, "pid")
@@ -152,6 +177,11 @@ def smi_gpu(i, g):
         "ecc_volatile_dbe": ecc_v, "ecc_volatile_sbe": ecc_v_sbe, "ecc_aggregate_dbe": ecc_a,
         "ecc_aggregate_sbe": ecc_a_sbe,
         "sram_threshold_exceeded": smi_yes(smi_text(g, "ecc_errors/aggregate/sram_threshold_exceeded")),
+        "ecc_volatile_dram_dbe": dram_v, "ecc_volatile_sram_dbe": sram_v,
+        "ecc_aggregate_dram_dbe": dram_a, "ecc_aggregate_sram_dbe": sram_a,
+        "sram_sources": smi_sram_sources(g),
+        "unrepairable_memory": smi_yes(smi_text(g, "ecc_errors/unrepairable_memory")),
+        "channel_repair_pending": smi_yes(smi_text(g, "ecc_errors/channel_repair_pending")),
         "retired_sbe": smi_int(g, "retired_pages/multiple_single_bit_retirement/retired_count"),
         "retired_dbe": smi_int(g, "retired_pages/double_bit_retirement/retired_count"),
         "retired_pending": smi_yes(pend),

@@ -214,6 +214,11 @@ def main(argv):
     budget = float(params.get("budget_s", 60.0))
     result["budget_s"] = budget
     result["topology_raw"] = topology()
+    # before any load: what else runs on the GPUs (_quiet.py), waiting up to `measure_wait_s` for it to go
+    gpu_check = wait_for_quiet(None, float(params.get("measure_wait_s", 0) or 0))
+    result["gpu_activity"] = gpu_check
+    result["shared_gpu"] = gpu_check.get("shared_gpu")
+    t0 = time.time()  # the budget is for the measurement, not the wait
     try:
         import torch
         import torch.distributed as dist

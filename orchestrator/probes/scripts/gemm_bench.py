@@ -407,7 +407,13 @@ def main(argv):
     result["budget_s"] = budget
     result["shapes"] = params["shapes"]
     result["m_values"] = params["m"]
-    deadline = t0 + budget
+    # before any load: what else runs on the target GPU (nvidia-smi's index; _quiet.py), waiting up to
+    # `measure_wait_s` for it to go; figures taken while it runs are marked shared_gpu, never the GPU's own
+    gpu_check = wait_for_quiet([int(params.get("smi_index", params.get("device_index", 0)))],
+                               float(params.get("measure_wait_s", 0) or 0))
+    result["gpu_activity"] = gpu_check
+    result["shared_gpu"] = gpu_check.get("shared_gpu")
+    deadline = time.monotonic() + budget  # the budget is for the measurement, not the wait
     try:
         import torch
     except Exception as exc:

@@ -1,0 +1,142 @@
+"""What the question asks about, and whether a finding can answer it (pure: text and findings in, judgments out).
+
+A question names a symptom: throughput, per-token latency (itl), time to first token (ttft), start-up / load time,
+a regression after a change, errors (crashes, hangs, wrong output) or cost. `asked()` reads it from the question and
+the observations' notes; every finding states the symptoms it can explain (`Finding.symptoms`, from its catalog
+entry or its rule; `category_symptoms` stands in where neither says), and `explains()` says whether it can explain
+what was asked. The synthesis ranks only those; the rest is "also noticed".
+
+Some findings hold on every host of a kind whatever the workload does (an architecture's missing instructions, a
+cache that is not persisted): they are `about` a subject and are ranked only when the question is about it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, get_args
+
+from orchestrator.findings import Finding, Symptom
+
+if TYPE_CHECKING:
+    from orchestrator.observations import Observations
+
+SYMPTOMS: tuple[Symptom, ...] = get_args(Symptom)
+
+_PATTERNS: tuple[tuple[Symptom, str], ...] = (
+    ("ttft", r"\bttft\b|time[- ]to[- ]first[- ]token|first[- ]token|\bprefill\b|prompt processing|long prompts?|"
+             r"requests? (?:queue|wait)|slower to answer|first requests?"),
+    ("itl", r"\bitl\b|\btpot\b|inter[- ]token|per[- ]token|time per output token|"
+            r"token latency|streaming|\bdecod(?:e|es|ing)\b|tokens? arrive|gaps? between tokens|\bstutter|"
+            r"hiccups?|\bstalls?\b"),
+    ("startup", r"start[- ]?up|\bstart(?:s|ing)? (?:slowly|slow)|takes? .{0,30}\bto (?:start|load|come up|boot|be ready)|"
+                r"\bload(?:ing)? (?:time|the model|weights|is slow)|model load|cold start|long warm[- ]?up|"
+                r"warm[- ]?up (?:takes|is slow|time)|"
+                r"(?:every|each) (?:start|restart|launch|boot)|first (?:few )?minutes?|"
+                r"compil(?:e|es|ing|ation) (?:time|again|on every)|"
+                r"recompil|before serving|\bboot\b|restarts? (?:take|takes|is slow|are slow)|time to ready|readiness"),
+    ("regression", r"\bafter (?:we |an? |the )?(?:upgrad|updat|deploy|mov|switch|migrat|chang|reboot|bump|install|"
+                   r"maintenance)|\bsince (?:we|the|upgrad|updat|yesterday|last|this)|regress|used to|\bgot slower|"
+                   r"became slower|slower than (?:before|last|yesterday)|\bdropped\b|\bdoubled\b|\bhalved\b|"
+                   r"went (?:down|up)|suddenly|this (?:morning|afternoon|week)|without a deploy|\bis down\b|"
+                   r"compared to (?:before|last)|\bnew version|\brevert"),
+    ("errors", r"crash|\bhangs?\b|\bhung\b|\bstuck\b|\bfail|\berrors?\b|\boom\b|out of memory|\bnans?\b|garbage|"
+               r"wrong (?:output|answer|result)|keeps? restarting|\bkilled\b|\bdie[sd]?\b|\bxid\b|segfault|illegal|"
+               r"exception|(?:won'?t|doesn'?t|can'?t|cannot|does not|will not) (?:start|launch|load)|refuses|"
+               r"is (?:it|the \w+) (?:healthy|broken|faulty)|unhealthy|\bbroken\b|\bfaulty\b|anything wrong|"
+               r"health ?check|before we put it"),
+    ("cost", r"\bcosts?\b|\$|dollar|\bprice|cheaper|expensive|per million tokens|how many gpus|\btco\b"),
+    ("throughput", r"throughput|tok(?:ens)?/s|tokens? (?:per|a) second|req(?:uests)?/s|requests? per second|\bqps\b|"
+                   r"\bscal(?:e|es|ing)\b|tflops|underperform|below (?:the )?(?:spec|peak|expected)|"
+                   r"spec sheet|bandwidth|all-reduce|all-gather|collectives|crawling|no faster|slower than|"
+                   r"\bslow(?:er)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b"),
+)
+_WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(sym, re.compile(p, re.IGNORECASE)) for sym, p in _PATTERNS]
+
+_LATENCY = re.compile(r"\blatency\b|\bresponsive|\bsnappy\b", re.IGNORECASE)
+"""Latency without saying which: per-token latency and time to first token both."""
+
+_FINE = re.compile(r"\b(?:throughput|latency|performance|speed|ttft|itl|startup)\s+(?:looks|is|seems|are)\s+"
+                   r"(?:fine|ok|okay|good|normal|great)\b", re.IGNORECASE)
+
+_SPECIFIC = ("ttft", "itl", "startup", "cost")
+"""Symptoms that, when named, make a generic "slow" mean them rather than throughput."""
+
+_ABOUT: dict[str, re.Pattern[str]] = {
+    "kernel": re.compile(r"kernel|gemm|tensor core|wgmma|\btma\b|tcgen05|\bfp4\b|\bfp8\b|nvfp4|mxfp4|\bint[48]\b|"
+                         r"\bw4a|dtype|quantiz|architecture|\bsm_?\d+|compute capability|spec|tflops|cutlass|triton|"
+                         r"marlin|flashinfer|deepgemm|shared memory|instruction", re.IGNORECASE),
+    "cache": re.compile(r"autotun|\btun(?:ed|ing)\b|(?<!kv )(?<!prefix )(?<!radix )(?<!page )cache|persist|compil|"
+                       r"\bjit\b", re.IGNORECASE),
+}
+"""Subjects a question can be about (words that name them)."""
+
+
+def about(f: Finding) -> str | None:
+    """The subject a finding is boilerplate about (true of every host of its kind, whatever the workload does), or
+    None: an architecture's missing instructions against its datacenter peer (rules.arch_vs_peer, ids `arch-*`);
+    autotune results or JIT caches that are not persisted (a start-up matter, on a host that may serve fine)."""
+    if f.id.startswith("arch-") and f.rule in ("arch_vs_peer", ""):
+        return "kernel"
+    if f.entry in ("autotune-not-persisted", "jit-cache-dir-ephemeral"):
+        return "cache"
+    return None
+
+
+def category_symptoms(category: str) -> list[Symptom]:
+    """What a finding of this category can explain when neither its rule nor a catalog entry says."""
+    if category == "jit-cache":
+        return ["startup"]
+    if category in ("hardware", "environment", "other"):
+        return []
+    return ["throughput", "itl", "ttft"]
+
+
+def symptoms_of(f: Finding) -> list[Symptom]:
+    return list(f.symptoms) or category_symptoms(f.category)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the question asks about: its symptoms (empty: none named, e.g. "is anything wrong with this box?") and
+    the subjects it names."""
+
+    symptoms: frozenset[Symptom] = frozenset()
+    subjects: frozenset[str] = frozenset()
+    text: str = field(default="", compare=False)
+
+    def explains(self, f: Finding) -> bool:
+        """Whether f can explain what was asked (a finding that states no symptom cannot, when one was asked)."""
+        subject = about(f)
+        if subject is not None:  # a cache that is not persisted costs start-up time, and nothing else
+            return subject in self.subjects or (subject == "cache" and "startup" in self.symptoms)
+        if not self.symptoms:
+            return True
+        return bool(self.symptoms & set(symptoms_of(f)))
+
+    def words(self) -> str:
+        """The asked symptoms as a reader says them ("time to first token", "throughput")."""
+        return ", ".join(SAY[s] for s in SYMPTOMS if s in self.symptoms) or "the question"
+
+
+SAY: dict[Symptom, str] = {"throughput": "throughput", "itl": "per-token latency", "ttft": "time to first token",
+                           "startup": "start-up time", "regression": "a regression", "errors": "errors or crashes",
+                           "cost": "cost"}
+
+
+def asked(question: str, observations: "Observations | None" = None) -> Asked:
+    """The symptoms and subjects of a question (and of the observations' notes)."""
+    text = question
+    if observations is not None and observations.notes:
+        text += "\n" + str(observations.notes)
+    text = _FINE.sub(" ", text)  # "throughput looks fine": not what is asked about
+    found: set[Symptom] = {s for s, rx in _WORDS if rx.search(text)}
+    if _LATENCY.search(text) and not found & {"ttft", "itl"}:
+        found |= {"itl", "ttft"}
+    if found & set(_SPECIFIC) and "throughput" in found and not _WORDS[-1][1].search(
+            re.sub(r"\bslow(?:er)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b|slower than", "", text)):
+        found.discard("throughput")  # "TTFT is slow": slow says how, not what
+    if found & {"regression", "errors"} == found and len(found) == 2:
+        found.discard("regression")  # "refuses to start since this morning": a failure, not a slowdown after a change
+    subjects = frozenset(k for k, rx in _ABOUT.items() if rx.search(text))
+    return Asked(frozenset(found), subjects, text)

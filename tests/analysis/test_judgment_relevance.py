@@ -1,0 +1,155 @@
+"""Judgment (issue 24): the question's symptom, what each finding can explain, also noticed, the bound and the
+first cause agreeing, at most five causes, and the real H200's ECC record read as history."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from orchestrator.analysis import relevance
+from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.signals import catalog_findings
+from orchestrator.analysis.synthesis import MAX_CAUSES, _agree_with_bound, synthesize
+from orchestrator.diagnosis import Diagnosis, Noticed, SubmittedDiagnosis
+from orchestrator.evidence import Evidence
+from orchestrator.findings import Finding
+from orchestrator.probes.node import health_from_output
+from orchestrator.render.diagnosis import to_markdown
+from orchestrator.render.html import render_html
+from test_judgment_preconditions import realbox_node
+
+
+@pytest.mark.parametrize("question,symptoms", [
+    ("why is FP8 slow at small batch?", {"throughput"}),
+    ("Decode latency on our H200 vLLM server doubled this afternoon without a deploy. Why?", {"itl", "regression"}),
+    ("why is TTFT on long prompts high on our TGI server?", {"ttft"}),
+    ("why does our vLLM pod take minutes to become ready after every restart?", {"startup"}),
+    ("vLLM refuses to start with --tensor-parallel-size 8 on this H200 node since this morning. What happened?",
+     {"errors"}),
+    ("Is anything wrong with this H200 node? Throughput looks fine but we want to be sure before a launch.",
+     {"errors"}),
+    ("how many GPUs do we need to serve this at $2 per million tokens?", {"cost"}),
+    ("Power limits we set on this A100 box keep reverting. Why?", {"regression"}),
+    ("anything to tune on our SGLang server?", set()),
+])
+def test_the_question_names_its_symptom(question, symptoms):
+    assert set(relevance.asked(question).symptoms) == symptoms
+
+
+def _f(fid, **kw):
+    return Finding(id=fid, claim=f"{fid} claim.", evidence=["ev-1"], **kw)
+
+
+def test_a_finding_that_cannot_explain_the_symptom_is_not_ranked():
+    startup = _f("cache", category="jit-cache", symptoms=["startup"])
+    errors = _f("ecc", category="node", symptoms=["errors"])
+    asked = relevance.asked("why is decode throughput low?")
+    assert not asked.explains(startup) and not asked.explains(errors)
+    assert relevance.asked("why does startup take ten minutes?").explains(startup)
+    assert relevance.asked("is anything wrong? we see crashes").explains(errors)
+    # boilerplate of an architecture only when the question is about kernels
+    arch = _f("arch-no-wgmma", category="kernel", rule="arch_vs_peer", symptoms=["throughput"])
+    assert not relevance.asked("why does vLLM take long to start?").explains(arch)
+    assert not relevance.asked("why is decode throughput low on this box?").explains(arch)
+    assert relevance.asked("why is my FP8 GEMM kernel slow?").explains(arch)
+
+
+def test_the_first_cause_never_contradicts_the_bound():
+    compute = _f("power", bound="compute")
+    comm = _f("p2p", bound="communication")
+    assert _agree_with_bound([compute, comm], "communication")[0] is comm
+    assert _agree_with_bound([compute, comm], "compute")[0] is compute
+    assert _agree_with_bound([compute, comm], "unknown")[0] is compute
+
+
+def _ev(node):
+    return Evidence(id="ev-1", agent_id="a", tool="node_health", host="h", text="", data=node.model_dump(mode="json"))
+
+
+def test_real_h200_ecc_history_is_not_a_cause_of_an_fp8_question():
+    d = synthesize("why is FP8 slow at small batch?", None, [_ev(realbox_node())], [])
+    assert not any("ECC" in c.title or "ECC" in c.explanation for c in d.causes)
+    (noticed,) = [a for a in d.also_noticed if "ECC" in a.title]
+    assert "none since the driver loaded" in noticed.note and "history, nothing active" in noticed.note
+    assert "watch GPU 0" in noticed.note and noticed.evidence == ["ev-1"]
+    said = " ".join([d.verdict] + [r.action for r in d.recommendations] + [a.note for a in d.also_noticed])
+    assert not re.search(r"\bRMA\b|pending row remap takes effect|nvidia-smi -r", said), said
+
+
+def test_an_active_ecc_error_is_ranked_for_a_crash_question():
+    node = realbox_node({"ecc_errors/volatile/dram_uncorrectable": "2", "ecc_errors/aggregate/dram_uncorrectable": "2"})
+    d = synthesize("vLLM on this H200 keeps crashing, why?", None, [_ev(node)], [])
+    assert d.causes[0].title == "GPU has active uncorrectable ECC memory errors"
+    assert "2 uncorrectable ECC error(s) since the driver loaded (2 in DRAM, 0 in SRAM; 3 over its lifetime" in \
+        d.causes[0].explanation
+
+
+def test_at_most_five_ranked_causes_the_rest_noticed():
+    many = [_f(f"c{i}", category="kernel", confidence=0.8 - i / 100, symptoms=["throughput"]) for i in range(8)]
+    from orchestrator.analysis import synthesis
+
+    orig = synthesis.collect_findings
+    synthesis.collect_findings = lambda *a, **k: many  # type: ignore[assignment]
+    try:
+        d = synthesize("why is throughput low?", None, [Evidence(id="ev-1", agent_id="a", tool="x", text="x")], [])
+    finally:
+        synthesis.collect_findings = orig
+    assert [c.title for c in d.causes] == [f"c{i}" for i in range(MAX_CAUSES)]
+    assert [a.title for a in d.also_noticed] == ["c5", "c6", "c7"]
+
+
+def test_also_noticed_renders_everywhere_and_old_diagnoses_keep_their_shape():
+    d = Diagnosis(question="q", verdict="v", also_noticed=[Noticed(title="GPU has ECC history", note="watch it",
+                                                                   evidence=["ev-1"])])
+    assert "## Also noticed" in to_markdown(d) and "GPU has ECC history" in to_markdown(d)
+    assert 'id="also-noticed"' in render_html(d) and "watch it" in render_html(d)
+    assert json.loads(d.model_dump_json())["also_noticed"][0]["note"] == "watch it"
+    old = Diagnosis(question="q", verdict="v")
+    assert "also_noticed" not in json.loads(old.model_dump_json())  # recorded diagnoses keep their shape
+    assert Diagnosis.model_validate({"question": "q", "verdict": "v"}).also_noticed == []
+    # the submit_diagnosis tool's schema (and so recorded runs' request fingerprints) does not change
+    assert "also_noticed" not in json.dumps(SubmittedDiagnosis.model_json_schema())
+
+
+def test_a_pcie_link_trained_low_in_a_tp_group_sets_the_communication_bound():
+    import xml.etree.ElementTree as ET
+    from pathlib import Path
+
+    from orchestrator.probes.scripts._smi import smi_strip_doctype
+    from support.stage_node import topo_text
+
+    d = Path(__file__).parent.parent / "node" / "data" / "h200x2"
+    root = ET.fromstring(smi_strip_doctype((d / "smi-qx-load.xml").read_text()))
+    root.findall("gpu")[1].find("pci/pci_gpu_link_info/link_widths/current_link_width").text = "8x"
+    xml = ET.tostring(root, encoding="unicode")
+
+    def finding(**more):
+        node = health_from_output({"smi_xml": xml, **more})
+        ev = Evidence(id="ev-1", agent_id="a", tool="node_health", host="h", text="", data=node.model_dump(mode="json"))
+        (f,) = [f for f in catalog_findings(EvidenceView([ev])) if f.entry == "gpu-pcie-link-downtrained"]
+        return f
+
+    # the real pair is on NVLink (NV18): the narrow link carries host traffic, not the TP all-reduce
+    nv = finding(nvlink_s=(d / "nvlink-s.txt").read_text(), nvlink_e=(d / "nvlink-e.txt").read_text(),
+                 topo=(d / "topo-m.txt").read_text())
+    assert nv.bound is None
+    # the same GPUs reaching each other over PCIe only: every all-reduce waits on that link
+    pcie = finding(topo=topo_text({"count": 2}, 2))
+    assert pcie.bound == "communication" and "no NVLink on this host" in pcie.claim
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--measure-wait", "30"], "--measure-wait goes with --measure"),
+    (["--measure", "--measure-wait", "-5"], "--measure-wait -5 is out of range; pass 0 to 3600 seconds"),
+    (["--measure", "--measure-wait", "99999"], "--measure-wait 99999 is out of range; pass 0 to 3600 seconds"),
+])
+def test_bad_measure_wait_is_one_line_exit_2_before_the_run(tmp_path, args, says):
+    from support.cli import investigate
+
+    transcript = tmp_path / "t.jsonl"
+    proc = investigate("why slow", "--offline", *args, "--transcript", transcript, "--no-progress", tmp_path=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert says in proc.stderr and "Traceback" not in proc.stderr
+    assert not transcript.exists()

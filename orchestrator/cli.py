@@ -359,7 +359,7 @@ def ask(
     agents: List[Path] = typer.Option([], "--agents", metavar="DIR", help="directory of extra agent definitions (repeatable)"),
     measure: bool = typer.Option(False, "--measure", help="allow probes that load the GPU (GEMM, all-reduce)"),
     sample_s: Optional[float] = typer.Option(None, "--sample-s", metavar="SECONDS", help="the resource account's "
-                                             "sampling window (default 3 s; it overlaps the other probes)"),
+                                             "sampling window (default 2 s; it overlaps the other probes)"),
     measure_wait: Optional[float] = typer.Option(None, "--measure-wait", metavar="SECONDS", help="with --measure: "
                                                  "wait up to SECONDS for other processes to leave the GPUs before "
                                                  "measuring (default 0: measure now, marked as shared)"),

@@ -45,7 +45,9 @@ NIC_PCT = 80.0
 TURNS_SHARE = 0.6
 """Share of busy samples in which exactly one GPU was busy: GPUs taking turns, not working together."""
 
-HOST_SYMPTOMS: list[Symptom] = ["throughput", "itl", "ttft"]
+HOST_SYMPTOMS: list[Symptom] = ["throughput", "itl", "ttft", "startup"]
+"""A saturated host resource while the GPUs wait slows whatever the GPUs wait for, start-up (weights read from a slow
+filesystem, a throttled loader) included."""
 
 
 @dataclass
@@ -389,6 +391,11 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
     if a is None or a.busy is None:
         return [f for f in (client, flat) if f]
     idle_share = max(0.0, 1.0 - a.busy / 100.0)
+    if a.busy < GPU_IDLE_PCT and not a.acct.processes:
+        # no serving process and nothing on the GPUs while sampled: the window shows an idle box, not the workload
+        # the question is about (the real H200 with no engine running read "GPUs idle 100 %" as the cause of a
+        # kernel question); say so, and leave the bound to the other evidence
+        return [_no_workload(a)] + [f for f in (client, flat) if f]
     saturated = [f for f in (rule(a) for rule in SATURATION) if f]
     queue = _engine_queue(v, a) if a.busy < GPU_IDLE_PCT else None
     if a.busy >= GPU_BUSY_PCT:
@@ -422,6 +429,18 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
         out += [f.model_copy(update={"secondary": True}) for f in saturated]
     out += [f for f in (client, flat) if f and f.id not in {x.id for x in out}]
     return out
+
+
+def _no_workload(a: Account) -> Finding:
+    return Finding(
+        id="account-no-workload", category="workload", confidence=0.8, evidence=[a.ev], informational=True,
+        title="No workload ran while the host was sampled",
+        claim=(f"{_idle_words(a)}, and no serving process or process on the GPUs was seen during the window: the "
+               "account describes an idle host, so it cannot say where the workload's time goes. Sample while the "
+               "workload runs (start the investigation during a benchmark), or give the benchmark's results "
+               "(--bench) and a profile trace (--trace)."),
+        short="no workload ran while the host was sampled.", symptoms=HOST_SYMPTOMS,
+        numbers=[_num("GPU busy (mean over the window)", a.busy or 0.0, "%", a.ev, peak=100.0)])
 
 
 def _nothing(a: Account) -> Finding:

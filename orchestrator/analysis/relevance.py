@@ -34,7 +34,8 @@ _PATTERNS: tuple[tuple[Symptom, str], ...] = (
                 r"warm[- ]?up (?:takes|is slow|time)|"
                 r"(?:every|each) (?:start|restart|launch|boot)|first (?:few )?minutes?|"
                 r"compil(?:e|es|ing|ation) (?:time|again|on every)|"
-                r"recompil|before serving|\bboot\b|restarts? (?:take|takes|is slow|are slow)|time to ready|readiness"),
+                r"recompil|before serving|\bboot\b|restarts? (?:take|takes|is slow|are slow)|time to ready|readiness|"
+                r"(?:become|becomes|get|gets|be) ready"),
     ("regression", r"\bafter (?:we |an? |the )?(?:upgrad|updat|deploy|mov|switch|migrat|chang|reboot|bump|install|"
                    r"maintenance)|\bsince (?:we|the|upgrad|updat|yesterday|last|this)|regress|used to|\bgot slower|"
                    r"became slower|slower than (?:before|last|yesterday)|\bdropped\b|\bdoubled\b|\bhalved\b|"
@@ -56,8 +57,9 @@ _WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(sym, re.compile(p, re.IGNORECA
 _LATENCY = re.compile(r"\blatency\b|\bresponsive|\bsnappy\b", re.IGNORECASE)
 """Latency without saying which: per-token latency and time to first token both."""
 
-_FINE = re.compile(r"\b(?:throughput|latency|performance|speed|ttft|itl|startup)\s+(?:looks|is|seems|are)\s+"
-                   r"(?:fine|ok|okay|good|normal|great)\b", re.IGNORECASE)
+_FINE = re.compile(r"\b(?:throughput|latency|performance|speed|ttft|itl|tpot|startup|decode|decoding|prefill)\s+"
+                   r"(?:looks|is|seems|are|stays?|remains?)\s+(?:fine|ok|okay|good|normal|great|fast|quick|snappy)\b",
+                   re.IGNORECASE)
 
 _SPECIFIC = ("ttft", "itl", "startup", "cost")
 """Symptoms that, when named, make a generic "slow" mean them rather than throughput."""

@@ -1,6 +1,6 @@
 """The resource-account probe: one round trip of scripts/account.py, parsed into a ResourceAccount.
 
-The script samples for a window (Settings.account_sample_s, default 3 s) while the workload runs; the run starts it
+The script samples for a window (Settings.account_sample_s, default 2 s) while the workload runs; the run starts it
 with the other read-only probes as soon as the host is connected (orchestrator/prefetch.py), so the window overlaps
 the rest of the investigation instead of adding to it. What the host would not give is a gap of the model; the model
 is unavailable only when the script could not run at all.

@@ -33,7 +33,9 @@ def _fast_path(argv: list[str]) -> int | None:
     try:
         sys.stdout.write(render_specs(argv[1]).rstrip() + "\n")
     except UnknownGpu as exc:
-        sys.stderr.write(f"investigate: {_shown(' '.join(str(exc).split()))}\n")
+        from orchestrator.sanitize import sanitize  # (this fast path runs before the rest of the module is defined)
+
+        sys.stderr.write(f"investigate: {sanitize(' '.join(str(exc).split()))}\n")
         return 2
     return 0
 

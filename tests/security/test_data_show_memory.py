@@ -14,7 +14,7 @@ from orchestrator.messages import Usage
 from orchestrator.render import timeline
 from orchestrator.render.timeline import build_timeline
 
-MAX_OVERLAPS = getattr(timeline, "MAX_OVERLAPS", 100)  # (getattr: the test also runs against the old module)
+MAX_OVERLAPS = getattr(timeline, "MAX_OVERLAPS", 16)  # (getattr: the test also runs against the old module)
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
 

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from datetime import datetime
 from typing import Iterable
 
@@ -72,7 +74,10 @@ class AgentSpan(BaseModel):
     omitted_errors: int = 0
     usage: Usage = Field(default_factory=Usage)
     overlaps: list[str] = Field(default_factory=list)
-    """Ids of the other agents that were running at some moment this one was (parents and children included)."""
+    """Ids of the other agents that were running at some moment this one was (parents and children included): the
+    first MAX_OVERLAPS of them, by start."""
+    overlaps_omitted: int = 0
+    """How many more agents overlapped this one than `overlaps` lists (100,000 concurrent agents are 10^10 pairs)."""
 
     @property
     def tool_errors(self) -> int:
@@ -95,7 +100,7 @@ class Timeline(BaseModel):
     max_concurrency: int = 0
     """Most agents running at one moment (the lead included)."""
     peak_agents: list[str] = Field(default_factory=list)
-    """Agents running together at the first moment of peak concurrency."""
+    """Agents running together at the first moment of peak concurrency (the first MAX_OVERLAPS of them)."""
     usage: Usage = Field(default_factory=Usage)
     tool_calls: int = 0
     tool_errors: int = 0
@@ -274,8 +279,16 @@ def _tree_order(spans: list[AgentSpan]) -> list[AgentSpan]:
     return out
 
 
+MAX_OVERLAPS = 16
+"""Overlapping agents listed per agent, and agents listed at the peak; the rest are counted. Bounds `show`'s memory
+and time on a transcript of 100,000 concurrent agents (issue 23: 5.8 GB) to O(agents x MAX_OVERLAPS)."""
+
+
 def _concurrency(tl: Timeline) -> None:
-    """Fill each agent's overlaps and the run's peak concurrency with one sweep over start/end points."""
+    """Fill each agent's overlaps and the run's peak concurrency with one sweep over start/end points.
+
+    An agent's overlaps are those running when it starts plus those that start while it runs: counted exactly with
+    two counters, listed up to MAX_OVERLAPS (the earliest started first)."""
     points: list[tuple[float, int, int]] = []
     for i, a in enumerate(tl.agents):
         # at one instant: ends of spans that had length, then starts, then ends of zero-length spans. Touching is
@@ -283,21 +296,43 @@ def _concurrency(tl: Timeline) -> None:
         points.append((a.start_s, 1, i))
         points.append((a.end_s, 0 if a.end_s > a.start_s else 2, i))
     points.sort()
-    active: set[int] = set()
-    overlaps: list[set[int]] = [set() for _ in tl.agents]
-    for _, kind, i in points:
+    active: dict[int, None] = {}  # insertion-ordered: earliest started first
+    hungry: dict[int, None] = {}  # active agents whose list is not full yet
+    listed: list[list[int]] = [[] for _ in tl.agents]
+    count = [0] * len(tl.agents)
+    starts_at = [0] * len(tl.agents)
+    starts = 0
+    peak_at = -1
+    for pos, (_, kind, i) in enumerate(points):
         if kind == 1:
-            for j in active:
-                overlaps[i].add(j)
-                overlaps[j].add(i)
-            active.add(i)
+            count[i] = len(active)
+            listed[i] = list(itertools.islice(active, MAX_OVERLAPS))
+            for j in list(hungry):
+                listed[j].append(i)
+                if len(listed[j]) >= MAX_OVERLAPS:
+                    del hungry[j]
+            starts += 1
+            starts_at[i] = starts
+            active[i] = None
+            if len(listed[i]) < MAX_OVERLAPS:
+                hungry[i] = None
             if len(active) > tl.max_concurrency:
-                tl.max_concurrency = len(active)
-                tl.peak_agents = [tl.agents[k].agent_id for k in sorted(active)]
+                tl.max_concurrency, peak_at = len(active), pos
         else:
-            active.discard(i)
+            active.pop(i, None)
+            hungry.pop(i, None)
+            count[i] += starts - starts_at[i]  # every agent that started while this one ran
+    if peak_at >= 0:  # who ran at the peak: replay the sweep up to it (no list built per new maximum)
+        running: dict[int, None] = {}
+        for _, kind, i in points[:peak_at + 1]:
+            if kind == 1:
+                running[i] = None
+            else:
+                running.pop(i, None)
+        tl.peak_agents = [tl.agents[k].agent_id for k in sorted(running)[:MAX_OVERLAPS]]
     for i, a in enumerate(tl.agents):
-        a.overlaps = [tl.agents[j].agent_id for j in sorted(overlaps[i])]
+        a.overlaps = [tl.agents[j].agent_id for j in sorted(listed[i])]
+        a.overlaps_omitted = count[i] - len(listed[i])
 
 
 def _fmt_s(s: float) -> str:
@@ -417,7 +452,9 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
             gantt.add_row(Text(r[0]), bar(a))
         console.print(gantt)
     if tl.peak_agents and tl.max_concurrency > 1:
-        console.print(Text(f"concurrent at peak: {', '.join(tl.peak_agents)}", overflow="fold"))
+        more = tl.max_concurrency - len(tl.peak_agents)
+        console.print(Text(f"concurrent at peak: {', '.join(tl.peak_agents)}" + (f" and {more:,} more" if more > 0
+                                                                                  else ""), overflow="fold"))
     render_tools(tl, console, labels)
     for a in tl.agents:
         if a.error:

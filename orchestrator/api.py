@@ -32,6 +32,7 @@ from orchestrator.run import HostOpener, InvestigationResult, Run
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.transcript import Transcript, read_transcript
+from orchestrator.validate import check_backend_choice, check_question
 
 __all__ = ["InputError", "InvestigationResult", "Run", "investigate", "investigate_sync", "load_transcript",
            "normalize_observations", "replay", "replay_sync", "resume", "select_backend"]
@@ -120,8 +121,8 @@ async def investigate(
     Several hosts: `host=[...]`, `hosts_file=` (one destination per line, or YAML with roles), `slurm=` (a nodelist or
     partition, probed through `srun`) or `k8s=` (a pod label selector, probed through `kubectl exec`).
     """
-    if not question or not question.strip():
-        raise InputError("the question is empty; ask something like 'why is FP4 slow?'")
+    question = check_question(question)
+    check_backend_choice(model, offline)
     if python is not None:
         from orchestrator.probes.interpreter import name_refusal
 
@@ -135,7 +136,7 @@ async def investigate(
             notices.append(notice)
     entries = await _host_entries(host, hosts_file, slurm, k8s, k8s_namespace, k8s_container, settings)
     single = None if entries else (host if isinstance(host, str) or host is None else next(iter(host), None))
-    inputs = RunInputs(question=scrub_text(question.strip()), host=single or "local",
+    inputs = RunInputs(question=scrub_text(question), host=single or "local",
                        observations=normalize_observations(observations), logs=list(logs), python=python,
                        measure=measure, ssh_config=ssh_config, hosts=entries, slurm=slurm)
     async with Run(inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
@@ -163,6 +164,7 @@ async def replay(
     """
     from orchestrator.models.replay import ReplayBackend
 
+    check_backend_choice(model, offline)
     old = read_transcript(path)
     inputs = inputs_from(old)
     settings = settings or settings_from(old)

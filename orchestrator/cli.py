@@ -10,8 +10,7 @@ Structure, for whoever adds an option:
 - one function per subcommand below; options are typer parameters;
 - every input a command takes is checked in its `_check_*` helpers *before* anything runs (files exist and are
   text, output paths are writable, observations and settings validate), raising `BadInput` (exit 2, one line);
-- a library exception that means bad input is listed in `BAD_INPUT` as (module, class name): it is matched only
-  when that module was imported, so listing it costs nothing at start-up.
+- a library exception that means bad input subclasses `orchestrator.errors.InputError` (exit 2, its one line).
 """
 
 from __future__ import annotations
@@ -47,6 +46,8 @@ from typing import Any, List, Optional
 
 import typer
 
+from orchestrator.errors import InputError
+
 try:  # typer >= 0.2x vendors its own click; older typers use the click package
     from typer._click import exceptions as click_exc
 except ImportError:  # pragma: no cover
@@ -58,23 +59,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence.")
 
 SUBCOMMANDS = ("ask", "replay", "resume", "show", "report", "probe", "specs", "roofline")
-MAX_QUESTION_CHARS = 2000
-"""A question is a sentence or a paragraph; anything longer is a file pasted by mistake (use --observations)."""
 
-BAD_INPUT: list[tuple[str, str]] = [
-    ("orchestrator.agentdefs", "AgentDefError"),
-    ("orchestrator.errors", "InputError"),
-    ("orchestrator.hosts.base", "HostError"),
-    ("orchestrator.observations", "ObservationsError"),
-    ("orchestrator.transcript", "TranscriptError"),
-    ("orchestrator.render.specs", "UnknownGpu"),
-    ("orchestrator.models.base", "AnthropicConfigError"),
-]
-"""Exceptions that mean bad input (exit 2): (module, class). Add yours here; the module is never imported for it."""
-
-
-class BadInput(Exception):
-    """Exit 2 with this one line."""
+class BadInput(InputError):
+    """Exit 2 with this one line (as every `InputError` the library raises)."""
 
 
 class RunFailedExit(Exception):
@@ -83,17 +70,6 @@ class RunFailedExit(Exception):
 
 class Interrupted(Exception):
     """Ctrl-C during a run: exit 130 with this line (where the transcript is and how to continue)."""
-
-
-def _is_bad_input(exc: BaseException) -> bool:
-    if isinstance(exc, BadInput):
-        return True
-    for module, name in BAD_INPUT:
-        mod = sys.modules.get(module)
-        cls = getattr(mod, name, None) if mod is not None else None
-        if isinstance(cls, type) and isinstance(exc, cls):
-            return True
-    return False
 
 
 def _stdout():
@@ -141,13 +117,9 @@ def _check_text(path: Path, what: str) -> None:
 
 
 def _check_question(question: str) -> str:
-    q = question.strip()
-    if not q:
-        raise BadInput("the question is empty; ask something like \"why is FP4 slow?\"")
-    if len(q) > MAX_QUESTION_CHARS:
-        raise BadInput(f"the question is {len(q):,} characters long (at most {MAX_QUESTION_CHARS:,}); ask it in a "
-                       "sentence and pass measurements with --observations FILE")
-    return q
+    from orchestrator.validate import check_question
+
+    return check_question(question)
 
 
 def _check_writable(path: Optional[Path], option: str, what: str, *, create_parents: bool = False) -> None:
@@ -357,8 +329,9 @@ def ask(
 ) -> None:
     # every input first: nothing runs (nothing is paid for) before all of them are known to be usable
     question = _check_question(question)
-    if model and offline:
-        raise BadInput("--model and --offline exclude each other; pass one")
+    from orchestrator.validate import check_backend_choice
+
+    check_backend_choice(model, offline)
     ssh = _check_ssh_config(ssh_config)
     if hosts_file is not None and not hosts_file.is_file():
         raise BadInput(f"hosts file {hosts_file} not found; pass an existing file to --hosts")
@@ -399,8 +372,9 @@ def replay_cmd(
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html"),
     no_progress: bool = typer.Option(True, "--no-progress/--progress"),
 ) -> None:
-    if model and offline:
-        raise BadInput("--model and --offline exclude each other; pass one")
+    from orchestrator.validate import check_backend_choice
+
+    check_backend_choice(model, offline)
     _check_writable(report, "--report", "report")
     _check_writable(transcript, "--transcript", "transcript", create_parents=True)
     _check_not_cut_off(transcript_path, exact=not (model or offline))
@@ -565,8 +539,15 @@ def probe_cmd(
 
     from orchestrator.probes.probe_command import probe_main
 
-    probes = anyio.run(lambda: probe_main(host=host, ssh_config=ssh, python=python, observations=observations,
-                                          logs=log, gemm=gemm, comm=comm, settings=settings))
+    from orchestrator.hosts.base import HostError
+
+    try:
+        probes = anyio.run(lambda: probe_main(host=host, ssh_config=ssh, python=python, observations=observations,
+                                              logs=log, gemm=gemm, comm=comm, settings=settings))
+    except HostError as exc:
+        if isinstance(exc, InputError):
+            raise  # the host could not be used at all: bad input
+        raise RunFailedExit(f"the probes stopped: {exc}") from None
     probes = [_scrub(p) for p in probes]
     if as_json:
         import json
@@ -701,9 +682,7 @@ def main(argv: list[str] | None = None) -> int:
     except RunFailedExit as exc:
         sys.stderr.write(f"investigate: {_one_line(exc)}\n")
         return 1
-    except Exception as exc:
-        if not _is_bad_input(exc):
-            raise
+    except InputError as exc:  # every bad input the CLI or the library finds (orchestrator/errors.py)
         sys.stderr.write(f"investigate: {_one_line(exc)}\n")
         return 2
     return 0

@@ -16,6 +16,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 from pydantic import ValidationError
 
 from orchestrator import __version__
+from orchestrator.errors import InputError
 from orchestrator.events import EVENT_ADAPTER, SCHEMA_VERSION, Event, Header
 from orchestrator.messages import Message, ToolSpec
 from orchestrator.redact import redact_obj
@@ -32,7 +33,7 @@ def _dumps(obj: Any) -> str:
     line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", line) if _JSON_RAW_CONTROL.search(line) else line
 
-class TranscriptError(ValueError):
+class TranscriptError(InputError):
     """A transcript cannot be read; the message names the file, the line and the fix."""
 
 

@@ -24,7 +24,8 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, Field
 
-from orchestrator.hosts.base import CommandResult, Host, HostError
+from orchestrator.hosts.base import CommandResult, Host, HostError, HostUnusable
+from orchestrator.errors import InputError
 from orchestrator.settings import Settings
 
 Via = Literal["ssh", "local", "slurm", "k8s"]
@@ -32,7 +33,7 @@ ROLE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 """Roles are short lower-case words: prefill, decode, router, replica, ..."""
 
 
-class HostsFileError(ValueError):
+class HostsFileError(InputError):
     """A hosts file that cannot be used; the message is one line naming the problem and the fix."""
 
 
@@ -273,7 +274,7 @@ async def open_hosts(entries: list[HostEntry], *, ssh_config: str | None = None,
     hosts: dict[str, Host] = {e.name: GatedHost(opened[e.name], e.name, gate) for e in out if e.name in opened}
     if not hosts:
         if len(out) == 1:
-            raise HostError(out[0].error or f"{out[0].name} cannot be used")
+            raise HostUnusable(out[0].error or f"{out[0].name} cannot be used")
         why = "; ".join(f"{e.name}: {e.error}" for e in out)
-        raise HostError(f"none of the {len(out)} hosts can be used ({why})")
+        raise HostUnusable(f"none of the {len(out)} hosts can be used ({why})")
     return HostSet(entries=out, hosts=hosts, gate=gate)

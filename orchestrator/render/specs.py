@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from orchestrator import knowledge
+from orchestrator.errors import InputError
 
 
-class UnknownGpu(ValueError):
+class UnknownGpu(InputError):
     """The GPU name is not in the spec database; the message names the closest known names."""
 
 

@@ -48,8 +48,8 @@ class SshTarget(BaseModel):
 
     @property
     def display(self) -> str:
-        """How the host is named in evidence and messages."""
-        return f"{self.user}@{self.alias}:{self.port}"
+        """How the host is named in evidence and messages (the port only when it is not ssh's 22)."""
+        return f"{self.user}@{self.alias}" if self.port == 22 else f"{self.user}@{self.alias}:{self.port}"
 
 
 def parse_destination(dest: str) -> tuple[str | None, str, int | None]:

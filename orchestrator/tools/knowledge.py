@@ -21,25 +21,9 @@ def spec_payload(spec: knowledge.GpuSpec, count: int = 1, reported_name: str | N
 
 def render_gpu_list() -> str:
     """`investigate specs --list`: every GPU of knowledge/gpus.yaml with its headline dense peaks (n/v: not verified)."""
+    from orchestrator.render.specs import gpu_table
 
-    def num(v: float | None) -> str:
-        return "n/v" if v is None else f"{v:,.0f}"
-
-    def peak(g: knowledge.GpuSpec, dtype: str) -> str:
-        v = g.tflops.get(dtype)  # type: ignore[call-overload]  # a dtype name from the table's own columns
-        return "-" if v is None and knowledge.native_mma(dtype, g.cc) is False else num(v)
-
-    head = f"{'GPU (as nvidia-smi names it)':<56} {'CC':<7} {'mem GB':>6} {'GB/s':>6} {'FP4':>6} {'FP8':>6} {'BF16':>6} {'TDP W':>6}"
-    lines = [head, "-" * len(head)]
-    for g in knowledge.gpus():
-        acc = " *" if g.tflops_note and "FP32-accumulate" in g.tflops_note else ""
-        lines.append(f"{g.name:<56} {g.cc:<7} {num(g.memory_gb):>6} {num(g.mem_bw_gbs):>6} {peak(g, 'fp4'):>6} "
-                     f"{peak(g, 'fp8'):>6} {peak(g, 'bf16'):>6} {num(g.tdp_w):>6}{acc}")
-    lines.append("")
-    lines.append("Dense tensor TFLOPS (- : no native MMA for the dtype; n/v: not verified); * GeForce: FP32-accumulate "
-                 "rates (half the FP16-accumulate ones). "
-                 "`investigate specs GPU` shows one sheet with its sources.")
-    return "\n".join(lines) + "\n"
+    return gpu_table(knowledge.gpus())
 
 
 class GpuSpecsInput(BaseModel):

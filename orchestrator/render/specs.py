@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from orchestrator import knowledge
 from orchestrator.errors import InputError
 
@@ -18,7 +20,7 @@ def _spec_or_raise(name: str) -> knowledge.GpuSpec:
     return spec
 
 
-def gpu_table(specs: list[knowledge.GpuSpec]) -> str:
+def gpu_table(specs: Iterable[knowledge.GpuSpec]) -> str:
     """One line per GPU with its headline dense peaks (n/v: not verified; -: no native MMA for the dtype)."""
 
     def num(v: float | None) -> str:

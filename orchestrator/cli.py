@@ -122,28 +122,43 @@ def _check_question(question: str) -> str:
     return check_question(question)
 
 
-def _check_writable(path: Optional[Path], option: str, what: str, *, create_parents: bool = False) -> None:
-    """An output file we will write at the end: refuse now what cannot be written then (a directory, no permission,
-    a parent that is a file), so that nothing (a paid run) happens first."""
+REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
+"""What a report file's extension says it is; anything else is refused before the run (issue 30 item 2)."""
+
+
+def _report_format(path: Path, option: str) -> str:
+    fmt = REPORT_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise BadInput(f"cannot write a {path.suffix or 'extension-less'} report {path}: reports are HTML or Markdown; "
+                       f"pass a .html or .md file to {option}")
+    return fmt
+
+
+def _check_writable(path: Optional[Path], option: str, what: str) -> None:
+    """An output file we will write at the end: refuse now what cannot be written then (a missing folder, a
+    directory, no permission, a file system that takes no files such as /proc), so that nothing (a paid run)
+    happens first. The file is opened for appending, as the write will; one that did not exist is removed again."""
     if path is None:
         return
     reason = None
     if path.is_dir():
         reason = "it is a directory"
-    elif path.exists():
-        reason = None if os.access(path, os.W_OK) else "permission denied"
     elif path.parent.exists() and not path.parent.is_dir():
         reason = f"{path.parent} is not a directory"
-    elif not create_parents and not path.parent.is_dir():
+    elif not path.parent.is_dir():
         reason = f"folder {path.parent} does not exist"
+    elif path.exists() and not path.is_file():
+        reason = "it is not a regular file"
     else:
-        probe = path.parent
-        while not probe.exists() and probe != probe.parent:  # transcripts: folders that do not exist are created
-            probe = probe.parent
-        if not probe.is_dir():
-            reason = f"{probe} is not a directory"
-        elif not os.access(probe, os.W_OK | os.X_OK):
-            reason = f"permission denied in {probe}"
+        existed = path.exists()
+        try:
+            with open(path, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+        else:
+            if not existed:
+                path.unlink(missing_ok=True)
     if reason:
         raise BadInput(f"cannot write the {what} {path}: {reason}; pass a writable path to {option}")
 
@@ -249,24 +264,32 @@ def _interrupted_line(transcript: Any) -> str:
 
 
 def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: bool = True) -> None:
+    """Print the diagnosis and the transcript path, then write the report: a report that cannot be written at the
+    end (the disk filled, the folder went) is exit 2 after the result was shown, never instead of it."""
     if no_progress:  # the progress display already printed them as they happened
         for n in getattr(result, "notices", ()):
             sys.stderr.write(f"notice: {_one_line(n)}\n")
-    if result.diagnosis is not None:
-        diagnosis = _scrub(result.diagnosis)
-        if report:
-            from orchestrator.render.html import render_html
-
-            _write(report, render_html(diagnosis, [_scrub(e) for e in result.events]))
+    diagnosis = _scrub(result.diagnosis) if result.diagnosis is not None else None
+    if diagnosis is not None:
         if as_json:
             sys.stdout.write(diagnosis.model_dump_json(indent=2) + "\n")
         else:
             from orchestrator.render.diagnosis import render_terminal
 
             render_terminal(diagnosis, _stdout())
+        sys.stdout.flush()
     if result.transcript_path:
         sys.stderr.write(f"transcript: {result.transcript_path}\n")
-    if report and result.diagnosis is not None:
+    if report and diagnosis is not None:
+        if _report_format(report, "--report") == "markdown":
+            from orchestrator.render.diagnosis import to_markdown
+
+            text = to_markdown(diagnosis)
+        else:
+            from orchestrator.render.html import render_html
+
+            text = render_html(diagnosis, [_scrub(e) for e in result.events])
+        _write(report, text, shown=bool(result.transcript_path))
         sys.stderr.write(f"report: {report}\n")
     if result.status != "ok":
         tail = ""
@@ -275,13 +298,18 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: 
         raise RunFailedExit(f"run {result.status}: {result.error}{tail}")
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str, *, shown: bool = False) -> None:
+    """Write an output file; `shown`: the diagnosis was printed and the transcript named, so the message says so."""
     from orchestrator.sanitize import sanitize
 
     try:
         path.write_text(sanitize(text), encoding="utf-8")
     except OSError as exc:
-        raise BadInput(f"cannot write {path}: {(exc.strerror or str(exc)).lower()}; pass a writable path") from None
+        why = (exc.strerror or str(exc)).lower()
+        if shown:
+            raise BadInput(f"cannot write {path}: {why}; the diagnosis is printed above and kept in the transcript: "
+                           "write the report again with `investigate report TRANSCRIPT -o FILE`") from None
+        raise BadInput(f"cannot write {path}: {why}; pass a writable path") from None
 
 
 def _new_transcript_path(transcript: Optional[Path], question: str) -> tuple[Path, str]:
@@ -343,7 +371,9 @@ def ask(
     _check_agents(agents)
     _check_python(python)
     _check_writable(report, "--report", "report")
-    _check_writable(transcript, "--transcript", "transcript", create_parents=True)
+    if report is not None:
+        _report_format(report, "--report")
+    _check_writable(transcript, "--transcript", "transcript")
     settings = _settings()
     local = not (host or hosts_file or slurm or k8s)
     for p in _missing_local_logs(log, None if local else "remote"):
@@ -376,7 +406,9 @@ def replay_cmd(
 
     check_backend_choice(model, offline)
     _check_writable(report, "--report", "report")
-    _check_writable(transcript, "--transcript", "transcript", create_parents=True)
+    if report is not None:
+        _report_format(report, "--report")
+    _check_writable(transcript, "--transcript", "transcript")
     _check_not_cut_off(transcript_path, exact=not (model or offline))
     from orchestrator.api import replay
 
@@ -412,7 +444,9 @@ def resume_cmd(
 ) -> None:
     ssh = _check_ssh_config(ssh_config)
     _check_writable(report, "--report", "report")
-    _check_writable(transcript, "--transcript", "transcript", create_parents=True)
+    if report is not None:
+        _report_format(report, "--report")
+    _check_writable(transcript, "--transcript", "transcript")
     from orchestrator.api import resume
     from orchestrator.transcript import read_transcript
 
@@ -487,6 +521,7 @@ def _show_fleet(events) -> None:
 def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
                output: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="the .html (or .md) file to write")) -> None:
     _check_writable(output, "-o", "report")
+    fmt = _report_format(output, "-o")
     from pydantic import ValidationError
 
     from orchestrator.render.diagnosis import to_markdown
@@ -511,7 +546,7 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         raise BadInput(f"{transcript_path}: the recorded diagnosis holds a number no report can draw at {bad}; "
                        "re-synthesize it with `investigate replay --offline`")
     diagnosis = _scrub(diagnosis)
-    if output.suffix.lower() in (".md", ".markdown"):
+    if fmt == "markdown":
         _write(output, to_markdown(diagnosis))
     else:
         _write(output, render_html(diagnosis, [_scrub(e) for e in t.events]))

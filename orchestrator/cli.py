@@ -175,12 +175,7 @@ def _load_observations(observations: Optional[Path]):
     """Parse and validate the observations now: a bad value is exit 2 before the run, naming the field."""
     if observations is None:
         return None
-    if observations.is_dir():
-        raise BadInput(f"observations file {observations} is a directory; pass a YAML or JSON file")
-    if not observations.is_file():
-        raise BadInput(f"observations file {observations} not found; pass an existing YAML or JSON file")
-    _check_text(observations, "observations file")
-    from orchestrator.observations import load_observations
+    from orchestrator.observations import load_observations  # checks the file (kind, size, text) before parsing
 
     return load_observations(observations)
 

@@ -84,3 +84,22 @@ def test_a_broken_line_of_a_json_lines_bench_file_is_named_by_its_number(tmp_pat
     bench = tmp_path / "runs.jsonl"
     bench.write_text(json.dumps(VLLM) + "\n" + json.dumps(VLLM) + "\n" + '{"completed": 3, "mean_ttft\n')
     one_line(_ask(tmp_path, "--bench", bench), 2, "runs.jsonl: line 3 is not valid JSON")
+
+
+# --- the environment --------------------------------------------------------------------------------------------------
+
+def test_an_unknown_investigate_variable_is_refused_as_an_unknown_config_key_is(tmp_path):
+    proc = investigate("why slow", "--offline", tmp_path=tmp_path, env={"INVESTIGATE_MAX_TURN": "3"})
+    one_line(proc, 2, "unknown setting INVESTIGATE_MAX_TURN in the environment", "did you mean INVESTIGATE_MAX_TURNS?")
+
+
+def test_the_library_refuses_it_too(monkeypatch):
+    from orchestrator.errors import InputError
+    from orchestrator.settings import load_settings
+
+    monkeypatch.setenv("INVESTIGATE_TOOL_TIMEOUT", "5")
+    with pytest.raises(InputError, match="INVESTIGATE_TOOL_TIMEOUT in the environment"):
+        load_settings()
+    monkeypatch.delenv("INVESTIGATE_TOOL_TIMEOUT")
+    monkeypatch.setenv("INVESTIGATE_TOOL_TIMEOUT_S", "5")
+    assert load_settings().tool_timeout_s == 5

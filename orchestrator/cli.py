@@ -193,6 +193,11 @@ def _missing_local_logs(logs: List[str], host: Optional[str]) -> list[str]:
     """--log paths are read on the investigated host; on this machine we can tell up front which are missing."""
     if host not in (None, "", "local", "localhost"):
         return []
+    from orchestrator.validate import file_kind
+
+    for p in logs:
+        if (kind := file_kind(Path(p).expanduser())) is not None:  # /dev/zero never ends; a FIFO may never answer
+            raise BadInput(f"--log {p} is {kind}, not a log file; pass the server's log file")
     return [p for p in logs if not Path(p).expanduser().is_file()]
 
 

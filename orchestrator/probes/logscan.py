@@ -7,7 +7,7 @@ import re
 from typing import Any, Iterable
 
 from orchestrator.hosts.base import Host
-from orchestrator.probes.results import LogMatch, LogScan, UnclassifiedLine
+from orchestrator.probes.results import MAX_LOG_BYTES, LogMatch, LogScan, LogSkip, UnclassifiedLine
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.scripts import logscan as _script
 
@@ -45,7 +45,8 @@ async def scan_logs(host: Host, paths: list[str], signatures: Iterable[Any]) -> 
     try:
         data = await run_script(host, "python3", "logscan",
                                 {"paths": paths, "signatures": sigs, "max_matches": MAX_MATCHES,
-                                 "max_unclassified": MAX_UNCLASSIFIED}, timeout_s=120, isolated=True)
+                                 "max_unclassified": MAX_UNCLASSIFIED, "max_log_bytes": MAX_LOG_BYTES},
+                                timeout_s=120, isolated=True)
     except ProbeUnavailable:
         return await _scan_by_reading(host, paths, sigs)
     scan = LogScan(
@@ -53,6 +54,7 @@ async def scan_logs(host: Host, paths: list[str], signatures: Iterable[Any]) -> 
         lines_scanned=int(data.get("lines") or 0), matches=[LogMatch(**m) for m in data.get("matches") or []],
         unclassified=[UnclassifiedLine(**u) for u in data.get("unclassified") or []],
         unclassified_total=int(data.get("unclassified_total") or 0),
+        skipped=[LogSkip(**k) for k in data.get("skipped") or []],
         commands=[f"python3 - < logscan.py {' '.join(paths)}"],
     )
     if data.get("truncated"):
@@ -66,7 +68,7 @@ async def _scan_by_reading(host: Host, paths: list[str], sigs: list[dict[str, st
     unclassified = _script.Unclassified(MAX_UNCLASSIFIED)
     for p in paths:
         try:
-            raw = await host.read_file(p, max_bytes=50_000_000)
+            raw = await host.read_file(p, max_bytes=MAX_LOG_BYTES)
         except OSError:  # missing, unreadable, a directory: listed, not fatal
             scan.missing.append(p)
             continue

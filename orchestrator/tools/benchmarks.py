@@ -46,9 +46,10 @@ class GemmBenchmark(Tool):
         _refuse_unless_measure(ctx, self.name)
         host = ctx.host()
         budget = args.budget_s or ctx.settings.gemm_budget_s
-        params = None
+        # an investigation measures GPUs: with none on the host the script says so before it imports torch
+        params: dict = {"require_gpu": True}
         if args.n and args.k:
-            params = {"shapes": [{"name": "requested", "n": args.n, "k": args.k}]}
+            params["shapes"] = [{"name": "requested", "n": args.n, "k": args.k}]
         sw = await run_gemm_probe(host, python=ctx.inputs.python,
                                   observations=ctx.inputs.parsed_observations(), budget_s=budget, params=params)
         return ToolOutput(text=gemm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
@@ -67,7 +68,8 @@ class CommBenchmark(Tool):
         host = ctx.host()
         budget = args.budget_s or ctx.settings.comm_budget_s
         sw = await run_comm_probe(host, python=ctx.inputs.python,
-                                  observations=ctx.inputs.parsed_observations(), budget_s=budget)
+                                  observations=ctx.inputs.parsed_observations(), budget_s=budget,
+                                  params={"require_gpu": True})
         return ToolOutput(text=comm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
 
 

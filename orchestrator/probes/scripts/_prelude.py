@@ -43,6 +43,14 @@ def size_of(path):
         return None
 
 
+def gpu_device_files():
+    """The GPU device files of this host: /dev/nvidia0.. (NVIDIA's driver, also inside containers given GPUs),
+    /dev/kfd (AMD ROCm), /dev/dxg (CUDA under WSL2). [] means no GPU a framework could use: the measurement scripts
+    then say so without importing torch (which costs tens of seconds and hundreds of MB to find nothing)."""
+    names = [n for n in listdir("/dev") if (n.startswith("nvidia") and n[6:].isdigit()) or n in ("kfd", "dxg")]
+    return ["/dev/" + n for n in names]
+
+
 def log_lines(path, max_bytes, skipped):
     """(line number, text) of a log file, reading at most about max_bytes of it: all of a smaller file; of a larger
     one the first eighth of the budget (the engine's start-up: its arguments and configuration) and the last seven

@@ -408,6 +408,10 @@ def main(argv):
     result["shapes"] = params["shapes"]
     result["m_values"] = params["m"]
     deadline = t0 + budget
+    if params.get("require_gpu") and not gpu_device_files():
+        result["reason"] = ("no GPU on this host (no /dev/nvidia0, /dev/kfd or /dev/dxg device file): nothing to "
+                            "measure; torch was not imported")
+        return result
     try:
         import torch
     except Exception as exc:

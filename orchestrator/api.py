@@ -232,10 +232,49 @@ def _sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return pool.submit(anyio.run, call).result()
 
 
-def investigate_sync(question: str, **kwargs: Any) -> InvestigationResult:
-    """`investigate` for plain scripts and notebooks."""
-    return _sync(investigate, question, **kwargs)
+def investigate_sync(
+    question: str,
+    *,
+    host: str | list[str] | None = None,
+    ssh_config: str | None = None,
+    python: str | None = None,
+    observations: Any = None,
+    hosts_file: str | Path | None = None,
+    slurm: str | None = None,
+    k8s: str | None = None,
+    k8s_namespace: str | None = None,
+    k8s_container: str | None = None,
+    logs: Iterable[str] = (),
+    model: str | None = None,
+    offline: bool | None = None,
+    backend: Backend | None = None,
+    agents_dirs: Iterable[str | Path] = (),
+    measure: bool = False,
+    transcript: str | Path | None | bool = None,
+    settings: Settings | None = None,
+    registry: ToolRegistry | None = None,
+    progress: Callable[[Event], None] | None = None,
+    run_id: str | None = None,
+) -> InvestigationResult:
+    """`investigate` for plain scripts and notebooks (inside Jupyter's running loop too); the same keywords."""
+    return _sync(investigate, question, host=host, ssh_config=ssh_config, python=python, observations=observations,
+                 hosts_file=hosts_file, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
+                 k8s_container=k8s_container, logs=logs, model=model, offline=offline, backend=backend,
+                 agents_dirs=agents_dirs, measure=measure, transcript=transcript, settings=settings,
+                 registry=registry, progress=progress, run_id=run_id)
 
 
-def replay_sync(path: str | Path, **kwargs: Any) -> InvestigationResult:
-    return _sync(replay, path, **kwargs)
+def replay_sync(
+    path: str | Path,
+    *,
+    backend: Backend | None = None,
+    model: str | None = None,
+    offline: bool | None = None,
+    transcript: str | Path | None | bool = False,
+    settings: Settings | None = None,
+    registry: ToolRegistry | None = None,
+    progress: Callable[[Event], None] | None = None,
+) -> InvestigationResult:
+    """`replay` for plain scripts and notebooks; the same keywords."""
+    return _sync(replay, path, backend=backend, model=model, offline=offline, transcript=transcript,
+                 settings=settings, registry=registry, progress=progress)

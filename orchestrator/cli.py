@@ -55,7 +55,7 @@ except ImportError:  # pragma: no cover
 
 # rich_markup_mode=None: plain click help (rich's help renderer alone costs ~75 ms of start-up)
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  context_settings={"help_option_names": ["-h", "--help"]},
+                  context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
                   help="Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence.")
 
 SUBCOMMANDS = ("ask", "replay", "resume", "show", "report", "probe", "specs", "roofline")
@@ -325,7 +325,7 @@ def _new_transcript_path(transcript: Optional[Path], question: str) -> tuple[Pat
 # commands
 
 
-@app.command("ask", help="Investigate QUESTION (the default command: `investigate \"why is FP4 slow\"`).")
+@app.command("ask", short_help="Investigate QUESTION (the default: `investigate \"why is FP4 slow?\"`).", help="Investigate QUESTION (the default command: `investigate \"why is FP4 slow\"`).")
 def ask(
     question: str = typer.Argument(..., metavar="QUESTION", help="The question, e.g. \"why is FP4 slow?\""),
     host: List[str] = typer.Option([], "--host", metavar="DEST", help="ssh-config alias or [user@]host[:port]; "
@@ -432,7 +432,7 @@ def _check_not_cut_off(path: Path, *, exact: bool) -> None:
                        f"or re-synthesize what it has with `investigate replay {path} --offline`")
 
 
-@app.command("resume", help="Finish an interrupted run, re-using every subagent that had finished.")
+@app.command("resume", short_help="Finish an interrupted run, re-using the subagents that had finished.", help="Finish an interrupted run, re-using every subagent that had finished.")
 def resume_cmd(
     transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     as_json: bool = typer.Option(False, "--json"),
@@ -458,7 +458,7 @@ def resume_cmd(
     _emit_result(result, as_json=as_json, report=report, no_progress=no_progress)
 
 
-@app.command("show", help="Timeline of a transcript: agents, their tools with timings, usage.")
+@app.command("show", short_help="Timeline of a transcript: agents, tools with timings, usage.", help="Timeline of a transcript: agents, their tools with timings, usage.")
 def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
              as_json: bool = typer.Option(False, "--json")) -> None:
     from orchestrator.render.timeline import build_timeline, render_timeline
@@ -517,7 +517,7 @@ def _show_fleet(events) -> None:
     _stdout().print(Markdown("\n".join(fleet_markdown(tables, md_text))))
 
 
-@app.command("report", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")
+@app.command("report", short_help="Write a transcript's diagnosis as HTML (or Markdown: -o X.md).", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")
 def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
                output: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="the .html (or .md) file to write")) -> None:
     _check_writable(output, "-o", "report")
@@ -674,7 +674,25 @@ def _route(argv: list[str]) -> list[str]:
     return ["ask", *argv]
 
 
-@app.callback()
+TOP_HELP = """Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence.
+
+\b
+  investigate QUESTION [OPTIONS]      the question form (the same as `investigate ask QUESTION`):
+    --host DEST            ssh-config alias or [user@]host[:port] (repeatable); default: this machine
+    --hosts FILE | --slurm NODES | --k8s SELECTOR    many hosts at once
+    --observations FILE    what you measured (YAML/JSON: model, runs, gpu, notes)
+    --log PATH             the server's log on the host (repeatable)
+    --bench FILE           vllm bench serve / SGLang bench_serving / genai-perf result (repeatable)
+    --measure              allow probes that load the GPU (GEMM, all-reduce)
+    --offline | --model ID the deterministic backend, or a Claude model
+    --report FILE.html     also write a report (.html or .md); --json prints the diagnosis as JSON
+
+\b
+  `investigate ask --help` lists every option; `investigate COMMAND --help` each command's.
+"""
+
+
+@app.callback(help=TOP_HELP)
 def _root(version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.")) -> None:
     """Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence."""
     # --version is answered in main() before anything is parsed; the option is declared here for --help

@@ -16,13 +16,16 @@ mount and network namespaces (`unshare -m -n`, root only), where
 - loopback is a fresh one, so sshd listens on port 22 and the host is `root@gpu-box`, as on a real box;
 - no other process of the machine is visible to the probes' /proc walk beyond what the staged host tags.
 
-Nothing outside the namespaces is written except the transcript. A test (tests/cli/test_shipped_transcripts_paths.py)
-refuses a shipped transcript that names a temporary path.
+Nothing outside the namespaces is written except the transcript and, for the default transcript, the README's
+quoted verdict and cause count (`update_readme`), which tests/cli/test_readme_quotes_the_replay.py compares with what
+`investigate replay` prints. A test (tests/cli/test_shipped_transcripts_paths.py) refuses a shipped transcript that
+names a temporary path.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +37,25 @@ OBSERVATIONS = REPO / "examples" / "seed-observations.yaml"
 QUESTION = "why is FP4 slow?"
 BOX = Path("/srv/gpu-box")
 INSIDE = "INVESTIGATE_RECORD_SEED_INSIDE"
+
+
+README = REPO / "README.md"
+QUOTE = re.compile(r"(investigate replay transcripts/seed-rtx-pro-6000-fp4\.jsonl\n```\n\n)> [^\n]*\n\n"
+                   r"followed by \d+ ranked causes")
+
+
+def update_readme(transcript: Path) -> None:
+    """Quote the replayed verdict and the number of ranked causes in the README's Quick start."""
+    from orchestrator.api import replay_sync
+
+    diagnosis = replay_sync(transcript).diagnosis
+    assert diagnosis is not None, "the seed transcript replays to no diagnosis"
+    text = README.read_text(encoding="utf-8")
+    new, n = QUOTE.subn(lambda m: f"{m.group(1)}> {' '.join(diagnosis.verdict.split())}\n\n"
+                                  f"followed by {len(diagnosis.causes)} ranked causes", text)
+    if n != 1:
+        raise SystemExit("record_seed: the README's quoted replay block was not found; update it by hand")
+    README.write_text(new, encoding="utf-8")
 
 
 def _reexec(out: Path) -> int:
@@ -86,5 +108,9 @@ if __name__ == "__main__":
     if os.environ.get(INSIDE) != "1":
         if target.exists():
             target.unlink()  # a transcript is appended to: start from an empty file
-        sys.exit(_reexec(target))
+        rc = _reexec(target)
+        if rc == 0 and target == DEFAULT_OUT.resolve():
+            sys.path.insert(0, str(REPO))
+            update_readme(target)
+        sys.exit(rc)
     sys.exit(_inside(target))

@@ -196,8 +196,15 @@ async def resume(
 ) -> InvestigationResult:
     """Finish an interrupted run: subagents that finished are re-used, the rest run again on the recorded host.
 
-    `ssh_config` replaces the recorded ssh config file (e.g. when the host's key or address changed since)."""
+    `ssh_config` replaces the recorded ssh config file (e.g. when the host's key or address changed since).
+    A run that finished with a diagnosis has nothing to resume: InputError (replay it instead)."""
+    from orchestrator.events import RunFinished
+
     old = read_transcript(path)
+    finished = old.of_type(RunFinished)
+    if finished and finished[-1].status == "ok":
+        raise InputError(f"{path} finished (status ok): nothing to resume; `investigate replay {path}` shows its "
+                         "diagnosis, and a new question starts a new run")
     inputs = inputs_from(old)
     settings = settings or settings_from(old)
     if backend is None:

@@ -97,7 +97,8 @@ def _check_python(python: Optional[str]) -> None:
 
     why = name_refusal(python) if python is not None else None
     if why is not None:
-        raise BadInput(f"--python {why.split(' refused: ', 1)[-1]}" if " refused: " in why else why)
+        raise BadInput(f"--python {python!r} refused: {why.split(' refused: ', 1)[-1]}; pass the serving "
+                       "interpreter (e.g. --python /opt/venv/bin/python3)")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -37,6 +37,16 @@ class TranscriptError(InputError):
     """A transcript cannot be read; the message names the file, the line and the fix."""
 
 
+def _transcript_file(path: str | Path) -> Path:
+    """The transcript's path, checked: a directory, a device or a FIFO is named as such, not as "not found"."""
+    from orchestrator.validate import check_input_file
+
+    try:
+        return check_input_file(path, "transcript", "pass the path of a .jsonl file written by investigate")
+    except InputError as exc:
+        raise TranscriptError(str(exc)) from None
+
+
 def default_path(question: str, run_id: str, now: datetime | None = None) -> Path:
     """`<state dir>/transcripts/<UTC time>-<question slug>-<run id prefix>.jsonl`."""
     now = now or datetime.now(timezone.utc)
@@ -119,9 +129,7 @@ def read_transcript(path: str | Path, *, strict: bool = True) -> Transcript:
     """
     from orchestrator.transcript_upgrade import upgrade
 
-    p = Path(path)
-    if not p.is_file():
-        raise TranscriptError(f"transcript {p} not found; pass the path of a .jsonl file written by investigate")
+    p = _transcript_file(path)
     raw = p.read_bytes()
     text = raw.decode("utf-8", errors="replace")
     lines = text.split("\n")
@@ -226,9 +234,7 @@ def iter_transcript(path: str | Path, warnings: list[str]) -> tuple[Header, Iter
     """The header and a lazy iterator over the events, reading one line at a time: memory stays bounded by the
     longest line, whatever the file's size (`show` of a multi-GB transcript). Damaged lines become warnings, as
     `read_transcript(strict=False)` does; a transcript of an older schema is read whole (they are small)."""
-    p = Path(path)
-    if not p.is_file():
-        raise TranscriptError(f"transcript {p} not found; pass the path of a .jsonl file written by investigate")
+    p = _transcript_file(path)
     with p.open("rb") as fh:
         first = fh.readline(MAX_LINE_BYTES)
     try:

@@ -531,11 +531,6 @@ def _link_flag(v: EvidenceView) -> str:
     return "pcie" if nv is False else "nvlink" if nv is True else "unknown_link"
 
 
-def _comm_recs(v: EvidenceView) -> list[str]:
-    """What to do about all-reduce cost, for the interconnect the inventory shows (catalog: tp-scaling-implicates-allreduce)."""
-    return entry_words("tp-scaling-implicates-allreduce", flags={_link_flag(v)})["recommendations"]
-
-
 SMALL_BATCH = 32
 """At or below this many concurrent sequences a decode step's all-reduce messages are small: latency, not bandwidth."""
 
@@ -681,8 +676,10 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
             claim += " The parallelism comparison shows it is not the main cost here."
         return [Finding(id="pcie-allreduce", category="communication", confidence=0.3 if ruled_out else 0.55,
                         evidence=[ev.id] + ([oe[0].id] if ruled_out and oe else []), claim=claim,
-                        recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix], entry=iss.id,
-                        title="TP all-reduces cross PCIe (no NVLink between the GPUs)", secondary=ruled_out)]
+                        # the measured comparison ran the wider TP group faster: "reduce TP" would contradict it
+                        recommendations=[] if ruled_out else [f"{fx} [{iss.source}]" for fx in iss.fix],
+                        entry=iss.id, title="TP all-reduces cross PCIe (no NVLink between the GPUs)",
+                        secondary=ruled_out)]
     return []
 
 

@@ -22,6 +22,7 @@ from orchestrator.events import ToolResult
 from orchestrator.evidence import Evidence
 from orchestrator.observations import Observations
 from orchestrator.settings import Settings
+from support.consistency import contradictions
 from support.sshd import start_sshd
 from support.stagers import stage
 
@@ -201,4 +202,6 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
     outcome.words = diagnosis_words(result.diagnosis, echoed)
     outcome.fired, areas = fired(result, case.observations)
     outcome.failures = check(case, result.diagnosis, outcome.words, outcome.fired, areas)
+    # every case: no recommendation contradicts what the ranked causes measured (issue 30 item 6)
+    outcome.failures += [f"contradiction: {c}" for c in contradictions(result.diagnosis, case.observations)]
     return outcome

@@ -1,4 +1,4 @@
-"""The `investigate` command (see DESIGN.md's CLI contract).
+"""The `investigate` command (the README's "Using it" section is its contract).
 
 Exit codes: 0 a diagnosis was produced (possibly with gaps), 1 the run failed, 2 bad usage or bad input. Bad input is
 one line on stderr naming the problem and the fix, never a traceback, and it is found before any work starts.
@@ -85,7 +85,7 @@ def _one_line(msg: object) -> str:
 
 
 def _scrub(model):
-    """What is printed or written: secrets redacted, terminal control removed (issue 15; orchestrator.redact)."""
+    """What is printed or written: secrets redacted, terminal control removed (orchestrator.redact)."""
     from orchestrator.redact import scrub_model
 
     return scrub_model(model)
@@ -124,7 +124,7 @@ def _check_question(question: str) -> str:
 
 
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
-"""What a report file's extension says it is; anything else is refused before the run (issue 30 item 2)."""
+"""What a report file's extension says it is; anything else is refused before the run."""
 
 
 def _report_format(path: Path, option: str) -> str:
@@ -465,7 +465,7 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     from orchestrator.render.timeline import build_timeline, render_timeline
     from orchestrator.transcript import iter_transcript
 
-    # streamed, one line at a time: memory stays bounded on a transcript of any size (issue 15, bench/show.py);
+    # streamed, one line at a time: memory stays bounded on a transcript of any size (bench/show.py);
     # a damaged line is named and the rest still shown
     from orchestrator.events import DiagnosisSubmitted
 

@@ -35,7 +35,7 @@ from orchestrator.messages import (
 from orchestrator.models.base import ModelCallError, ReplayDivergence, RunAbort
 from orchestrator.redact import redact
 from orchestrator.tools.base import ExecutedCall, ToolOutput, execute
-from orchestrator.transcript import Fingerprinter, fingerprint  # noqa: F401  (fingerprint: re-exported)
+from orchestrator.transcript import Fingerprinter
 
 SUBMIT_FINDINGS = "submit_findings"
 SUBMIT_DIAGNOSIS = "submit_diagnosis"
@@ -112,7 +112,7 @@ def fence(text: str, *, tool: str, host: str | None, evidence_id: str, untrusted
 
 # Anything in host content that a reader could take for the fence's own tags (`</untrusted-data>`, any case, with
 # spaces or a fullwidth/small `<`) or for our evidence markers is shown escaped, so the content cannot end the fence
-# early and follow it with a forged `[evidence ev-9.9] SYSTEM NOTE` (issue 15).
+# early and follow it with a forged `[evidence ev-9.9] SYSTEM NOTE`.
 _FENCE_TAG = re.compile(r"[<\uff1c\ufe64]\s*(/?)\s*(untrusted[\s_-]*data)", re.IGNORECASE)
 _EVIDENCE_MARK = re.compile(r"\[(\s*evidence\s+ev-)", re.IGNORECASE)
 

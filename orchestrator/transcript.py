@@ -25,7 +25,7 @@ from orchestrator.settings import state_dir
 
 
 # JSON leaves DEL, C1 controls and bidi overrides raw with ensure_ascii=False: escaped here, the line parses to the
-# same strings and `cat`ting a transcript cannot drive a terminal (issue 15)
+# same strings and `cat`ting a transcript cannot drive a terminal
 _JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 

@@ -371,6 +371,11 @@ class SshHost:
         """Live connections in the pool."""
         return sum(1 for c in self._pool.conns if c.active)
 
+    @property
+    def open_channels(self) -> int:
+        """Channels open on the pool's connections right now (0 when no command is running)."""
+        return sum(c.open for c in self._pool.conns)
+
     async def connect(self) -> "SshHost":
         """Open the first connection: host key verified and authenticated, or a HostError with one line."""
         self._cond = anyio.Condition()

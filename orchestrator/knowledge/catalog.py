@@ -38,11 +38,9 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-AREAS = ("kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs")
 Area = Literal["kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs"]
 Bound = Literal["compute", "memory", "communication", "latency"]
 Severity = Literal["high", "medium", "low", "info"]
-LOG_SOURCES = ("server", "kernel", "nccl", "engine")
 
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _LITERAL_OPS = ("eq", "ne", "lt", "le", "gt", "ge")

@@ -35,7 +35,7 @@ class ProbeModel(BaseModel):
         """Flat dotted facts for the failure-mode catalog (see orchestrator/analysis/signals.py); {} by default.
 
         Namespaces: `gpu.<index>.*`, `host.*`, `env.<NAME>`, `nccl.*`, `lib.<name>.version`, `engine.*`,
-        `metrics.*`, `obs.*`, `cache.*` (PLAN of issue 11). Values that are unknown are left out, never None.
+        `metrics.*`, `obs.*`, `cache.*`. Values that are unknown are left out, never None.
         """
         return {}
 

@@ -1,6 +1,6 @@
 """Tools `gemm_benchmark` and `comm_benchmark`: the measurement probes, refused unless the user asked for `--measure`.
 
-Both put load on the GPU; production boxes are investigated load-free by default (DESIGN.md, Hosts and tools).
+Both put load on the GPU; production boxes are investigated load-free by default (--measure allows them).
 """
 
 from __future__ import annotations

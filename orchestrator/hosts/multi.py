@@ -94,6 +94,11 @@ def _entry(item: Any, where: str, role: str | None = None) -> HostEntry:
     raise HostsFileError(f"{where}: an entry is a {type(item).__name__}; write a destination or `host:`/`role:`")
 
 
+_LOOKS_YAML = re.compile(r"^\s*(- |[A-Za-z_][\w-]*:(\s|$)|[\[{])", re.M)
+"""A line only YAML has (a list item, a `key:` mapping, a flow collection); the plain form's lines are
+`[user@]host[:port] [role]`, whose colon is never followed by a space."""
+
+
 def parse_hosts_text(text: str, where: str = "hosts file") -> list[HostEntry]:
     """A hosts file: one destination per line (`#` comments, an optional role after it), or YAML.
 
@@ -104,7 +109,13 @@ def parse_hosts_text(text: str, where: str = "hosts file") -> list[HostEntry]:
 
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        if _LOOKS_YAML.search(text):  # meant as YAML: say where its syntax breaks, not that a line is a bad role
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or "a syntax error"
+            raise HostsFileError(f"{where} is not valid YAML{at} ({problem}); fix the syntax, or write one "
+                                 "destination (and optionally its role) per line") from None
         data = None
     entries: list[HostEntry] = []
     if isinstance(data, dict) and "hosts" in data and len(data) == 1:

@@ -37,6 +37,8 @@ class SshTarget(BaseModel):
     """Config `UserKnownHostsFile`s, else ~/.ssh/known_hosts; the first is where accept-new writes."""
     strict_host_key_checking: StrictMode = "ask"
     """As in OpenSSH; `ask` refuses unknown keys since there is nobody to ask."""
+    config_file: str | None = None
+    """The ssh config file given instead of ~/.ssh/config (`--ssh-config`): `ssh` needs `-F FILE` to know the alias."""
     proxy_jump: "SshTarget | None" = None
     proxy_command: str | None = None
     connect_timeout_s: float | None = None
@@ -176,4 +178,4 @@ def resolve_destination(dest: str, ssh_config: str | None = None) -> SshTarget:
     target = config.resolved.get(key)
     if target is None:
         target = config.resolved[key] = resolve(dest, config)
-    return target.model_copy(deep=True)
+    return target.model_copy(deep=True, update={"config_file": str(ssh_config) if ssh_config else None})

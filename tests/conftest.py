@@ -40,6 +40,7 @@ SERIAL = (
     "tests/hosts/test_conformance.py",   # a command's timeout within 10 s on every host kind
     "tests/core/test_fanout.py",         # subagents run at the same time (elapsed vs the sum of their sleeps)
     "tests/anthropic/test_fetch_tool.py",  # fetch timeouts
+    "tests/cli/test_not_ssh_port.py",    # a silent port is given up on within the connect timeout
 )
 
 

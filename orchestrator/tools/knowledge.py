@@ -173,8 +173,8 @@ class ObservationsTool(Tool):
             return ToolOutput(text="No observations were given (--observations).",
                               data={"kind": "observations", "observations": None, "analysis": None})
         a = analyze_observations(obs)
-        lines = [f"model: {obs.model.model_dump(exclude_none=True) if obs.model else 'n/a'}"]
-        lines += [f"run {r.name}: concurrency {r.concurrency}, total {r.total_tok_s} tok/s" for r in obs.runs]
+        lines = [f"model: {_fields(obs.model.model_dump(exclude_none=True)) if obs.model else 'not given'}"]
+        lines += [_run_line(r) for r in obs.runs]
         lines += [_bench_line(b) for b in obs.bench]  # --bench runs (orchestrator/benchresults.py)
         lines += [c.reasoning for c in a.comparisons]
         if a.power:
@@ -182,6 +182,20 @@ class ObservationsTool(Tool):
         lines += a.notes
         return ToolOutput(text="\n".join(lines), data={"kind": "observations", "observations": obs.model_dump(mode="json"),
                                                        "analysis": a.model_dump(mode="json")})
+
+
+def _fields(d: dict) -> str:
+    """`key value, ...` as a person writes it, never a Python dict repr."""
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in d.items()) or "nothing given"
+
+
+def _run_line(r) -> str:
+    """One observed run with only what was given (no "total None tok/s")."""
+    given = [(label, v) for label, v in (("concurrency", r.concurrency), ("batch", r.batch),
+                                        ("input_len", r.input_len), ("output_len", r.output_len),
+                                        ("total", r.total_tok_s), ("output", r.output_tok_s)) if v is not None]
+    parts = [f"{label} {v:g} tok/s" if label in ("total", "output") else f"{label} {v}" for label, v in given]
+    return f"run {r.name}: " + (", ".join(parts) or "no measurements given")
 
 
 class KnowledgeSearchInput(BaseModel):

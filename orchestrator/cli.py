@@ -285,7 +285,7 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: 
         if _report_format(report, "--report") == "markdown":
             from orchestrator.render.diagnosis import to_markdown
 
-            text = to_markdown(diagnosis)
+            text = to_markdown(diagnosis, [_scrub(e) for e in result.events])
         else:
             from orchestrator.render.html import render_html
 
@@ -548,7 +548,7 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
                        "re-synthesize it with `investigate replay --offline`")
     diagnosis = _scrub(diagnosis)
     if fmt == "markdown":
-        _write(output, to_markdown(diagnosis))
+        _write(output, to_markdown(diagnosis, [_scrub(e) for e in t.events]))
     else:
         _write(output, render_html(diagnosis, [_scrub(e) for e in t.events]))
     sys.stderr.write(f"report: {output}\n")

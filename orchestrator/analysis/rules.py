@@ -198,7 +198,9 @@ def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
                 claim=(f"The investigated host ({inv.host}) shows no usable NVIDIA GPU ({inv.reason}), so nothing about "
                        "this workload's kernels, autotune results, power or clocks can be read here."),
                 # a user who already gave --observations is not told to pass them
-                recommendations=[r for r in entry_words("no-gpu-on-host")["recommendations"]
+                # `--host gpu-box` was given: advising `--host user@gpu-box` would be noise (issue 30 item 8)
+                recommendations=[r for r in entry_words("no-gpu-on-host", flags={
+                                     "local" if inv.host in ("local", "localhost") else "remote"})["recommendations"]
                                  if v.observations is None or "--observations" not in r], entry="no-gpu-on-host",
                 title="No GPU on the investigated host", informational=True))
             break

@@ -14,6 +14,8 @@ from typing import Any, Iterable, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from orchestrator.errors import InputError
+
 
 class PlanStep(BaseModel):
     """One tool call the offline backend makes; args may hold `{run.FIELD}` placeholders."""
@@ -47,7 +49,7 @@ class AgentDef(BaseModel):
     """File the definition came from."""
 
 
-class AgentDefError(ValueError):
+class AgentDefError(InputError):
     """A definition file does not fit; the message names the file and the field."""
 
 

@@ -32,6 +32,7 @@ from orchestrator.run import HostOpener, InvestigationResult, Run
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.transcript import Transcript, read_transcript
+from orchestrator.validate import check_backend_choice, check_question
 
 __all__ = ["InputError", "InvestigationResult", "Run", "investigate", "investigate_sync", "load_transcript",
            "normalize_observations", "replay", "replay_sync", "resume", "select_backend"]
@@ -120,8 +121,8 @@ async def investigate(
     Several hosts: `host=[...]`, `hosts_file=` (one destination per line, or YAML with roles), `slurm=` (a nodelist or
     partition, probed through `srun`) or `k8s=` (a pod label selector, probed through `kubectl exec`).
     """
-    if not question or not question.strip():
-        raise InputError("the question is empty; ask something like 'why is FP4 slow?'")
+    question = check_question(question)
+    check_backend_choice(model, offline)
     if python is not None:
         from orchestrator.probes.interpreter import name_refusal
 
@@ -135,7 +136,7 @@ async def investigate(
             notices.append(notice)
     entries = await _host_entries(host, hosts_file, slurm, k8s, k8s_namespace, k8s_container, settings)
     single = None if entries else (host if isinstance(host, str) or host is None else next(iter(host), None))
-    inputs = RunInputs(question=scrub_text(question.strip()), host=single or "local",
+    inputs = RunInputs(question=scrub_text(question), host=single or "local",
                        observations=normalize_observations(observations), logs=list(logs), python=python,
                        measure=measure, ssh_config=ssh_config, hosts=entries, slurm=slurm)
     async with Run(inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
@@ -166,6 +167,7 @@ async def replay(
     """
     from orchestrator.models.replay import ReplayBackend
 
+    check_backend_choice(model, offline)
     old = read_transcript(path)
     inputs = inputs_from(old)
     own = settings or load_settings()
@@ -209,8 +211,15 @@ async def resume(
     again (InputError, before anything runs, when they are missing or are not the recorded hosts); `ssh_config`,
     `python`, `logs`, the backend, the settings and the agent definitions (`agents_dirs` over the installed ones)
     are the caller's own. Nothing of the transcript's settings, inputs, agent definitions or plans is executed; its
-    observations (data) are kept."""
+    observations (data) are kept. A run that finished with a diagnosis has nothing to resume: InputError (replay
+    it instead)."""
+    from orchestrator.events import RunFinished
+
     old = read_transcript(path)
+    finished = old.of_type(RunFinished)
+    if finished and finished[-1].status == "ok":
+        raise InputError(f"{path} finished (status ok): nothing to resume; `investigate replay {path}` shows its "
+                         "diagnosis, and a new question starts a new run")
     recorded = inputs_from(old)
     given = [host] if isinstance(host, str) else list(host or [])
     question, dests = confirm_resume(old, question, given)
@@ -257,10 +266,49 @@ def _sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return pool.submit(anyio.run, call).result()
 
 
-def investigate_sync(question: str, **kwargs: Any) -> InvestigationResult:
-    """`investigate` for plain scripts and notebooks."""
-    return _sync(investigate, question, **kwargs)
+def investigate_sync(
+    question: str,
+    *,
+    host: str | list[str] | None = None,
+    ssh_config: str | None = None,
+    python: str | None = None,
+    observations: Any = None,
+    hosts_file: str | Path | None = None,
+    slurm: str | None = None,
+    k8s: str | None = None,
+    k8s_namespace: str | None = None,
+    k8s_container: str | None = None,
+    logs: Iterable[str] = (),
+    model: str | None = None,
+    offline: bool | None = None,
+    backend: Backend | None = None,
+    agents_dirs: Iterable[str | Path] = (),
+    measure: bool = False,
+    transcript: str | Path | None | bool = None,
+    settings: Settings | None = None,
+    registry: ToolRegistry | None = None,
+    progress: Callable[[Event], None] | None = None,
+    run_id: str | None = None,
+) -> InvestigationResult:
+    """`investigate` for plain scripts and notebooks (inside Jupyter's running loop too); the same keywords."""
+    return _sync(investigate, question, host=host, ssh_config=ssh_config, python=python, observations=observations,
+                 hosts_file=hosts_file, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
+                 k8s_container=k8s_container, logs=logs, model=model, offline=offline, backend=backend,
+                 agents_dirs=agents_dirs, measure=measure, transcript=transcript, settings=settings,
+                 registry=registry, progress=progress, run_id=run_id)
 
 
-def replay_sync(path: str | Path, **kwargs: Any) -> InvestigationResult:
-    return _sync(replay, path, **kwargs)
+def replay_sync(
+    path: str | Path,
+    *,
+    backend: Backend | None = None,
+    model: str | None = None,
+    offline: bool | None = None,
+    transcript: str | Path | None | bool = False,
+    settings: Settings | None = None,
+    registry: ToolRegistry | None = None,
+    progress: Callable[[Event], None] | None = None,
+) -> InvestigationResult:
+    """`replay` for plain scripts and notebooks; the same keywords."""
+    return _sync(replay, path, backend=backend, model=model, offline=offline, transcript=transcript,
+                 settings=settings, registry=registry, progress=progress)

@@ -63,5 +63,5 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
         table = fleet_table(run.evidence.all(), run.inputs.hosts)
         if table is not None:
             diag.fleet = table
-    # one place for what leaves the run: secrets redacted, terminal control removed (issue 15)
+    # one place for what leaves the run: secrets redacted, terminal control removed
     return scrub_model(diag)

@@ -20,11 +20,24 @@ import math
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import InputError
 from orchestrator.observations import BenchFormat, BenchResult, Latency, ObservationsError
+
+MAX_BYTES = 64_000_000
+"""A result file with per-request detail (`--save-detailed`: every request's TTFT and ITLs) of a long run fits; a
+larger one is refused before it is parsed."""
 
 EXPECTED = ("expected `vllm bench serve --save-result` JSON (keys like mean_ttft_ms, request_throughput), SGLang "
             "bench_serving JSONL (one such object per line) or genai-perf profile_export_genai_perf.json "
-            "(time_to_first_token: {avg, p50, p99, ...})")
+            "(metrics like time_to_first_token, each with avg, p50, p99)")
+"""The formats a --bench file may be in. Worded so that no secret redactor takes it for a `key: value` credential
+(`token: {avg` once came out as `token: [REDACTED]`)."""
+
+_FLAT_METRIC_SUFFIXES = ("_ms", "_throughput", "throughput")
+_FLAT_COUNTS = ("completed", "failed", "duration", "total_input_tokens", "total_output_tokens", "max_concurrency",
+                "request_rate", "random_input_len", "random_output_len")
+_GENAI_METRICS = ("time_to_first_token", "inter_token_latency", "request_latency", "input_sequence_length",
+                  "output_sequence_length", "output_token_throughput", "request_throughput", "ttft", "itl")
 
 
 class BenchFormatError(ObservationsError):
@@ -162,13 +175,20 @@ def parse_bench_text(text: str, source: str = "bench") -> list[BenchResult]:
             try:
                 docs.append(load_json(line, source=f"bench file {source} line {n}"))
             except SafeLoadError as exc:
-                if "is not valid JSON" in str(exc) and not docs:
-                    raise BenchFormatError(f"bench file {source} is neither JSON nor JSON lines; {EXPECTED}") from None
-                raise BenchFormatError(f"{exc}; {EXPECTED}") from None
+                if "is not valid JSON" not in str(exc):
+                    raise BenchFormatError(f"{exc}; {EXPECTED}") from None
+                if docs:  # the lines before it were runs: this is a JSON-lines file with one broken line
+                    raise BenchFormatError(f"bench file {source}: line {n} is not valid JSON; fix or remove that "
+                                           "line (JSON lines: one run per line)") from None
+                raise BenchFormatError(f"bench file {source} is neither JSON nor JSON lines; {EXPECTED}") from None
     if len(docs) == 1 and isinstance(docs[0], list):
         docs = docs[0]
     out: list[BenchResult] = []
-    for d in docs:
+    for n, d in enumerate(docs, 1):
+        where = f"bench file {source}" + (f" run {n}" if len(docs) > 1 else "")
+        if (bad := _negative(d)) is not None:
+            raise BenchFormatError(f"{where}: {bad[0]} = {bad[1]:g} is negative; latencies, throughputs and counts "
+                                   "are at least 0: pass the file the benchmark wrote")
         if _is_genai_perf(d):
             out.append(_from_genai_perf(d, source))
         elif _is_flat(d):
@@ -176,17 +196,45 @@ def parse_bench_text(text: str, source: str = "bench") -> list[BenchResult]:
                                           "accept_length")) and "endpoint_type" not in d
             out.append(_from_flat(d, "sglang-bench-serving" if sglang else "vllm-bench-serve", source))
         else:
-            keys = ", ".join(sorted(d)[:8]) if isinstance(d, dict) else type(d).__name__
-            raise BenchFormatError(f"bench file {source} is not a known benchmark result (found {keys}); {EXPECTED}")
+            found = (f"found keys {', '.join(sorted(map(str, d))[:8])}" if isinstance(d, dict) and d else
+                     "found an empty object" if isinstance(d, dict) else f"found a JSON {_json_kind(d)}")
+            raise BenchFormatError(f"{where} is not a known benchmark result ({found}); {EXPECTED}")
     if not out:
         raise BenchFormatError(f"bench file {source} holds no benchmark run; {EXPECTED}")
     return out
 
 
+def _json_kind(v: Any) -> str:
+    return {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(v), "number")
+
+
+def _negative(d: Any) -> tuple[str, float] | None:
+    """The first metric or count of a benchmark result that is a negative number, as (key, value)."""
+    if not isinstance(d, dict):
+        return None
+    m = d["records"] if isinstance(d.get("records"), dict) else d
+    for key in _GENAI_METRICS:
+        block = m.get(key)
+        if isinstance(block, dict):
+            for stat, v in block.items():
+                if (x := _f(v)) is not None and x < 0:
+                    return f"{key}.{stat}", x
+    for key, v in d.items():
+        if isinstance(key, str) and (key.endswith(_FLAT_METRIC_SUFFIXES) or key in _FLAT_COUNTS):
+            if (x := _f(v)) is not None and x < 0:
+                return key, x
+    return None
+
+
 def load_bench(path: str | Path) -> list[BenchResult]:
     from orchestrator.safeload import SafeLoadError, read_capped
+    from orchestrator.validate import check_input_file
 
-    p = Path(path)
+    try:  # a device, FIFO or directory is named as such before anything is read
+        p = check_input_file(path, "bench file", "pass the result file the benchmark wrote to --bench",
+                             max_bytes=MAX_BYTES)
+    except InputError as exc:
+        raise BenchFormatError(str(exc)) from None
     try:
         text = read_capped(p, what="bench file", max_bytes=64 << 20)  # a genai-perf export with per-request records
     except SafeLoadError as exc:

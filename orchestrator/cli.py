@@ -1,4 +1,4 @@
-"""The `investigate` command (see DESIGN.md's CLI contract).
+"""The `investigate` command (the README's "Using it" section is its contract).
 
 Exit codes: 0 a diagnosis was produced (possibly with gaps), 1 the run failed, 2 bad usage or bad input. Bad input is
 one line on stderr naming the problem and the fix, never a traceback, and it is found before any work starts.
@@ -10,8 +10,7 @@ Structure, for whoever adds an option:
 - one function per subcommand below; options are typer parameters;
 - every input a command takes is checked in its `_check_*` helpers *before* anything runs (files exist and are
   text, output paths are writable, observations and settings validate), raising `BadInput` (exit 2, one line);
-- a library exception that means bad input is listed in `BAD_INPUT` as (module, class name): it is matched only
-  when that module was imported, so listing it costs nothing at start-up.
+- a library exception that means bad input subclasses `orchestrator.errors.InputError` (exit 2, its one line).
 """
 
 from __future__ import annotations
@@ -48,6 +47,8 @@ from typing import Any, List, Optional
 
 import typer
 
+from orchestrator.errors import InputError
+
 try:  # typer >= 0.2x vendors its own click; older typers use the click package
     from typer._click import exceptions as click_exc
 except ImportError:  # pragma: no cover
@@ -55,27 +56,13 @@ except ImportError:  # pragma: no cover
 
 # rich_markup_mode=None: plain click help (rich's help renderer alone costs ~75 ms of start-up)
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  context_settings={"help_option_names": ["-h", "--help"]},
+                  context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
                   help="Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence.")
 
 SUBCOMMANDS = ("ask", "replay", "resume", "show", "report", "probe", "specs", "roofline", "reference")
-MAX_QUESTION_CHARS = 2000
-"""A question is a sentence or a paragraph; anything longer is a file pasted by mistake (use --observations)."""
 
-BAD_INPUT: list[tuple[str, str]] = [
-    ("orchestrator.agentdefs", "AgentDefError"),
-    ("orchestrator.errors", "InputError"),
-    ("orchestrator.hosts.base", "HostError"),
-    ("orchestrator.observations", "ObservationsError"),
-    ("orchestrator.transcript", "TranscriptError"),
-    ("orchestrator.render.specs", "UnknownGpu"),
-    ("orchestrator.models.base", "AnthropicConfigError"),
-]
-"""Exceptions that mean bad input (exit 2): (module, class). Add yours here; the module is never imported for it."""
-
-
-class BadInput(Exception):
-    """Exit 2 with this one line."""
+class BadInput(InputError):
+    """Exit 2 with this one line (as every `InputError` the library raises)."""
 
 
 class RunFailedExit(Exception):
@@ -84,17 +71,6 @@ class RunFailedExit(Exception):
 
 class Interrupted(Exception):
     """Ctrl-C during a run: exit 130 with this line (where the transcript is and how to continue)."""
-
-
-def _is_bad_input(exc: BaseException) -> bool:
-    if isinstance(exc, BadInput):
-        return True
-    for module, name in BAD_INPUT:
-        mod = sys.modules.get(module)
-        cls = getattr(mod, name, None) if mod is not None else None
-        if isinstance(cls, type) and isinstance(exc, cls):
-            return True
-    return False
 
 
 def _stdout():
@@ -117,7 +93,7 @@ def _one_line(msg: object) -> str:
 
 
 def _scrub(model):
-    """What is printed or written: secrets redacted, terminal control removed (issue 15; orchestrator.redact)."""
+    """What is printed or written: secrets redacted, terminal control removed (orchestrator.redact)."""
     from orchestrator.redact import scrub_model
 
     return scrub_model(model)
@@ -129,7 +105,8 @@ def _check_python(python: Optional[str]) -> None:
 
     why = name_refusal(python) if python is not None else None
     if why is not None:
-        raise BadInput(f"--python {why.split(' refused: ', 1)[-1]}" if " refused: " in why else why)
+        raise BadInput(f"--python {python!r} refused: {why.split(' refused: ', 1)[-1]}; pass the serving "
+                       "interpreter (e.g. --python /opt/venv/bin/python3)")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -149,37 +126,48 @@ def _check_text(path: Path, what: str) -> None:
 
 
 def _check_question(question: str) -> str:
-    q = question.strip()
-    if not q:
-        raise BadInput("the question is empty; ask something like \"why is FP4 slow?\"")
-    if len(q) > MAX_QUESTION_CHARS:
-        raise BadInput(f"the question is {len(q):,} characters long (at most {MAX_QUESTION_CHARS:,}); ask it in a "
-                       "sentence and pass measurements with --observations FILE")
-    return q
+    from orchestrator.validate import check_question
+
+    return check_question(question)
 
 
-def _check_writable(path: Optional[Path], option: str, what: str, *, create_parents: bool = False) -> None:
-    """An output file we will write at the end: refuse now what cannot be written then (a directory, no permission,
-    a parent that is a file), so that nothing (a paid run) happens first."""
+REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
+"""What a report file's extension says it is; anything else is refused before the run."""
+
+
+def _report_format(path: Path, option: str) -> str:
+    fmt = REPORT_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise BadInput(f"cannot write a {path.suffix or 'extension-less'} report {path}: reports are HTML or Markdown; "
+                       f"pass a .html or .md file to {option}")
+    return fmt
+
+
+def _check_writable(path: Optional[Path], option: str, what: str) -> None:
+    """An output file we will write at the end: refuse now what cannot be written then (a missing folder, a
+    directory, no permission, a file system that takes no files such as /proc), so that nothing (a paid run)
+    happens first. The file is opened for appending, as the write will; one that did not exist is removed again."""
     if path is None:
         return
     reason = None
     if path.is_dir():
         reason = "it is a directory"
-    elif path.exists():
-        reason = None if os.access(path, os.W_OK) else "permission denied"
     elif path.parent.exists() and not path.parent.is_dir():
         reason = f"{path.parent} is not a directory"
-    elif not create_parents and not path.parent.is_dir():
+    elif not path.parent.is_dir():
         reason = f"folder {path.parent} does not exist"
+    elif path.exists() and not path.is_file():
+        reason = "it is not a regular file"
     else:
-        probe = path.parent
-        while not probe.exists() and probe != probe.parent:  # transcripts: folders that do not exist are created
-            probe = probe.parent
-        if not probe.is_dir():
-            reason = f"{probe} is not a directory"
-        elif not os.access(probe, os.W_OK | os.X_OK):
-            reason = f"permission denied in {probe}"
+        existed = path.exists()
+        try:
+            with open(path, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+        else:
+            if not existed:
+                path.unlink(missing_ok=True)
     if reason:
         raise BadInput(f"cannot write the {what} {path}: {reason}; pass a writable path to {option}")
 
@@ -196,12 +184,7 @@ def _load_observations(observations: Optional[Path]):
     """Parse and validate the observations now: a bad value is exit 2 before the run, naming the field."""
     if observations is None:
         return None
-    if observations.is_dir():
-        raise BadInput(f"observations file {observations} is a directory; pass a YAML or JSON file")
-    if not observations.is_file():
-        raise BadInput(f"observations file {observations} not found; pass an existing YAML or JSON file")
-    _check_text(observations, "observations file")
-    from orchestrator.observations import load_observations
+    from orchestrator.observations import load_observations  # checks the file (kind, size, text) before parsing
 
     return load_observations(observations)
 
@@ -219,6 +202,11 @@ def _missing_local_logs(logs: List[str], host: Optional[str]) -> list[str]:
     """--log paths are read on the investigated host; on this machine we can tell up front which are missing."""
     if host not in (None, "", "local", "localhost"):
         return []
+    from orchestrator.validate import file_kind
+
+    for p in logs:
+        if (kind := file_kind(Path(p).expanduser())) is not None:  # /dev/zero never ends; a FIFO may never answer
+            raise BadInput(f"--log {p} is {kind}, not a log file; pass the server's log file")
     return [p for p in logs if not Path(p).expanduser().is_file()]
 
 
@@ -285,24 +273,32 @@ def _interrupted_line(transcript: Any) -> str:
 
 
 def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: bool = True) -> None:
+    """Print the diagnosis and the transcript path, then write the report: a report that cannot be written at the
+    end (the disk filled, the folder went) is exit 2 after the result was shown, never instead of it."""
     if no_progress:  # the progress display already printed them as they happened
         for n in getattr(result, "notices", ()):
             sys.stderr.write(f"notice: {_one_line(n)}\n")
-    if result.diagnosis is not None:
-        diagnosis = _scrub(result.diagnosis)
-        if report:
-            from orchestrator.render.html import render_html
-
-            _write(report, render_html(diagnosis, [_scrub(e) for e in result.events]))
+    diagnosis = _scrub(result.diagnosis) if result.diagnosis is not None else None
+    if diagnosis is not None:
         if as_json:
             sys.stdout.write(diagnosis.model_dump_json(indent=2) + "\n")
         else:
             from orchestrator.render.diagnosis import render_terminal
 
             render_terminal(diagnosis, _stdout())
+        sys.stdout.flush()
     if result.transcript_path:
         sys.stderr.write(f"transcript: {_shown(result.transcript_path)}\n")
-    if report and result.diagnosis is not None:
+    if report and diagnosis is not None:
+        if _report_format(report, "--report") == "markdown":
+            from orchestrator.render.diagnosis import to_markdown
+
+            text = to_markdown(diagnosis, [_scrub(e) for e in result.events])
+        else:
+            from orchestrator.render.html import render_html
+
+            text = render_html(diagnosis, [_scrub(e) for e in result.events])
+        _write(report, text, shown=bool(result.transcript_path))
         sys.stderr.write(f"report: {_shown(report)}\n")
     if result.status != "ok":
         tail = ""
@@ -311,13 +307,18 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: 
         raise RunFailedExit(f"run {result.status}: {result.error}{tail}")
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str, *, shown: bool = False) -> None:
+    """Write an output file; `shown`: the diagnosis was printed and the transcript named, so the message says so."""
     from orchestrator.sanitize import sanitize
 
     try:
         path.write_text(sanitize(text), encoding="utf-8")
     except OSError as exc:
-        raise BadInput(f"cannot write {path}: {(exc.strerror or str(exc)).lower()}; pass a writable path") from None
+        why = (exc.strerror or str(exc)).lower()
+        if shown:
+            raise BadInput(f"cannot write {path}: {why}; the diagnosis is printed above and kept in the transcript: "
+                           "write the report again with `investigate report TRANSCRIPT -o FILE`") from None
+        raise BadInput(f"cannot write {path}: {why}; pass a writable path") from None
 
 
 def _new_transcript_path(transcript: Optional[Path], question: str) -> tuple[Path, str]:
@@ -333,7 +334,7 @@ def _new_transcript_path(transcript: Optional[Path], question: str) -> tuple[Pat
 # commands
 
 
-@app.command("ask", help="Investigate QUESTION (the default command: `investigate \"why is FP4 slow\"`).")
+@app.command("ask", short_help="Investigate QUESTION (the default: `investigate \"why is FP4 slow?\"`).", help="Investigate QUESTION (the default command: `investigate \"why is FP4 slow\"`).")
 def ask(
     question: str = typer.Argument(..., metavar="QUESTION", help="The question, e.g. \"why is FP4 slow?\""),
     host: List[str] = typer.Option([], "--host", metavar="DEST", help="ssh-config alias or [user@]host[:port]; "
@@ -370,8 +371,9 @@ def ask(
 ) -> None:
     # every input first: nothing runs (nothing is paid for) before all of them are known to be usable
     question = _check_question(question)
-    if model and offline:
-        raise BadInput("--model and --offline exclude each other; pass one")
+    from orchestrator.validate import check_backend_choice
+
+    check_backend_choice(model, offline)
     ssh = _check_ssh_config(ssh_config)
     if hosts_file is not None and not hosts_file.is_file():
         raise BadInput(f"hosts file {hosts_file} not found; pass an existing file to --hosts")
@@ -383,7 +385,9 @@ def ask(
     _check_agents(agents)
     _check_python(python)
     _check_writable(report, "--report", "report")
-    _check_writable(transcript, "--transcript", "transcript", create_parents=True)
+    if report is not None:
+        _report_format(report, "--report")
+    _check_writable(transcript, "--transcript", "transcript")
     settings = _settings()
     if sample_s is not None:
         if not 0 < sample_s <= 60:
@@ -422,10 +426,13 @@ def replay_cmd(
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html"),
     no_progress: bool = typer.Option(True, "--no-progress/--progress"),
 ) -> None:
-    if model and offline:
-        raise BadInput("--model and --offline exclude each other; pass one")
+    from orchestrator.validate import check_backend_choice
+
+    check_backend_choice(model, offline)
     _check_writable(report, "--report", "report")
-    _check_writable(transcript, "--transcript", "transcript", create_parents=True)
+    if report is not None:
+        _report_format(report, "--report")
+    _check_writable(transcript, "--transcript", "transcript")
     _check_not_cut_off(transcript_path, exact=not (model or offline))
     from orchestrator.api import replay
 
@@ -449,7 +456,8 @@ def _check_not_cut_off(path: Path, *, exact: bool) -> None:
                        f"or re-synthesize what it has with `investigate replay {path} --offline`")
 
 
-@app.command("resume", help="Finish an interrupted run, re-using every subagent that had finished. It acts only on "
+@app.command("resume", short_help="Finish an interrupted run, re-using the subagents that had finished.",
+             help="Finish an interrupted run, re-using every subagent that had finished. It acts only on "
              "what you name again: the question (--question) and the recorded hosts (--host).")
 def resume_cmd(
     transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
@@ -475,7 +483,9 @@ def resume_cmd(
     _check_agents(agents)
     _check_python(python)
     _check_writable(report, "--report", "report")
-    _check_writable(transcript, "--transcript", "transcript", create_parents=True)
+    if report is not None:
+        _report_format(report, "--report")
+    _check_writable(transcript, "--transcript", "transcript")
     settings = _settings()
     from orchestrator.api import resume
     from orchestrator.resume import confirm_resume
@@ -491,13 +501,13 @@ def resume_cmd(
     _emit_result(result, as_json=as_json, report=report, no_progress=no_progress)
 
 
-@app.command("show", help="Timeline of a transcript: agents, their tools with timings, usage.")
+@app.command("show", short_help="Timeline of a transcript: agents, tools with timings, usage.", help="Timeline of a transcript: agents, their tools with timings, usage.")
 def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
              as_json: bool = typer.Option(False, "--json")) -> None:
     from orchestrator.render.timeline import build_timeline, render_timeline
     from orchestrator.transcript import iter_transcript
 
-    # streamed, one line at a time: memory stays bounded on a transcript of any size (issue 15, bench/show.py);
+    # streamed, one line at a time: memory stays bounded on a transcript of any size (bench/show.py);
     # a damaged line is named and the rest still shown
     from orchestrator.events import DiagnosisSubmitted
 
@@ -550,10 +560,11 @@ def _show_fleet(events) -> None:
     _stdout().print(Markdown("\n".join(fleet_markdown(tables, md_text))))
 
 
-@app.command("report", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")
+@app.command("report", short_help="Write a transcript's diagnosis as HTML (or Markdown: -o X.md).", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")
 def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
                output: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="the .html (or .md) file to write")) -> None:
     _check_writable(output, "-o", "report")
+    fmt = _report_format(output, "-o")
     from pydantic import ValidationError
 
     from orchestrator.render.diagnosis import to_markdown
@@ -578,8 +589,8 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
         raise BadInput(f"{transcript_path}: the recorded diagnosis holds a number no report can draw at {bad}; "
                        "re-synthesize it with `investigate replay --offline`")
     diagnosis = _scrub(diagnosis)
-    if output.suffix.lower() in (".md", ".markdown"):
-        _write(output, to_markdown(diagnosis))
+    if fmt == "markdown":
+        _write(output, to_markdown(diagnosis, [_scrub(e) for e in t.events]))
     else:
         _write(output, render_html(diagnosis, [_scrub(e) for e in t.events]))
     sys.stderr.write(f"report: {_shown(output)}\n")
@@ -606,8 +617,15 @@ def probe_cmd(
 
     from orchestrator.probes.probe_command import probe_main
 
-    probes = anyio.run(lambda: probe_main(host=host, ssh_config=ssh, python=python, observations=observations,
-                                          logs=log, gemm=gemm, comm=comm, settings=settings))
+    from orchestrator.hosts.base import HostError
+
+    try:
+        probes = anyio.run(lambda: probe_main(host=host, ssh_config=ssh, python=python, observations=observations,
+                                              logs=log, gemm=gemm, comm=comm, settings=settings))
+    except HostError as exc:
+        if isinstance(exc, InputError):
+            raise  # the host could not be used at all: bad input
+        raise RunFailedExit(f"the probes stopped: {exc}") from None
     probes = [_scrub(p) for p in probes]
     if as_json:
         import json
@@ -724,7 +742,25 @@ def _route(argv: list[str]) -> list[str]:
     return ["ask", *argv]
 
 
-@app.callback()
+TOP_HELP = """Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence.
+
+\b
+  investigate QUESTION [OPTIONS]      the question form (the same as `investigate ask QUESTION`):
+    --host DEST            ssh-config alias or [user@]host[:port] (repeatable); default: this machine
+    --hosts FILE | --slurm NODES | --k8s SELECTOR    many hosts at once
+    --observations FILE    what you measured (YAML/JSON: model, runs, gpu, notes)
+    --log PATH             the server's log on the host (repeatable)
+    --bench FILE           vllm bench serve / SGLang bench_serving / genai-perf result (repeatable)
+    --measure              allow probes that load the GPU (GEMM, all-reduce)
+    --offline | --model ID the deterministic backend, or a Claude model
+    --report FILE.html     also write a report (.html or .md); --json prints the diagnosis as JSON
+
+\b
+  `investigate ask --help` lists every option; `investigate COMMAND --help` each command's.
+"""
+
+
+@app.callback(help=TOP_HELP)
 def _root(version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.")) -> None:
     """Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence."""
     # --version is answered in main() before anything is parsed; the option is declared here for --help
@@ -767,9 +803,7 @@ def main(argv: list[str] | None = None) -> int:
     except RunFailedExit as exc:
         sys.stderr.write(f"investigate: {_one_line(exc)}\n")
         return 1
-    except Exception as exc:
-        if not _is_bad_input(exc):
-            raise
+    except InputError as exc:  # every bad input the CLI or the library finds (orchestrator/errors.py)
         sys.stderr.write(f"investigate: {_one_line(exc)}\n")
         return 2
     return 0

@@ -37,7 +37,7 @@ from orchestrator.models.base import ModelCallError, ReplayDivergence, RunAbort
 from orchestrator.redact import redact
 from orchestrator.sanitize import fold, strip_hidden
 from orchestrator.tools.base import ExecutedCall, ToolOutput, execute
-from orchestrator.transcript import Fingerprinter, fingerprint  # noqa: F401  (fingerprint: re-exported)
+from orchestrator.transcript import Fingerprinter
 
 SUBMIT_FINDINGS = "submit_findings"
 SUBMIT_DIAGNOSIS = "submit_diagnosis"

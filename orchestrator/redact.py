@@ -337,13 +337,6 @@ def redact_obj(obj: Any) -> Any:
     return obj
 
 
-def redact_model(model):
-    """A pydantic model with every string redacted (the same object when nothing changed)."""
-    dumped = model.model_dump(mode="json")
-    clean = redact_obj(dumped)
-    return model if clean is dumped else type(model).model_validate(clean)
-
-
 def scrub_text(text: str) -> str:
     """What may be printed or written for a person: secrets redacted, terminal control removed."""
     from orchestrator.sanitize import sanitize

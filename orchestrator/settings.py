@@ -15,6 +15,8 @@ import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from orchestrator.errors import InputError
+
 APP = "investigate"
 
 
@@ -194,11 +196,41 @@ def _short(text: object, limit: int = 60) -> str:
     return s if len(s) <= limit else f"{s[:limit]}… ({len(s):,} characters)"
 
 
+NOT_SETTINGS = frozenset({
+    "INVESTIGATE_AGENTS_DIR",            # extra agent-definition folders (orchestrator/agentdefs.py)
+    "INVESTIGATE_ALLOW_MODEL_REQUESTS",  # the kill switch for model requests (orchestrator/models/base.py)
+    "INVESTIGATE_STRICT_RULES",          # a failing rule raises instead of becoming a gap (tests)
+    "INVESTIGATE_STAGED_TAG",            # the staged test hosts' process tag (probes/scripts/discover.py)
+    "INVESTIGATE_NODE_ROOT",             # the node probe's file-system root (probes/scripts/node.py)
+    "INVESTIGATE_TEST_SSHD",             # the sshd binary of the test suite (tests/support/sshd.py)
+    "INVESTIGATE_RECORD_SEED_INSIDE",    # scripts/record_seed.py inside its namespaces
+})
+"""`INVESTIGATE_*` environment variables that are not settings: every other one must name a setting, as every key of
+the config file must (a misspelt `INVESTIGATE_MAX_TURN=3` was silently ignored). Add yours here."""
+
+
+def _unknown_environment() -> str | None:
+    """The first `INVESTIGATE_*` variable of the environment that names no setting, with the closest setting."""
+    import difflib
+    import os
+
+    known = {f"INVESTIGATE_{name.upper()}" for name in Settings.model_fields}
+    for var in sorted(os.environ):
+        if var.upper().startswith("INVESTIGATE_") and var.upper() not in known and var.upper() not in NOT_SETTINGS:
+            near = difflib.get_close_matches(var.upper(), sorted(known), n=1, cutoff=0.75)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            return f"unknown setting {_short(var)} in the environment{hint}; unset it or name a setting"
+    return None
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Settings from file, environment and the given overrides (None values are ignored).
 
-    A bad value or an unknown key raises ValueError with one line naming the setting and where to fix it.
+    A bad value, an unknown key or an unknown `INVESTIGATE_*` variable raises InputError: one line naming the
+    setting and where to fix it.
     """
+    if (unknown := _unknown_environment()) is not None:
+        raise InputError(unknown)
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
@@ -206,12 +238,12 @@ def load_settings(**overrides: Any) -> Settings:
         name = ".".join(_short(x) for x in err["loc"]) or "settings"
         top = _short(err["loc"][0]).upper() if err["loc"] else name
         if err["type"] == "extra_forbidden":
-            raise ValueError(f"unknown setting {name}; remove it from {config_path()} (or the INVESTIGATE_ "
+            raise InputError(f"unknown setting {name}; remove it from {config_path()} (or the INVESTIGATE_ "
                              "environment)") from None
         kind = err["type"]
         msg = ("must be a whole number" if kind.startswith("int_") else "must be a number" if kind.startswith("float_")
                else "must be true or false" if kind.startswith("bool_") else err["msg"].removeprefix("Value error, "))
         value = err.get("input")
         shown = "" if isinstance(value, (dict, list)) or value is None else f" = {_short(value)}"
-        raise ValueError(f"invalid setting {name}{shown}: {msg}; fix it in {config_path()} or "
+        raise InputError(f"invalid setting {name}{shown}: {msg}; fix it in {config_path()} or "
                          f"INVESTIGATE_{top}") from None

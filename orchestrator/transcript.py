@@ -16,6 +16,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 from pydantic import ValidationError
 
 from orchestrator import __version__
+from orchestrator.errors import InputError
 from orchestrator.events import EVENT_ADAPTER, SCHEMA_VERSION, Event, Header
 from orchestrator.messages import Message, ToolSpec
 from orchestrator.redact import redact_obj
@@ -24,7 +25,7 @@ from orchestrator.settings import state_dir
 
 
 # JSON leaves DEL, C1 controls and bidi overrides raw with ensure_ascii=False: escaped here, the line parses to the
-# same strings and `cat`ting a transcript cannot drive a terminal (issue 15)
+# same strings and `cat`ting a transcript cannot drive a terminal
 _JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
@@ -32,8 +33,18 @@ def _dumps(obj: Any) -> str:
     line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", line) if _JSON_RAW_CONTROL.search(line) else line
 
-class TranscriptError(ValueError):
+class TranscriptError(InputError):
     """A transcript cannot be read; the message names the file, the line and the fix."""
+
+
+def _transcript_file(path: str | Path) -> Path:
+    """The transcript's path, checked: a directory, a device or a FIFO is named as such, not as "not found"."""
+    from orchestrator.validate import check_input_file
+
+    try:
+        return check_input_file(path, "transcript", "pass the path of a .jsonl file written by investigate")
+    except InputError as exc:
+        raise TranscriptError(str(exc)) from None
 
 
 def default_path(question: str, run_id: str, now: datetime | None = None) -> Path:
@@ -118,9 +129,7 @@ def read_transcript(path: str | Path, *, strict: bool = True) -> Transcript:
     """
     from orchestrator.transcript_upgrade import upgrade
 
-    p = Path(path)
-    if not p.is_file():
-        raise TranscriptError(f"transcript {p} not found; pass the path of a .jsonl file written by investigate")
+    p = _transcript_file(path)
     raw = p.read_bytes()
     text = raw.decode("utf-8", errors="replace")
     lines = text.split("\n")
@@ -225,9 +234,7 @@ def iter_transcript(path: str | Path, warnings: list[str]) -> tuple[Header, Iter
     """The header and a lazy iterator over the events, reading one line at a time: memory stays bounded by the
     longest line, whatever the file's size (`show` of a multi-GB transcript). Damaged lines become warnings, as
     `read_transcript(strict=False)` does; a transcript of an older schema is read whole (they are small)."""
-    p = Path(path)
-    if not p.is_file():
-        raise TranscriptError(f"transcript {p} not found; pass the path of a .jsonl file written by investigate")
+    p = _transcript_file(path)
     with p.open("rb") as fh:
         first = fh.readline(MAX_LINE_BYTES)
     try:

@@ -26,3 +26,29 @@ os.environ["INVESTIGATE_STRICT_RULES"] = "1"
 # The engine probe on this machine (`--host` local) sees only serving engines carrying this session's tag: none but
 # those a test stages, never the staged engines of another test session running on the same machine.
 os.environ.setdefault("INVESTIGATE_STAGED_TAG", f"test-session-{os.getpid()}")
+
+
+# --- parallel and serial passes (.ci/run) -----------------------------------------------------------------------------
+# `.ci/run` runs the suite twice: `pytest -n auto --dist loadscope -m "not serial"` (pytest-xdist; loadscope keeps a
+# module on one worker, so a module-scoped fixture such as the Slurm cluster or an sshd starts once), then
+# `pytest -m serial`. Every fixture is parallel-safe (free ports, per-worker temp dirs, per-session staged tags); what
+# runs serially are tests that bound wall-clock time, which other workers' load on a small machine would break.
+SERIAL = (
+    "tests/speed/",                      # timing of the probe session, listing cache and GEMM holds
+    "tests/hosts/test_local.py",         # a timeout must fire within 1-5 s
+    "tests/hosts/test_ssh.py",           # timeouts and "no second attempt" within 0.5-6 s
+    "tests/hosts/test_conformance.py",   # a command's timeout within 10 s on every host kind
+    "tests/core/test_fanout.py",         # subagents run at the same time (elapsed vs the sum of their sleeps)
+    "tests/anthropic/test_fetch_tool.py",  # fetch timeouts
+    "tests/cli/test_not_ssh_port.py",    # a silent port is given up on within the connect timeout
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    root = Path(__file__).resolve().parent.parent
+    for item in items:
+        rel = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
+        if rel.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)

@@ -199,7 +199,9 @@ def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
                 claim=(f"The investigated host ({inv.host}) shows no usable NVIDIA GPU ({inv.reason}), so nothing about "
                        "this workload's kernels, autotune results, power or clocks can be read here."),
                 # a user who already gave --observations is not told to pass them
-                recommendations=[r for r in entry_words("no-gpu-on-host")["recommendations"]
+                # `--host gpu-box` was given: advising `--host user@gpu-box` would be noise (issue 30 item 8)
+                recommendations=[r for r in entry_words("no-gpu-on-host", flags={
+                                     "local" if inv.host in ("local", "localhost") else "remote"})["recommendations"]
                                  if v.observations is None or "--observations" not in r], entry="no-gpu-on-host",
                 title="No GPU on the investigated host", informational=True))
             break
@@ -532,11 +534,6 @@ def _link_flag(v: EvidenceView) -> str:
     return "pcie" if nv is False else "nvlink" if nv is True else "unknown_link"
 
 
-def _comm_recs(v: EvidenceView) -> list[str]:
-    """What to do about all-reduce cost, for the interconnect the inventory shows (catalog: tp-scaling-implicates-allreduce)."""
-    return entry_words("tp-scaling-implicates-allreduce", flags={_link_flag(v)})["recommendations"]
-
-
 SMALL_BATCH = 32
 """At or below this many concurrent sequences a decode step's all-reduce messages are small: latency, not bandwidth."""
 
@@ -710,8 +707,10 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
             claim += " The parallelism comparison shows it is not the main cost here."
         return [Finding(id="pcie-allreduce", category="communication", confidence=0.3 if ruled_out else 0.55,
                         evidence=[ev.id] + ([oe[0].id] if ruled_out and oe else []), claim=claim,
-                        recommendations=[f"{fx} [{iss.source}]" for fx in iss.fix], entry=iss.id,
-                        title="TP all-reduces cross PCIe (no NVLink between the GPUs)", secondary=ruled_out)]
+                        # the measured comparison ran the wider TP group faster: "reduce TP" would contradict it
+                        recommendations=[] if ruled_out else [f"{fx} [{iss.source}]" for fx in iss.fix],
+                        entry=iss.id, title="TP all-reduces cross PCIe (no NVLink between the GPUs)",
+                        secondary=ruled_out)]
     return []
 
 

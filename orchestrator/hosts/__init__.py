@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator.hosts.base import CommandRefused, CommandResult, Host, HostError, HostKeyRefused, HostLost
+from orchestrator.hosts.base import (CommandRefused, CommandResult, Host, HostError, HostKeyRefused, HostLost,
+                                     HostUnusable)
 from orchestrator.hosts.errors import HostAuthFailed, HostConfigError, HostUnreachable
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ _SSH = {"SshHost": "orchestrator.hosts.ssh", "SshTarget": "orchestrator.hosts.ss
 
 __all__ = [
     "CommandRefused", "CommandResult", "Host", "HostAuthFailed", "HostConfigError", "HostError", "HostKeyRefused",
-    "HostLost", "HostUnreachable", "LocalHost", "SshHost", "SshTarget", "open_host", "resolve_destination",
+    "HostLost", "HostUnreachable", "HostUnusable", "LocalHost", "SshHost", "SshTarget", "open_host", "resolve_destination",
 ]
 
 

@@ -10,6 +10,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from orchestrator.errors import InputError
+
 
 class HostError(Exception):
     """The host could not be used at all (unreachable, refused key, lost connection)."""
@@ -19,7 +21,11 @@ class HostLost(HostError):
     """The connection dropped during a run and one reconnect did not bring it back."""
 
 
-class HostKeyRefused(HostError):
+class HostUnusable(HostError, InputError):
+    """The host cannot be used when the run starts (unreachable, refused key, bad destination): bad input, exit 2."""
+
+
+class HostKeyRefused(HostUnusable):
     """The host's key is unknown or changed; nothing was run."""
 
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from orchestrator.hosts.base import HostError
+from orchestrator.hosts.base import HostUnusable
 
 
-class HostConfigError(HostError):
+class HostConfigError(HostUnusable):
     """The destination or the ssh config cannot be used as given."""
 
 
-class HostUnreachable(HostError):
+class HostUnreachable(HostUnusable):
     """No SSH connection could be made (name, route, port, proxy or timeout)."""
 
 
-class HostAuthFailed(HostError):
+class HostAuthFailed(HostUnusable):
     """The server refused every key offered (agent, IdentityFile, default keys)."""

@@ -147,8 +147,9 @@ def known_types(target: SshTarget) -> list[str]:
 def _trust_hint(target: SshTarget) -> str:
     port = f"-p {target.port} " if target.port != 22 else ""
     known = target.known_hosts_files[0]
+    config = f"-F {shlex.quote(target.config_file)} " if target.config_file else ""  # the alias lives only there
     return (f"if you trust it, add it with `ssh-keyscan {port}{shlex.quote(target.hostname)} >> {shlex.quote(known)}` "
-            f"(or connect once with `ssh {shlex.quote(target.alias)}`), then retry")
+            f"(or connect once with `ssh {config}{shlex.quote(target.alias)}`), then retry")
 
 
 def _append(target: SshTarget, key: paramiko.PKey) -> None:

@@ -15,8 +15,6 @@ from orchestrator.hosts.base import CommandResult
 from orchestrator.hosts.output import CappedBuffer
 from orchestrator.hosts.policy import unsafe_read
 
-READ_CHUNK = 65536
-
 
 async def _drain(stream: ByteReceiveStream | None, sink: CappedBuffer) -> None:
     if stream is None:

@@ -14,6 +14,7 @@ and the offline plan's fan-out (`foreach: hosts`) makes the same calls with the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -22,14 +23,15 @@ from typing import Any
 
 import anyio
 
-from orchestrator.hosts.base import CommandResult, Host, HostError
+from orchestrator.errors import InputError
+from orchestrator.hosts.base import CommandResult, Host, HostError, HostUnusable
 from orchestrator.hosts.entry import ROLE, HostEntry, Via, opener_for
 from orchestrator.settings import Settings
 
 __all__ = ["ROLE", "HostEntry", "HostGate", "HostSet", "HostsFileError", "GatedHost", "Via", "check_unique",
            "entries_from_dests", "load_hosts_file", "open_hosts", "parse_hosts_text"]
 
-class HostsFileError(ValueError):
+class HostsFileError(InputError):
     """A hosts file that cannot be used; the message is one line naming the problem and the fix."""
 
 
@@ -74,6 +76,11 @@ def _entry(item: Any, where: str, role: str | None = None) -> HostEntry:
     raise HostsFileError(f"{where}: an entry is a {type(item).__name__}; write a destination or `host:`/`role:`")
 
 
+_LOOKS_YAML = re.compile(r"^\s*(- |[A-Za-z_][\w-]*:(\s|$)|[\[{])", re.M)
+"""A line only YAML has (a list item, a `key:` mapping, a flow collection); the plain form's lines are
+`[user@]host[:port] [role]`, whose colon is never followed by a space."""
+
+
 def parse_hosts_text(text: str, where: str = "hosts file") -> list[HostEntry]:
     """A hosts file: one destination per line (`#` comments, an optional role after it), or YAML.
 
@@ -87,6 +94,9 @@ def parse_hosts_text(text: str, where: str = "hosts file") -> list[HostEntry]:
     except SafeLoadError as exc:
         if "is not valid YAML" not in str(exc):  # bounded: an alias bomb, deep nesting, a duplicate key
             raise HostsFileError(f"{exc}; fix the hosts file") from None
+        if _LOOKS_YAML.search(text):  # meant as YAML: say where its syntax breaks, not that a line is a bad role
+            raise HostsFileError(f"{exc}; fix the syntax, or write one destination (and optionally its role) per "
+                                 "line") from None
         data = None  # not YAML: one destination per line
     entries: list[HostEntry] = []
     if isinstance(data, dict) and "hosts" in data and len(data) == 1:
@@ -240,7 +250,7 @@ async def open_hosts(entries: list[HostEntry], *, ssh_config: str | None = None,
     hosts: dict[str, Host] = {e.name: GatedHost(opened[e.name], e.name, gate) for e in out if e.name in opened}
     if not hosts:
         if len(out) == 1:
-            raise HostError(out[0].error or f"{out[0].name} cannot be used")
+            raise HostUnusable(out[0].error or f"{out[0].name} cannot be used")
         why = "; ".join(f"{e.name}: {e.error}" for e in out)
-        raise HostError(f"none of the {len(out)} hosts can be used ({why})")
+        raise HostUnusable(f"none of the {len(out)} hosts can be used ({why})")
     return HostSet(entries=out, hosts=hosts, gate=gate)

@@ -140,6 +140,12 @@ def _fail_line(target: SshTarget, exc: BaseException) -> HostError:
         return HostUnreachable(f"cannot resolve {target.hostname!r} ({exc.strerror}): check the host name or HostName")
     if isinstance(exc, paramiko.ChannelException):
         return HostUnreachable(f"the jump host could not open a connection to {where} ({exc}): check HostName/Port")
+    if isinstance(exc, paramiko.SSHException) and any(
+            w in str(exc) for w in ("protocol banner", "No existing session", "Error reading SSH")):
+        # the TCP connection was accepted but no SSH version line came (paramiko: "Error reading SSH protocol
+        # banner", then "No existing session" when it tries to authenticate anyway)
+        return HostUnreachable(f"{where} accepted the connection but does not speak SSH (no SSH version line): check "
+                               f"that port {target.port} is sshd's (Port in your ssh config)")
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return HostUnreachable(f"connecting to {where} timed out: check the host is up and reachable")
     if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
@@ -366,6 +372,11 @@ class SshHost:
     def connections(self) -> int:
         """Live connections in the pool."""
         return sum(1 for c in self._pool.conns if c.active)
+
+    @property
+    def open_channels(self) -> int:
+        """Channels open on the pool's connections right now (0 when no command is running)."""
+        return sum(c.open for c in self._pool.conns)
 
     async def connect(self) -> "SshHost":
         """Open the first connection: host key verified and authenticated, or a HostError with one line."""

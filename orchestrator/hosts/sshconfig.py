@@ -44,6 +44,8 @@ class SshTarget(BaseModel):
     never written."""
     strict_host_key_checking: StrictMode = "ask"
     """As in OpenSSH; `ask` refuses unknown keys since there is nobody to ask."""
+    config_file: str | None = None
+    """The ssh config file given instead of ~/.ssh/config (`--ssh-config`): `ssh` needs `-F FILE` to know the alias."""
     proxy_jump: "SshTarget | None" = None
     proxy_command: str | None = None
     connect_timeout_s: float | None = None
@@ -55,8 +57,8 @@ class SshTarget(BaseModel):
 
     @property
     def display(self) -> str:
-        """How the host is named in evidence and messages."""
-        return f"{self.user}@{self.alias}:{self.port}"
+        """How the host is named in evidence and messages (the port only when it is not ssh's 22)."""
+        return f"{self.user}@{self.alias}" if self.port == 22 else f"{self.user}@{self.alias}:{self.port}"
 
 
 def parse_destination(dest: str) -> tuple[str | None, str, int | None]:
@@ -185,4 +187,4 @@ def resolve_destination(dest: str, ssh_config: str | None = None) -> SshTarget:
     target = config.resolved.get(key)
     if target is None:
         target = config.resolved[key] = resolve(dest, config)
-    return target.model_copy(deep=True)
+    return target.model_copy(deep=True, update={"config_file": str(ssh_config) if ssh_config else None})

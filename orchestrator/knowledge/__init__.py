@@ -446,6 +446,16 @@ def gpu_spec(name: str | None) -> GpuSpec | None:
     return None
 
 
+def gpu_family(name: str | None) -> list[GpuSpec]:
+    """The GPUs a short name stands for: every GPU whose name or an alias has, for each word of the query, a word
+    starting with it ("h100" -> the SXM, PCIe and NVL parts; "a100" -> the four A100s), in catalogue order."""
+    words = _norm(name or "").split()
+    if not words:
+        return []
+    return [g for g in gpus() if any(all(any(t.startswith(w) for t in c.split()) for w in words)
+                                     for c in [_norm(g.name)] + [_norm(a) for a in g.aliases])]
+
+
 def closest_gpu_names(name: str, n: int = 3) -> list[str]:
     """The known GPU names nearest to name, best first.
 

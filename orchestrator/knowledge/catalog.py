@@ -43,14 +43,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.knowledge.envparse import PROGRAMS
 
-AREAS = ("kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs")
 Area = Literal["kernel", "autotune", "node", "interconnect", "engine", "jit-cache", "workload", "hardware", "logs"]
 Bound = Literal["compute", "memory", "communication", "latency"]
 Severity = Literal["high", "medium", "low", "info"]
 Symptom = Literal["throughput", "itl", "ttft", "startup", "regression", "errors", "cost"]
 """What a question says is slow or wrong (orchestrator.findings.Symptom; repeated here so knowledge imports nothing
 of the analysis): an entry lists the symptoms its failure mode can cause."""
-LOG_SOURCES = ("server", "kernel", "nccl", "engine")
 
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _LITERAL_OPS = ("eq", "ne", "lt", "le", "gt", "ge")

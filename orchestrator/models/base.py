@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from orchestrator.messages import ModelRequest, ModelResponse
+from orchestrator.errors import InputError
 
 
 class RunAbort(Exception):
@@ -28,7 +29,7 @@ class ModelCallError(Exception):
         """True when retrying cannot help and the whole run should stop (bad key, malformed request)."""
 
 
-class AnthropicConfigError(ValueError):
+class AnthropicConfigError(InputError):
     """The backend cannot start (no API key); the message is one line naming the fix."""
 
 

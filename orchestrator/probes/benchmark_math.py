@@ -87,12 +87,6 @@ def point_arithmetic(point: GemmPoint, peaks: Peaks | None) -> PointArithmetic:
     )
 
 
-def window_means(samples: list[ClockSample], t0: float | None, t1: float | None) -> tuple[float | None, float | None]:
-    """Mean power (W) and SM clock (MHz) of the samples taken between t0 and t1."""
-    power, clock, _n = window_stats(samples, t0, t1)
-    return power, clock
-
-
 def window_stats(samples: list[ClockSample], t0: float | None,
                  t1: float | None) -> tuple[float | None, float | None, int]:
     """Mean power (W), mean SM clock (MHz) and the number of samples taken between t0 and t1."""

@@ -119,7 +119,7 @@ async def _run_script(host: Host, script: str, model: type[SweepT], params: dict
     The flag says whether the script's own result came back (False: an unavailable sweep saying why not)."""
     interp = python or "python3"
     cmd = f"{interp} - <{script}.py> {json.dumps(params)}"
-    if python:  # issue 15: a named interpreter is verified on the host before any script is sent to it
+    if python:  # a named interpreter is verified on the host before any script is sent to it
         from orchestrator.probes.interpreter import InterpreterRefused, verify
         try:
             await verify(host, python)

@@ -17,6 +17,7 @@ from orchestrator.probes.engine_metrics import parse_metrics
 from orchestrator.probes.engine_models import (
     EngineInstance, EngineLogLine, EngineMetricsScrape, EngineReport, LogState, SettingValue,
 )
+from orchestrator.probes.results import MAX_LOG_BYTES, LogSkip
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.session import shared
 
@@ -69,12 +70,15 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
     gpu_name, gpu_mem = gpu.get("name"), gpu.get("memory_mib")
     lines: list[EngineLogLine] = []
     missing, files, truncated = [], [], False
+    skipped: list[LogSkip] = []
     for lg in data.get("logs") or []:
         if lg.get("missing"):
             missing.append(lg["path"])
             continue
         files.append(lg["path"])
         truncated = truncated or bool(lg.get("truncated"))
+        if isinstance(lg.get("skipped"), dict):
+            skipped.append(LogSkip(path=lg["path"], **lg["skipped"]))
         for no, text in lg.get("lines") or []:
             if len(lines) < MAX_LINES:
                 lines.append(EngineLogLine(path=lg["path"], line_no=int(no), line=str(text)))
@@ -132,7 +136,7 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
                          for k, s in settings.items()}
         out.append(inst)
     report = EngineReport(host=host_name, engines=out, log_files=files, missing_logs=missing, lines=lines,
-                          truncated_logs=truncated, commands=["python3 - < engine.py (/proc, /metrics on loopback)"]
+                          truncated_logs=truncated, skipped_logs=skipped, commands=["python3 - < engine.py (/proc, /metrics on loopback)"]
                           + [f"read {p}" for p in log_paths])
     if not out:
         report.reason = ("no serving engine found: no vLLM, SGLang, TensorRT-LLM or TGI process on the host"
@@ -147,7 +151,7 @@ TIMEOUT_S = 60.0
 def engine_params(log_paths: list[str], metrics: bool = True) -> dict[str, Any]:
     """The engine script's parameters (the same whether it runs alone or in the host survey)."""
     return {"logs": list(log_paths), "metrics": metrics, "timeout_s": 2.0, "max_metrics_bytes": 2_000_000,
-            "max_log_lines": 4000, "max_config_bytes": 65536}
+            "max_log_lines": 4000, "max_config_bytes": 65536, "max_log_bytes": MAX_LOG_BYTES}
 
 
 def engine_key(log_paths: list[str], metrics: bool = True) -> tuple[Any, ...]:

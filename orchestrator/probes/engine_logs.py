@@ -38,6 +38,12 @@ RX_VERSION = [re.compile(r"vLLM API server version ([0-9][\w.+-]*)"),
 RX_ENGINE_CONFIG = re.compile(r"LLM engine \(v[\w.+-]+\) with config: (.*)$")
 RX_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
 RX_SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)\)\s*$")
+RX_ARGS_NAMESPACE = re.compile(r"\] args: Namespace\((.*)\)\s*$")
+"""vLLM before "non-default args" (e.g. 0.5-0.8): `INFO 05-01 16:02:39 [api_server.py:1044] args: Namespace(subparser=
+'serve', ..., gpu_memory_utilization=0.9, ...)` (vllm/entrypoints/openai/api_server.py: logger.info("args: %s", args))."""
+RX_CHUNKED_BUDGET = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
+"""vLLM's per-step token budget: `INFO 10-20 06:48:01 [scheduler.py:205] Chunked prefill is enabled with
+max_num_batched_tokens=2048.` (vllm/config/scheduler.py, SchedulerConfig.__post_init__)."""
 RX_SELECTED = [
     re.compile(r"Using ([A-Z0-9_]+) attention backend out of potential backends"),
     re.compile(r"Using AttentionBackendEnum\.([A-Z0-9_]+) backend"),
@@ -212,6 +218,17 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
                     settings[name] = Setting(v, where)
                 if k == "compilation_config" and isinstance(v, dict):
                     settings["compilation_config"] = Setting(v, where)
+        m = RX_ARGS_NAMESPACE.search(line)
+        if m:  # every argument, defaults included: what the engine ran with
+            for k, raw in _kv_pairs(m.group(1)).items():
+                if k in _VLLM_CONFIG_KEYS and raw != "None":
+                    name, typ = _VLLM_CONFIG_KEYS[k]
+                    val = _typed(raw, typ)
+                    if val is not None:
+                        settings[name] = Setting(val, where)
+        m = RX_CHUNKED_BUDGET.search(line)
+        if m:
+            settings["max_num_batched_tokens"] = Setting(int(m.group(1)), where)
         m = RX_SERVER_ARGS.search(line)
         if m:
             for k, raw in _kv_pairs(m.group(1)).items():

@@ -113,15 +113,6 @@ def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
         out[name] = MetricSummary(name=name, type=fam.type, value=value, series=len(samples), labels=labels)
 
 
-def metric_value(metrics: dict[str, MetricSummary], *names: str) -> float | None:
-    """The first of `names` present (engines renamed metrics between versions: accept each spelling)."""
-    for n in names:
-        m = metrics.get(n)
-        if m is not None and m.value is not None:
-            return m.value
-    return None
-
-
 def histogram(metrics: dict[str, MetricSummary], *names: str) -> MetricSummary | None:
     for n in names:
         m = metrics.get(n)

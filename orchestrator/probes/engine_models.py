@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from orchestrator.probes.engine_metrics import MetricSummary
-from orchestrator.probes.results import ProbeModel
+from orchestrator.probes.results import LogSkip, ProbeModel
 
 EngineName = Literal["vllm", "sglang", "trtllm", "tgi"]
 
@@ -119,6 +119,8 @@ class EngineReport(ProbeModel):
     missing_logs: list[str] = Field(default_factory=list)
     lines: list[EngineLogLine] = Field(default_factory=list)
     truncated_logs: bool = False
+    skipped_logs: list[LogSkip] = Field(default_factory=list)
+    """Logs larger than the byte budget: the lines between their start and their end, not read."""
 
     @property
     def primary(self) -> EngineInstance | None:

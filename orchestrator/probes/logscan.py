@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from orchestrator.hosts.base import Host
 from orchestrator.hosts.policy import log_refusal
 from orchestrator.hosts.resolve import ResolveFailed, resolve_paths
-from orchestrator.probes.results import LogMatch, LogScan, UnclassifiedLine
+from orchestrator.probes.results import MAX_LOG_BYTES, LogMatch, LogScan, LogSkip, UnclassifiedLine
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.scripts import logscan as _script
 
@@ -76,7 +76,8 @@ async def scan_logs(host: Host, paths: list[str], signatures: Iterable[Any]) -> 
     try:
         data = await run_script(host, "python3", "logscan",
                                 {"paths": paths, "real": real, "signatures": sigs, "max_matches": MAX_MATCHES,
-                                 "max_unclassified": MAX_UNCLASSIFIED}, timeout_s=120, isolated=True)
+                                 "max_unclassified": MAX_UNCLASSIFIED, "max_log_bytes": MAX_LOG_BYTES},
+                                timeout_s=120, isolated=True)
     except ProbeUnavailable:
         scan = await _scan_by_reading(host, paths, sigs, real)
         scan.refused = refused
@@ -86,6 +87,7 @@ async def scan_logs(host: Host, paths: list[str], signatures: Iterable[Any]) -> 
         lines_scanned=int(data.get("lines") or 0), matches=[LogMatch(**m) for m in data.get("matches") or []],
         unclassified=[UnclassifiedLine(**u) for u in data.get("unclassified") or []],
         unclassified_total=int(data.get("unclassified_total") or 0),
+        skipped=[LogSkip(**k) for k in data.get("skipped") or []],
         commands=[f"python3 - < logscan.py {' '.join(paths)}"], refused=refused,
     )
     if data.get("truncated"):
@@ -99,7 +101,7 @@ async def _scan_by_reading(host: Host, paths: list[str], sigs: list[dict[str, st
     unclassified = _script.Unclassified(MAX_UNCLASSIFIED)
     for p in paths:
         try:
-            raw = await host.read_file(real.get(p, p), max_bytes=50_000_000)
+            raw = await host.read_file(real.get(p, p), max_bytes=MAX_LOG_BYTES)
         except OSError:  # missing, unreadable, a directory: listed, not fatal
             scan.missing.append(p)
             continue

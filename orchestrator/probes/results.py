@@ -35,7 +35,7 @@ class ProbeModel(BaseModel):
         """Flat dotted facts for the failure-mode catalog (see orchestrator/analysis/signals.py); {} by default.
 
         Namespaces: `gpu.<index>.*`, `host.*`, `env.<NAME>`, `nccl.*`, `lib.<name>.version`, `engine.*`,
-        `metrics.*`, `obs.*`, `cache.*` (PLAN of issue 11). Values that are unknown are left out, never None.
+        `metrics.*`, `obs.*`, `cache.*`. Values that are unknown are left out, never None.
         """
         return {}
 
@@ -401,6 +401,27 @@ class UnclassifiedLine(BaseModel):
     level: Literal["error", "warning", "library"] = "warning"
 
 
+class LogSkip(BaseModel):
+    """The middle of a log larger than the byte budget, counted but not read (its start and its end were)."""
+
+    path: str
+    bytes: int
+    lines: int
+    from_line: int
+
+    @property
+    def text(self) -> str:
+        last = self.from_line + self.lines - 1
+        return (f"{self.path}: lines {self.from_line:,}-{last:,} ({self.bytes / 1e6:,.1f} MB) not read: the log is "
+                f"larger than the {MAX_LOG_BYTES / 1e6:,.0f} MB read; its start and its end were")
+
+
+MAX_LOG_BYTES = 16_000_000
+"""How much of one `--log` file a probe reads: all of a smaller one; of a larger one its start (the engine's
+arguments and configuration) and its end (its latest state). A 334 MB vLLM log took past the probes' timeouts, so
+nothing was read."""
+
+
 class LogScan(ProbeModel):
     kind: Literal["log_scan"] = "log_scan"
     files: list[str] = Field(default_factory=list)
@@ -413,6 +434,8 @@ class LogScan(ProbeModel):
     """How many such lines there were in all (before deduplication and the cap)."""
     refused: dict[str, str] = Field(default_factory=dict)
     """Paths not read, and why (not a log file: /proc, /sys, a device, a FIFO; a credential), one line each."""
+    skipped: list[LogSkip] = Field(default_factory=list)
+    """Logs larger than MAX_LOG_BYTES: the lines between their start and their end, not read."""
 
     def log_lines(self) -> list[tuple[str, str, int, str]]:
         """Every matched line once (the `--log` files are server logs)."""

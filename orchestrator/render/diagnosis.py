@@ -4,6 +4,7 @@ HTML report shares. Pure functions of the models in `orchestrator/diagnosis.py`.
 from __future__ import annotations
 
 import re
+from typing import Any, Iterable
 
 from orchestrator.diagnosis import Diagnosis, FleetTable, Number, Recommendation
 
@@ -95,7 +96,9 @@ def names_cause_apart(r: Recommendation) -> bool:
     return bool(r.addresses) and r.addresses.strip().rstrip(".").lower() not in r.why.lower()
 
 
-def to_markdown(d: Diagnosis) -> str:
+def to_markdown(d: Diagnosis, events: Iterable[Any] | None = None) -> str:
+    """The diagnosis as Markdown; with the run's events, also the serving engine's configuration and its latency
+    percentiles against the roofline floor (the sections the HTML report has)."""
     e = md_text
     out = [f"# Diagnosis: {e(d.question)}", "", e(d.verdict), "",
            f"**Bound:** {d.bound} — {e(d.bound_reasoning)}".rstrip(" —"), ""]
@@ -124,6 +127,10 @@ def to_markdown(d: Diagnosis) -> str:
         out += ["## Gaps", ""] + [f"- {e(g.what)}: {e(g.why)}" for g in d.gaps] + [""]
     if d.fleet:
         out += fleet_markdown(d.fleet, e)
+    if events is not None:
+        from orchestrator.render.engine import engine_markdown
+
+        out += engine_markdown(events, d, e)
     if d.evidence:
         out += ["## Evidence", ""]
         for eid, ev in d.evidence.items():

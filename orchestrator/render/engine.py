@@ -183,6 +183,32 @@ def engine_html(events: Iterable[Any] | None, diagnosis: Any = None, known: set[
 # --- terminal (investigate show) --------------------------------------------------------------------------------
 
 
+def engine_markdown(events: Iterable[Any], diagnosis: Any, esc) -> list[str]:
+    """The serving engine's configuration tables and its latency percentiles against the roofline floor, as Markdown
+    (the Markdown report's counterpart of `engine_html`); [] when the run found no engine and no benchmark."""
+    events = list(events)
+    out: list[str] = []
+    tables = engine_tables(events)
+    charts = latency_charts(events, diagnosis)
+    if not tables and not charts:
+        return out
+    out += ["## Serving engine", ""]
+    for t in tables:
+        out += [f"**{esc(t.label)} on {esc(t.host)}** ({esc(t.where)}; evidence {esc(t.evidence_id)})", "",
+                "| setting | effective value | from |", "|---|---|---|"]
+        out += [f"| {esc(label)} | {esc(value)} | {esc(source)} |" for label, value, source in t.rows]
+        out.append("")
+    for c in charts:
+        out += [f"**{esc(c.phase)} ({esc(c.metric)})**, {esc(c.source)}", "", "| percentile | ms | x roofline floor |",
+                "|---|---:|---:|"]
+        out += [f"| {esc(name)} | {v:,.1f} | {f'{v / c.floor_ms:.1f}x' if c.floor_ms else 'n/a'} |"
+                for name, v in c.percentiles]
+        if c.floor_ms:
+            out.append(f"| floor | {c.floor_ms:,.2f} | 1.0x |")
+        out.append("")
+    return out
+
+
 def render_engine_terminal(events: Iterable[Any], console, diagnosis: Any = None) -> None:
     """The engine configuration tables and latency percentiles vs floor, as rich tables (nothing when none)."""
     from rich.markup import escape

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from orchestrator import knowledge
+from orchestrator.errors import InputError
 
 
-class UnknownGpu(ValueError):
+class UnknownGpu(InputError):
     """The GPU name is not in the spec database; the message names the closest known names."""
 
 
@@ -17,8 +20,39 @@ def spec_or_raise(name: str) -> knowledge.GpuSpec:
     return spec
 
 
+def gpu_table(specs: Iterable[knowledge.GpuSpec]) -> str:
+    """One line per GPU with its headline dense peaks (n/v: not verified; -: no native MMA for the dtype)."""
+
+    def num(v: float | None) -> str:
+        return "n/v" if v is None else f"{v:,.0f}"
+
+    def peak(g: knowledge.GpuSpec, dtype: str) -> str:
+        v = g.tflops.get(dtype)  # type: ignore[call-overload]  # a dtype name from the table's own columns
+        return "-" if v is None and knowledge.native_mma(dtype, g.cc) is False else num(v)
+
+    head = f"{'GPU (as nvidia-smi names it)':<56} {'CC':<7} {'mem GB':>6} {'GB/s':>6} {'FP4':>6} {'FP8':>6} {'BF16':>6} {'TDP W':>6}"
+    lines = [head, "-" * len(head)]
+    for g in specs:
+        acc = " *" if g.tflops_note and "FP32-accumulate" in g.tflops_note else ""
+        lines.append(f"{g.name:<56} {g.cc:<7} {num(g.memory_gb):>6} {num(g.mem_bw_gbs):>6} {peak(g, 'fp4'):>6} "
+                     f"{peak(g, 'fp8'):>6} {peak(g, 'bf16'):>6} {num(g.tdp_w):>6}{acc}")
+    lines.append("")
+    lines.append("Dense tensor TFLOPS (- : no native MMA for the dtype; n/v: not verified); * GeForce: FP32-accumulate "
+                 "rates (half the FP16-accumulate ones). "
+                 "`investigate specs GPU` shows one sheet with its sources.")
+    return "\n".join(lines) + "\n"
+
+
 def render_specs(name: str) -> str:
-    """A spec sheet with sources for one GPU."""
+    """A spec sheet with sources for one GPU; for a short name that stands for several parts ("H100", "A100"),
+    the table of those parts and how to see one sheet."""
+    if knowledge.gpu_spec(name) is None:
+        family = knowledge.gpu_family(name)
+        if len(family) == 1:
+            name = family[0].name
+        elif family:
+            return (f"{name!r} stands for {len(family)} GPUs; `investigate specs \"{family[0].name}\"` shows one "
+                    f"sheet with its sources.\n\n" + gpu_table(family))
     s = spec_or_raise(name)
     caps = knowledge.arch_caps(s.cc)
     fmt = lambda v, unit: "n/v" if v is None else f"{v:,.0f} {unit}"  # noqa: E731

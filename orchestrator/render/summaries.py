@@ -141,6 +141,7 @@ def summarize_logs(s: LogScan) -> str:
     if s.missing:
         lines.append("missing: " + ", ".join(s.missing))
     lines += [f"refused: {why}" for why in s.refused.values()]
+    lines.extend(f"skipped: {k.text}" for k in s.skipped)
     for m in s.matches[:30]:
         lines.append(f"{m.path}:{m.line_no} [{m.signature_id}] {m.line[:200]}")
     return "\n".join(lines)
@@ -271,7 +272,7 @@ def summarize_engines(r: EngineReport) -> str:
     if not r.available:
         return f"engine_config unavailable on {r.host}: {r.reason}"
     if not r.engines:
-        return r.reason or "no serving engine found"
+        return "\n".join([r.reason or "no serving engine found"] + [f"skipped: {k.text}" for k in r.skipped_logs])
     lines = []
     for e in r.engines:
         head = f"{ENGINE_LABEL.get(e.name, e.name)}{' ' + e.version if e.version else ''} ({e.origin}: {e.where}"
@@ -321,6 +322,7 @@ def summarize_engines(r: EngineReport) -> str:
             lines.append("  log: " + ("; ".join(bits) or "nothing engine-specific"))
     if r.missing_logs:
         lines.append("missing logs: " + ", ".join(r.missing_logs))
+    lines.extend(f"skipped: {k.text}" for k in r.skipped_logs)
     return "\n".join(lines)
 
 

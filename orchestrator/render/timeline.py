@@ -70,7 +70,7 @@ class AgentSpan(BaseModel):
     model_errors: int = 0
     tool_calls: list[ToolSpan] = Field(default_factory=list)
     omitted_calls: int = 0
-    """Tool calls past MAX_TOOL_SPANS kept only as counts (issue 15: `show` of a huge transcript in bounded memory)."""
+    """Tool calls past MAX_TOOL_SPANS kept only as counts (`show` of a huge transcript in bounded memory)."""
     omitted_errors: int = 0
     usage: Usage = Field(default_factory=Usage)
     overlaps: list[str] = Field(default_factory=list)

@@ -1,6 +1,6 @@
 """Tools `gemm_benchmark` and `comm_benchmark`: the measurement probes, refused unless the user asked for `--measure`.
 
-Both put load on the GPU; production boxes are investigated load-free by default (DESIGN.md, Hosts and tools).
+Both put load on the GPU; production boxes are investigated load-free by default (--measure allows them).
 """
 
 from __future__ import annotations
@@ -47,9 +47,10 @@ class GemmBenchmark(Tool):
         _refuse_unless_measure(ctx, self.name)
         host = ctx.host()
         budget = args.budget_s or ctx.settings.gemm_budget_s
-        params = None
+        # an investigation measures GPUs: with none on the host the script says so before it imports torch
+        params: dict = {"require_gpu": True}
         if args.n and args.k:
-            params = {"shapes": [{"name": "requested", "n": args.n, "k": args.k}]}
+            params["shapes"] = [{"name": "requested", "n": args.n, "k": args.k}]
         sw = await run_gemm_probe(host, python=ctx.inputs.python,
                                   observations=ctx.inputs.parsed_observations(), budget_s=budget, params=params,
                                   measure_wait_s=ctx.settings.measure_wait_s)
@@ -71,7 +72,7 @@ class CommBenchmark(Tool):
         budget = args.budget_s or ctx.settings.comm_budget_s
         sw = await run_comm_probe(host, python=ctx.inputs.python,
                                   observations=ctx.inputs.parsed_observations(), budget_s=budget,
-                                  measure_wait_s=ctx.settings.measure_wait_s)
+                                  measure_wait_s=ctx.settings.measure_wait_s, params={"require_gpu": True})
         return ToolOutput(text=comm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
 
 

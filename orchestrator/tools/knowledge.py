@@ -21,25 +21,9 @@ def spec_payload(spec: knowledge.GpuSpec, count: int = 1, reported_name: str | N
 
 def render_gpu_list() -> str:
     """`investigate specs --list`: every GPU of knowledge/gpus.yaml with its headline dense peaks (n/v: not verified)."""
+    from orchestrator.render.specs import gpu_table
 
-    def num(v: float | None) -> str:
-        return "n/v" if v is None else f"{v:,.0f}"
-
-    def peak(g: knowledge.GpuSpec, dtype: str) -> str:
-        v = g.tflops.get(dtype)  # type: ignore[call-overload]  # a dtype name from the table's own columns
-        return "-" if v is None and knowledge.native_mma(dtype, g.cc) is False else num(v)
-
-    head = f"{'GPU (as nvidia-smi names it)':<56} {'CC':<7} {'mem GB':>6} {'GB/s':>6} {'FP4':>6} {'FP8':>6} {'BF16':>6} {'TDP W':>6}"
-    lines = [head, "-" * len(head)]
-    for g in knowledge.gpus():
-        acc = " *" if g.tflops_note and "FP32-accumulate" in g.tflops_note else ""
-        lines.append(f"{g.name:<56} {g.cc:<7} {num(g.memory_gb):>6} {num(g.mem_bw_gbs):>6} {peak(g, 'fp4'):>6} "
-                     f"{peak(g, 'fp8'):>6} {peak(g, 'bf16'):>6} {num(g.tdp_w):>6}{acc}")
-    lines.append("")
-    lines.append("Dense tensor TFLOPS (- : no native MMA for the dtype; n/v: not verified); * GeForce: FP32-accumulate "
-                 "rates (half the FP16-accumulate ones). "
-                 "`investigate specs GPU` shows one sheet with its sources.")
-    return "\n".join(lines) + "\n"
+    return gpu_table(knowledge.gpus())
 
 
 class GpuSpecsInput(BaseModel):
@@ -232,8 +216,8 @@ class ObservationsTool(Tool):
             return ToolOutput(text="No observations were given (--observations).",
                               data={"kind": "observations", "observations": None, "analysis": None})
         a = analyze_observations(obs)
-        lines = [f"model: {obs.model.model_dump(exclude_none=True) if obs.model else 'n/a'}"]
-        lines += [f"run {r.name}: concurrency {r.concurrency}, total {r.total_tok_s} tok/s" for r in obs.runs]
+        lines = [f"model: {_fields(obs.model.model_dump(exclude_none=True)) if obs.model else 'not given'}"]
+        lines += [_run_line(r) for r in obs.runs]
         lines += [_bench_line(b) for b in obs.bench]  # --bench runs (orchestrator/benchresults.py)
         lines += [c.reasoning for c in a.comparisons]
         if a.power:
@@ -241,6 +225,20 @@ class ObservationsTool(Tool):
         lines += a.notes
         return ToolOutput(text="\n".join(lines), data={"kind": "observations", "observations": obs.model_dump(mode="json"),
                                                        "analysis": a.model_dump(mode="json")})
+
+
+def _fields(d: dict) -> str:
+    """`key value, ...` as a person writes it, never a Python dict repr."""
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in d.items()) or "nothing given"
+
+
+def _run_line(r) -> str:
+    """One observed run with only what was given (no "total None tok/s")."""
+    given = [(label, v) for label, v in (("concurrency", r.concurrency), ("batch", r.batch),
+                                        ("input_len", r.input_len), ("output_len", r.output_len),
+                                        ("total", r.total_tok_s), ("output", r.output_tok_s)) if v is not None]
+    parts = [f"{label} {v:g} tok/s" if label in ("total", "output") else f"{label} {v}" for label, v in given]
+    return f"run {r.name}: " + (", ".join(parts) or "no measurements given")
 
 
 class KnowledgeSearchInput(BaseModel):

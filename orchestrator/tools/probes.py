@@ -194,7 +194,7 @@ class AutotuneCachesTool(Tool):
         host = ctx.host()
         if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
             return refused
-        if args.extra_paths:  # walked and parsed on the host: never a credential directory (issue 15)
+        if args.extra_paths:  # walked and parsed on the host: never a credential directory
             why = next((w for w in map(extra_path_refusal, args.extra_paths) if w), None)
             if why is None:
                 why, resolved = await check_on_host(host, ["cat"], list(args.extra_paths))

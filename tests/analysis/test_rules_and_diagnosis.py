@@ -134,7 +134,7 @@ def test_specs_renderer_shows_sources_and_unknown_gpu_names_closest():
     out = render_specs("NVIDIA RTX PRO 6000 Blackwell Workstation Edition")
     assert "101,376 B" in out and "sources:" in out and "tcgen05=no" in out
     with pytest.raises(UnknownGpu, match="RTX PRO 6000 Blackwell"):
-        render_specs("RTX 6000 Pro Blackwel")
+        render_specs("RTX 6000 Pro Blackwall")  # "Blackwel" is a prefix: the family is listed
 
 
 def test_roofline_renderer_on_h200_runs_fp4_weight_only_at_the_bf16_peak_with_bf16_activations():

@@ -154,7 +154,7 @@ def test_readme_example_and_every_documented_field_are_accepted(tmp_path):
     doc["model"].update(intermediate_size=18432, num_moe_layers=75, active_params_b=40)
     doc["runs"][0].update(batch=64, input_len=1024, output_len=256, output_tok_s=1400, dp=1, label="tp8")
     full.write_text(yaml.safe_dump(doc))
-    proc = investigate("why slow", "--offline", "--observations", full, "--transcript", tmp_path / "x" / "t.jsonl",
+    proc = investigate("why slow", "--offline", "--observations", full, "--transcript", tmp_path / "t.jsonl",
                        "--agents", _no_prong_agents(tmp_path), "--no-progress", "--json", tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr
 

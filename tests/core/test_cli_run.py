@@ -48,12 +48,19 @@ def test_specs_prints_the_sheet_with_sources(tmp_path):
     assert "source" in proc.stdout.lower()
 
 
-def test_specs_of_an_unknown_gpu_suggests_close_names_and_exits_2(tmp_path):
+def test_specs_of_a_family_name_lists_its_parts(tmp_path):
+    # issue 30 item 13: a name that stands for several parts is answered with them (exit 0), not refused
     proc = run_cli("specs", "rtx 6000 pro", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "NVIDIA RTX PRO 6000 Blackwell Workstation Edition" in proc.stdout and "Server Edition" in proc.stdout
+
+
+def test_specs_of_an_unknown_gpu_suggests_close_names_and_exits_2(tmp_path):
+    proc = run_cli("specs", "RTX PRO 6000 Blackwel Workstaton", tmp_path=tmp_path)
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in proc.stderr
-    assert "NVIDIA RTX PRO 6000 Blackwell Workstation Edition" in lines[0] and "Server Edition" in lines[0]
+    assert "NVIDIA RTX PRO 6000 Blackwell Workstation Edition" in lines[0]
 
 
 def test_roofline_places_a_gemm(tmp_path):

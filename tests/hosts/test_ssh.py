@@ -91,7 +91,7 @@ async def test_command_that_never_exits_times_out_and_the_connection_serves_the_
     nxt = await host.run(["echo", "still here"])
     assert nxt.ok and nxt.stdout == "still here\n"
     assert host.connections == 1 and host.reconnects == 0
-    assert all(c.open == 0 for c in host._pool.conns)
+    assert host.open_channels == 0
     await host.aclose()
 
 
@@ -99,7 +99,7 @@ async def test_cancelled_command_closes_its_channel_and_frees_its_slot(sshd_fact
     host = await _open(sshd_factory())
     with anyio.move_on_after(0.4):
         await host.run(["sleep", "2.75"], timeout_s=60)
-    assert all(c.open == 0 for c in host._pool.conns)
+    assert host.open_channels == 0
     assert (await host.run(["true"])).ok
     await host.aclose()
 
@@ -293,7 +293,7 @@ async def test_cancel_while_a_channel_slot_is_taken_gives_the_slot_back(sshd_fac
         async with anyio.create_task_group() as tg:
             tg.start_soon(victim)
             tg.start_soon(canceller)
-        assert all(c.open == 0 for c in host._pool.conns), [c.open for c in host._pool.conns]
+        assert host.open_channels == 0
     assert (await host.run(["true"])).ok
     await host.aclose()
 
@@ -323,7 +323,7 @@ async def test_a_server_that_stalls_on_the_exec_request_times_out_instead_of_han
             res = await host.run(["true"], timeout_s=1)
         assert res.timed_out and res.exit_code is None
         assert time.monotonic() - started < 6
-        assert all(c.open == 0 for c in host._pool.conns)
+        assert host.open_channels == 0
     finally:
         for pid in stopped:
             try:

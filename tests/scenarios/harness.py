@@ -24,6 +24,7 @@ from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding, Symptom
 from orchestrator.observations import Observations
 from orchestrator.settings import Settings
+from support.consistency import contradictions
 from support.sshd import start_sshd
 from support.stagers import stage
 
@@ -287,4 +288,6 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
     contradiction = bound_contradiction(result.diagnosis, found)
     if contradiction:
         outcome.failures.append(contradiction)
+    # every case: no recommendation contradicts what the ranked causes measured (issue 30 item 6)
+    outcome.failures += [f"contradiction: {c}" for c in contradictions(result.diagnosis, case.observations)]
     return outcome

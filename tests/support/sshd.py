@@ -109,7 +109,8 @@ class Sshd:
 
     def host_key_line(self) -> str:
         kind, b64 = (self.host_key.with_suffix(".pub").read_text().split()[:2])
-        return f"[127.0.0.1]:{self.port} {kind} {b64}\n"
+        where = "127.0.0.1" if self.port == 22 else f"[127.0.0.1]:{self.port}"  # OpenSSH's known_hosts forms
+        return f"{where} {kind} {b64}\n"
 
     def fingerprint(self) -> str:
         out = subprocess.run(["ssh-keygen", "-l", "-f", str(self.host_key)], capture_output=True, text=True, check=True)

@@ -467,13 +467,15 @@ def stage_host(
     caches: Iterable[str] = ("flashinfer_jit",),
     packages: dict[str, str] | None = None,
     torch_binary: bool = True,
+    root_name: str = "staged",
 ) -> StagedHost:
     """Build a staged GPU host under tmp_path. The default is the seed case: 8 x RTX PRO 6000 Blackwell Workstation
     Edition at 330 W of 600 W and 98 % utilization, FlashInfer installed with only a JIT cache and no persisted
-    autotune results. `torch_binary=False` leaves out torch/lib/libtorch_python.so (the probe then imports torch)."""
+    autotune results. `torch_binary=False` leaves out torch/lib/libtorch_python.so (the probe then imports torch).
+    `root_name`: the folder under tmp_path that is the host's root (scripts/record_seed.py names it after the box)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
-    root = Path(tmp_path) / "staged"
+    root = Path(tmp_path) / root_name
     # a virtualenv (PEP 405): the probes run its python3 isolated (-I -S) and find its site-packages from pyvenv.cfg
     version = "%d.%d" % sys.version_info[:2]
     home, bindir, datadir = root / "home", root / "bin", root / "data"

@@ -38,7 +38,7 @@ CONFIG_FLAGS = ("--config", "--extra_llm_api_options", "--extra-llm-api-options"
 
 # Lines worth returning from logs: configuration, selection, capacity, periodic stats, warnings engines print.
 LOG_LINE = re.compile(
-    r"(non-default args|Initializing a V1 LLM engine|Initializing an LLM engine|vLLM API server version|"
+    r"(non-default args|args: Namespace\(|Initializing a V1 LLM engine|Initializing an LLM engine|vLLM API server version|"
     r"server_args=ServerArgs|attention backend|backend\.|Using [A-Za-z0-9_ .']+ backend|Cannot use Flash|"
     r"KV cache size|# GPU blocks|GPU blocks:|Maximum concurrency|KV Cache is allocated|max_total_num_tokens|"
     r"Graph capturing|Capturing CUDA graph|Capture cuda graph|cuda graph|CUDA graph|Cudagraph|cudagraph|"
@@ -264,6 +264,7 @@ def join_continuations(lines):
 def scan_files(params):
     logs, launches = [], []
     max_lines = int(params.get("max_log_lines", 4000))
+    max_bytes = int(params.get("max_log_bytes", 16000000))
     for raw in params.get("logs") or []:
         path = os.path.expanduser(raw)
         entry = {"path": raw, "lines": [], "total": 0, "truncated": False}
@@ -275,28 +276,26 @@ def scan_files(params):
             continue
         cmd_lines = []
         periodic = []
+        skipped = {}
         try:
-            with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as f:
-                no = 0
-                while True:
-                    line = f.readline(1 << 20)
-                    if not line:
-                        break
-                    no += 1
-                    short = line.rstrip("\n")[:600]
-                    if CMD_LINE.search(line) or (cmd_lines and cmd_lines[-1][0] == no - 1
-                                                 and cmd_lines[-1][1].rstrip().endswith("\\")):
-                        cmd_lines.append((no, short))
-                    if not LOG_LINE.search(line):
-                        continue
-                    if "Avg prompt throughput" in line or "Decode batch" in line or "Prefill batch" in line:
-                        periodic.append([no, short])
-                        continue
-                    if len(entry["lines"]) < max_lines:
-                        entry["lines"].append([no, short])
-                    else:
-                        entry["truncated"] = True
-                entry["total"] = no
+            no = 0
+            # one log read within max_log_bytes from the descriptor opened once (the prelude's log_lines: its
+            # start and its end)
+            for no, line in log_lines(fd, max_bytes, skipped):
+                short = line.rstrip("\n")[:600]
+                if CMD_LINE.search(line) or (cmd_lines and cmd_lines[-1][0] == no - 1
+                                             and cmd_lines[-1][1].rstrip().endswith("\\")):
+                    cmd_lines.append((no, short))
+                if not LOG_LINE.search(line):
+                    continue
+                if "Avg prompt throughput" in line or "Decode batch" in line or "Prefill batch" in line:
+                    periodic.append([no, short])
+                    continue
+                if len(entry["lines"]) < max_lines:
+                    entry["lines"].append([no, short])
+                else:
+                    entry["truncated"] = True
+            entry["total"] = no
         except OSError:
             entry["missing"] = True
             logs.append(entry)
@@ -306,6 +305,8 @@ def scan_files(params):
             entry["truncated"] = True
             periodic = periodic[:50] + periodic[-250:]
         entry["lines"] = sorted(entry["lines"] + periodic)
+        if skipped:
+            entry["skipped"] = skipped
         for no, text in join_continuations(cmd_lines):
             m = CMD_LINE.search(text)
             if m:

@@ -407,6 +407,10 @@ def main(argv):
     result["budget_s"] = budget
     result["shapes"] = params["shapes"]
     result["m_values"] = params["m"]
+    if params.get("require_gpu") and not gpu_device_files():
+        result["reason"] = ("no GPU on this host (no /dev/nvidia0, /dev/kfd or /dev/dxg device file): nothing to "
+                            "measure; torch was not imported")
+        return result
     # before any load: what else runs on the target GPU (nvidia-smi's index; _quiet.py), waiting up to
     # `measure_wait_s` for it to go; figures taken while it runs are marked shared_gpu, never the GPU's own
     gpu_check = wait_for_quiet([int(params.get("smi_index", params.get("device_index", 0)))],

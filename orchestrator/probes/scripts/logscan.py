@@ -1,9 +1,10 @@
 """Match log files against the failure-mode catalog's log signatures, and keep what nothing classified.
 
 stdlib only, Python >= 3.8. Params (JSON, argv[1]): {"paths": [...], "signatures": [{"id", "pattern"}],
-"max_matches": int, "max_line_chars": int, "max_unclassified": int}. Prints {"files": [...], "missing": [...],
-"lines": n, "matches": [...], "truncated": bool, "unclassified": [{"path", "line_no", "line", "count", "level"}],
-"unclassified_total": n}.
+"max_matches": int, "max_line_chars": int, "max_unclassified": int, "max_log_bytes": int}. Prints {"files": [...],
+"missing": [...], "lines": n, "matches": [...], "truncated": bool, "unclassified": [{"path", "line_no", "line",
+"count", "level"}], "unclassified_total": n, "skipped": [{"path", "bytes", "lines", "from_line"}]}: a log larger
+than max_log_bytes is read at its start and its end (the prelude's `log_lines`), the middle skipped and said so.
 
 `unclassified`: WARNING/ERROR lines, and lines of known inference libraries that report a failure or fallback,
 that match no signature; deduplicated on their text with numbers, hex ids and timestamps masked, counted, capped.
@@ -126,7 +127,8 @@ def main():
     max_matches = int(params.get("max_matches", 500))
     width = int(params.get("max_line_chars", 400))
     unclassified = Unclassified(int(params.get("max_unclassified", 50)))
-    out = {"files": [], "missing": [], "lines": 0, "matches": [], "truncated": False}
+    max_bytes = int(params.get("max_log_bytes", 16000000))
+    out = {"files": [], "missing": [], "lines": 0, "matches": [], "truncated": False, "skipped": []}
     real = params.get("real") or {}
     for raw in params.get("paths") or []:
         path = real.get(raw) or os.path.expanduser(raw)
@@ -134,27 +136,18 @@ def main():
         if fd is None:
             out["missing"].append(raw)
             continue
-        f = os.fdopen(fd, "r", encoding="utf-8", errors="replace")
         no = 0
+        skipped = {}
         try:
-            with f:
-                while True:
-                    # Bounded reads: a log with no newlines (or a binary file) must not be read into one string.
-                    line = f.readline(1 << 20)
-                    if not line:
-                        break
-                    if not line.endswith("\n"):
-                        while True:
-                            rest = f.readline(1 << 20)
-                            if not rest or rest.endswith("\n"):
-                                break
-                    no += 1
-                    out["lines"] += 1
-                    scan_line(raw, no, line, sigs, out, unclassified, max_matches, width)
+            for no, line in log_lines(fd, max_bytes, skipped):  # the descriptor opened once (open_log)
+                out["lines"] += 1
+                scan_line(raw, no, line, sigs, out, unclassified, max_matches, width)
         except OSError:
             if no == 0:
                 out["missing"].append(raw)
                 continue
+        if skipped:
+            out["skipped"].append(dict(skipped, path=raw))
         out["files"].append(raw)
     out["unclassified"] = unclassified.out()
     out["unclassified_total"] = unclassified.total

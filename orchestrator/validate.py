@@ -1,0 +1,74 @@
+"""The checks every entry point shares (the CLI and the library): one path, so a notebook gets the CLI's errors.
+
+A leaf beside `errors.py`: it imports nothing heavier, so the CLI can run these checks before it imports the engine.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from orchestrator.errors import InputError
+
+MAX_QUESTION_CHARS = 2000
+"""A question is a sentence or a paragraph; anything longer is a file pasted by mistake (use observations)."""
+
+
+def check_question(question: object) -> str:
+    """The question, stripped; InputError when it is not text, empty or longer than `MAX_QUESTION_CHARS`."""
+    if not isinstance(question, str):
+        raise InputError(f"the question must be text, not {type(question).__name__}; ask something like "
+                         "\"why is FP4 slow?\"")
+    q = question.strip()
+    if not q:
+        raise InputError("the question is empty; ask something like \"why is FP4 slow?\"")
+    if len(q) > MAX_QUESTION_CHARS:
+        raise InputError(f"the question is {len(q):,} characters long (at most {MAX_QUESTION_CHARS:,}); ask it in a "
+                         "sentence and pass measurements with --observations FILE")
+    return q
+
+
+def check_backend_choice(model: str | None, offline: bool | None) -> None:
+    """`model` (a Claude model) and `offline` (the deterministic backend) choose the backend two ways: one only."""
+    if model and offline:
+        raise InputError("--model and --offline exclude each other; pass one")
+
+
+def file_kind(path: Path) -> str | None:
+    """What a path that exists but is not a regular file is ("a directory", "a FIFO", ...); None for a regular file
+    or a path that does not exist. Symlinks are followed, as a reader would."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_input_file(path: str | Path, what: str, fix: str, *, max_bytes: int | None = None) -> Path:
+    """A file read later, checked now with the right words: missing, a directory, a device or FIFO (/dev/zero never
+    ends), or larger than `max_bytes` (refused before a byte is parsed). `fix` says what to pass instead."""
+    p = Path(path).expanduser()
+    kind = file_kind(p)
+    if kind is not None:
+        raise InputError(f"{what} {p} is {kind}, not a file; {fix}")
+    if not p.is_file():
+        raise InputError(f"{what} {p} not found; {fix}")
+    if max_bytes is not None:
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise InputError(f"{what} {p} is {_mb(size)}, more than the {_mb(max_bytes)} read; {fix}")
+    return p
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n:,} bytes"

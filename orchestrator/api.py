@@ -213,13 +213,7 @@ async def resume(
     are the caller's own. Nothing of the transcript's settings, inputs, agent definitions or plans is executed; its
     observations (data) are kept. A run that finished with a diagnosis has nothing to resume: InputError (replay
     it instead)."""
-    from orchestrator.events import RunFinished
-
     old = read_transcript(path)
-    finished = old.of_type(RunFinished)
-    if finished and finished[-1].status == "ok":
-        raise InputError(f"{path} finished (status ok): nothing to resume; `investigate replay {path}` shows its "
-                         "diagnosis, and a new question starts a new run")
     recorded = inputs_from(old)
     given = [host] if isinstance(host, str) else list(host or [])
     question, dests = confirm_resume(old, question, given)

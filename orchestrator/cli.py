@@ -682,7 +682,8 @@ def roofline_cmd(
     sys.stdout.write(render_roofline(gpu, dtype, m, n, k).rstrip() + "\n")
 
 
-@app.command("reference", help="Published throughput for a GPU, model and precision, nearest first, with sources.")
+@app.command("reference", short_help="Published throughput for a GPU and model, with sources.",
+             help="Published throughput for a GPU, model and precision, nearest first, with sources.")
 def reference_cmd(
     gpu: str = typer.Option(..., "--gpu", metavar="GPU", help="H200, B200, \"NVIDIA H100 80GB HBM3\", ..."),
     model: str = typer.Option(..., "--model", metavar="MODEL", help="a model name or Hugging Face id"),

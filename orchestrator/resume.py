@@ -98,7 +98,13 @@ def confirm_resume(t: Transcript, question: str | None, hosts: list[str]) -> tup
 
     A resume continues the recorded run, so the hosts named must be the recorded ones (none: a run on this machine);
     InputError (one line, saying what to pass) when the user named none, others, or no question."""
-    rec = inputs_from(t)
+    from orchestrator.events import RunFinished
+
+    rec = inputs_from(t)  # a damaged or hostile recording is refused as such first
+    finished = t.of_type(RunFinished)
+    if finished and finished[-1].status == "ok":  # no question or host makes it resumable
+        raise InputError(f"{t.path} finished (status ok): nothing to resume; `investigate replay {t.path}` shows its "
+                         "diagnosis, and a new question starts a new run")
     if any(e.via not in ("ssh", "local") for e in rec.hosts):
         kinds = sorted({e.via for e in rec.hosts} - {"ssh", "local"})
         raise InputError(f"{t.path} was recorded over {', '.join(kinds)}; resume reopens only hosts named with --host: "

@@ -36,4 +36,4 @@ async def test_the_library_refuses_to_resume_a_finished_run_too(tmp_path):
     from orchestrator.errors import InputError
 
     with pytest.raises(InputError, match="nothing to resume"):
-        await resume(SEED, transcript=tmp_path / "again.jsonl")
+        await resume(SEED, question="why is FP4 slow?", host="gpu-box", transcript=tmp_path / "again.jsonl")

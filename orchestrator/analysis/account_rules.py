@@ -123,24 +123,69 @@ def _cgroup(a: Account) -> Finding | None:
     return None
 
 
+def _is_python(p: ProcessAccount) -> bool:
+    """A Python process (py-spy can read its stacks): the interpreter, or a Python engine's renamed processes."""
+    names = " ".join(x for x in (p.argv0, p.comm) if x).lower()
+    return any(k in names for k in ("python", "vllm", "sglang", "text-generation", "trtllm", "uvicorn"))
+
+
+def _role(p: ProcessAccount) -> str:
+    """What a serving process does, from its name: the engine's core loop or its front end (the API server)."""
+    names = " ".join(x for x in (p.argv0, p.comm) if x).lower()
+    if "enginecor" in names or "scheduler" in names or "worker" in names:
+        return ("the engine core's loop (scheduling, the per-step bookkeeping of every request, structured-output "
+                "grammar masks, sampling on the host)")
+    if "tokenizer" in names or "detokenizer" in names:
+        return "tokenization or detokenization"
+    return "a single-threaded stage (tokenization, detokenization, scheduling or the API server's event loop)"
+
+
 def _thread(a: Account) -> Finding | None:
     got = _busiest_thread(a.acct)
     if got is None or got[1].cpu_pct < THREAD_SATURATED_PCT:
         return None
     p, t = got
+    hot = [x for x in p.threads if x.cpu_pct >= THREAD_SATURATED_PCT]
+    if len(hot) >= 2:
+        # a pool of threads each at a full core is computation on the CPU, not one serial stage
+        cores = sum(x.cpu_pct for x in hot) / 100.0
+        claim = (f"{len(hot)} threads of the serving process {p.name} ({p.pid}) each ran at "
+                 f"{min(x.cpu_pct for x in hot):.0f}-{max(x.cpu_pct for x in hot):.0f} % of a core over the window "
+                 f"({cores:.1f} cores together): the process computes on the host's CPUs with a thread pool, so part "
+                 "of the model's work runs on the CPU (layers not offloaded to the GPU, CPU offload of weights, or a "
+                 "CPU compute backend) and each step waits for the CPU's share.")
+        how = (f"`py-spy top --pid {p.pid} --native`" if _is_python(p) else f"`perf top -p {p.pid}`")
+        return Finding(
+            id="account-cpu-thread", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
+            title=f"The model computes on the CPU: {len(hot)} threads of {p.name} at a full core each",
+            claim=claim, short=f"{len(hot)} threads of {p.name} each ran at a full core ({cores:.1f} cores): the "
+                               "CPU computes part of the model.",
+            symptoms=HOST_SYMPTOMS, numbers=[_num(f"threads of {p.name} at a full core", len(hot), "threads", a.ev),
+                                             _num(f"CPU of {p.name}'s busy threads", 100 * cores, "% of one core", a.ev)],
+            recommendations=[f"See what the pool computes ({how}); check how much of the model the engine put on the "
+                             "GPU (llama.cpp/Ollama: 'offloaded N/M layers to GPU' in the load log and `ollama ps`'s "
+                             "PROCESSOR column; vLLM: --cpu-offload-gb) and put all of it there: a smaller "
+                             "quantization, a shorter context, or more GPU memory."])
     others = [x.cpu_pct for x in p.threads if x is not t]
     rest = f"; the next busiest thread ran at {max(others):.0f} %" if others else ""
+    role = _role(p)
     claim = (f"Thread {t.comm!r} (tid {t.tid}, state {t.state}) of the serving process {p.name} ({p.pid}) ran at "
-             f"{t.cpu_pct:.0f} % of one core over the window{rest}: a single-threaded stage (tokenization, "
-             "detokenization, scheduling or the API server's event loop) runs flat out, and the GPU waits for it.")
+             f"{t.cpu_pct:.0f} % of one core over the window{rest}: {role} runs flat out on one core, and the GPU "
+             "waits for it.")
+    look = (f"`py-spy dump --pid {p.pid}` (or `py-spy top --pid {p.pid}`)" if _is_python(p) else
+            f"`perf top -t {t.tid}`")
     return Finding(
         id="account-cpu-thread", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
         title=f"A CPU thread of the engine is saturated: {t.comm} at {t.cpu_pct:.0f} % of one core",
         claim=claim, short=f"thread {t.comm} of {p.name} ran at {t.cpu_pct:.0f} % of one core.",
         symptoms=HOST_SYMPTOMS, numbers=[_num(f"thread {t.comm} CPU", t.cpu_pct, "% of one core", a.ev, peak=100.0)],
-        recommendations=[f"See what thread {t.comm} spends its core on: `py-spy dump --pid {p.pid}` (or `py-spy top "
-                         f"--pid {p.pid}`); then move that work off the critical thread (more API-server or tokenizer "
-                         "processes, a fast tokenizer, detokenization off the scheduler)."])
+        recommendations=[f"See what thread {t.comm} spends its core on: {look}; then move that work off the "
+                         "critical thread (" + (
+                             "per-request host work the engine core does each step: structured-output grammars (a "
+                             "faster backend such as xgrammar), logprobs, n > 1; or more engine replicas (data "
+                             "parallel) so each core drives fewer requests" if role.startswith("the engine core") else
+                             "more API-server or tokenizer processes, a fast tokenizer, detokenization off the "
+                             "scheduler") + ")."])
 
 
 def _memory(a: Account) -> Finding | None:

@@ -68,6 +68,17 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
                 "ttft_ms": (b.ttft.p50 if b.ttft and b.ttft.p50 is not None else b.ttft.mean if b.ttft else None),
                 "model": b.model,
             })
+        for r in oe[1].runs[:4]:
+            # a run's output rate at a known concurrency implies each stream's time per output token (an upper bound
+            # on the decode step: any prefill in the run's time only adds to it)
+            batch = r.decode_batch
+            if not (r.output_tok_s and batch):
+                continue
+            out.append({
+                "ev": oe[0].id, "label": f"run {r.name}: {r.output_tok_s:g} output tok/s at concurrency {batch}",
+                "batch": batch, "input_len": r.input_len, "itl_ms": 1e3 * batch / r.output_tok_s,
+                "itl_name": "time per output token", "ttft_ms": None, "model": None, "tp": r.tp,
+            })
     if not out and eng is not None and eng.metrics and eng.metrics.metrics:
         m = eng.metrics.metrics
 
@@ -139,10 +150,12 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
         if isinstance(max_seqs, int) and max_seqs > 0 and batch > max_seqs:
             batch = max_seqs  # the engine runs at most max_num_seqs per step; the rest queue
         if inp["itl_ms"]:
-            fl = decode_floor(shape, batch, dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
+            run_tp = int(inp.get("tp") or tp)
+            fl = decode_floor(shape, batch, dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=run_tp)
             verdict = judge_decode(inp["itl_ms"], f"{inp['itl_name']} ({inp['label']})", fl, cuda_graphs=cuda_graphs,
-                                   tp=tp, nvlink=nvlink)
-            findings.append(_finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere))
+                                   tp=run_tp, nvlink=nvlink)
+            findings.append(_finding(verdict, ev + acct_ev, shape.source, dtype_src, where, run_tp, src, asked,
+                                     elsewhere))
         if inp["ttft_ms"] and inp["input_len"]:
             fl = prefill_floor(shape, int(inp["input_len"]), dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
             verdict = judge_prefill(inp["ttft_ms"], f"median TTFT ({inp['label']})", fl)

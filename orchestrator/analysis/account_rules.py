@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestrator.analysis.load_rules import client_limited, flat_throughput
+from orchestrator.analysis.load_rules import burst_queue, client_limited, flat_throughput
 from orchestrator.diagnosis import Bound, Number
 from orchestrator.findings import Finding, Symptom
 from orchestrator.probes.account_models import ProcessAccount, ResourceAccount, ThreadAccount
@@ -431,8 +431,9 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
     out: list[Finding] = []
     client = client_limited(v, a.ev if a else None, a.busy if a else None)
     flat = flat_throughput(v)
+    burst = burst_queue(v, a.busy if a else None)
     if a is None or a.busy is None:
-        return [f for f in (client, flat) if f]
+        return [f for f in (client, flat, burst) if f]
     idle_share = max(0.0, 1.0 - a.busy / 100.0)
     saturated = [f for f in (rule(a) for rule in SATURATION) if f]
     queue = _engine_queue(v, a) if a.busy < GPU_IDLE_PCT else None
@@ -465,7 +466,7 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
             out.append(_nothing(a))
     else:
         out += [f.model_copy(update={"secondary": True}) for f in saturated]
-    out += [f for f in (client, flat) if f and f.id not in {x.id for x in out}]
+    out += [f for f in (client, flat, burst) if f and f.id not in {x.id for x in out}]
     return out
 
 
@@ -486,6 +487,15 @@ def _nothing(a: Account) -> Finding:
             "/stop_profile endpoints; SGLang: /start_profile) and look at the gaps between kernels.",
             "Rerun the benchmark at a second concurrency (e.g. 4x the first): throughput that rises means the "
             "client offered too little load; flat throughput means a fixed-rate stage."])
+
+
+def serving_gpus(v: "EvidenceView") -> int | None:
+    """How many GPUs the serving processes hold (nvidia-smi's compute apps over the account's window), or None."""
+    a = _account(v)
+    if a is None:
+        return None
+    held = {i for p in a.acct.processes for i in p.gpus if isinstance(i, int)}
+    return len(held) or None
 
 
 def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.analysis.account_rules import where_time_went
+from orchestrator.analysis.account_rules import serving_gpus, where_time_went
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.serving import (
     FAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
@@ -61,8 +61,13 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
     if oe is not None:
         for b in oe[1].bench[:4]:
             itl = b.itl if b.itl and b.itl.p50 is not None else b.tpot
+            itl_ms = itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None
+            batch = b.max_concurrency
+            if not batch and itl_ms and b.output_throughput:
+                # no concurrency cap: the streams decoding at once, by Little's law (tokens/s x s per token)
+                batch = max(1, round(b.output_throughput * itl_ms / 1e3))
             out.append({
-                "ev": oe[0].id, "label": f"{b.format} ({b.source}, {b.name})", "batch": b.max_concurrency,
+                "ev": oe[0].id, "label": f"{b.format} ({b.source}, {b.name})", "batch": batch,
                 "input_len": b.input_len, "itl_ms": (itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None),
                 "itl_name": "median ITL" if b.itl and b.itl.p50 is not None else "median TPOT",
                 "ttft_ms": (b.ttft.p50 if b.ttft and b.ttft.p50 is not None else b.ttft.mean if b.ttft else None),
@@ -131,6 +136,8 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
     tp = int(eng.value("tp") or 1) if eng else 1
     if oe and oe[1].runs and not eng:
         tp = oe[1].runs[0].tp
+    elif not eng:
+        tp = serving_gpus(v) or tp  # no engine flags: the GPUs the serving processes hold form one TP group
     cuda_graphs = eng.value("cuda_graphs") if eng else None
     max_seqs = eng.value("max_num_seqs") if eng else None
     nvlink = None

@@ -205,19 +205,37 @@ def _memory(a: Account) -> Finding | None:
     parts.append(f"MemAvailable {avail} of {total}")
     if oom:
         parts.append("the cgroup's memory.events count " + ", ".join(f"{k} {v}" for k, v in sorted(oom.items())))
-    claim = ("Host memory is saturated: " + "; ".join(parts) + ". Pages of the engine (weights held in host memory, "
-             "pinned buffers, the Python heap) are read back from swap while the GPU waits "
+    swapping = (swap or 0) >= SWAP_PAGES_S
+    majflt = sum(p.majflt_per_s for p in a.acct.processes)
+    if swapping:
+        why = ("Pages of the engine (weights held in host memory, pinned buffers, the Python heap) are read back from "
+               "swap while the GPU waits")
+        title = f"Host memory is saturated: swapping {swap or 0:.0f} pages/s"
+        short = f"the host swapped {swap or 0:.0f} pages/s with memory stalls {psi_pct or 0:.0f} % of the window."
+    else:
+        # stalls without swapping: reclaim of the page cache, so file pages (the mapped weights) are evicted and
+        # read again from storage (the serving processes' major faults)
+        faults = f" (the serving processes took {majflt:.0f} major faults/s)" if majflt else ""
+        why = ("Nothing is swapped, so the stalls are reclaim: the page cache cannot hold the files the engine reads "
+               "(the weights it maps or loads), and their pages are evicted and read again from storage"
+               f"{faults}, so the model is read more than once")
+        title = f"Host memory is exhausted: MemAvailable {avail}, memory stalls {psi_pct or 0:.0f} % (no swapping)"
+        short = (f"host memory is exhausted (MemAvailable {avail} of {total}) and tasks stalled on memory "
+                 f"{psi_pct or 0:.0f} % of the window: the page cache cannot hold the weights.")
+    claim = ("Host memory is saturated: " + "; ".join(parts) + f". {why} "
              "[https://docs.kernel.org/accounting/psi.html].")
     return Finding(
         id="account-memory-swap", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
-        title=f"Host memory is saturated: swapping {swap or 0:.0f} pages/s", claim=claim,
-        short=f"the host swapped {swap or 0:.0f} pages/s with memory stalls {psi_pct or 0:.0f} % of the window.",
+        title=title, claim=claim, short=short,
         symptoms=HOST_SYMPTOMS + ["startup"], numbers=[
             _num("swap in+out", swap or 0, "pages/s", a.ev),
             *([_num("memory PSI some", psi_pct, "% of window", a.ev)] if psi_pct is not None else [])],
         recommendations=["Free host memory or add it: fewer processes per host, no swap on inference hosts "
                          "(swapoff -a), smaller CPU offload / swap space in the engine (vLLM --cpu-offload-gb, "
-                         "--swap-space), and check what else holds memory (`ps aux --sort=-rss`)."])
+                         "--swap-space), and check what else holds memory (`ps aux --sort=-rss`)."] + ([] if swapping else [
+                             "With less host memory than the model, load the weights without staging them whole in "
+                             "RAM (stream them to the GPU, e.g. vLLM --load-format runai_streamer) or give the host at "
+                             "least the model's size in free RAM."]))
 
 
 def _memory_limit(a: Account) -> Finding | None:

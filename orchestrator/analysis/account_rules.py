@@ -507,6 +507,12 @@ def _nothing(a: Account) -> Finding:
             "client offered too little load; flat throughput means a fixed-rate stage."])
 
 
+def gpus_busy(v: "EvidenceView") -> float | None:
+    """The serving GPUs' mean busy share over the account's window (percent), or None without an account."""
+    a = _account(v)
+    return a.busy if a is not None else None
+
+
 def serving_gpus(v: "EvidenceView") -> int | None:
     """How many GPUs the serving processes hold (nvidia-smi's compute apps over the account's window), or None."""
     a = _account(v)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.analysis.account_rules import serving_gpus, where_time_went
+from orchestrator.analysis.account_rules import GPU_BUSY_PCT, gpus_busy, serving_gpus, where_time_went
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.serving import (
     FAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
@@ -166,7 +166,8 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
         if inp["ttft_ms"] and inp["input_len"]:
             fl = prefill_floor(shape, int(inp["input_len"]), dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
             verdict = judge_prefill(inp["ttft_ms"], f"median TTFT ({inp['label']})", fl)
-            findings.append(_finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere))
+            f = _finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere)
+            findings.append(_queued_prefill(f, verdict, batch, gpus_busy(v)) or f)
         if findings:
             break
     return findings
@@ -234,6 +235,38 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
                           "ratio": vd.ratio, "bound": vd.bound, "label": vd.measured_label, "batch": fl.tokens,
                           "compute_ms": fl.compute_ms, "memory_ms": fl.memory_ms}},
     )
+
+
+QUEUED_SLACK = 2.0
+"""A TTFT within this factor of prefilling every concurrent prompt once is explained by those prefills."""
+
+
+def _queued_prefill(f: Finding, vd: PhaseVerdict, batch: int, busy: float | None) -> Finding | None:
+    """A TTFT far above one prompt's prefill but within the prefill of all the concurrent prompts, on GPUs busy the
+    whole window: each request waits for the prefills scheduled with and ahead of it. The time is GPU compute shared
+    among the concurrent prompts (queueing for compute), not time outside the GPU."""
+    if vd.phase != "prefill" or vd.ratio < FAR_RATIO or batch < 2 or busy is None or busy < GPU_BUSY_PCT:
+        return None
+    together = batch * vd.floor.floor_ms
+    if vd.measured_ms > QUEUED_SLACK * together:
+        return None
+    claim = (f"Prefill: {vd.measured_label} is {vd.measured_ms:.1f} ms, {vd.ratio:.1f}x one {vd.floor.tokens}-token "
+             f"prompt's roofline floor of {vd.floor.floor_ms:.2f} ms, but {vd.measured_ms / together:.1f}x the "
+             f"{together:.0f} ms it takes to prefill all {batch} concurrent prompts, with the GPUs busy {busy:.0f} % "
+             "of the window. Each request's first token waits behind the other requests' prefill scheduled with and "
+             "ahead of it: the GPU's compute, shared among the concurrent prompts, sets the TTFT (queueing for "
+             "compute), not time outside the GPU.")
+    short = (f"TTFT {vd.measured_ms:.0f} ms is about {batch} prompts' prefill ({together:.0f} ms) on GPUs busy "
+             f"{busy:.0f} %: each request waits behind the other requests' prefill.")
+    return f.model_copy(update={
+        "claim": claim, "short": short, "bound": "compute", "explains": None,
+        "title": f"TTFT is the prefill of {batch} concurrent prompts: each waits behind the others' prefill "
+                 f"({vd.measured_ms / together:.1f}x their combined floor)",
+        "recommendations": [
+            "Fewer prompt tokens in flight per GPU: a lower --max-concurrency or max_num_seqs per replica, more "
+            "replicas (data parallel) or more GPUs per prefill (TP), prefix caching for shared prompt prefixes; a "
+            "smaller chunked-prefill budget (max_num_batched_tokens) trades TTFT for ITL, it does not remove the "
+            "work."]})
 
 
 def _entry():

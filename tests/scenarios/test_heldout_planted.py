@@ -64,6 +64,7 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "dense-decode-near-floor-h100-twin": _run_rate(1 / 10),        # 5.7 ms per token -> 57 ms, far above
     "long-prompt-prefill-at-compute-floor-l40s": _ttft(60_000.0),  # 7.9 s -> 60 s for one 16K prompt
     "request-rate-inf-ttft-is-queueing": _ttft(21296.25, rate=8.0),  # the same TTFT, but not a burst
+    "ttft-grows-with-concurrent-prefills-h100": _ttft(20_000.0),  # 1.4 s -> 20 s: far beyond 16 prompts' prefill
 }
 
 

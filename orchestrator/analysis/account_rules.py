@@ -160,7 +160,8 @@ def _thread(a: Account) -> Finding | None:
             title=f"The model computes on the CPU: {len(hot)} threads of {p.name} at a full core each",
             claim=claim, short=f"{len(hot)} threads of {p.name} each ran at a full core ({cores:.1f} cores): the "
                                "CPU computes part of the model.",
-            symptoms=HOST_SYMPTOMS, numbers=[_num(f"threads of {p.name} at a full core", len(hot), "threads", a.ev),
+            symptoms=HOST_SYMPTOMS + ["startup"],
+            numbers=[_num(f"threads of {p.name} at a full core", len(hot), "threads", a.ev),
                                              _num(f"CPU of {p.name}'s busy threads", 100 * cores, "% of one core", a.ev)],
             recommendations=[f"See what the pool computes ({how}); check how much of the model the engine put on the "
                              "GPU (llama.cpp/Ollama: 'offloaded N/M layers to GPU' in the load log and `ollama ps`'s "
@@ -178,7 +179,8 @@ def _thread(a: Account) -> Finding | None:
         id="account-cpu-thread", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
         title=f"A CPU thread of the engine is saturated: {t.comm} at {t.cpu_pct:.0f} % of one core",
         claim=claim, short=f"thread {t.comm} of {p.name} ran at {t.cpu_pct:.0f} % of one core.",
-        symptoms=HOST_SYMPTOMS, numbers=[_num(f"thread {t.comm} CPU", t.cpu_pct, "% of one core", a.ev, peak=100.0)],
+        symptoms=HOST_SYMPTOMS + ["startup"],
+        numbers=[_num(f"thread {t.comm} CPU", t.cpu_pct, "% of one core", a.ev, peak=100.0)],
         recommendations=[f"See what thread {t.comm} spends its core on: {look}; then move that work off the "
                          "critical thread (" + (
                              "per-request host work the engine core does each step: structured-output grammars (a "
@@ -289,7 +291,7 @@ def _host_cpu(a: Account) -> Finding | None:
         id="account-host-cpu", category="workload", confidence=0.7, evidence=[a.ev], bound="latency",
         title=("CPU time stolen by the hypervisor" if steal >= STEAL_PCT else "The host's CPUs are saturated") +
         f" ({busy:.0f} % busy, {steal:.0f} % steal)", claim=claim,
-        short=f"{what}{psi}.", symptoms=HOST_SYMPTOMS,
+        short=f"{what}{psi}.", symptoms=HOST_SYMPTOMS + ["startup"],
         numbers=[_num("host CPUs busy", busy, "%", a.ev), _num("host CPU steal", steal, "%", a.ev)],
         recommendations=["Find what else runs on the host (`top -H`, `pidstat -t 1`) and move it off, or pin the "
                          "engine to dedicated cores; with steal time, ask for dedicated (non-overcommitted) vCPUs."])
@@ -352,14 +354,24 @@ def _nic(a: Account) -> Finding | None:
         use = n.use_pct()
         if use is not None and use >= NIC_PCT:
             rate = max(n.rx_bytes_per_s, n.tx_bytes_per_s)
-            claim = (f"NIC {n.name} moved {_mb(rate)} ({use:.0f} % of its {n.speed_mbit:g} Mb/s line rate) over the "
+            inbound = n.rx_bytes_per_s >= n.tx_bytes_per_s
+            way = ("received" if inbound else "sent")
+            claim = (f"NIC {n.name} {way} {_mb(rate)} ({use:.0f} % of its {n.speed_mbit:g} Mb/s line rate) over the "
                      "window: the network is saturated.")
+            if inbound:
+                claim += (" The host is receiving at line rate: a model download, weights read from network "
+                          "storage, or peers' traffic (KV or activations) arriving.")
+            recs = ["Find what fills the link (`iftop`, `sar -n DEV 1`); keep KV transfer, model downloads and "
+                    "client traffic on separate links."]
+            if inbound:
+                recs.append("If it is the model download at start-up, fetch the weights once onto persistent local "
+                            "storage (a model cache volume for HF_HOME, or `huggingface-cli download` ahead of the "
+                            "start) so a restart does not download them again over this link.")
             return Finding(id="account-nic", category="workload", confidence=0.7, evidence=[a.ev],
                            bound="communication", title=f"NIC {n.name} at {use:.0f} % of line rate", claim=claim,
-                           short=claim, symptoms=["throughput", "ttft", "itl"],
+                           short=claim, symptoms=["throughput", "ttft", "itl", "startup"],
                            numbers=[_num(f"NIC {n.name} use", use, "% of line rate", a.ev)],
-                           recommendations=["Find what fills the link (`iftop`, `sar -n DEV 1`); keep KV transfer, "
-                                            "model downloads and client traffic on separate links."])
+                           recommendations=recs)
     return None
 
 

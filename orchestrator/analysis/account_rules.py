@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestrator.analysis.load_rules import client_limited, flat_throughput
+from orchestrator.analysis.load_rules import burst_queue, client_limited, flat_throughput
 from orchestrator.diagnosis import Bound, Number
 from orchestrator.findings import Finding, Symptom
 from orchestrator.probes.account_models import ProcessAccount, ResourceAccount, ThreadAccount
@@ -125,24 +125,71 @@ def _cgroup(a: Account) -> Finding | None:
     return None
 
 
+def _is_python(p: ProcessAccount) -> bool:
+    """A Python process (py-spy can read its stacks): the interpreter, or a Python engine's renamed processes."""
+    names = " ".join(x for x in (p.argv0, p.comm) if x).lower()
+    return any(k in names for k in ("python", "vllm", "sglang", "text-generation", "trtllm", "uvicorn"))
+
+
+def _role(p: ProcessAccount) -> str:
+    """What a serving process does, from its name: the engine's core loop or its front end (the API server)."""
+    names = " ".join(x for x in (p.argv0, p.comm) if x).lower()
+    if "enginecor" in names or "scheduler" in names or "worker" in names:
+        return ("the engine core's loop (scheduling, the per-step bookkeeping of every request, structured-output "
+                "grammar masks, sampling on the host)")
+    if "tokenizer" in names or "detokenizer" in names:
+        return "tokenization or detokenization"
+    return "a single-threaded stage (tokenization, detokenization, scheduling or the API server's event loop)"
+
+
 def _thread(a: Account) -> Finding | None:
     got = _busiest_thread(a.acct)
     if got is None or got[1].cpu_pct < THREAD_SATURATED_PCT:
         return None
     p, t = got
+    hot = [x for x in p.threads if x.cpu_pct >= THREAD_SATURATED_PCT]
+    if len(hot) >= 2:
+        # a pool of threads each at a full core is computation on the CPU, not one serial stage
+        cores = sum(x.cpu_pct for x in hot) / 100.0
+        claim = (f"{len(hot)} threads of the serving process {p.name} ({p.pid}) each ran at "
+                 f"{min(x.cpu_pct for x in hot):.0f}-{max(x.cpu_pct for x in hot):.0f} % of a core over the window "
+                 f"({cores:.1f} cores together): the process computes on the host's CPUs with a thread pool, so part "
+                 "of the model's work runs on the CPU (layers not offloaded to the GPU, CPU offload of weights, or a "
+                 "CPU compute backend) and each step waits for the CPU's share.")
+        how = (f"`py-spy top --pid {p.pid} --native`" if _is_python(p) else f"`perf top -p {p.pid}`")
+        return Finding(
+            id="account-cpu-thread", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
+            title=f"The model computes on the CPU: {len(hot)} threads of {p.name} at a full core each",
+            claim=claim, short=f"{len(hot)} threads of {p.name} each ran at a full core ({cores:.1f} cores): the "
+                               "CPU computes part of the model.",
+            symptoms=HOST_SYMPTOMS + ["startup"],
+            numbers=[_num(f"threads of {p.name} at a full core", len(hot), "threads", a.ev),
+                                             _num(f"CPU of {p.name}'s busy threads", 100 * cores, "% of one core", a.ev)],
+            recommendations=[f"See what the pool computes ({how}); check how much of the model the engine put on the "
+                             "GPU (llama.cpp/Ollama: 'offloaded N/M layers to GPU' in the load log and `ollama ps`'s "
+                             "PROCESSOR column; vLLM: --cpu-offload-gb) and put all of it there: a smaller "
+                             "quantization, a shorter context, or more GPU memory."])
     others = [x.cpu_pct for x in p.threads if x is not t]
     rest = f"; the next busiest thread ran at {max(others):.0f} %" if others else ""
+    role = _role(p)
     claim = (f"Thread {t.comm!r} (tid {t.tid}, state {t.state}) of the serving process {p.name} ({p.pid}) ran at "
-             f"{t.cpu_pct:.0f} % of one core over the window{rest}: a single-threaded stage (tokenization, "
-             "detokenization, scheduling or the API server's event loop) runs flat out, and the GPU waits for it.")
+             f"{t.cpu_pct:.0f} % of one core over the window{rest}: {role} runs flat out on one core, and the GPU "
+             "waits for it.")
+    look = (f"`py-spy dump --pid {p.pid}` (or `py-spy top --pid {p.pid}`)" if _is_python(p) else
+            f"`perf top -t {t.tid}`")
     return Finding(
         id="account-cpu-thread", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
         title=f"A CPU thread of the engine is saturated: {t.comm} at {t.cpu_pct:.0f} % of one core",
         claim=claim, short=f"thread {t.comm} of {p.name} ran at {t.cpu_pct:.0f} % of one core.",
-        symptoms=HOST_SYMPTOMS, numbers=[_num(f"thread {t.comm} CPU", t.cpu_pct, "% of one core", a.ev, peak=100.0)],
-        recommendations=[f"See what thread {t.comm} spends its core on: `py-spy dump --pid {p.pid}` (or `py-spy top "
-                         f"--pid {p.pid}`); then move that work off the critical thread (more API-server or tokenizer "
-                         "processes, a fast tokenizer, detokenization off the scheduler)."])
+        symptoms=HOST_SYMPTOMS + ["startup"],
+        numbers=[_num(f"thread {t.comm} CPU", t.cpu_pct, "% of one core", a.ev, peak=100.0)],
+        recommendations=[f"See what thread {t.comm} spends its core on: {look}; then move that work off the "
+                         "critical thread (" + (
+                             "per-request host work the engine core does each step: structured-output grammars (a "
+                             "faster backend such as xgrammar), logprobs, n > 1; or more engine replicas (data "
+                             "parallel) so each core drives fewer requests" if role.startswith("the engine core") else
+                             "more API-server or tokenizer processes, a fast tokenizer, detokenization off the "
+                             "scheduler") + ")."])
 
 
 def _memory(a: Account) -> Finding | None:
@@ -162,19 +209,37 @@ def _memory(a: Account) -> Finding | None:
     parts.append(f"MemAvailable {avail} of {total}")
     if oom:
         parts.append("the cgroup's memory.events count " + ", ".join(f"{k} {v}" for k, v in sorted(oom.items())))
-    claim = ("Host memory is saturated: " + "; ".join(parts) + ". Pages of the engine (weights held in host memory, "
-             "pinned buffers, the Python heap) are read back from swap while the GPU waits "
+    swapping = (swap or 0) >= SWAP_PAGES_S
+    majflt = sum(p.majflt_per_s for p in a.acct.processes)
+    if swapping:
+        why = ("Pages of the engine (weights held in host memory, pinned buffers, the Python heap) are read back from "
+               "swap while the GPU waits")
+        title = f"Host memory is saturated: swapping {swap or 0:.0f} pages/s"
+        short = f"the host swapped {swap or 0:.0f} pages/s with memory stalls {psi_pct or 0:.0f} % of the window."
+    else:
+        # stalls without swapping: reclaim of the page cache, so file pages (the mapped weights) are evicted and
+        # read again from storage (the serving processes' major faults)
+        faults = f" (the serving processes took {majflt:.0f} major faults/s)" if majflt else ""
+        why = ("Nothing is swapped, so the stalls are reclaim: the page cache cannot hold the files the engine reads "
+               "(the weights it maps or loads), and their pages are evicted and read again from storage"
+               f"{faults}, so the model is read more than once")
+        title = f"Host memory is exhausted: MemAvailable {avail}, memory stalls {psi_pct or 0:.0f} % (no swapping)"
+        short = (f"host memory is exhausted (MemAvailable {avail} of {total}) and tasks stalled on memory "
+                 f"{psi_pct or 0:.0f} % of the window: the page cache cannot hold the weights.")
+    claim = ("Host memory is saturated: " + "; ".join(parts) + f". {why} "
              "[https://docs.kernel.org/accounting/psi.html].")
     return Finding(
         id="account-memory-swap", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
-        title=f"Host memory is saturated: swapping {swap or 0:.0f} pages/s", claim=claim,
-        short=f"the host swapped {swap or 0:.0f} pages/s with memory stalls {psi_pct or 0:.0f} % of the window.",
+        title=title, claim=claim, short=short,
         symptoms=HOST_SYMPTOMS + ["startup"], numbers=[
             _num("swap in+out", swap or 0, "pages/s", a.ev),
             *([_num("memory PSI some", psi_pct, "% of window", a.ev)] if psi_pct is not None else [])],
         recommendations=["Free host memory or add it: fewer processes per host, no swap on inference hosts "
                          "(swapoff -a), smaller CPU offload / swap space in the engine (vLLM --cpu-offload-gb, "
-                         "--swap-space), and check what else holds memory (`ps aux --sort=-rss`)."])
+                         "--swap-space), and check what else holds memory (`ps aux --sort=-rss`)."] + ([] if swapping else [
+                             "With less host memory than the model, load the weights without staging them whole in "
+                             "RAM (stream them to the GPU, e.g. vLLM --load-format runai_streamer) or give the host at "
+                             "least the model's size in free RAM."]))
 
 
 def _memory_limit(a: Account) -> Finding | None:
@@ -228,7 +293,7 @@ def _host_cpu(a: Account) -> Finding | None:
         id="account-host-cpu", category="workload", confidence=0.7, evidence=[a.ev], bound="latency",
         title=("CPU time stolen by the hypervisor" if steal >= STEAL_PCT else "The host's CPUs are saturated") +
         f" ({busy:.0f} % busy, {steal:.0f} % steal)", claim=claim,
-        short=f"{what}{psi}.", symptoms=HOST_SYMPTOMS,
+        short=f"{what}{psi}.", symptoms=HOST_SYMPTOMS + ["startup"],
         numbers=[_num("host CPUs busy", busy, "%", a.ev), _num("host CPU steal", steal, "%", a.ev)],
         recommendations=["Find what else runs on the host (`top -H`, `pidstat -t 1`) and move it off, or pin the "
                          "engine to dedicated cores; with steal time, ask for dedicated (non-overcommitted) vCPUs."])
@@ -291,14 +356,24 @@ def _nic(a: Account) -> Finding | None:
         use = n.use_pct()
         if use is not None and use >= NIC_PCT:
             rate = max(n.rx_bytes_per_s, n.tx_bytes_per_s)
-            claim = (f"NIC {n.name} moved {_mb(rate)} ({use:.0f} % of its {n.speed_mbit:g} Mb/s line rate) over the "
+            inbound = n.rx_bytes_per_s >= n.tx_bytes_per_s
+            way = ("received" if inbound else "sent")
+            claim = (f"NIC {n.name} {way} {_mb(rate)} ({use:.0f} % of its {n.speed_mbit:g} Mb/s line rate) over the "
                      "window: the network is saturated.")
+            if inbound:
+                claim += (" The host is receiving at line rate: a model download, weights read from network "
+                          "storage, or peers' traffic (KV or activations) arriving.")
+            recs = ["Find what fills the link (`iftop`, `sar -n DEV 1`); keep KV transfer, model downloads and "
+                    "client traffic on separate links."]
+            if inbound:
+                recs.append("If it is the model download at start-up, fetch the weights once onto persistent local "
+                            "storage (a model cache volume for HF_HOME, or `huggingface-cli download` ahead of the "
+                            "start) so a restart does not download them again over this link.")
             return Finding(id="account-nic", category="workload", confidence=0.7, evidence=[a.ev],
                            bound="communication", title=f"NIC {n.name} at {use:.0f} % of line rate", claim=claim,
-                           short=claim, symptoms=["throughput", "ttft", "itl"],
+                           short=claim, symptoms=["throughput", "ttft", "itl", "startup"],
                            numbers=[_num(f"NIC {n.name} use", use, "% of line rate", a.ev)],
-                           recommendations=["Find what fills the link (`iftop`, `sar -n DEV 1`); keep KV transfer, "
-                                            "model downloads and client traffic on separate links."])
+                           recommendations=recs)
     return None
 
 
@@ -388,8 +463,9 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
     out: list[Finding] = []
     client = client_limited(v, a.ev if a else None, a.busy if a else None)
     flat = flat_throughput(v)
+    burst = burst_queue(v, a.busy if a else None)
     if a is None or a.busy is None:
-        return [f for f in (client, flat) if f]
+        return [f for f in (client, flat, burst) if f]
     idle_share = max(0.0, 1.0 - a.busy / 100.0)
     if a.busy < GPU_IDLE_PCT and not a.acct.processes:
         # no serving process and nothing on the GPUs while sampled: the window shows an idle box, not the workload
@@ -427,7 +503,7 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
             out.append(_nothing(a))
     else:
         out += [f.model_copy(update={"secondary": True}) for f in saturated]
-    out += [f for f in (client, flat) if f and f.id not in {x.id for x in out}]
+    out += [f for f in (client, flat, burst) if f and f.id not in {x.id for x in out}]
     return out
 
 
@@ -460,6 +536,21 @@ def _nothing(a: Account) -> Finding:
             "/stop_profile endpoints; SGLang: /start_profile) and look at the gaps between kernels.",
             "Rerun the benchmark at a second concurrency (e.g. 4x the first): throughput that rises means the "
             "client offered too little load; flat throughput means a fixed-rate stage."])
+
+
+def gpus_busy(v: "EvidenceView") -> float | None:
+    """The serving GPUs' mean busy share over the account's window (percent), or None without an account."""
+    a = _account(v)
+    return a.busy if a is not None else None
+
+
+def serving_gpus(v: "EvidenceView") -> int | None:
+    """How many GPUs the serving processes hold (nvidia-smi's compute apps over the account's window), or None."""
+    a = _account(v)
+    if a is None:
+        return None
+    held = {i for p in a.acct.processes for i in p.gpus if isinstance(i, int)}
+    return len(held) or None
 
 
 def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:

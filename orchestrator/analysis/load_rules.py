@@ -48,6 +48,45 @@ def client_limited(v: "EvidenceView", acct_ev: str | None = None, busy: float | 
     return None
 
 
+BURST_TTFT_SHARE = 0.1
+"""Median TTFT at or above this share of the whole run's duration: requests waited for the ones ahead of them."""
+
+
+def burst_queue(v: "EvidenceView", busy: float | None = None) -> Finding | None:
+    """Every request offered at once (request rate inf, no concurrency cap): TTFT is the wait behind the requests
+    ahead, a share of the whole run, not prefill."""
+    oe = v.observations_evidence
+    if oe is None:
+        return None
+    for b in oe[1].bench:
+        rate = b.request_rate
+        burst = rate is None or (isinstance(rate, str) and rate.lower() in ("inf", "infinity")) or \
+            (isinstance(rate, float) and rate == float("inf"))
+        ttft = _p50(b.ttft)
+        if not burst or b.max_concurrency or not ttft or not b.duration_s or not b.completed:
+            continue
+        share = ttft / 1e3 / b.duration_s
+        if share < BURST_TTFT_SHARE:
+            continue
+        gpus = f" with the GPUs busy {busy:.0f} % of the window" if busy is not None else ""
+        claim = (f"The benchmark ({b.name}) offered all {b.completed} requests at once (request rate inf, no "
+                 f"concurrency cap) and the server worked through them at {b.request_throughput or 0:g} requests/s"
+                 f"{gpus}: the median TTFT of {ttft / 1e3:.1f} s is {share:.0%} of the {b.duration_s:g} s run, the "
+                 "time a request waited in the queue for those ahead of it, not the prefill of its own prompt. "
+                 "This TTFT measures the backlog the client created; the server's prefill speed is a small part of it.")
+        return Finding(id="load-burst-queue", category="workload", confidence=0.8, evidence=[oe[0].id],
+                       bound=None, title=f"TTFT is queueing: all {b.completed} requests arrived at once "
+                       f"(median TTFT {share:.0%} of the run)", claim=claim,
+                       short=f"all {b.completed} requests arrived at once; the median TTFT of {ttft / 1e3:.1f} s is "
+                       "time waiting in the queue.", symptoms=["ttft"],
+                       numbers=[_num("median TTFT / run duration", 100 * share, "%", oe[0].id,
+                                     f"{ttft:g} ms of {b.duration_s:g} s")],
+                       recommendations=["Measure TTFT at the load you will serve, not in a burst: rerun with "
+                                        "--max-concurrency at the expected concurrency, or --request-rate at the "
+                                        "expected arrival rate; compare the server's capacity with the arrivals."])
+    return None
+
+
 def flat_throughput(v: "EvidenceView") -> Finding | None:
     """Throughput flat as offered load rises: the limit is not the GPU's batch."""
     oe = v.observations_evidence

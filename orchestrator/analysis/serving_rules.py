@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.analysis.account_rules import where_time_went
+from orchestrator.analysis.account_rules import GPU_BUSY_PCT, gpus_busy, serving_gpus, where_time_went
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.serving import (
     FAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
@@ -61,12 +61,28 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
     if oe is not None:
         for b in oe[1].bench[:4]:
             itl = b.itl if b.itl and b.itl.p50 is not None else b.tpot
+            itl_ms = itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None
+            batch = b.max_concurrency
+            if not batch and itl_ms and b.output_throughput:
+                # no concurrency cap: the streams decoding at once, by Little's law (tokens/s x s per token)
+                batch = max(1, round(b.output_throughput * itl_ms / 1e3))
             out.append({
-                "ev": oe[0].id, "label": f"{b.format} ({b.source}, {b.name})", "batch": b.max_concurrency,
+                "ev": oe[0].id, "label": f"{b.format} ({b.source}, {b.name})", "batch": batch,
                 "input_len": b.input_len, "itl_ms": (itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None),
                 "itl_name": "median ITL" if b.itl and b.itl.p50 is not None else "median TPOT",
                 "ttft_ms": (b.ttft.p50 if b.ttft and b.ttft.p50 is not None else b.ttft.mean if b.ttft else None),
                 "model": b.model,
+            })
+        for r in oe[1].runs[:4]:
+            # a run's output rate at a known concurrency implies each stream's time per output token (an upper bound
+            # on the decode step: any prefill in the run's time only adds to it)
+            batch = r.decode_batch
+            if not (r.output_tok_s and batch):
+                continue
+            out.append({
+                "ev": oe[0].id, "label": f"run {r.name}: {r.output_tok_s:g} output tok/s at concurrency {batch}",
+                "batch": batch, "input_len": r.input_len, "itl_ms": 1e3 * batch / r.output_tok_s,
+                "itl_name": "time per output token", "ttft_ms": None, "model": None, "tp": r.tp,
             })
     if not out and eng is not None and eng.metrics and eng.metrics.metrics:
         m = eng.metrics.metrics
@@ -120,6 +136,8 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
     tp = int(eng.value("tp") or 1) if eng else 1
     if oe and oe[1].runs and not eng:
         tp = oe[1].runs[0].tp
+    elif not eng:
+        tp = serving_gpus(v) or tp  # no engine flags: the GPUs the serving processes hold form one TP group
     cuda_graphs = eng.value("cuda_graphs") if eng else None
     max_seqs = eng.value("max_num_seqs") if eng else None
     nvlink = None
@@ -139,14 +157,17 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
         if isinstance(max_seqs, int) and max_seqs > 0 and batch > max_seqs:
             batch = max_seqs  # the engine runs at most max_num_seqs per step; the rest queue
         if inp["itl_ms"]:
-            fl = decode_floor(shape, batch, dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
+            run_tp = int(inp.get("tp") or tp)
+            fl = decode_floor(shape, batch, dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=run_tp)
             verdict = judge_decode(inp["itl_ms"], f"{inp['itl_name']} ({inp['label']})", fl, cuda_graphs=cuda_graphs,
-                                   tp=tp, nvlink=nvlink)
-            findings.append(_finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere))
+                                   tp=run_tp, nvlink=nvlink)
+            findings.append(_finding(verdict, ev + acct_ev, shape.source, dtype_src, where, run_tp, src, asked,
+                                     elsewhere))
         if inp["ttft_ms"] and inp["input_len"]:
             fl = prefill_floor(shape, int(inp["input_len"]), dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
             verdict = judge_prefill(inp["ttft_ms"], f"median TTFT ({inp['label']})", fl)
-            findings.append(_finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere))
+            f = _finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere)
+            findings.append(_queued_prefill(f, verdict, batch, gpus_busy(v)) or f)
         if findings:
             break
     return findings
@@ -214,6 +235,38 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
                           "ratio": vd.ratio, "bound": vd.bound, "label": vd.measured_label, "batch": fl.tokens,
                           "compute_ms": fl.compute_ms, "memory_ms": fl.memory_ms}},
     )
+
+
+QUEUED_SLACK = 2.0
+"""A TTFT within this factor of prefilling every concurrent prompt once is explained by those prefills."""
+
+
+def _queued_prefill(f: Finding, vd: PhaseVerdict, batch: int, busy: float | None) -> Finding | None:
+    """A TTFT far above one prompt's prefill but within the prefill of all the concurrent prompts, on GPUs busy the
+    whole window: each request waits for the prefills scheduled with and ahead of it. The time is GPU compute shared
+    among the concurrent prompts (queueing for compute), not time outside the GPU."""
+    if vd.phase != "prefill" or vd.ratio < FAR_RATIO or batch < 2 or busy is None or busy < GPU_BUSY_PCT:
+        return None
+    together = batch * vd.floor.floor_ms
+    if vd.measured_ms > QUEUED_SLACK * together:
+        return None
+    claim = (f"Prefill: {vd.measured_label} is {vd.measured_ms:.1f} ms, {vd.ratio:.1f}x one {vd.floor.tokens}-token "
+             f"prompt's roofline floor of {vd.floor.floor_ms:.2f} ms, but {vd.measured_ms / together:.1f}x the "
+             f"{together:.0f} ms it takes to prefill all {batch} concurrent prompts, with the GPUs busy {busy:.0f} % "
+             "of the window. Each request's first token waits behind the other requests' prefill scheduled with and "
+             "ahead of it: the GPU's compute, shared among the concurrent prompts, sets the TTFT (queueing for "
+             "compute), not time outside the GPU.")
+    short = (f"TTFT {vd.measured_ms:.0f} ms is about {batch} prompts' prefill ({together:.0f} ms) on GPUs busy "
+             f"{busy:.0f} %: each request waits behind the other requests' prefill.")
+    return f.model_copy(update={
+        "claim": claim, "short": short, "bound": "compute", "explains": None,
+        "title": f"TTFT is the prefill of {batch} concurrent prompts: each waits behind the others' prefill "
+                 f"({vd.measured_ms / together:.1f}x their combined floor)",
+        "recommendations": [
+            "Fewer prompt tokens in flight per GPU: a lower --max-concurrency or max_num_seqs per replica, more "
+            "replicas (data parallel) or more GPUs per prefill (TP), prefix caching for shared prompt prefixes; a "
+            "smaller chunked-prefill budget (max_num_batched_tokens) trades TTFT for ITL, it does not remove the "
+            "work."]})
 
 
 def _entry():

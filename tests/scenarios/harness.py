@@ -29,7 +29,8 @@ from support.sshd import start_sshd
 from support.stagers import stage
 
 ROOT = Path(__file__).resolve().parent
-CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy", "account")
+CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy", "account",
+           "heldout")
 
 
 class Expect(BaseModel):

@@ -1,0 +1,82 @@
+"""Every held-out case fails once its planted evidence is taken away, while everything else of the case stays: the
+account's saturated resource made ordinary (tests/scenarios/test_account_planted.py's `neutralized`, plus the NIC
+back to a trickle, host memory free, the load average under the core count), a burst benchmark given a request
+rate, a latency far above its floor brought near it and one near its floor pushed far above. A case that still
+passes then was met by something other than the evidence it plants."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+from harness import ROOT, discover, run_case
+from test_account_planted import neutralized
+
+pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
+                                                   reason="OpenSSH sshd not installed")]
+
+CASES = [p for p in discover() if p.parent.parent == ROOT / "heldout"]
+
+
+def quiet_host(case: dict[str, Any]) -> dict[str, Any]:
+    """The account made ordinary: threads, cgroup, swap, pressure, CPU (test_account_planted), and the NICs, host
+    memory and load average as well."""
+    case = neutralized(case)
+    acct = case["stage"].get("account") or {}
+    for nic in (acct.get("nics") or {}).values():
+        nic.update(rx_mbit=5, tx_mbit=5)
+    mem = acct.get("mem")
+    if mem:
+        mem["available_gib"] = mem["total_gib"] / 2
+    if acct.get("loadavg"):
+        acct["loadavg"] = [1.0, 1.0, 1.0]
+    return case
+
+
+def _run_rate(ratio: float) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Each run's output rate scaled by `ratio` (per-token time divided by it)."""
+    def f(case: dict[str, Any]) -> dict[str, Any]:
+        case = copy.deepcopy(case)
+        for r in case["observations"]["runs"]:
+            r["output_tok_s"] = r["output_tok_s"] * ratio
+        return case
+    return f
+
+
+def _ttft(ms: float, rate: float | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def f(case: dict[str, Any]) -> dict[str, Any]:
+        case = copy.deepcopy(case)
+        for b in case["observations"]["bench"]:
+            b["ttft"] = {"mean": ms, "p50": ms, "p99": ms * 1.1}
+            if rate is not None:
+                b["request_rate"] = rate
+        return case
+    return f
+
+
+PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "dense-decode-batch1-far-above-floor-h100": _run_rate(11.0),   # 200 ms per token -> 18 ms, at the floor
+    "dense-decode-near-floor-h100-twin": _run_rate(1 / 10),        # 5.7 ms per token -> 57 ms, far above
+    "long-prompt-prefill-at-compute-floor-l40s": _ttft(60_000.0),  # 7.9 s -> 60 s for one 16K prompt
+    "request-rate-inf-ttft-is-queueing": _ttft(21296.25, rate=8.0),  # the same TTFT, but not a burst
+    "ttft-grows-with-concurrent-prefills-h100": _ttft(20_000.0),  # 1.4 s -> 20 s: far beyond 16 prompts' prefill
+}
+
+
+def without_planted(case: dict[str, Any]) -> dict[str, Any]:
+    return PLANTED.get(case["id"], quiet_host)(case)
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.parent.name)
+async def test_heldout_case_fails_without_its_planted_evidence(path: Path, tmp_path):
+    work = tmp_path / "heldout" / path.parent.name
+    shutil.copytree(path.parent, work)
+    case = yaml.safe_load(path.read_text())
+    (work / "case.yaml").write_text(yaml.safe_dump(without_planted(case), sort_keys=False))
+    outcome = await run_case(work / "case.yaml", tmp_path / "run")
+    assert outcome.failures, f"{case['id']} still passes with its planted evidence removed:\n{outcome.words}"

@@ -746,6 +746,7 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
 
 
 from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
+from orchestrator.analysis.trace_rules import trace_findings  # noqa: E402  (profiles given with --trace)
 
 
 RULES: list[Rule] = [
@@ -753,6 +754,7 @@ RULES: list[Rule] = [
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
     catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
+    trace_findings,  # profiles (analysis/trace_rules.py)
 ]
 
 

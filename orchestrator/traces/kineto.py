@@ -11,7 +11,6 @@ Events are parsed one at a time with ijson's C backend; python functions and CPU
 from __future__ import annotations
 
 import gzip
-import io
 import re
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -42,11 +41,11 @@ class TraceFormatError(ValueError):
 
 def open_stream(path: Path) -> IO[bytes]:
     """The file's bytes, decompressed on the fly when it is gzip (checked by magic, not by name)."""
-    raw = open(path, "rb")
-    head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    if head == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return io.BufferedReader(raw, READ_CHUNK)  # type: ignore[arg-type]
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    if gz:
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb", buffering=READ_CHUNK)
 
 
 def rank_from_name(name: str) -> int | None:

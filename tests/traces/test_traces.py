@@ -1,0 +1,144 @@
+"""The trace prong on real traces recorded on an H200 (tests/traces/data, made by bench/trace_fixtures.py from
+bench/trace_record.py's run): planted problems named with their share of the step, steady steps, formats."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from orchestrator.traces import intervals as iv
+from orchestrator.traces.account import account_rank
+from orchestrator.traces.analyze import analyze
+from orchestrator.traces.inputs import TraceInputError, expand
+from orchestrator.traces.kineto import read_kineto
+from orchestrator.traces.nsys import read_nsys
+
+DATA = Path(__file__).parent / "data"
+META = json.loads((DATA / "meta.json").read_text())
+
+
+def _account(name: str):
+    return account_rank(read_kineto(DATA / f"{name}.json.gz"))
+
+
+def _steady_truth(name: str, acc) -> tuple[float, float]:
+    """(planted ms, step wall ms) per steady step, as the recording script measured them on the host."""
+    run = META["runs"][name]
+    steady = [int(s.label.split("#")[1]) for s in acc.steps if s.steady]
+    planted = sum(run["planted_ms"][i] for i in steady) / len(steady)
+    wall = sum(run["step_wall_ms"][i] for i in steady) / len(steady)
+    return planted, wall
+
+
+def test_planted_host_sleep_is_named_with_its_share_of_the_step():
+    acc = _account("decode_eager_sleep")
+    top = acc.idle_owners[0]
+    assert top.name == "planted_host_sleep"
+    planted_ms, _ = _steady_truth("decode_eager_sleep", acc)
+    truth = planted_ms * 1e3 / acc.breakdown.step_us
+    assert abs(top.share_of_step - truth) <= 0.05 * truth, (top.share_of_step, truth)
+    assert acc.breakdown.idle_by_cause_us["host_bound"] > 0.8 * acc.breakdown.step_us  # eager decode: launch-bound
+
+
+def test_sync_per_step_is_named_once_per_step():
+    acc = _account("decode_eager_sync")
+    sync = {s.name: s for s in acc.sync_calls}
+    assert sync["cudaDeviceSynchronize"].count_per_step == 1.0
+    planted_ms, _ = _steady_truth("decode_eager_sync", acc)
+    truth = planted_ms * 1e3 / acc.breakdown.step_us  # the host's perf_counter around torch.cuda.synchronize()
+    assert abs(sync["cudaDeviceSynchronize"].share_of_step - truth) <= 0.05
+
+
+def test_serialized_collective_is_named_with_its_share_of_the_step():
+    acc = _account("prefill_eager_collective")
+    assert acc.idle_owners[0].name == "planted_serialized_collective"
+    # truth: the host time inside the planted range per steady step, from the raw events
+    doc = json.load(gzip.open(DATA / "prefill_eager_collective.json.gz"))
+    ranges = [e for e in doc["traceEvents"] if e.get("name") == "planted_serialized_collective"
+              and e.get("cat") == "user_annotation"]
+    steady = [s for s in acc.steps if s.steady]
+    inside = sum(e["dur"] for e in ranges for s in steady if s.start_us <= e["ts"] < s.start_us + s.dur_us)
+    truth = inside / sum(s.dur_us for s in steady)
+    assert abs(acc.idle_owners[0].share_of_step - truth) <= 0.05 * truth, (acc.idle_owners[0].share_of_step, truth)
+    names = {s.name for s in acc.sync_calls}
+    assert "cudaMemcpyAsync (pageable)" in names and "cudaStreamSynchronize" in names
+
+
+def test_graph_capture_and_warmup_steps_are_left_out():
+    acc = _account("decode_graph_capture")
+    assert any("CUDA-graph capture" in x for x in acc.excluded)
+    assert acc.breakdown.busy_share > 0.85  # replayed graphs keep the GPU fed
+    assert acc.breakdown.idle_by_cause_us["host_bound"] < 0.01 * acc.breakdown.step_us
+    eager = _account("prefill_eager")
+    assert any("warm-up" in x for x in eager.excluded)
+
+
+def test_steps_found_from_the_kernel_sequence_without_markers(tmp_path):
+    doc = json.load(gzip.open(DATA / "decode_eager_sleep.json.gz"))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if "ProfilerStep" not in e.get("name", "")]
+    p = tmp_path / "nomarkers.json"
+    p.write_text(json.dumps(doc))
+    periodic = account_rank(read_kineto(p))
+    marked = _account("decode_eager_sleep")
+    assert periodic.step_source.startswith("periodic")
+    assert abs(periodic.breakdown.step_p50_us - marked.breakdown.step_p50_us) <= 0.05 * marked.breakdown.step_p50_us
+    assert periodic.idle_owners[0].name == "planted_host_sleep"
+
+
+def test_nsys_export_of_the_same_run_gives_the_same_account():
+    nsys = account_rank(read_nsys(DATA / "prefill_eager_collective.sqlite"))
+    kin = _account("prefill_eager_collective")
+    assert nsys.step_source == kin.step_source == "markers: ProfilerStep#N"
+    assert abs(nsys.breakdown.busy_share - kin.breakdown.busy_share) < 0.01
+    assert nsys.idle_owners[0].name == "planted_serialized_collective"
+    assert {s.name for s in nsys.sync_calls} >= {"cudaStreamSynchronize", "cudaMemcpyAsync (pageable)"}
+
+
+def test_overlapping_kernels_on_two_streams_are_counted_once(tmp_path):
+    ev = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1, "ts": i * 100.0,
+           "dur": 90.0} for i in range(5)]
+    for i in range(5):
+        for s, (t, d) in enumerate([(10.0, 40.0), (30.0, 40.0)]):
+            c = i * 10 + s
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": i * 100.0 + s, "dur": 2.0, "args": {"correlation": c}})
+            ev.append({"ph": "X", "cat": "kernel", "name": "nvjet_sm90_tst_128x128", "pid": 0, "tid": 7 + s,
+                       "ts": i * 100.0 + t, "dur": d, "args": {"stream": 7 + s, "device": 0, "correlation": c}})
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    acc = account_rank(read_kineto(p))
+    assert acc.breakdown.step_us == pytest.approx(100.0)
+    assert acc.breakdown.busy_us == pytest.approx(60.0)  # [10, 70), not 80
+    assert acc.breakdown.by_class_us["gemm"] == pytest.approx(60.0)
+
+
+def test_interval_difference_and_intersection():
+    a = iv.merge([(0, 5), (3, 8), (10, 12)])
+    assert a == [(0, 8), (10, 12)]
+    assert iv.intersect(a, [(4, 11)]) == [(4, 8), (10, 11)]
+    assert iv.subtract(a, [(4, 11)]) == [(0, 4), (11, 12)]
+
+
+def test_diff_names_the_added_copies_and_the_host_bound_idle():
+    r = analyze([str(DATA / "prefill_eager_collective.json.gz")], baseline=[str(DATA / "prefill_eager.json.gz")])
+    d = r.diff
+    assert d is not None and d.cur_step_us > 1.4 * d.base_step_us
+    new = {k.name for k in d.kernels if k.status == "new"}
+    assert {"Memcpy DtoH (Device -> Pageable)", "Memcpy HtoD (Pageable -> Device)"} <= new
+    assert d.idle_delta_us_per_step["host_bound"] > 0.25 * d.base_step_us
+
+
+def test_bad_trace_paths_are_refused_before_any_work(tmp_path):
+    with pytest.raises(TraceInputError, match="no such file"):
+        expand([str(tmp_path / "missing.json")])
+    (tmp_path / "x.json").write_text("[1, 2]")
+    with pytest.raises(TraceInputError, match="neither a Kineto"):
+        expand([str(tmp_path / "x.json")])
+    (tmp_path / "y.json").write_text('{"schemaVersion": 1, "other": []}')
+    with pytest.raises(TraceInputError, match="no traceEvents"):
+        expand([str(tmp_path / "y.json")])
+    with pytest.raises(TraceInputError, match="matches no file"):
+        expand([str(tmp_path / "*.trace.json.gz")])

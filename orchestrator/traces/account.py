@@ -101,7 +101,9 @@ def _cls_of(cols: RankColumns, gi: int, cache: dict[int, str]) -> str:
     return c
 
 
-def account_rank(cols: RankColumns, limits: AccountLimits | None = None) -> RankAccount:
+def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: bool = False) -> RankAccount:
+    """The account of one rank over its steady steps (`whole`: one window from the first GPU activity to the last,
+    HTA's temporal-breakdown window)."""
     lim = limits or AccountLimits()
     n = cols.n_gpu
     g_ts, g_end = cols.g_ts, cols.g_end
@@ -110,7 +112,7 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None) -> Rank
         order.sort(key=g_ts.__getitem__)
     starts = [g_ts[gi] for gi in order]
     launch_idx, launch_ts = launch_times(cols)
-    found = find_steps(cols, order, launch_ts)
+    found = find_steps(cols, order, launch_ts, whole=whole)
     cache: dict[int, str] = {}
     max_dur = max((g_end[i] - g_ts[i] for i in range(n)), default=0.0)
     tid_counts = Counter(cols.r_tid[ri] for ri in launch_idx if ri >= 0)

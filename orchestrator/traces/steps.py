@@ -150,8 +150,8 @@ def _periodic_steps(cols: RankColumns, order: list[int]) -> Steps | None:
     return Steps(f"periodic: anchor kernel {cols.names[anchor][:120]}", steps)
 
 
-def find_steps(cols: RankColumns, order: list[int], launch_ts: list[float]) -> Steps:
-    found = _marker_steps(cols, order, launch_ts) or _periodic_steps(cols, order)
+def find_steps(cols: RankColumns, order: list[int], launch_ts: list[float], whole: bool = False) -> Steps:
+    found = None if whole else (_marker_steps(cols, order, launch_ts) or _periodic_steps(cols, order))
     if found is None:
         start = min(cols.g_ts) if cols.n_gpu else 0.0
         end = max(cols.g_end) if cols.n_gpu else 0.0

@@ -142,3 +142,18 @@ def test_bad_trace_paths_are_refused_before_any_work(tmp_path):
         expand([str(tmp_path / "y.json")])
     with pytest.raises(TraceInputError, match="matches no file"):
         expand([str(tmp_path / "*.trace.json.gz")])
+
+
+def test_straggler_rank_and_the_collective_wait_it_causes(tmp_path):
+    from support.trace_ranks import build
+
+    build(DATA / "prefill_eager.json.gz", tmp_path, sleep_us=2000.0, comm_us=300.0)
+    r = analyze([str(tmp_path)])
+    assert [a.rank for a in r.ranks] == [0, 1]
+    assert r.straggler is not None and r.straggler.rank == 1
+    r0 = r.ranks[0]
+    # rank 0's all-reduce waits the planted 2000 us per step for rank 1
+    assert r0.collective_wait_us_per_step == pytest.approx(2000.0, rel=0.05)
+    assert r0.collective_wait_share == pytest.approx(2000.0 / r0.breakdown.step_us, rel=0.05)
+    assert r.ranks[1].collective_wait_share == pytest.approx(0.0, abs=1e-6)
+    assert r0.breakdown.comm_exposed_us > 0.9 * r0.breakdown.comm_us

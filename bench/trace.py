@@ -126,7 +126,7 @@ def main() -> None:
     ob = run(sys.executable, OURS, str(big))
     hb = None if a.skip_hta_big else run(a.hta_python, HTA, str(big_dir))
     print(f"{'':14}{'ours':>10}{'HTA':>10}{'ratio':>10}")
-    for k, unit in (("wall_s", "s"), ("rss_mb", "MB")):
+    for k, _unit in (("wall_s", "s"), ("rss_mb", "MB")):
         hv = hb[k] if hb else float("nan")
         print(f"{k:14}{ob[k]:10.1f}{hv:10.1f}{ob[k] / hv if hb else float('nan'):10.2f}")
     if hb:

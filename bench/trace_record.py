@@ -1,5 +1,5 @@
 """Record torch.profiler traces of a small random-weight Llama on one GPU (decode/prefill, graphs off/on, planted problems)."""
-import gzip, json, os, shutil, sys, time, traceback
+import gzip, json, os, shutil, time, traceback
 import torch
 from torch.profiler import profile, ProfilerActivity, record_function
 

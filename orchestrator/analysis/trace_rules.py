@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.diagnosis import Number
 from orchestrator.evidence import Evidence
-from orchestrator.findings import Finding
+from orchestrator.findings import Finding, Symptom
 from orchestrator.traces.classes import LABELS
 from orchestrator.traces.model import RankAccount, TraceReport
 
@@ -28,7 +28,7 @@ GEMM_LOW_FRACTION = 0.5
 """A GEMM below this fraction of its attainable roofline throughput is named."""
 DIFF_SHARE = 0.03
 """A change of at least this share of the baseline step is named in the diff."""
-STEP_SYMPTOMS = ["itl", "throughput", "ttft"]
+STEP_SYMPTOMS: list[Symptom] = ["itl", "throughput", "ttft"]
 
 
 def _reports(v: EvidenceView) -> list[tuple[Evidence, TraceReport]]:

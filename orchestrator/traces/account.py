@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from statistics import median
 
 from orchestrator.traces import intervals as iv
-from orchestrator.traces.classes import COMM, COMPUTE, COPIES, PRIORITY, classify
+from orchestrator.traces.classes import COMM, COMPUTE, PRIORITY, classify
 from orchestrator.traces.model import (Breakdown, ClassRow, GemmRow, IdleOwner, KernelRow, LaunchStats, RankAccount,
                                        StepRow, StreamRow, SyncRow)
-from orchestrator.traces.steps import STEP_MARKERS, Step, find_steps, launch_times
+from orchestrator.traces.steps import STEP_MARKERS, find_steps, launch_times
 from orchestrator.traces.store import KIND_MEMCPY, KIND_MEMSET, RankColumns
 
 
@@ -131,10 +131,9 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
     sync_starts = [cols.r_ts[i] for i in sync_idx]
 
     step_rows: list[StepRow] = []
-    steady = found.steady
     tot_class: dict[str, float] = defaultdict(float)
     tot_idle: dict[str, float] = defaultdict(float)
-    tot = Counter[str]()
+    tot: dict[str, float] = defaultdict(float)
     owner_us: dict[str, float] = defaultdict(float)
     owner_gaps: Counter[str] = Counter()
     sync_stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])

@@ -85,5 +85,7 @@ def expand(paths: list[str]) -> list[tuple[Path, str]]:
             fmt = _sniff(f)
             _check_head(f, fmt)
             out.append((f, fmt))
-    seen: set[Path] = set()
-    return [(f, k) for f, k in out if not (f.resolve() in seen or seen.add(f.resolve()))]
+    unique: dict[Path, tuple[Path, str]] = {}
+    for f, k in out:
+        unique.setdefault(f.resolve(), (f, k))
+    return list(unique.values())

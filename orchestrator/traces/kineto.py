@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-import ijson
+import ijson  # type: ignore[import-untyped]
 
 from orchestrator.traces.store import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, Annotation, RankColumns
 
@@ -61,7 +61,7 @@ def read_header(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with open_stream(path) as f:
         builder: ijson.ObjectBuilder | None = None
-        key = None
+        key = ""
         try:
             for prefix, event, value in ijson.parse(f, use_float=True):
                 if builder is not None:

@@ -119,8 +119,8 @@ def _periodic_steps(cols: RankColumns, order: list[int]) -> Steps | None:
     if len(seq) < 6:
         return None
     where: dict[int, list[int]] = {}
-    for pos, gi in enumerate(seq):
-        where.setdefault(cols.g_name[gi], []).append(pos)
+    for at, gi in enumerate(seq):
+        where.setdefault(cols.g_name[gi], []).append(at)
     best: tuple[int, float, int] | None = None
     for name, pos in where.items():
         if len(pos) < 3:

@@ -11,6 +11,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -66,33 +67,32 @@ def run(python: str, code: str, *args: str) -> dict:
 
 
 def replicate(src: Path, dst: Path, size_mb: float) -> int:
-    """Write a Kineto trace of about size_mb by repeating src's events shifted in time (ids offset), streamed out."""
+    """Write a Kineto trace of about size_mb by repeating src's complete events shifted in time (ids offset):
+    each copy is the serialized events with their times and ids rewritten, streamed out."""
     doc = json.load(gzip.open(src) if src.suffix == ".gz" else open(src))
     events = doc.pop("traceEvents")
     xs = [e for e in events if e.get("ph") == "X"]
-    span = max(e["ts"] + e.get("dur", 0) for e in xs) - min(e["ts"] for e in xs) + 1000.0
-    one = len(json.dumps(events))
-    copies = max(1, int(size_mb * 1e6 / one))
+    base = min(e["ts"] for e in xs)
+    span = max(e["ts"] + e.get("dur", 0) for e in xs) - base + 1000.0
+    for e in xs:
+        e["ts"] = round(e["ts"] - base, 3)  # relative times: each copy adds its own offset
+    meta = ",\n".join(json.dumps(e) for e in events if e.get("ph") != "X")
+    body = ",\n".join(json.dumps(e) for e in xs)
+    copies = max(1, int(size_mb * 1e6 / len(body)))
+    # split once: text pieces between the numbers a copy rewrites (times, correlation / External ids)
+    pieces = re.split(r'(?<="ts": )(-?[0-9.]+)|(?<="correlation": )([0-9]+)|(?<="External id": )([0-9]+)', body)
+    texts = pieces[0::4]
+    nums = [(float(t), True) if t is not None else (int(a or b), False)
+            for t, a, b in zip(pieces[1::4], pieces[2::4], pieces[3::4])]
     with open(dst, "w") as f:
-        head = json.dumps(doc)[:-1]
-        f.write(head + ', "traceEvents": [\n')
-        first = True
+        f.write(json.dumps(doc)[:-1] + ', "traceEvents": [\n' + meta)
         for c in range(copies):
-            for e in events:
-                if e.get("ph") != "X" and c:
-                    continue
-                e2 = dict(e)
-                if "ts" in e2 and e.get("ph") == "X":
-                    e2["ts"] = e["ts"] + c * span
-                a = e.get("args")
-                if a:
-                    a2 = dict(a)
-                    for k in ("correlation", "External id"):
-                        if k in a2:
-                            a2[k] = a2[k] + c * 10_000_000
-                    e2["args"] = a2
-                f.write(("" if first else ",\n") + json.dumps(e2))
-                first = False
+            off, idoff = base + c * span, c * 10_000_000
+            out = [texts[0]]
+            for (v, is_ts), t in zip(nums, texts[1:]):
+                out.append(f"{v + off:.3f}" if is_ts else str(v + idoff))
+                out.append(t)
+            f.write(",\n" + "".join(out))
         f.write("\n]}\n")
     return copies
 

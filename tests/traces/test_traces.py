@@ -157,3 +157,33 @@ def test_straggler_rank_and_the_collective_wait_it_causes(tmp_path):
     assert r0.collective_wait_share == pytest.approx(2000.0 / r0.breakdown.step_us, rel=0.05)
     assert r.ranks[1].collective_wait_share == pytest.approx(0.0, abs=1e-6)
     assert r0.breakdown.comm_exposed_us > 0.9 * r0.breakdown.comm_us
+
+
+def test_host_only_events_are_streamed_past_in_bounded_memory(tmp_path):
+    import tracemalloc
+
+    p = tmp_path / "big.json"
+    with open(p, "w") as f:  # 40k python_function events (~7 MB) and one kernel step
+        f.write('{"schemaVersion": 1, "traceEvents": [\n')
+        for i in range(40_000):
+            f.write(json.dumps({"ph": "X", "cat": "python_function", "name": f"model.py(123): forward_{i % 97}",
+                                "pid": 1, "tid": 1, "ts": float(i), "dur": 0.5,
+                                "args": {"Python id": i, "Python parent id": i - 1}}) + ",\n")
+        f.write(json.dumps({"ph": "X", "cat": "kernel", "name": "nvjet_sm90", "pid": 0, "tid": 7, "ts": 10.0,
+                            "dur": 5.0, "args": {"stream": 7, "device": 0, "correlation": 1}}) + "\n]}\n")
+    tracemalloc.start()
+    cols = read_kineto(p)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert cols.skipped["python_function"] == 40_000 and cols.n_gpu == 1
+    assert peak < 5_000_000, peak  # json.load of the same file takes ~35 MB
+    assert len(read_kineto(p, include_host=True).annotations) == 40_000
+
+
+def test_rank_is_read_from_distributed_info_else_from_the_file_name():
+    from orchestrator.traces.kineto import rank_from_name
+
+    assert rank_from_name("1733-TP-3-DP-0-PP-0-EP-0.trace.json.gz") == 3  # SGLang per-rank layout
+    assert rank_from_name("worker_rank2.1733.pt.trace.json.gz") == 2
+    assert rank_from_name("trace.json") is None
+    assert read_kineto(DATA / "prefill_eager.json.gz").rank == 0  # distributedInfo.rank

@@ -97,13 +97,33 @@ def replicate(src: Path, dst: Path, size_mb: float) -> int:
     return copies
 
 
+def profile(src: Path) -> None:
+    """Where the time goes in reading and accounting one trace, by function (cProfile, internal time)."""
+    import cProfile
+    import pstats
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from orchestrator.traces.account import account_rank
+    from orchestrator.traces.kineto import read_kineto
+
+    prof = cProfile.Profile()
+    prof.enable()
+    account_rank(read_kineto(src))
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(10)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace", required=True)
     ap.add_argument("--hta-python", default="/tmp/htavenv/bin/python")
     ap.add_argument("--size-mb", type=float, default=1000.0)
     ap.add_argument("--skip-hta-big", action="store_true", help="large trace: our reader only (e.g. a 5 GB trace)")
+    ap.add_argument("--profile", action="store_true", help="only: where the reader's time goes (cProfile)")
     a = ap.parse_args()
+    if a.profile:
+        profile(Path(a.trace))
+        return
     tmp = Path(tempfile.mkdtemp(prefix="tracebench-"))
     real = tmp / "real"
     real.mkdir()

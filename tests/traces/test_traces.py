@@ -187,3 +187,13 @@ def test_rank_is_read_from_distributed_info_else_from_the_file_name():
     assert rank_from_name("worker_rank2.1733.pt.trace.json.gz") == 2
     assert rank_from_name("trace.json") is None
     assert read_kineto(DATA / "prefill_eager.json.gz").rank == 0  # distributedInfo.rank
+
+
+def test_a_directory_of_sglang_rank_files_skips_the_merged_copy(tmp_path):
+    src = (DATA / "prefill_graph.json.gz").read_bytes()
+    for name in ("1733-TP-0-DP-0-PP-0-EP-0.trace.json.gz", "1733-TP-1-DP-0-PP-0-EP-0.trace.json.gz",
+                 "merged-1733.trace.json.gz"):
+        (tmp_path / name).write_bytes(src)
+    (tmp_path / "notes.txt").write_text("not a trace")
+    files = [p.name for p, fmt in expand([str(tmp_path)])]
+    assert files == ["1733-TP-0-DP-0-PP-0-EP-0.trace.json.gz", "1733-TP-1-DP-0-PP-0-EP-0.trace.json.gz"]

@@ -333,7 +333,7 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
 def _gemm_rows(cols: RankColumns, gemm_time: dict[int, float], ns: int) -> list[GemmRow]:
     groups: dict[tuple, list[float]] = defaultdict(list)
     for ext, us in gemm_time.items():
-        op, dims, types = cols.gemm_shapes[ext]
+        op, dims, types = cols.shape(ext)
         shape = gemm_shape(op, dims, types)
         if shape is None or us <= 0:
             continue

@@ -138,8 +138,8 @@ def read_kineto(path: Path, include_host: bool = False) -> RankColumns:
             cols.annotations.append(Annotation(str(e.get("name", "")), ts, ts + float(e.get("dur") or 0.0),
                                                _int(e.get("tid"))))
         elif cat == "cpu_op" and e.get("name") in GEMM_OPS and "Input Dims" in args:
-            cols.gemm_shapes[_int(args.get("External id"))] = (str(e["name"]), list(args["Input Dims"]),
-                                                               list(args.get("Input type") or []))
+            cols.add_shape(_int(args.get("External id")), str(e["name"]), list(args["Input Dims"]),
+                           list(args.get("Input type") or []))
         else:
             cols.skip(cat or "other")
     cols.events_read = n

@@ -3,6 +3,7 @@ whole JSON. A 5 GB Kineto trace holds a few million kernels and launches: ~40 by
 
 from __future__ import annotations
 
+import json
 from array import array
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,8 +48,24 @@ class RankColumns:
     r_tid: array = field(default_factory=lambda: array("q"))
     annotations: list[Annotation] = field(default_factory=list)
     """Host-side ranges other than python functions (step markers among them)."""
-    gemm_shapes: dict[int, tuple[str, list[Any], list[str]]] = field(default_factory=dict)
-    """External id -> (op name, Input Dims, Input type) of GEMM-like CPU ops (recorded with record_shapes)."""
+    gemm_shapes: dict[int, int] = field(default_factory=dict)
+    """External id -> index in `shapes` of GEMM-like CPU ops (recorded with record_shapes)."""
+    shapes: list[tuple[str, str]] = field(default_factory=list)
+    """Distinct (op name, JSON of [Input Dims, Input type]): a trace repeats a few shapes millions of times."""
+    _shape_ids: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add_shape(self, ext: int, op: str, dims: list[Any], types: list[str]) -> None:
+        key = (op, json.dumps([dims, types]))
+        i = self._shape_ids.get(key)
+        if i is None:
+            i = self._shape_ids[key] = len(self.shapes)
+            self.shapes.append(key)
+        self.gemm_shapes[ext] = i
+
+    def shape(self, ext: int) -> tuple[str, list[Any], list[str]]:
+        op, raw = self.shapes[self.gemm_shapes[ext]]
+        dims, types = json.loads(raw)
+        return op, dims, types
     skipped: dict[str, int] = field(default_factory=dict)
     """Events not kept, by category (python functions, CPU ops, flow arrows, metadata)."""
     events_read: int = 0

@@ -58,9 +58,14 @@ print(json.dumps({"wall_s": time.perf_counter() - t, "rss_mb": resource.getrusag
 """
 
 
-def run(python: str, code: str, *args: str) -> dict:
+def run(python: str, code: str, *args: str, timeout: float | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    out = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, env=env, check=False)
+    try:
+        out = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, env=env, check=False,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"wall_s": float("inf"), "rss_mb": float("nan"), "idle": float("nan"), "compute": float("nan"),
+                "non_compute": float("nan"), "timed_out": True}
     if out.returncode:
         raise SystemExit(f"{python} failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -119,6 +124,7 @@ def main() -> None:
     ap.add_argument("--hta-python", default="/tmp/htavenv/bin/python")
     ap.add_argument("--size-mb", type=float, default=1000.0)
     ap.add_argument("--skip-hta-big", action="store_true", help="large trace: our reader only (e.g. a 5 GB trace)")
+    ap.add_argument("--hta-timeout", type=float, default=3600.0, help="give HTA this long on the large trace")
     ap.add_argument("--profile", action="store_true", help="only: where the reader's time goes (cProfile)")
     a = ap.parse_args()
     if a.profile:
@@ -144,7 +150,10 @@ def main() -> None:
     size = big.stat().st_size / 1e6
     print(f"\nlarge trace: {size:.0f} MB ({copies} copies of {src.name}), written in {time.perf_counter() - t:.0f} s")
     ob = run(sys.executable, OURS, str(big))
-    hb = None if a.skip_hta_big else run(a.hta_python, HTA, str(big_dir))
+    print(f"ours: {ob['wall_s']:.1f} s, peak RSS {ob['rss_mb']:.0f} MB", flush=True)
+    hb = None if a.skip_hta_big else run(a.hta_python, HTA, str(big_dir), timeout=a.hta_timeout)
+    if hb and hb.get("timed_out"):
+        print(f"HTA did not finish within {a.hta_timeout:.0f} s")
     print(f"{'':14}{'ours':>10}{'HTA':>10}{'ratio':>10}")
     for k, _unit in (("wall_s", "s"), ("rss_mb", "MB")):
         hv = hb[k] if hb else float("nan")

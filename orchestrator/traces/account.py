@@ -10,6 +10,7 @@ runtime calls over 50 us and kernels shorter than their launch call are flagged.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ ASYNC_COPY_CALLS = frozenset({"cudaMemcpyAsync", "cuMemcpyAsync", "cuMemcpyDtoHA
 https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html)."""
 
 
-def _pct(sorted_vals: list[float], q: float) -> float:
+def _pct(sorted_vals: list[float] | array, q: float) -> float:
     if not sorted_vals:
         return 0.0
     k = min(len(sorted_vals) - 1, max(0, math.ceil(q * len(sorted_vals)) - 1))
@@ -110,7 +111,7 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
     order = list(range(n))
     if any(g_ts[i] > g_ts[i + 1] for i in range(n - 1)):
         order.sort(key=g_ts.__getitem__)
-    starts = [g_ts[gi] for gi in order]
+    starts = array("d", (g_ts[gi] for gi in order))
     launch_idx, launch_ts = launch_times(cols)
     found = find_steps(cols, order, launch_ts, whole=whole)
     cache: dict[int, str] = {}
@@ -137,9 +138,9 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
     owner_us: dict[str, float] = defaultdict(float)
     owner_gaps: Counter[str] = Counter()
     sync_stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
-    kernel_durs: dict[int, list[float]] = defaultdict(list)
+    kernel_durs: dict[int, array] = defaultdict(lambda: array("d"))
     stream_stats: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0, 0.0, 0.0, 0.0])
-    launch_delays: list[float] = []
+    launch_delays = array("d")
     slow_runtime: set[int] = set()
     launch_calls: set[int] = set()
     short_kernels = 0
@@ -288,7 +289,7 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
                       for c, v in tot_class.items()), key=lambda r: -r.us_per_step)
     kernels = []
     for nid, durs in kernel_durs.items():
-        durs.sort()
+        durs = array("d", sorted(durs))
         total = sum(durs)
         name = cols.names[nid]
         kernels.append(KernelRow(name=name[:300], cls=classify(name) if not name.startswith("Mem") else

@@ -4,6 +4,7 @@ kernel sequence; then the steady-state steps (warm-up, CUDA-graph capture and a 
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from statistics import median
@@ -58,19 +59,18 @@ class Steps:
         return [s for s in self.steps if s.steady]
 
 
-def launch_times(cols: RankColumns) -> tuple[list[int], list[float]]:
+def launch_times(cols: RankColumns) -> tuple[array, array]:
     """For each GPU activity, the index of the runtime call that launched it (-1: none recorded) and that call's
     start (NaN: none). Correlation ids are looked up by bisection (runtime calls are in correlation order in
     Kineto and nsys output; sorted here when not)."""
     corr = cols.r_corr
-    order: list[int] | None = None
+    order: array | None = None
+    keys: array = corr  # bisect works on the array itself: no copy when already in order
     if any(corr[i] > corr[i + 1] for i in range(len(corr) - 1)):
-        order = sorted(range(len(corr)), key=corr.__getitem__)
-        keys = [corr[i] for i in order]
-    else:
-        keys = list(corr)
-    idx: list[int] = []
-    ts: list[float] = []
+        order = array("q", sorted(range(len(corr)), key=corr.__getitem__))
+        keys = array("q", (corr[i] for i in order))
+    idx = array("q")
+    ts = array("d")
     nan = float("nan")
     for c in cols.g_corr:
         j = bisect_right(keys, c) - 1
@@ -84,7 +84,7 @@ def launch_times(cols: RankColumns) -> tuple[list[int], list[float]]:
     return idx, ts
 
 
-def _marker_steps(cols: RankColumns, order: list[int], launch_ts: list[float]) -> Steps | None:
+def _marker_steps(cols: RankColumns, order: list[int], launch_ts: array) -> Steps | None:
     for label, pat in STEP_MARKERS:
         marks = sorted({(a.ts, a.end, a.name) for a in cols.annotations if pat.search(a.name)})
         if len(marks) < 2:
@@ -150,7 +150,7 @@ def _periodic_steps(cols: RankColumns, order: list[int]) -> Steps | None:
     return Steps(f"periodic: anchor kernel {cols.names[anchor][:120]}", steps)
 
 
-def find_steps(cols: RankColumns, order: list[int], launch_ts: list[float], whole: bool = False) -> Steps:
+def find_steps(cols: RankColumns, order: list[int], launch_ts: array, whole: bool = False) -> Steps:
     found = None if whole else (_marker_steps(cols, order, launch_ts) or _periodic_steps(cols, order))
     if found is None:
         start = min(cols.g_ts) if cols.n_gpu else 0.0

@@ -102,6 +102,8 @@ async def investigate(
     k8s_namespace: str | None = None,
     k8s_container: str | None = None,
     logs: Iterable[str] = (),
+    traces: Iterable[str] = (),
+    baseline_traces: Iterable[str] = (),
     model: str | None = None,
     offline: bool | None = None,
     backend: Backend | None = None,
@@ -128,6 +130,16 @@ async def investigate(
 
         if (why := name_refusal(python)) is not None:
             raise InputError(why)
+    traces, baseline_traces = list(traces), list(baseline_traces)
+    if baseline_traces and not traces:
+        raise InputError("--baseline-trace needs --trace: pass the trace to compare with the baseline")
+    if traces or baseline_traces:
+        from orchestrator.traces.inputs import TraceInputError, expand
+
+        try:
+            expand(traces + baseline_traces)
+        except TraceInputError as e:
+            raise InputError(str(e)) from None
     settings = settings or load_settings()
     notices: list[str] = []
     if backend is None:
@@ -138,7 +150,8 @@ async def investigate(
     single = None if entries else (host if isinstance(host, str) or host is None else next(iter(host), None))
     inputs = RunInputs(question=scrub_text(question), host=single or "local",
                        observations=normalize_observations(observations), logs=list(logs), python=python,
-                       measure=measure, ssh_config=ssh_config, hosts=entries, slurm=slurm)
+                       measure=measure, ssh_config=ssh_config, hosts=entries, slurm=slurm,
+                       traces=traces, baseline_traces=baseline_traces)
     async with Run(inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
                    registry=registry, transcript=transcript, host=_host_opener(single, ssh_config, settings, entries),
                    progress=progress, notices=notices, run_id=run_id) as run:

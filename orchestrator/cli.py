@@ -198,6 +198,20 @@ def _check_agents(agents: List[Path]) -> None:
                 _check_text(f, "agent definition")
 
 
+def _check_traces(trace: List[str], baseline: List[str]) -> None:
+    """--trace / --baseline-trace name readable traces (checked before any work; exit 2 with one line)."""
+    if baseline and not trace:
+        raise BadInput("--baseline-trace needs --trace: pass the trace to compare with the baseline")
+    if not trace:
+        return
+    from orchestrator.traces.inputs import TraceInputError, expand
+
+    try:
+        expand(list(trace) + list(baseline))
+    except TraceInputError as e:
+        raise BadInput(str(e)) from None
+
+
 def _missing_local_logs(logs: List[str], host: Optional[str]) -> list[str]:
     """--log paths are read on the investigated host; on this machine we can tell up front which are missing."""
     if host not in (None, "", "local", "localhost"):
@@ -353,6 +367,11 @@ def ask(
     python: Optional[str] = typer.Option(None, "--python", metavar="PATH", help="the serving interpreter on the host"),
     observations: Optional[Path] = typer.Option(None, "--observations", metavar="FILE", help="YAML/JSON observations file"),
     log: List[str] = typer.Option([], "--log", metavar="PATH", help="server log path on the host (repeatable)"),
+    trace: List[str] = typer.Option([], "--trace", metavar="FILE", help="profile on this machine: Kineto/PyTorch "
+                                    "profiler .json(.gz) or nsys SQLite export; a directory or glob of per-rank "
+                                    "files (repeatable)"),
+    baseline_trace: List[str] = typer.Option([], "--baseline-trace", metavar="FILE", help="profile to diff the "
+                                             "--trace against (repeatable, same forms)"),
     bench: List[Path] = typer.Option([], "--bench", metavar="FILE", help="benchmark result file: vllm bench serve "
                                      "JSON, SGLang bench_serving JSONL, genai-perf profile export (repeatable)"),
     model: Optional[str] = typer.Option(None, "--model", metavar="ID", help="Claude model id or alias (anthropic backend)"),
@@ -384,6 +403,7 @@ def ask(
         obs = _with_bench(obs, bench)
     _check_agents(agents)
     _check_python(python)
+    _check_traces(trace, baseline_trace)
     _check_writable(report, "--report", "report")
     if report is not None:
         _report_format(report, "--report")
@@ -410,7 +430,7 @@ def ask(
         investigate, no_progress, question=question, host=(host[0] if len(host) == 1 else host or None),
         hosts_file=str(hosts_file) if hosts_file else None, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
         k8s_container=k8s_container, ssh_config=ssh, python=python, observations=obs, logs=log, model=model,
-        offline=offline or None, agents_dirs=agents, measure=measure, transcript=path, settings=settings,
+        traces=trace, baseline_traces=baseline_trace, offline=offline or None, agents_dirs=agents, measure=measure, transcript=path, settings=settings,
         run_id=run_id,
     )
     _emit_result(result, as_json=as_json, report=report, no_progress=no_progress)

@@ -44,6 +44,10 @@ class RunInputs(BaseModel):
     each one that could not be used; empty for a one-host run. `host` is then the first usable one (the primary)."""
     slurm: str | None = None
     """The `--slurm` nodelist or partition, when Slurm is the host source."""
+    traces: list[str] = Field(default_factory=list)
+    """`--trace` paths on this machine (files, directories of per-rank traces, globs): the trace prong reads them."""
+    baseline_traces: list[str] = Field(default_factory=list)
+    """`--baseline-trace` paths: the trace the `--trace` ones are diffed against."""
 
     @property
     def usable_hosts(self) -> list[str]:

@@ -391,6 +391,10 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
 
     p.append(engine_html(events, d, known))
 
+    from orchestrator.render.trace import trace_html  # profiles given with --trace: per-step bars, top kernels
+
+    p.append(trace_html(events, known))
+
     if d.recommendations:
         p.append('<h2 id="recommendations">Recommendations</h2><ul>')
         for r in d.recommendations:

@@ -1,0 +1,107 @@
+"""The compact per-rank columns a trace is read into: a few numbers per GPU activity and runtime call, never the
+whole JSON. A 5 GB Kineto trace holds a few million kernels and launches: ~40 bytes each here, not a dict each."""
+
+from __future__ import annotations
+
+import json
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
+
+
+@dataclass
+class Annotation:
+    """A host-side range (user annotation / NVTX range / step marker) on one thread."""
+
+    name: str
+    ts: float
+    end: float
+    tid: int
+
+
+@dataclass
+class RankColumns:
+    """One rank's GPU activities and CUDA runtime calls, as columns (times in microseconds)."""
+
+    source: str
+    rank: int | None = None
+    gpu_name: str | None = None
+    fmt: str = "kineto"
+    names: list[str] = field(default_factory=list)
+    _name_ids: dict[str, int] = field(default_factory=dict)
+    # GPU activities (kernels, memcpy, memset)
+    g_ts: array = field(default_factory=lambda: array("d"))
+    g_end: array = field(default_factory=lambda: array("d"))
+    g_stream: array = field(default_factory=lambda: array("q"))
+    g_device: array = field(default_factory=lambda: array("q"))
+    g_name: array = field(default_factory=lambda: array("q"))
+    g_kind: array = field(default_factory=lambda: array("b"))
+    g_corr: array = field(default_factory=lambda: array("q"))
+    g_ext: array = field(default_factory=lambda: array("q"))
+    # CUDA runtime / driver calls
+    r_ts: array = field(default_factory=lambda: array("d"))
+    r_end: array = field(default_factory=lambda: array("d"))
+    r_name: array = field(default_factory=lambda: array("q"))
+    r_corr: array = field(default_factory=lambda: array("q"))
+    r_tid: array = field(default_factory=lambda: array("q"))
+    annotations: list[Annotation] = field(default_factory=list)
+    """Host-side ranges other than python functions (step markers among them)."""
+    gemm_shapes: dict[int, int] = field(default_factory=dict)
+    """External id -> index in `shapes` of GEMM-like CPU ops (recorded with record_shapes)."""
+    shapes: list[tuple[str, str]] = field(default_factory=list)
+    """Distinct (op name, JSON of [Input Dims, Input type]): a trace repeats a few shapes millions of times."""
+    _shape_ids: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add_shape(self, ext: int, op: str, dims: list[Any], types: list[str]) -> None:
+        key = (op, json.dumps([dims, types]))
+        i = self._shape_ids.get(key)
+        if i is None:
+            i = self._shape_ids[key] = len(self.shapes)
+            self.shapes.append(key)
+        self.gemm_shapes[ext] = i
+
+    def shape(self, ext: int) -> tuple[str, list[Any], list[str]]:
+        op, raw = self.shapes[self.gemm_shapes[ext]]
+        dims, types = json.loads(raw)
+        return op, dims, types
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Events not kept, by category (python functions, CPU ops, flow arrows, metadata)."""
+    events_read: int = 0
+
+    def name_id(self, name: str) -> int:
+        i = self._name_ids.get(name)
+        if i is None:
+            i = self._name_ids[name] = len(self.names)
+            self.names.append(name)
+        return i
+
+    def add_gpu(self, kind: int, name: str, ts: float, dur: float, stream: int, device: int, corr: int,
+                ext: int) -> None:
+        self.g_ts.append(ts)
+        self.g_end.append(ts + dur)
+        self.g_stream.append(stream)
+        self.g_device.append(device)
+        self.g_name.append(self.name_id(name))
+        self.g_kind.append(kind)
+        self.g_corr.append(corr)
+        self.g_ext.append(ext)
+
+    def add_runtime(self, name: str, ts: float, dur: float, corr: int, tid: int) -> None:
+        self.r_ts.append(ts)
+        self.r_end.append(ts + dur)
+        self.r_name.append(self.name_id(name))
+        self.r_corr.append(corr)
+        self.r_tid.append(tid)
+
+    def skip(self, cat: str) -> None:
+        self.skipped[cat] = self.skipped.get(cat, 0) + 1
+
+    @property
+    def n_gpu(self) -> int:
+        return len(self.g_ts)
+
+    @property
+    def n_runtime(self) -> int:
+        return len(self.r_ts)

@@ -746,6 +746,7 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
 
 
 from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
+from orchestrator.analysis.settings_rules import settings_rule  # noqa: E402  (the settings audit, issue 27)
 
 
 RULES: list[Rule] = [
@@ -753,6 +754,7 @@ RULES: list[Rule] = [
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, power_vs_limit,
     catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
+    settings_rule,  # non-default settings and changed defaults (analysis/settings_rules.py)
 ]
 
 

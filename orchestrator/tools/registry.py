@@ -8,11 +8,11 @@ from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
 
 
 def default_registry() -> ToolRegistry:
-    from orchestrator.tools import benchmarks, engine, fetch, fleet, knowledge, node, probes, shell
+    from orchestrator.tools import benchmarks, engine, fetch, fleet, knowledge, node, probes, settings, shell
 
     reg = ToolRegistry()
     for tool in (TaskTool(), SubmitFindings(), SubmitDiagnosis()):
         reg.add(tool)
-    for module in (shell, probes, node, knowledge, fetch, benchmarks, engine, fleet):
+    for module in (shell, probes, node, knowledge, fetch, benchmarks, engine, fleet, settings):
         module.register(reg)
     return reg

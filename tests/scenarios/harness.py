@@ -26,7 +26,7 @@ from support.sshd import start_sshd
 from support.stagers import stage
 
 ROOT = Path(__file__).resolve().parent
-CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy")
+CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy", "settings")
 
 
 class Expect(BaseModel):

@@ -1,0 +1,165 @@
+"""Findings of the settings audit (issue 27): the non-default settings whose effect can explain the asked symptom
+are causes; every non-default is listed in one context finding (the report's table); an upgrade question ranks the
+defaults that changed between the two versions.
+
+No setting has a rule of its own here: which settings exist, their defaults per version and their effects all come
+from the knowledge base (knowledge/settings), so a setting the curation names is found wherever it is set.
+"""
+
+from __future__ import annotations
+
+import re
+
+from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.settings_audit import NonDefault, ProcessAudit, audit_process, upgrade_in
+from orchestrator.findings import Finding, Symptom
+from orchestrator.knowledge import settings as kb
+from orchestrator.probes.settings_models import SettingsReport
+
+_SYMPTOM_WORDS: list[tuple[Symptom, str]] = [
+    ("ttft", r"\bttft\b|time to first|first token|prefill|prompt processing"),
+    ("itl", r"\bitl\b|\btpot\b|inter-token|per-token|per token|token latency|decode|tokens? per second per|"
+            r"generation speed"),
+    ("startup", r"start-?up|starts? slow|load(ing)? time|takes? .* to (start|load)|boot|cold start|compil"),
+    ("regression", r"upgrad|regress|slower (after|since|than before)|after (updat|moving|switching)|"
+                   r"used to be faster"),
+    ("throughput", r"throughput|tok/s|tokens/s|req/s|requests per|qps|slow|capacity"),
+    ("errors", r"crash|hang|error|fail|oom\b"),
+]
+_DEFAULT_SYMPTOMS: tuple[Symptom, ...] = ("throughput", "itl", "ttft")
+
+
+def asked_symptoms(question: str) -> set[Symptom]:
+    """Which symptoms the question names (throughput, itl, ttft when it names none)."""
+    found: set[Symptom] = {s for s, pat in _SYMPTOM_WORDS if re.search(pat, question, re.I)}
+    if found <= {"regression", "errors"}:
+        found |= set(_DEFAULT_SYMPTOMS)
+    return found
+
+
+def _where(a: ProcessAudit) -> str:
+    return f"{a.label} (pid {a.process.pid})"
+
+
+def _cause(a: ProcessAudit, nd: NonDefault, ev: str, asked: set[Symptom]) -> Finding:
+    assert nd.effect is not None
+    eff = nd.effect
+    v, d = nd.shown(nd.value), nd.shown(nd.default)
+    dver = f"{a.project and kb.project_data(nd.doc.project)['label']} {nd.default_version}" if nd.default_version \
+        else "its documentation"
+    given = "in its environment" if nd.origin == "env" else f"by {nd.origin}"
+    title = f"{nd.name}={v} ({'slows' if eff.direction == 'slower' else 'changes'} {', '.join(eff.symptoms)})"
+    claim = (f"{_where(a)} was given {nd.name}={v} {given}; the default ({dver}) is {d}. This setting {eff.effect}. "
+             f"Source: {', '.join(eff.source)}.")
+    return Finding(
+        id=f"setting-{nd.doc.project}-{nd.doc.name}".lower(), claim=claim, title=title, category="engine",
+        evidence=[ev], recommendations=[eff.fix] if eff.fix else [], symptoms=list(eff.symptoms),
+        confidence=0.8 if eff.direction == "slower" else 0.5, severity="high" if eff.direction == "slower" else "medium",
+        secondary=eff.direction != "slower", short=f"{nd.name}={v} {eff.effect}",
+        matched=[f"{nd.name}={v}"], data={"setting": nd.row, "asked": sorted(asked)})
+
+
+def _table(audits: list[ProcessAudit], ev: str) -> Finding | None:
+    rows = [dict(nd.row, process=_where(a)) for a in audits for nd in a.nondefaults]
+    if not rows:
+        return None
+    lines = [f"{r['setting']}={r['value']} (default {r['default']}{', ' + r['origin'] if r['origin'] != 'env' else ', env'}"
+             + (f"; {r['direction']}: {', '.join(r['symptoms'])}" if r["effect"] else "") + ")" for r in rows]
+    procs = ", ".join(_where(a) for a in audits)
+    return Finding(id="settings-audit", title="Non-default settings", category="engine", informational=True,
+                   evidence=[ev], confidence=0.9, data={"rows": rows},
+                   claim=f"{len(rows)} setting(s) of {procs} differ from their defaults: " + "; ".join(lines) + ".")
+
+
+def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, asked: set[Symptom]) -> list[Finding]:
+    primary = audits[0] if audits else None
+    up = upgrade_in(v.question, primary.project if primary else None)
+    if up is None:
+        return []
+    project, old, new = up
+    label = kb.project_data(project)["label"]
+    given = {nd.doc.key for a in audits for nd in a.nondefaults}
+    explicit = {(d.key) for a in audits for d in _explicit(a)}
+    ranked = []
+    for doc, before, after in kb.changed_defaults(project, old, new):
+        if doc.key in explicit or doc.key in given:
+            continue  # the process sets it itself: the changed default does not apply
+        eff = kb.effect_applies(doc, after, before) or kb.effect_of(doc)
+        hit = bool(eff and set(eff.symptoms) & asked)
+        ranked.append((0 if hit else 1 if eff else 2, doc, before, after, eff))
+    ranked.sort(key=lambda t: (t[0], t[1].name))
+    if not ranked:
+        return []
+    cites = [ev] if ev else [e.id for e in v.evidence if not e.is_error][:1]
+    if not cites:
+        return []
+    out = []
+    for rank, doc, before, after, eff in ranked[:5]:
+        if rank > 0:
+            continue
+        assert eff is not None
+        name = doc.flag if doc.kind == "cli" and doc.flag else doc.name
+        out.append(Finding(
+            id=f"changed-default-{project}-{doc.name}".lower(), category="engine", evidence=cites,
+            title=f"Default of {name} changed in the upgrade: {_show(before)} -> {_show(after)}",
+            claim=(f"Between {label} {old} and {new} the default of {name} changed from {_show(before)} to "
+                   f"{_show(after)} ({doc.source} at {doc.url}); the serving process does not set it, so the upgrade "
+                   f"changed it. This setting {eff.effect}. Source: {', '.join(eff.source)}."),
+            recommendations=[f"Set {name}={_show(before)} explicitly to get {label} {old}'s behaviour back, and "
+                             f"benchmark both ({eff.fix})"],
+            symptoms=["regression", *eff.symptoms], confidence=0.6, severity="medium",
+            data={"project": project, "old": old, "new": new, "setting": doc.name}))
+    rest = [f"{(d.flag if d.kind == 'cli' and d.flag else d.name)}: {_show(b)} -> {_show(a)}"
+            for _, d, b, a, _ in ranked[:40]]
+    out.append(Finding(
+        id=f"changed-defaults-{project}", category="engine", informational=True, evidence=cites, confidence=0.9,
+        title=f"Defaults changed between {label} {old} and {new}",
+        claim=f"{len(ranked)} default(s) changed between {label} {old} and {new} (harvested from the releases' own "
+              f"definitions): " + "; ".join(rest) + ".",
+        data={"project": project, "old": old, "new": new, "changed": len(ranked)}))
+    return out
+
+
+def _explicit(a: ProcessAudit) -> list[kb.SettingDoc]:
+    """Settings the process gives explicitly (even at their default value)."""
+    out = []
+    if a.project:
+        for tok in a.process.argv:
+            name = tok.split("=", 1)[0]
+            doc = kb.flags(a.project).get(name) or (kb.flags(a.project).get("--" + name[5:])
+                                                   if name.startswith("--no-") else None)
+            if doc is not None:
+                out.append(doc)
+    out += [d for n in a.process.env if (d := kb.env_settings().get(n)) is not None]
+    return out
+
+
+def _show(v: object) -> str:
+    if kb.is_computed(v):
+        return "computed at start"
+    return "unset" if v is None else str(v)
+
+
+def settings_rule(v: EvidenceView) -> list[Finding]:
+    """The analysis rule (see `rules.RULES`)."""
+    reports = v.probes("settings_audit")
+    asked = asked_symptoms(v.question)
+    audits: list[ProcessAudit] = []
+    ev: str | None = None
+    for e, r in reports:
+        assert isinstance(r, SettingsReport)
+        if r.processes and ev is None:
+            ev = e.id
+            audits = [audit_process(p) for p in r.processes]
+    out: list[Finding] = []
+    if ev is not None:
+        for a in audits:
+            for nd in a.nondefaults:
+                if nd.effect is not None and set(nd.effect.symptoms) & asked:
+                    out.append(_cause(a, nd, ev, asked))
+        table = _table(audits, ev)
+        if table is not None:
+            out.append(table)
+    if "regression" in asked:
+        out += _regression(v, audits, ev, asked)
+    return out

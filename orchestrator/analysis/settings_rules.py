@@ -52,7 +52,7 @@ def _cause(a: ProcessAudit, nd: NonDefault, ev: str, asked: set[Symptom]) -> Fin
     claim = (f"{_where(a)} was given {nd.name}={v} {given}; the default ({dver}) is {d}. This setting {eff.effect}. "
              f"Source: {', '.join(eff.source)}.")
     return Finding(
-        id=f"setting-{nd.doc.project}-{nd.doc.name}".lower(), claim=claim, title=title, category="engine",
+        explains=None, id=f"setting-{nd.doc.project}-{nd.doc.name}".lower(), claim=claim, title=title, category="engine",
         evidence=[ev], recommendations=[eff.fix] if eff.fix else [], symptoms=list(eff.symptoms),
         confidence=0.8 if eff.direction == "slower" else 0.5, severity="high" if eff.direction == "slower" else "medium",
         secondary=eff.direction != "slower", short=f"{nd.name}={v} {eff.effect}",
@@ -66,7 +66,7 @@ def _table(audits: list[ProcessAudit], ev: str) -> Finding | None:
     lines = [f"{r['setting']}={r['value']} (default {r['default']}{', ' + r['origin'] if r['origin'] != 'env' else ', env'}"
              + (f"; {r['direction']}: {', '.join(r['symptoms'])}" if r["effect"] else "") + ")" for r in rows]
     procs = ", ".join(_where(a) for a in audits)
-    return Finding(id="settings-audit", title="Non-default settings", category="engine", informational=True,
+    return Finding(explains=None, id="settings-audit", title="Non-default settings", category="engine", informational=True,
                    evidence=[ev], confidence=0.9, data={"rows": rows},
                    claim=f"{len(rows)} setting(s) of {procs} differ from their defaults: " + "; ".join(lines) + ".")
 
@@ -100,7 +100,7 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
         assert eff is not None
         name = doc.flag if doc.kind == "cli" and doc.flag else doc.name
         out.append(Finding(
-            id=f"changed-default-{project}-{doc.name}".lower(), category="engine", evidence=cites,
+            explains=None, id=f"changed-default-{project}-{doc.name}".lower(), category="engine", evidence=cites,
             title=f"Default of {name} changed in the upgrade: {_show(before)} -> {_show(after)}",
             claim=(f"Between {label} {old} and {new} the default of {name} changed from {_show(before)} to "
                    f"{_show(after)} ({doc.source} at {doc.url}); the serving process does not set it, so the upgrade "
@@ -112,7 +112,7 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
     rest = [f"{(d.flag if d.kind == 'cli' and d.flag else d.name)}: {_show(b)} -> {_show(a)}"
             for _, d, b, a, _ in ranked[:40]]
     out.append(Finding(
-        id=f"changed-defaults-{project}", category="engine", informational=True, evidence=cites, confidence=0.9,
+        explains=None, id=f"changed-defaults-{project}", category="engine", informational=True, evidence=cites, confidence=0.9,
         title=f"Defaults changed between {label} {old} and {new}",
         claim=f"{len(ranked)} default(s) changed between {label} {old} and {new} (harvested from the releases' own "
               f"definitions): " + "; ".join(rest) + ".",

@@ -19,9 +19,9 @@ import sys
 SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api[-_]?key|credentials?|auth|cookie|"
                          r"private[-_]key)$", re.I)
 MASK = "<redacted on host>"
-MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
+ENGINE_MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
            ("tensorrt_llm.commands.serve", "trtllm"), ("text_generation_server", "tgi"))
-SCRIPTS = {"vllm": "vllm", "trtllm-serve": "trtllm", "text-generation-launcher": "tgi",
+ENGINE_SCRIPTS = {"vllm": "vllm", "trtllm-serve": "trtllm", "text-generation-launcher": "tgi",
            "text-generation-server": "tgi", "llama-server": "llamacpp", "ollama": "ollama"}
 PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm", "tgi": "text_generation_server"}
 CONFIG_FLAGS = ("--config", "--extra_llm_api_options", "--extra-llm-api-options", "--generation-config")
@@ -31,11 +31,11 @@ MODEL_FLAGS = ("--model", "--model-path", "--model-id", "-m")
 def engine_of(argv):
     for i, arg in enumerate(argv[:-1]):
         if arg == "-m":
-            for prefix, kind in MODULES:
+            for prefix, kind in ENGINE_MODULES:
                 if argv[i + 1].startswith(prefix):
                     return kind
     for j, arg in enumerate(argv[:2]):
-        kind = SCRIPTS.get(os.path.basename(arg))
+        kind = ENGINE_SCRIPTS.get(os.path.basename(arg))
         if kind in ("vllm", "ollama"):
             rest = argv[j + 1:]
             return kind if rest and rest[0] == "serve" else None

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -94,7 +97,16 @@ async def test_secret_looking_variables_never_leave_the_host(tmp_path, sshd_fact
     from orchestrator.render.html import render_html
 
     page = render_html(result.diagnosis, result.events)
-    texts = {"transcript": path.read_text(), "diagnosis": result.diagnosis.model_dump_json(), "report": page}
+    # the report's table lists every non-default, with its default and the effect where curated
+    assert 'id="settings"' in page and "<td>CUDA_LAUNCH_BLOCKING</td><td>1</td><td>0 (13)</td>" in page
+    assert "<td>NCCL_P2P_DISABLE</td><td>1</td><td>unset" in page
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    show = subprocess.run([sys.executable, "-m", "orchestrator.cli", "show", str(path)], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert show.returncode == 0, show.stderr
+    assert "Non-default settings" in show.stdout and "TORCH_NCCL_BLOCKING_WAIT" in show.stdout
+    texts = {"transcript": path.read_text(), "diagnosis": result.diagnosis.model_dump_json(), "report": page,
+             "show": show.stdout}
     words = texts["diagnosis"]
     assert "CUDA_LAUNCH_BLOCKING=1" in words and "VLLM_ENABLE_V1_MULTIPROCESSING=0" in words
     for where, text in texts.items():

@@ -12,6 +12,7 @@ import re
 
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.settings_audit import NonDefault, ProcessAudit, audit_process, upgrade_in
+from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding, Symptom
 from orchestrator.knowledge import settings as kb
 from orchestrator.probes.settings_models import SettingsReport
@@ -90,7 +91,8 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
     ranked.sort(key=lambda t: (t[0], t[1].name))
     if not ranked:
         return []
-    cites = [ev] if ev else [e.id for e in v.evidence if not e.is_error][:1]
+    measured, numbers, obs_ev = before_after(v, asked)
+    cites = [x for x in (ev, obs_ev) if x] or [e.id for e in v.evidence if not e.is_error][:1]
     if not cites:
         return []
     out = []
@@ -104,7 +106,8 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
             title=f"Default of {name} changed in the upgrade: {_show(before)} -> {_show(after)}",
             claim=(f"Between {label} {old} and {new} the default of {name} changed from {_show(before)} to "
                    f"{_show(after)} ({doc.source} at {doc.url}); the serving process does not set it, so the upgrade "
-                   f"changed it. This setting {eff.effect}. Source: {', '.join(eff.source)}."),
+                   f"changed it. This setting {eff.effect}. Source: {', '.join(eff.source)}."
+                   + (f" {measured}" if measured else "")), numbers=numbers,
             recommendations=[f"Set {name}={_show(before)} explicitly to get {label} {old}'s behaviour back, and "
                              f"benchmark both ({eff.fix})"],
             symptoms=["regression", *eff.symptoms], confidence=0.6, severity="medium",
@@ -114,10 +117,49 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
     out.append(Finding(
         explains=None, id=f"changed-defaults-{project}", category="engine", informational=True, evidence=cites, confidence=0.9,
         title=f"Defaults changed between {label} {old} and {new}",
-        claim=f"{len(ranked)} default(s) changed between {label} {old} and {new} (harvested from the releases' own "
-              f"definitions): " + "; ".join(rest) + ".",
+        claim=(f"{measured} " if measured else "") + f"{len(ranked)} default(s) changed between {label} {old} and "
+              f"{new} (harvested from the releases' own definitions): " + "; ".join(rest) + ".", numbers=numbers,
         data={"project": project, "old": old, "new": new, "changed": len(ranked)}))
     return out
+
+
+_METRICS: dict[str, tuple[str, str, bool]] = {"itl": ("itl", "ms", False), "ttft": ("ttft", "ms", False),
+                                               "throughput": ("output_throughput", "tok/s", True)}
+
+
+def before_after(v: EvidenceView, asked: set[Symptom]) -> tuple[str, list[Number], str | None]:
+    """The first and the last benchmark run given (`--bench BEFORE --bench AFTER`) on the asked metrics: a sentence,
+    the numbers, and the observations' evidence id ('' / [] / None when fewer than two runs were given)."""
+    oe = v.observations_evidence
+    runs = oe[1].bench if oe else []
+    if oe is None or len(runs) < 2:
+        return "", [], None
+    before, after = runs[0], runs[-1]
+    parts, numbers = [], []
+    for sym in ("itl", "ttft", "throughput"):
+        if sym not in asked:
+            continue
+        field, unit, higher_better = _METRICS[sym]
+        vals = []
+        for r in (before, after):
+            x = getattr(r, field)
+            if field == "itl" and (x is None or x.empty):
+                x = r.tpot
+            vals.append(x if isinstance(x, (int, float)) or x is None else (x.p50 if x.p50 is not None else x.mean))
+        a, b = vals
+        if a is None or b is None or not a:
+            continue
+        change = (b - a) / a * 100
+        worse = change < 0 if higher_better else change > 0
+        label = {"itl": "ITL/TPOT p50", "ttft": "TTFT p50", "throughput": "output throughput"}[sym]
+        parts.append(f"{label} {a:g} -> {b:g} {unit} ({change:+.0f} %{', worse' if worse else ''})")
+        numbers.append(Number(name=f"{label} after vs before", value=round(b, 4), unit=unit, peak=None,
+                              source=oe[0].id, note=f"before: {a:g} {unit} ({before.source or before.name}); after: "
+                                                    f"{b:g} {unit} ({after.source or after.name})"))
+    if not parts:
+        return "", [], None
+    return (f"The benchmark runs given (first = before: {before.source or before.name}; last = after: "
+            f"{after.source or after.name}) show " + "; ".join(parts) + "."), numbers, oe[0].id
 
 
 def _explicit(a: ProcessAudit) -> list[kb.SettingDoc]:

@@ -24,7 +24,7 @@ _SYMPTOM_WORDS: list[tuple[Symptom, str]] = [
     ("startup", r"start-?up|starts? slow|load(ing)? time|takes? .* to (start|load)|boot|cold start|compil"),
     ("regression", r"upgrad|regress|slower (after|since|than before)|after (updat|moving|switching)|"
                    r"used to be faster"),
-    ("throughput", r"throughput|tok/s|tokens/s|req/s|requests per|qps|slow|capacity"),
+    ("throughput", r"throughput|tok/s|tokens/s|req/s|requests per|qps|capacity"),
     ("errors", r"crash|hang|error|fail|oom\b"),
 ]
 _DEFAULT_SYMPTOMS: tuple[Symptom, ...] = ("throughput", "itl", "ttft")
@@ -33,7 +33,7 @@ _DEFAULT_SYMPTOMS: tuple[Symptom, ...] = ("throughput", "itl", "ttft")
 def asked_symptoms(question: str) -> set[Symptom]:
     """Which symptoms the question names (throughput, itl, ttft when it names none)."""
     found: set[Symptom] = {s for s, pat in _SYMPTOM_WORDS if re.search(pat, question, re.I)}
-    if found <= {"regression", "errors"}:
+    if found <= {"regression", "errors"}:  # "slow", "slower after ...": no phase named, so any of them
         found |= set(_DEFAULT_SYMPTOMS)
     return found
 

@@ -69,6 +69,12 @@ PROJECTS: dict[str, dict[str, Any]] = {
                  "url": "https://github.com/abetlen/llama-cpp-python/tree/v{version}/vendor/llama.cpp/{path}#L{line}",
                  "sdist": "llama-cpp-python", "files": ["vendor/llama.cpp/common/arg.cpp"]},
     "cuda": {"label": "CUDA runtime/driver", "url": "{doc}", "docs": True},
+    # NVIDIA publishes the tensorrt_llm wheels on its own index (PyPI has a stub sdist) and the repository is over the
+    # mirror's size limit here: `gather --wheel tensorrt_llm VERSIONS` needs a pip configured with that index.
+    "tensorrt_llm": {"label": "TensorRT-LLM",
+                     "url": "https://github.com/NVIDIA/TensorRT-LLM/blob/v{version}/{path}#L{line}",
+                     "wheel": "tensorrt_llm", "files": ["tensorrt_llm/llmapi/llm_args.py",
+                                                         "tensorrt_llm/commands/serve.py"]},
 }
 
 
@@ -391,6 +397,49 @@ def _comment_block(lines: list[str], lineno: int, mark: str) -> list[str]:
     return list(reversed(block))
 
 
+_TRT_TOP = ("BaseLlmArgs", "TorchLlmArgs", "TrtLlmArgs", "LlmArgs")
+
+
+def trtllm_llm_args(text: str, path: str) -> list[dict]:
+    """llm_args.py: the LLM API's pydantic fields (the keys of an --extra_llm_api_options / --config YAML); a nested
+    config class's fields as `attr.field`, attr being the top-level field whose type names the class."""
+    classes = class_fields(ast.parse(text))
+    out: list[dict] = []
+    top = {n: f for c in _TRT_TOP for n, f in classes.get(c, {}).items()}
+    for name, f in top.items():
+        out.append(entry(name, "config", f["type"], f["default"], f["help"], path, f["line"]))
+    for cls, fields in classes.items():
+        if cls in _TRT_TOP:
+            continue
+        for attr, tf in top.items():
+            if re.search(r"\b" + re.escape(cls) + r"\b", tf["type"]):
+                for name, f in fields.items():
+                    out.append(entry(f"{attr}.{name}", "config", f["type"], f["default"], f["help"], path, f["line"]))
+    return out
+
+
+def click_options(text: str, path: str) -> list[dict]:
+    """A click command's options (trtllm-serve): `@click.option("--name", ..., default=..., help=...)`."""
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("click.option")):
+            continue
+        names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        longs = [n for n in names if n.startswith("--")]
+        if not longs:
+            continue
+        help_ = _kw(node, "help")
+        type_ = _kw(node, "type")
+        flag = longs[0]
+        is_flag = _kw(node, "is_flag")
+        default = literal(_kw(node, "default")) if _kw(node, "default") is not None else (
+            False if isinstance(is_flag, ast.Constant) and is_flag.value else None)
+        out.append(entry(flag.lstrip("-").replace("-", "_"), "cli", ast.unparse(type_) if type_ is not None else "",
+                         default, help_.value if isinstance(help_, ast.Constant) and isinstance(help_.value, str)
+                         else "", path, node.lineno, flag=flag, aliases=names))
+    return out
+
+
 # --- C, C++, Go, Rust, Markdown -----------------------------------------------------------------------------------------
 
 _NCCL_PARAM = re.compile(r"NCCL_PARAM\(\s*(\w+)\s*,\s*\"(\w+)\"\s*,\s*([^;\n]+?)\)\s*;?\s*$", re.M)
@@ -593,6 +642,9 @@ def harvest_version(project: str, root: Path) -> list[dict]:
     elif project == "llamacpp":
         for rel in ("common/arg.cpp", "vendor/llama.cpp/common/arg.cpp"):
             one(rel, llamacpp_args)
+    elif project == "tensorrt_llm":
+        one("tensorrt_llm/llmapi/llm_args.py", trtllm_llm_args)
+        one("tensorrt_llm/commands/serve.py", click_options)
     elif project == "cuda":
         for f in sorted(root.glob("*.tsv")):
             one(f.name, cuda_doc)

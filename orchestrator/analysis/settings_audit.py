@@ -124,10 +124,22 @@ def _config_settings(project: str, path: str, text: str) -> list[tuple[kb.Settin
     if not isinstance(data, dict):
         return []
     out = []
-    for k, v in data.items():
-        docs = [d for d in kb.find(str(k).replace("-", "_"), project) if d.kind == "cli"]
+    for k, v in _flat(data):
+        docs = [d for d in kb.find(k.replace("-", "_"), project) if d.kind in ("cli", "config")]
         if docs:
             out.append((docs[0], v, f"config file {path}"))
+    return out
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """YAML keys as dotted names (TensorRT-LLM's `kv_cache_config.enable_block_reuse`), nested dicts flattened; a
+    dict-valued key is also given whole (vLLM's `compilation-config: {...}`)."""
+    out: list[tuple[str, Any]] = []
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        out.append((key, v))
+        if isinstance(v, dict):
+            out += _flat(v, key + ".")
     return out
 
 
@@ -160,7 +172,7 @@ def audit_process(p: ProcessSettings) -> ProcessAudit:
     for path, f in p.files.items():
         if f.text is None:
             continue
-        if f.role in ("--config",) and project:
+        if f.role in ("--config", "--extra_llm_api_options", "--extra-llm-api-options") and project:
             given += _config_settings(project, path, f.text)
         elif f.role in ("generation_config.json", "--generation-config") and "transformers" in kb.projects():
             given += _generation_settings(path, f.text)

@@ -52,6 +52,9 @@ def test_harvest_reads_defaults_per_version_help_and_sources(tmp_path):
     tgi = {(s["kind"], s["name"]): s for s in json.loads((tmp_path / "tgi.json").read_text())["settings"]}
     assert tgi[("env", "CUDA_GRAPHS")]["flag_of"] == "cuda_graphs"
     assert tgi[("cli", "max_concurrent_requests")]["defaults"] == [["3.3.7", "128"]]
+    trt = {s["name"]: s for s in json.loads((tmp_path / "tensorrt_llm.json").read_text())["settings"]}
+    assert trt["kv_cache_config.enable_block_reuse"]["defaults"] == [["1.2.1", True]]  # nested LLM API config key
+    assert trt["max_batch_size"]["flag"] == "--max_batch_size" and trt["enable_chunked_prefill"]["defaults"][0][1] is False
 
 
 def test_harvest_that_finds_far_fewer_settings_than_last_time_fails(tmp_path):

@@ -24,7 +24,7 @@ from orchestrator.knowledge.envparse import nccl_int, torch_bool, vllm_bool
 
 Kind = Literal["env", "cli", "config", "generation"]
 
-ENGINE_PROJECT: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "tgi": "tgi", "trtllm": "triton_trtllm",
+ENGINE_PROJECT: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "tgi": "tgi", "trtllm": "tensorrt_llm",
                                   "llamacpp": "llamacpp", "ollama": "ollama"}
 """The engine probe's engine name -> the project whose settings it takes."""
 

@@ -92,3 +92,42 @@ async def test_setting_doc_looks_up_any_setting_by_name():
     assert "NCCL" in out.text and "github.com/NVIDIA/nccl" in out.text
     with pytest.raises(ToolFailure, match="no setting named"):
         await SettingDocTool().run(SettingDocInput(name="NOT_A_SETTING_AT_ALL"), None)
+
+
+def _view(question: str, *procs: ProcessSettings, observations=None):
+    from orchestrator.analysis.evidence_view import EvidenceView
+    from orchestrator.evidence import Evidence
+    from orchestrator.probes.settings_models import SettingsReport
+
+    rep = SettingsReport(host="h", processes=list(procs))
+    ev = Evidence(id="ev-1.1", agent_id="a", tool="settings_audit", data=rep.model_dump(mode="json"))
+    return EvidenceView([ev], observations, question=question)
+
+
+def test_only_settings_whose_effect_explains_the_asked_symptom_become_causes():
+    from orchestrator.analysis.settings_rules import settings_rule
+
+    p = ProcessSettings(pid=7, engine="vllm", version="0.31.0",
+                        env={"CUDA_MODULE_LOADING": "EAGER", "CUDA_LAUNCH_BLOCKING": "1", "CUDA_VISIBLE_DEVICES": "0"})
+    itl = {f.id: f for f in settings_rule(_view("why is inter-token latency high?", p))}
+    assert "setting-cuda-cuda_launch_blocking" in itl and "setting-cuda-cuda_module_loading" not in itl
+    assert itl["setting-cuda-cuda_launch_blocking"].symptoms == ["itl", "ttft", "throughput"]
+    table = itl["settings-audit"]
+    assert table.informational and {r["setting"] for r in table.data["rows"]} == {
+        "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING", "CUDA_VISIBLE_DEVICES"}  # no effect: still listed
+    start = {f.id for f in settings_rule(_view("why does the server take so long to start up?", p))}
+    assert "setting-cuda-cuda_module_loading" in start and "setting-cuda-cuda_launch_blocking" not in start
+
+
+def test_upgrade_question_ranks_changed_defaults_the_process_does_not_set():
+    from orchestrator.analysis.settings_rules import settings_rule
+
+    q = "inter-token latency got worse after upgrading vllm from 0.28.0 to 0.29.0"
+    p = ProcessSettings(pid=7, engine="vllm", version="0.29.0", argv=["vllm", "serve", "m"])
+    found = {f.id: f for f in settings_rule(_view(q, p))}
+    cause = found["changed-default-vllm-vllm_allreduce_use_flashinfer"]
+    assert "regression" in cause.symptoms and "from False to True" in cause.claim
+    assert found["changed-defaults-vllm"].informational
+    pinned = ProcessSettings(pid=7, engine="vllm", version="0.29.0", argv=["vllm", "serve", "m"],
+                             env={"VLLM_ALLREDUCE_USE_FLASHINFER": "1"})
+    assert "changed-default-vllm-vllm_allreduce_use_flashinfer" not in {f.id for f in settings_rule(_view(q, pinned))}

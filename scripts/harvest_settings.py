@@ -46,7 +46,8 @@ MIN_RATIO = 0.8
 PROJECTS: dict[str, dict[str, Any]] = {
     "vllm": {"label": "vLLM", "url": "https://github.com/vllm-project/vllm/blob/v{version}/{path}#L{line}",
              "wheel": "vllm", "files": ["vllm/envs.py", "vllm/engine/arg_utils.py", "vllm/config/*.py",
-                                        "vllm/config.py"]},
+                                        "vllm/config.py", "vllm/entrypoints/common/cli_args.py",
+                                        "vllm/entrypoints/openai/cli_args.py"]},
     "sglang": {"label": "SGLang", "url": "https://github.com/sgl-project/sglang/blob/v{version}/python/{path}#L{line}",
                "wheel": "sglang", "files": ["sglang/srt/server_args.py", "sglang/srt/environ.py",
                                             "sglang/srt/arg_groups/fields/*.py"]},
@@ -286,6 +287,17 @@ def vllm_cli(root: Path) -> list[dict]:
             help_ = next((c[name]["help"] for c in configs.values() if name in c and c[name]["help"]), "")
         out.append(entry(name, "cli", f["type"], default, help_, path, f["line"],
                          flag="--" + name.replace("_", "-")))
+    # the API server's own flags (--port, --api-key, --served-model-name ...): FrontendArgs
+    for rel in ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/openai/cli_args.py"):
+        text = read(root, rel)
+        if text is None:
+            continue
+        classes = class_fields(ast.parse(text))
+        for cls in ("BaseFrontendArgs", "FrontendArgs"):
+            for name, f in classes.get(cls, {}).items():
+                if name not in fields:
+                    out.append(entry(name, "cli", f["type"], f["default"], f["help"], rel, f["line"],
+                                     flag="--" + name.replace("_", "-")))
     return out
 
 

@@ -56,7 +56,7 @@ def _cause(a: ProcessAudit, nd: NonDefault, ev: str, asked: set[Symptom]) -> Fin
         explains=None, id=f"setting-{nd.doc.project}-{nd.doc.name}".lower(), claim=claim, title=title, category="engine",
         evidence=[ev], recommendations=[eff.fix] if eff.fix else [], symptoms=list(eff.symptoms),
         confidence=0.8 if eff.direction == "slower" else 0.5, severity="high" if eff.direction == "slower" else "medium",
-        secondary=eff.direction != "slower", short=f"{nd.name}={v} {eff.effect}",
+        secondary=eff.direction != "slower", short=f"{nd.name}={v} {eff.effect}", bound=eff.bound,
         matched=[f"{nd.name}={v}"], data={"setting": nd.row, "asked": sorted(asked)})
 
 

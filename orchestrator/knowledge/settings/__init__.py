@@ -40,6 +40,8 @@ class Effect(BaseModel):
     when: Literal["nondefault"] | list[Any] = "nondefault"
     direction: Literal["slower", "faster", "depends"] = "depends"
     symptoms: list[Literal["throughput", "itl", "ttft", "startup", "regression", "errors", "cost"]]
+    bound: Literal["latency", "communication", "memory", "compute"] | None = None
+    """What the setting makes the workload bound by, where the effect says (launch/sync overhead: latency)."""
     effect: str
     fix: str = ""
     source: list[str] = Field(min_length=1)

@@ -61,6 +61,7 @@ SECRETS = {
 KNOWN = {"CUDA_LAUNCH_BLOCKING": "1", "NCCL_P2P_DISABLE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
          "TORCH_NCCL_BLOCKING_WAIT": "1"}
 UNKNOWN_HARMLESS = {"MY_APP_MODE": "blue-green-rollout-marker"}
+CONFIG_SECRETS = ("plantedConfigApiKeyValue31", "plantedConfigHfTokenValue32", "hf_plantedConfigValue33xxxxxx")
 """Not secret-looking and not a known setting: the allowlist drops it all the same."""
 
 
@@ -75,7 +76,12 @@ def test_thirty_secrets_are_planted_and_the_known_settings_are_in_the_allowlist(
 @needs_sshd
 async def test_secret_looking_variables_never_leave_the_host(tmp_path, sshd_factory):
     staged = stage_host(tmp_path, variant="h200")
-    started = start_engines(staged, [{"command": "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64",
+    # the config file the command line names carries credentials too: masked on the host, its settings still read
+    cfg = staged.root / "vllm.yaml"
+    cfg.write_text(f"cpu-offload-gb: 4\napi-key: {CONFIG_SECRETS[0]}\nhf_token: \"{CONFIG_SECRETS[1]}\"\n"
+                   f"served-model-name: {CONFIG_SECRETS[2]}\n")
+    started = start_engines(staged, [{"command": f"vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64 "
+                                                 f"--config {cfg}",
                                       "env": {**SECRETS, **KNOWN, **UNKNOWN_HARMLESS}}])
     try:
         sshd = sshd_factory(env=staged.env)
@@ -109,7 +115,10 @@ async def test_secret_looking_variables_never_leave_the_host(tmp_path, sshd_fact
              "show": show.stdout}
     words = texts["diagnosis"]
     assert "CUDA_LAUNCH_BLOCKING=1" in words and "VLLM_ENABLE_V1_MULTIPROCESSING=0" in words
+    assert "--cpu-offload-gb=4" in words  # the config file's setting, read after masking
     for where, text in texts.items():
+        for value in CONFIG_SECRETS:
+            assert value not in text, f"a config file credential reached the {where}"
         for name, value in {**SECRETS, **UNKNOWN_HARMLESS}.items():
             assert value not in text, f"{name}'s value reached the {where}"
             assert value[:16] not in text, f"part of {name}'s value reached the {where}"

@@ -9,7 +9,8 @@ dist-info its interpreter sees, and
   minus any name or value that looks like a secret (`keep` below, from _environ.py). Nothing else of the
   environment is kept; PYTHONPATH is read here to find the engine's version and never returned.
 - files: the config files its command line names (--config, --extra_llm_api_options, --generation-config) and the
-  model directory's config.json / generation_config.json when the model is a local directory (size-capped).
+  model directory's config.json / generation_config.json when the model is a local directory (size-capped), with
+  the values of secret-looking keys and secret-looking values masked here (`mask_config`).
 """
 import json
 import os
@@ -78,13 +79,28 @@ def flag_value(argv, names):
     return None
 
 
+CONFIG_KEY = re.compile(r"^(\s*-?\s*[\"']?)([\w.-]+)([\"']?\s*[:=]\s*)(.*)$")
+
+
+def mask_config(text):
+    """A config file's lines with the values of secret-looking keys (api-key, hf_token, password...) and
+    secret-looking values replaced, here, before the text leaves the host."""
+    out = []
+    for line in text.splitlines():
+        m = CONFIG_KEY.match(line)
+        if m and (SECRET_FLAG.match("--" + m.group(2)) or SECRET_NAME.search(m.group(2))) and m.group(4).strip():
+            line = m.group(1) + m.group(2) + m.group(3) + MASK
+        out.append(SECRET_VALUE.sub(MASK, line))
+    return "\n".join(out)
+
+
 def read_small(path, limit):
     try:
         with open(path, "rb") as f:
             data = f.read(limit + 1)
     except OSError as exc:
         return {"error": str(exc.strerror or exc)}
-    return {"text": data[:limit].decode("utf-8", "replace"), "truncated": len(data) > limit}
+    return {"text": mask_config(data[:limit].decode("utf-8", "replace")), "truncated": len(data) > limit}
 
 
 def version_of(engine, exe, pythonpath):

@@ -55,8 +55,8 @@ PROJECTS: dict[str, dict[str, Any]] = {
                      "url": "https://github.com/huggingface/transformers/blob/v{version}/src/{path}#L{line}",
                      "wheel": "transformers", "files": ["transformers/generation/configuration_utils.py"]},
     "pytorch": {"label": "PyTorch", "url": "https://github.com/pytorch/pytorch/blob/v{version}/{path}#L{line}",
-                "wheel": "torch", "files": ["torch/*.py", "torch/**/*.py",
-                                            "torch/include/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp"]},
+                "wheel": "torch", "files": ["torch/*.py", "torch/**/*.py", "torch/include/*.h", "torch/include/**/*.h",
+                                            "torch/include/**/*.hpp"]},
     "ollama": {"label": "Ollama", "url": "https://github.com/ollama/ollama/blob/v{version}/{path}#L{line}",
                "git": ["envconfig/config.go"]},
     "nccl": {"label": "NCCL", "url": "https://github.com/NVIDIA/nccl/blob/v{version}/{path}#L{line}", "git": ["src"]},
@@ -370,6 +370,7 @@ def transformers_generation(text: str, path: str) -> list[dict]:
 
 _ENV_CALL = re.compile(r"""os\.(?:environ\.get|getenv)\(\s*["']((?:TORCH|PYTORCH|TORCHINDUCTOR|TORCHDYNAMO)\w*)["']"""
                        r"""(?:\s*,\s*([^()\n]*?|[\w.]+\([^()\n]*\)))?\s*\)""")
+_CPP_ENV = re.compile(r'\b(check_env|get_env|getenv)\(\s*"((?:PYTORCH|TORCH)_\w+)"')
 _NCCL_HPP = re.compile(r'static std::vector<std::string> (\w+)\s*=\s*\{\s*"(TORCH_\w+)"', re.S)
 
 
@@ -389,6 +390,15 @@ def pytorch_envs(root: Path) -> list[dict]:
                 default = {"expr": raw.strip()[:200]}
             line = text.count("\n", 0, m.start()) + 1
             out[name] = entry(name, "env", "str", default, comments_above(text.splitlines(), line), rel, line)
+    # C++ switches in the headers the wheel ships: c10's check_env (a boolean) and get_env / getenv (a string)
+    for f in sorted(p for p in (root / "torch/include").rglob("*") if p.suffix in (".h", ".hpp")):
+        rel = str(f.relative_to(root))
+        text = f.read_text(errors="replace")
+        for m in _CPP_ENV.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            help_ = " ".join(ln.strip().lstrip("/").strip() for ln in _comment_block(text.splitlines(), line, "//"))
+            out.setdefault(m.group(2), entry(m.group(2), "env", "bool" if m.group(1) == "check_env" else "str", None,
+                                             help_, rel, line))
     hpp = "torch/include/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp"
     text = read(root, hpp)
     if text:

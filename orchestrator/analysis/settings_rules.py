@@ -67,9 +67,14 @@ def _table(audits: list[ProcessAudit], ev: str) -> Finding | None:
     lines = [f"{r['setting']}={r['value']} (default {r['default']}{', ' + r['origin'] if r['origin'] != 'env' else ', env'}"
              + (f"; {r['direction']}: {', '.join(r['symptoms'])}" if r["effect"] else "") + ")" for r in rows]
     procs = ", ".join(_where(a) for a in audits)
-    return Finding(explains=None, id="settings-audit", title="Non-default settings", category="engine", informational=True,
-                   evidence=[ev], confidence=0.9, data={"rows": rows},
-                   claim=f"{len(rows)} setting(s) of {procs} differ from their defaults: " + "; ".join(lines) + ".")
+    shown = "; ".join(lines[:8]) + (f"; and {len(lines) - 8} more (the report's table lists them all)"
+                                    if len(lines) > 8 else "")
+    many = len(rows) != 1
+    return Finding(explains=None, id="settings-audit", title="Non-default settings", category="engine",
+                   informational=True, evidence=[ev], confidence=0.9, data={"rows": rows},
+                   claim=f"{len(rows)} {'settings' if many else 'setting'} of {procs} "
+                         f"{'differ' if many else 'differs'} from {'their defaults' if many else 'its default'}: "
+                         + shown + ".")
 
 
 def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, asked: set[Symptom]) -> list[Finding]:
@@ -117,7 +122,7 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
     out.append(Finding(
         explains=None, id=f"changed-defaults-{project}", category="engine", informational=True, evidence=cites, confidence=0.9,
         title=f"Defaults changed between {label} {old} and {new}",
-        claim=(f"{measured} " if measured else "") + f"{len(ranked)} default(s) changed between {label} {old} and "
+        claim=(f"{measured} " if measured else "") + f"{len(ranked)} {'defaults' if len(ranked) != 1 else 'default'} changed between {label} {old} and "
               f"{new} (harvested from the releases' own definitions): " + "; ".join(rest) + ".", numbers=numbers,
         data={"project": project, "old": old, "new": new, "changed": len(ranked)}))
     return out

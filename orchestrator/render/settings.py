@@ -68,8 +68,9 @@ def settings_html(events: Iterable[Any] | None, known: set[str] | None = None) -
     for t in tables:
         ev = (f' <a href="#ev-{_e(t.evidence_id)}">{_e(t.evidence_id)}</a>' if known and t.evidence_id in known
               else f" {_e(t.evidence_id)}")
-        p.append(f"<p><strong>{_e(t.label)}</strong> pid {t.pid} on {_e(t.host)}: {len(t.rows)} setting(s) differ "
-                 f"from the defaults of its version;{ev}</p>")
+        p.append(f"<p><strong>{_e(t.label)}</strong> pid {t.pid} on {_e(t.host)}: {len(t.rows)} "
+                 f"{'setting differs' if len(t.rows) == 1 else 'settings differ'} from the defaults of its version;"
+                 f"{ev}</p>")
         if not t.rows:
             continue
         p.append('<table class="numbers settings"><tr>' + "".join(f"<th>{c}</th>" for c in COLUMNS) + "</tr>")

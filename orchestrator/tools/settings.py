@@ -29,12 +29,14 @@ class SettingsAuditTool(Tool):
     async def run(self, args: SettingsAuditInput, ctx: ToolContext) -> ToolOutput:
         host = ctx.host()
         r = await settings_report(host)
-        lines = [f"settings audit on {host.name}: {len(r.processes)} serving process(es)"]
+        lines = [f"settings audit on {host.name}: {len(r.processes)} serving "
+                 f"{'process' if len(r.processes) == 1 else 'processes'}"]
         if not r.available or not r.processes:
             lines.append(r.reason or "nothing found")
         for p in r.processes:
             a = audit_process(p)
-            lines.append(f"- {a.label} pid {p.pid}: {len(a.nondefaults)} non-default setting(s)"
+            lines.append(f"- {a.label} pid {p.pid}: {len(a.nondefaults)} non-default "
+                         f"{'setting' if len(a.nondefaults) == 1 else 'settings'}"
                          + ("" if p.version else " (version not detected: compared with the newest harvested "
                             "defaults)"))
             for nd in a.nondefaults:

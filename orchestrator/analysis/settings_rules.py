@@ -46,8 +46,10 @@ def _cause(a: ProcessAudit, nd: NonDefault, ev: str, asked: set[Symptom]) -> Fin
     assert nd.effect is not None
     eff = nd.effect
     v, d = nd.shown(nd.value), nd.shown(nd.default)
-    dver = f"{a.project and kb.project_data(nd.doc.project)['label']} {nd.default_version}" if nd.default_version \
+    dver = f"{kb.project_data(nd.doc.project)['label']} {nd.default_version}" if nd.default_version \
         else "its documentation"
+    if nd.doc.project == a.project and a.version and nd.default_version and nd.default_version != a.version:
+        dver += f", the nearest harvested release to the running {a.version}"
     given = "in its environment" if nd.origin == "env" else f"by {nd.origin}"
     title = f"{nd.name}={v} ({'slows' if eff.direction == 'slower' else 'changes'} {', '.join(eff.symptoms)})"
     claim = (f"{_where(a)} was given {nd.name}={v} {given}; the default ({dver}) is {d}. This setting {eff.effect}. "

@@ -131,3 +131,11 @@ def test_upgrade_question_ranks_changed_defaults_the_process_does_not_set():
     pinned = ProcessSettings(pid=7, engine="vllm", version="0.29.0", argv=["vllm", "serve", "m"],
                              env={"VLLM_ALLREDUCE_USE_FLASHINFER": "1"})
     assert "changed-default-vllm-vllm_allreduce_use_flashinfer" not in {f.id for f in settings_rule(_view(q, pinned))}
+
+
+def test_a_version_outside_the_harvest_says_which_release_the_default_is_from():
+    from orchestrator.analysis.settings_rules import settings_rule
+
+    p = ProcessSettings(pid=7, engine="vllm", version="0.11.2", argv=["vllm", "serve", "m", "--enforce-eager"])
+    f = {x.id: x for x in settings_rule(_view("why is ITL high?", p))}["setting-vllm-enforce_eager"]
+    assert "the default (vLLM 0.26.0, the nearest harvested release to the running 0.11.2) is false" in f.claim

@@ -62,7 +62,7 @@ class Finding(BaseModel):
     """What fired it: the matching log lines (`path:line: text`) or fact values (`key=value`)."""
     symptoms: list[Symptom] = Field(default_factory=list)
     """The symptoms this finding can explain (empty: not stated; the synthesis then treats it by its category)."""
-    explains: float | None = Field(None, ge=0.0)
+    explains: float | None = Field(default=None, ge=0.0)
     """How much of the asked shortfall it explains where the evidence allows: a fraction of the step / request time
     (0-1), None when not quantified."""
     data: dict[str, Any] = Field(default_factory=dict)

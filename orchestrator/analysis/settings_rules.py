@@ -55,7 +55,7 @@ def _cause(a: ProcessAudit, nd: NonDefault, ev: str, asked: set[Symptom]) -> Fin
     claim = (f"{_where(a)} was given {nd.name}={v} {given}; the default ({dver}) is {d}. This setting {eff.effect}. "
              f"Source: {', '.join(eff.source)}.")
     return Finding(
-        explains=None, id=f"setting-{nd.doc.project}-{nd.doc.name}".lower(), claim=claim, title=title, category="engine",
+        id=f"setting-{nd.doc.project}-{nd.doc.name}".lower(), claim=claim, title=title, category="engine",
         evidence=[ev], recommendations=[eff.fix] if eff.fix else [], symptoms=list(eff.symptoms),
         confidence=0.8 if eff.direction == "slower" else 0.5, severity="high" if eff.direction == "slower" else "medium",
         secondary=eff.direction != "slower", short=f"{nd.name}={v} {eff.effect}", bound=eff.bound,
@@ -72,7 +72,7 @@ def _table(audits: list[ProcessAudit], ev: str) -> Finding | None:
     shown = "; ".join(lines[:8]) + (f"; and {len(lines) - 8} more (the report's table lists them all)"
                                     if len(lines) > 8 else "")
     many = len(rows) != 1
-    return Finding(explains=None, id="settings-audit", title="Non-default settings", category="engine",
+    return Finding(id="settings-audit", title="Non-default settings", category="engine",
                    informational=True, evidence=[ev], confidence=0.9, data={"rows": rows},
                    claim=f"{len(rows)} {'settings' if many else 'setting'} of {procs} "
                          f"{'differ' if many else 'differs'} from {'their defaults' if many else 'its default'}: "
@@ -109,7 +109,7 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
         assert eff is not None
         name = doc.flag if doc.kind == "cli" and doc.flag else doc.name
         out.append(Finding(
-            explains=None, id=f"changed-default-{project}-{doc.name}".lower(), category="engine", evidence=cites,
+            id=f"changed-default-{project}-{doc.name}".lower(), category="engine", evidence=cites,
             title=f"Default of {name} changed in the upgrade: {_show(before)} -> {_show(after)}",
             claim=(f"Between {label} {old} and {new} the default of {name} changed from {_show(before)} to "
                    f"{_show(after)} ({doc.source} at {doc.url}); the serving process does not set it, so the upgrade "
@@ -122,7 +122,7 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
     rest = [f"{(d.flag if d.kind == 'cli' and d.flag else d.name)}: {_show(b)} -> {_show(a)}"
             for _, d, b, a, _ in ranked[:40]]
     out.append(Finding(
-        explains=None, id=f"changed-defaults-{project}", category="engine", informational=True, evidence=cites, confidence=0.9,
+        id=f"changed-defaults-{project}", category="engine", informational=True, evidence=cites, confidence=0.9,
         title=f"Defaults changed between {label} {old} and {new}",
         claim=(f"{measured} " if measured else "") + f"{len(ranked)} {'defaults' if len(ranked) != 1 else 'default'} changed between {label} {old} and "
               f"{new} (harvested from the releases' own definitions): " + "; ".join(rest) + ".", numbers=numbers,

@@ -541,7 +541,7 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
         for e in stream:
             if isinstance(e, DiagnosisSubmitted):
                 submitted[:] = [e]
-            elif getattr(e, "tool", None) in ("engine_config", "observations") and getattr(e, "data", None):
+            elif getattr(e, "tool", None) in ("engine_config", "observations", "settings_audit") and getattr(e, "data", None):
                 engine_events.append(e)
             yield e
 
@@ -556,6 +556,9 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
         from orchestrator.render.engine import render_engine_terminal  # the serving engine's config, latency vs floor
 
         render_engine_terminal(engine_events + submitted, _stdout())
+        from orchestrator.render.settings import render_settings_terminal  # non-default settings (issue 27)
+
+        render_settings_terminal(engine_events, _stdout())
 
 
 def _show_fleet(events) -> None:

@@ -450,10 +450,11 @@ def _probe_models() -> dict[str, type[ProbeModel]]:
     from orchestrator.probes.engine_models import EngineReport
     from orchestrator.probes.measure_models import MEASURE_MODELS
     from orchestrator.probes.node_models import NODE_MODELS
+    from orchestrator.probes.settings_models import SettingsReport
 
     models: tuple[type[ProbeModel], ...] = (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory,
                                             LogScan, *MEASURE_MODELS, *NODE_MODELS, EngineReport,
-                                            *ACCOUNT_MODELS)
+                                            *ACCOUNT_MODELS, SettingsReport)
     return {m.model_fields["kind"].default: m for m in models}
 
 

@@ -390,6 +390,9 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
     from orchestrator.render.engine import engine_html  # the serving engine's config and latency vs floor
 
     p.append(engine_html(events, d, known))
+    from orchestrator.render.settings import settings_html  # the settings audit's non-default table (issue 27)
+
+    p.append(settings_html(events, known))
 
     from orchestrator.render.trace import trace_html  # profiles given with --trace: per-step bars, top kernels
 

@@ -8,11 +8,12 @@ from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
 
 
 def default_registry() -> ToolRegistry:
-    from orchestrator.tools import account, benchmarks, engine, fetch, fleet, knowledge, node, probes, shell, trace
+    from orchestrator.tools import (account, benchmarks, engine, fetch, fleet, knowledge, node, probes, settings, shell,
+                                    trace)
 
     reg = ToolRegistry()
     for tool in (TaskTool(), SubmitFindings(), SubmitDiagnosis()):
         reg.add(tool)
-    for module in (shell, probes, node, knowledge, fetch, benchmarks, engine, fleet, account, trace):
+    for module in (shell, probes, node, knowledge, fetch, benchmarks, engine, fleet, account, trace, settings):
         module.register(reg)
     return reg

@@ -30,7 +30,7 @@ from support.stagers import stage
 
 ROOT = Path(__file__).resolve().parent
 CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy", "account",
-           "heldout")
+           "heldout", "settings")
 
 
 class Expect(BaseModel):

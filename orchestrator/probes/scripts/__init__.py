@@ -11,7 +11,7 @@ import functools
 from importlib import resources
 
 
-ENVIRON_READERS = frozenset({"node", "engine"})
+ENVIRON_READERS = frozenset({"node", "engine", "settings"})
 """Scripts that read other processes' environments: sent with `_environ.py`, the one allowlist of what may leave."""
 SMI_READERS = frozenset({"node"})
 """Scripts that read `nvidia-smi -q -x` on the host: sent with `_smi.py`, the one reading of its health fields."""

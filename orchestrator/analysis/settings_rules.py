@@ -1,0 +1,214 @@
+"""Findings of the settings audit (issue 27): the non-default settings whose effect can explain the asked symptom
+are causes; every non-default is listed in one context finding (the report's table); an upgrade question ranks the
+defaults that changed between the two versions.
+
+No setting has a rule of its own here: which settings exist, their defaults per version and their effects all come
+from the knowledge base (knowledge/settings), so a setting the curation names is found wherever it is set.
+"""
+
+from __future__ import annotations
+
+import re
+
+from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.settings_audit import NonDefault, ProcessAudit, audit_process, upgrade_in
+from orchestrator.diagnosis import Number
+from orchestrator.findings import Finding, Symptom
+from orchestrator.knowledge import settings as kb
+from orchestrator.probes.settings_models import SettingsReport
+
+_SYMPTOM_WORDS: list[tuple[Symptom, str]] = [
+    ("ttft", r"\bttft\b|time to first|first token|prefill|prompt processing"),
+    ("itl", r"\bitl\b|\btpot\b|inter-token|per-token|per token|token latency|decode|tokens? per second per|"
+            r"generation speed"),
+    ("startup", r"start-?up|starts? slow|load(ing)? time|takes? .* to (start|load)|boot|cold start|compil"),
+    ("regression", r"upgrad|regress|slower (after|since|than before)|after (updat|moving|switching)|"
+                   r"used to be faster"),
+    ("throughput", r"throughput|tok/s|tokens/s|req/s|requests per|qps|capacity"),
+    ("errors", r"crash|hang|error|fail|oom\b"),
+]
+_DEFAULT_SYMPTOMS: tuple[Symptom, ...] = ("throughput", "itl", "ttft")
+
+
+def asked_symptoms(question: str) -> set[Symptom]:
+    """Which symptoms the question names (throughput, itl, ttft when it names none)."""
+    found: set[Symptom] = {s for s, pat in _SYMPTOM_WORDS if re.search(pat, question, re.I)}
+    if found <= {"regression", "errors"}:  # "slow", "slower after ...": no phase named, so any of them
+        found |= set(_DEFAULT_SYMPTOMS)
+    return found
+
+
+def _where(a: ProcessAudit) -> str:
+    return f"{a.label} (pid {a.process.pid})"
+
+
+def _cause(a: ProcessAudit, nd: NonDefault, ev: str, asked: set[Symptom]) -> Finding:
+    assert nd.effect is not None
+    eff = nd.effect
+    v, d = nd.shown(nd.value), nd.shown(nd.default)
+    dver = f"{kb.project_data(nd.doc.project)['label']} {nd.default_version}" if nd.default_version \
+        else "its documentation"
+    if nd.doc.project == a.project and a.version and nd.default_version and nd.default_version != a.version:
+        dver += f", the nearest harvested release to the running {a.version}"
+    given = "in its environment" if nd.origin == "env" else f"by {nd.origin}"
+    title = f"{nd.name}={v} ({'slows' if eff.direction == 'slower' else 'changes'} {', '.join(eff.symptoms)})"
+    claim = (f"{_where(a)} was given {nd.name}={v} {given}; the default ({dver}) is {d}. This setting {eff.effect}. "
+             f"Source: {', '.join(eff.source)}.")
+    return Finding(
+        id=f"setting-{nd.doc.project}-{nd.doc.name}".lower(), claim=claim, title=title, category="engine",
+        evidence=[ev], recommendations=[eff.fix] if eff.fix else [], symptoms=list(eff.symptoms),
+        confidence=0.8 if eff.direction == "slower" else 0.5, severity="high" if eff.direction == "slower" else "medium",
+        secondary=eff.direction != "slower", short=f"{nd.name}={v} {eff.effect}", bound=eff.bound,
+        matched=[f"{nd.name}={v}"], data={"setting": nd.row, "asked": sorted(asked)})
+
+
+def _table(audits: list[ProcessAudit], ev: str) -> Finding | None:
+    rows = [dict(nd.row, process=_where(a)) for a in audits for nd in a.nondefaults]
+    if not rows:
+        return None
+    lines = [f"{r['setting']}={r['value']} (default {r['default']}{', ' + r['origin'] if r['origin'] != 'env' else ', env'}"
+             + (f"; {r['direction']}: {', '.join(r['symptoms'])}" if r["effect"] else "") + ")" for r in rows]
+    procs = ", ".join(_where(a) for a in audits)
+    shown = "; ".join(lines[:8]) + (f"; and {len(lines) - 8} more (the report's table lists them all)"
+                                    if len(lines) > 8 else "")
+    many = len(rows) != 1
+    return Finding(id="settings-audit", title="Non-default settings", category="engine",
+                   informational=True, evidence=[ev], confidence=0.9, data={"rows": rows},
+                   claim=f"{len(rows)} {'settings' if many else 'setting'} of {procs} "
+                         f"{'differ' if many else 'differs'} from {'their defaults' if many else 'its default'}: "
+                         + shown + ".")
+
+
+def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, asked: set[Symptom]) -> list[Finding]:
+    primary = audits[0] if audits else None
+    up = upgrade_in(v.question, primary.project if primary else None)
+    if up is None:
+        return []
+    project, old, new = up
+    label = kb.project_data(project)["label"]
+    given = {nd.doc.key for a in audits for nd in a.nondefaults}
+    explicit = {(d.key) for a in audits for d in _explicit(a)}
+    ranked = []
+    for doc, before, after in kb.changed_defaults(project, old, new):
+        if doc.key in explicit or doc.key in given:
+            continue  # the process sets it itself: the changed default does not apply
+        eff = kb.effect_applies(doc, after, before) or kb.effect_of(doc)
+        hit = bool(eff and set(eff.symptoms) & asked)
+        ranked.append((0 if hit else 1 if eff else 2, doc, before, after, eff))
+    ranked.sort(key=lambda t: (t[0], t[1].name))
+    if not ranked:
+        return []
+    measured, numbers, obs_ev = before_after(v, asked)
+    cites = [x for x in (ev, obs_ev) if x] or [e.id for e in v.evidence if not e.is_error][:1]
+    if not cites:
+        return []
+    out = []
+    for rank, doc, before, after, eff in ranked[:5]:
+        if rank > 0:
+            continue
+        assert eff is not None
+        name = doc.flag if doc.kind == "cli" and doc.flag else doc.name
+        out.append(Finding(
+            id=f"changed-default-{project}-{doc.name}".lower(), category="engine", evidence=cites,
+            title=f"Default of {name} changed in the upgrade: {_show(before)} -> {_show(after)}",
+            claim=(f"Between {label} {old} and {new} the default of {name} changed from {_show(before)} to "
+                   f"{_show(after)} ({doc.source} at {doc.url}); the serving process does not set it, so the upgrade "
+                   f"changed it. This setting {eff.effect}. Source: {', '.join(eff.source)}."
+                   + (f" {measured}" if measured else "")), numbers=numbers,
+            recommendations=[f"Set {name}={_show(before)} explicitly to get {label} {old}'s behaviour back, and "
+                             f"benchmark both ({eff.fix})"],
+            symptoms=["regression", *eff.symptoms], confidence=0.6, severity="medium",
+            data={"project": project, "old": old, "new": new, "setting": doc.name}))
+    rest = [f"{(d.flag if d.kind == 'cli' and d.flag else d.name)}: {_show(b)} -> {_show(a)}"
+            for _, d, b, a, _ in ranked[:40]]
+    out.append(Finding(
+        id=f"changed-defaults-{project}", category="engine", informational=True, evidence=cites, confidence=0.9,
+        title=f"Defaults changed between {label} {old} and {new}",
+        claim=(f"{measured} " if measured else "") + f"{len(ranked)} {'defaults' if len(ranked) != 1 else 'default'} changed between {label} {old} and "
+              f"{new} (harvested from the releases' own definitions): " + "; ".join(rest) + ".", numbers=numbers,
+        data={"project": project, "old": old, "new": new, "changed": len(ranked)}))
+    return out
+
+
+_METRICS: dict[str, tuple[str, str, bool]] = {"itl": ("itl", "ms", False), "ttft": ("ttft", "ms", False),
+                                               "throughput": ("output_throughput", "tok/s", True)}
+
+
+def before_after(v: EvidenceView, asked: set[Symptom]) -> tuple[str, list[Number], str | None]:
+    """The first and the last benchmark run given (`--bench BEFORE --bench AFTER`) on the asked metrics: a sentence,
+    the numbers, and the observations' evidence id ('' / [] / None when fewer than two runs were given)."""
+    oe = v.observations_evidence
+    runs = oe[1].bench if oe else []
+    if oe is None or len(runs) < 2:
+        return "", [], None
+    before, after = runs[0], runs[-1]
+    parts, numbers = [], []
+    for sym in ("itl", "ttft", "throughput"):
+        if sym not in asked:
+            continue
+        field, unit, higher_better = _METRICS[sym]
+        vals = []
+        for r in (before, after):
+            x = getattr(r, field)
+            if field == "itl" and (x is None or x.empty):
+                x = r.tpot
+            vals.append(x if isinstance(x, (int, float)) or x is None else (x.p50 if x.p50 is not None else x.mean))
+        a, b = vals
+        if a is None or b is None or not a:
+            continue
+        change = (b - a) / a * 100
+        worse = change < 0 if higher_better else change > 0
+        label = {"itl": "ITL/TPOT p50", "ttft": "TTFT p50", "throughput": "output throughput"}[sym]
+        parts.append(f"{label} {a:g} -> {b:g} {unit} ({change:+.0f} %{', worse' if worse else ''})")
+        numbers.append(Number(name=f"{label} after vs before", value=round(b, 4), unit=unit, peak=None,
+                              source=oe[0].id, note=f"before: {a:g} {unit} ({before.source or before.name}); after: "
+                                                    f"{b:g} {unit} ({after.source or after.name})"))
+    if not parts:
+        return "", [], None
+    return (f"The benchmark runs given (first = before: {before.source or before.name}; last = after: "
+            f"{after.source or after.name}) show " + "; ".join(parts) + "."), numbers, oe[0].id
+
+
+def _explicit(a: ProcessAudit) -> list[kb.SettingDoc]:
+    """Settings the process gives explicitly (even at their default value)."""
+    out = []
+    if a.project:
+        for tok in a.process.argv:
+            name = tok.split("=", 1)[0]
+            doc = kb.flags(a.project).get(name) or (kb.flags(a.project).get("--" + name[5:])
+                                                   if name.startswith("--no-") else None)
+            if doc is not None:
+                out.append(doc)
+    out += [d for n in a.process.env if (d := kb.env_settings().get(n)) is not None]
+    return out
+
+
+def _show(v: object) -> str:
+    if kb.is_computed(v):
+        return "computed at start"
+    return "unset" if v is None else str(v)
+
+
+def settings_rule(v: EvidenceView) -> list[Finding]:
+    """The analysis rule (see `rules.RULES`)."""
+    reports = v.probes("settings_audit")
+    asked = asked_symptoms(v.question)
+    audits: list[ProcessAudit] = []
+    ev: str | None = None
+    for e, r in reports:
+        assert isinstance(r, SettingsReport)
+        if r.processes and ev is None:
+            ev = e.id
+            audits = [audit_process(p) for p in r.processes]
+    out: list[Finding] = []
+    if ev is not None:
+        for a in audits:
+            for nd in a.nondefaults:
+                if nd.effect is not None and set(nd.effect.symptoms) & asked:
+                    out.append(_cause(a, nd, ev, asked))
+        table = _table(audits, ev)
+        if table is not None:
+            out.append(table)
+    if "regression" in asked:
+        out += _regression(v, audits, ev, asked)
+    return out

@@ -35,7 +35,8 @@ _PATTERNS: tuple[tuple[Symptom, str], ...] = (
                 r"(?:every|each) (?:start|restart|launch|boot)|first (?:few )?minutes?|"
                 r"compil(?:e|es|ing|ation) (?:time|again|on every)|"
                 r"recompil|before serving|\bboot\b|restarts? (?:take|takes|is slow|are slow)|time to ready|readiness|"
-                r"(?:become|becomes|get|gets|be) ready"),
+                r"(?:become|becomes|get|gets|be) ready|"
+                r"\bload(?:s|ing)?\b.{0,40}\b(?:take|takes|took|times? out|timed out|minutes|hours)"),
     ("regression", r"\bafter (?:we |an? |the )?(?:upgrad|updat|deploy|mov|switch|migrat|chang|reboot|bump|install|"
                    r"maintenance)|\bsince (?:we|the|upgrad|updat|yesterday|last|this)|regress|used to|\bgot slower|"
                    r"became slower|slower than (?:before|last|yesterday)|\bdropped\b|\bdoubled\b|\bhalved\b|"

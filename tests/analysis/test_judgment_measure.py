@@ -44,7 +44,7 @@ def test_gemm_probe_names_the_other_process_and_waits_only_as_long_as_allowed(tm
         assert act["gpus"][0]["utilization_pct"] == 100.0
         res, took = _run_quiet_check(staged, 3)
         # bounded: at most the allowed wait plus one last reading
-        assert res["shared_gpu"] is True and 1.9 <= res["gpu_activity"]["waited_s"] <= 4.5 and 3.0 < took < 60
+        assert res["shared_gpu"] is True and 1.9 <= res["gpu_activity"]["waited_s"] <= 4.5 and 1.9 < took < 60
     finally:
         staged.cleanup()
 

@@ -34,7 +34,7 @@ def test_flags_at_their_default_are_not_listed_and_others_are_with_the_versions_
 def test_env_values_are_read_as_the_program_reads_them():
     p = ProcessSettings(pid=1, engine="vllm", version="0.33.0",
                         env={"VLLM_ENABLE_V1_MULTIPROCESSING": "1", "CUDA_LAUNCH_BLOCKING": "0",
-                             "NCCL_P2P_DISABLE": "1", "VLLM_BATCH_INVARIANT": "true"})
+                             "NCCL_P2P_DISABLE": "1", "VLLM_BATCH_INVARIANT": "1"})
     rows = _rows(p)
     # "1" is vLLM's default True, "0" CUDA's default: neither listed; a set NCCL switch differs from "unset"
     assert set(rows) == {"NCCL_P2P_DISABLE", "VLLM_BATCH_INVARIANT"}

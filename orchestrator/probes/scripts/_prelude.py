@@ -51,6 +51,18 @@ def gpu_device_files():
     return ["/dev/" + n for n in names]
 
 
+def gpu_present():
+    """Whether this host shows a GPU at all: its device files, or a vendor tool on PATH that lists GPUs
+    (nvidia-smi, rocm-smi, amd-smi: a container or a test host may expose the tool's view without /dev entries)."""
+    if gpu_device_files():
+        return True
+    for tool in ("nvidia-smi", "rocm-smi", "amd-smi"):
+        for d in (os.environ.get("PATH") or "").split(os.pathsep):
+            if d and os.access(os.path.join(d, tool), os.X_OK):
+                return True
+    return False
+
+
 def log_lines(path, max_bytes, skipped):
     """(line number, text) of a log file (a path, or a descriptor, which it closes), reading at most about max_bytes of it: all of a smaller file; of a larger
     one the first eighth of the budget (the engine's start-up: its arguments and configuration) and the last seven

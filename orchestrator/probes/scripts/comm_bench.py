@@ -214,8 +214,8 @@ def main(argv):
     budget = float(params.get("budget_s", 60.0))
     result["budget_s"] = budget
     result["topology_raw"] = topology()
-    if params.get("require_gpu") and not gpu_device_files():
-        result["reason"] = ("no GPU on this host (no /dev/nvidia0, /dev/kfd or /dev/dxg device file): no all-reduce "
+    if params.get("require_gpu") and not gpu_present():
+        result["reason"] = ("no GPU on this host (no /dev/nvidia0, /dev/kfd or /dev/dxg device file and no nvidia-smi, rocm-smi or amd-smi): no all-reduce "
                             "to measure; torch was not imported")
         return result
     # before any load: what else runs on the GPUs (_quiet.py), waiting up to `measure_wait_s` for it to go

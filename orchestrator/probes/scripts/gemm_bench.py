@@ -407,8 +407,8 @@ def main(argv):
     result["budget_s"] = budget
     result["shapes"] = params["shapes"]
     result["m_values"] = params["m"]
-    if params.get("require_gpu") and not gpu_device_files():
-        result["reason"] = ("no GPU on this host (no /dev/nvidia0, /dev/kfd or /dev/dxg device file): nothing to "
+    if params.get("require_gpu") and not gpu_present():
+        result["reason"] = ("no GPU on this host (no /dev/nvidia0, /dev/kfd or /dev/dxg device file and no nvidia-smi, rocm-smi or amd-smi): nothing to "
                             "measure; torch was not imported")
         return result
     # before any load: what else runs on the target GPU (nvidia-smi's index; _quiet.py), waiting up to

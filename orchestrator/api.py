@@ -286,6 +286,8 @@ def investigate_sync(
     k8s_namespace: str | None = None,
     k8s_container: str | None = None,
     logs: Iterable[str] = (),
+    traces: Iterable[str] = (),
+    baseline_traces: Iterable[str] = (),
     model: str | None = None,
     offline: bool | None = None,
     backend: Backend | None = None,
@@ -300,9 +302,9 @@ def investigate_sync(
     """`investigate` for plain scripts and notebooks (inside Jupyter's running loop too); the same keywords."""
     return _sync(investigate, question, host=host, ssh_config=ssh_config, python=python, observations=observations,
                  hosts_file=hosts_file, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
-                 k8s_container=k8s_container, logs=logs, model=model, offline=offline, backend=backend,
-                 agents_dirs=agents_dirs, measure=measure, transcript=transcript, settings=settings,
-                 registry=registry, progress=progress, run_id=run_id)
+                 k8s_container=k8s_container, logs=logs, traces=traces, baseline_traces=baseline_traces, model=model,
+                 offline=offline, backend=backend, agents_dirs=agents_dirs, measure=measure, transcript=transcript,
+                 settings=settings, registry=registry, progress=progress, run_id=run_id)
 
 
 def replay_sync(

@@ -467,6 +467,7 @@ def slurm_findings(evidence: list[Evidence]) -> list[Finding]:
                 title=(f"Slurm node {n['name']} is drained: {reason}" if bad[0].startswith("DRAIN")
                        else f"Slurm node {n['name']} is {state.lower()}: {reason}"),
                 severity="high", data={"node": n["name"], "state": state},
+                symptoms=["throughput", "errors"],  # a replica missing from the fleet: capacity, and failed jobs
             ))
     return out
 

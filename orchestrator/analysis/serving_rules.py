@@ -195,7 +195,7 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
         about = (" The question is about this phase." if asked == vd.phase else
                  f" (The question is about {asked}; this is the other phase.)")
     far = vd.ratio >= FAR_RATIO
-    verdict = (f"{phase} is not {fl.bound}-bound: {vd.reason}." if far else
+    verdict = (f"{phase} runs far above its {fl.bound} floor, so no {fl.bound} limit sets its time: {vd.reason}." if far else
                f"{phase} is {vd.bound}-bound here: {vd.reason}.")
     claim = (f"{phase}: {vd.measured_label} is {vd.measured_ms:.1f} ms at {unit_what} on {where} (TP{tp}), against a "
              f"roofline floor of {fl.floor_ms:.2f} ms ({vd.ratio:.1f}x). {verdict}{about}")

@@ -88,7 +88,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
             parts.append(far.short)
         if stall:
             parts.append("Power far below the limit at full occupancy agrees: the SMs wait rather than compute.")
-        return "communication", " ".join(parts), None
+        return "communication", " ".join(parts), comm  # the experiment that implicates all-reduce leads
     if measured and measured.bound == "communication":
         return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim, None
     comm_ruled_out = bool(gemm) or bool(measured and measured.data.get("dominant") == "gemm")

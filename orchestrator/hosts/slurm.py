@@ -198,7 +198,7 @@ async def show_job(job_id: str) -> dict[str, str] | None:
     return {k: v for k, v in recs[0].items() if k in keep}
 
 
-_SRUN_STATUS = re.compile(r"^srun: error: \S+: tasks? [0-9,\-]+: (Exited with exit code \d+|Killed|Terminated)\n?$",
+_SRUN_STATUS = re.compile(r"^srun: error: \S+: tasks? [0-9,\-]+: (Exited with exit code \d+|Killed|Terminated)$\n?",
                           re.M)
 """srun's own report of how the step's tasks ended (Slurm's src/plugins/launch/slurm/launch_slurm.c:
 `error("%s: %s %s: Exited with exit code %d", hosts, task_str, tasks, rc)`, and the signal's name for a killed task),

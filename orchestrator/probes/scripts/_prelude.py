@@ -51,6 +51,24 @@ def gpu_device_files():
     return ["/dev/" + n for n in names]
 
 
+def proc_identity(pid):
+    """(executable, working directory, parent pid) of a process from /proc; None for what cannot be read."""
+    try:
+        exe = os.readlink("/proc/%s/exe" % pid)
+    except OSError:
+        exe = None
+    try:
+        cwd = os.readlink("/proc/%s/cwd" % pid)
+    except OSError:
+        cwd = None
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        ppid = None
+    return exe, cwd, ppid
+
+
 def gpu_present():
     """Whether this host shows a GPU at all: its device files, or a vendor tool on PATH that lists GPUs
     (nvidia-smi, rocm-smi, amd-smi: a container or a test host may expose the tool's view without /dev entries)."""

@@ -202,19 +202,7 @@ def scan_processes(params, my_tag):
         env, hints = read_environ(pid)
         if my_tag is not None and hints.get("tag") != my_tag:
             continue  # a staged test host sees only the engines staged for it
-        try:
-            exe = os.readlink("/proc/%s/exe" % pid)
-        except OSError:
-            exe = None
-        try:
-            cwd = os.readlink("/proc/%s/cwd" % pid)
-        except OSError:
-            cwd = None
-        try:
-            with open("/proc/%s/stat" % pid) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            ppid = None
+        exe, cwd, ppid = proc_identity(pid)
         engines.append({"pid": int(pid), "ppid": ppid, "kind": kind, "argv": mask_argv(argv)[:400], "exe": exe,
                         "cwd": cwd, "env": env, "env_readable": env is not None, "port_hint": hints.get("port")})
     # Keep the top process of each engine (workers re-exec with the same argv under the server).

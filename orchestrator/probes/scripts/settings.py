@@ -177,19 +177,7 @@ def scan(params):
                 env[k] = v
         if my_tag is not None and tag != my_tag:
             continue  # a staged test host sees only the processes staged for it
-        try:
-            exe = os.readlink("/proc/%s/exe" % pid)
-        except OSError:
-            exe = None
-        try:
-            cwd = os.readlink("/proc/%s/cwd" % pid)
-        except OSError:
-            cwd = None
-        try:
-            with open("/proc/%s/stat" % pid) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            ppid = None
+        exe, cwd, ppid = proc_identity(pid)
         files = {}
         for flag in CONFIG_FLAGS:
             path = flag_value(argv, [flag])

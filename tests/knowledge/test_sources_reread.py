@@ -11,15 +11,6 @@ import re
 from orchestrator.knowledge.catalog import catalog
 
 NOT_YET_REREAD: frozenset[str] = frozenset({
-    "chunked-prefill-budget-hurts-itl",
-    "chunked-prefill-budget-below-prompt",
-    "prefix-caching-off",
-    "trtllm-guaranteed-no-evict-caps-batch",
-    "serving-latency-vs-roofline",
-    "nvlink-links-down",
-    "fabric-manager-not-running",
-    "iommu-acs-p2p-through-root-complex",
-    "numa-misaligned-serving-process",
     "jit-cache-dir-ephemeral",
     "tunableop-retuned-every-start",
     "vllm-cutlass-tma-ws-init",

@@ -9,7 +9,10 @@ analysis/compare.py compares them with the `--log` the engine probe reads on the
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
+from typing import Callable
 
 from orchestrator.observations import BaselineLog, ObservationsError
 
@@ -22,11 +25,27 @@ class BaselineLogError(ObservationsError):
     """--baseline-log names no readable engine log (one line: the file, what is wrong, what to pass)."""
 
 
+def _masked(line: str, rx: re.Pattern[str], secret: Callable[[str], bool]) -> str:
+    """vLLM's "non-default args: {...}" with the values of secret-named keys (api_key) replaced, so the line stays a
+    Python literal the comparison can read after redaction."""
+    m = rx.search(line)
+    if not m:
+        return line
+    try:
+        d = ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return line
+    if not isinstance(d, dict):
+        return line
+    d = {k: ("<redacted>" if isinstance(k, str) and secret(k) else v) for k, v in d.items()}
+    return line[: m.start(1)] + repr(d) + line[m.end(1):]
+
+
 def load_baseline_log(path: str | Path) -> BaselineLog:
     """The version and settings lines of an engine log on this machine; BaselineLogError when it has none."""
     from orchestrator.probes.engine_logs import (RX_ARGS_NAMESPACE, RX_ENGINE_CONFIG, RX_NON_DEFAULT, RX_SERVER_ARGS,
                                                  RX_VERSION)
-    from orchestrator.redact import redact
+    from orchestrator.redact import redact, secret_name
     from orchestrator.errors import InputError
     from orchestrator.validate import check_input_file
 
@@ -40,7 +59,7 @@ def load_baseline_log(path: str | Path) -> BaselineLog:
     with p.open("r", encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if len(kept) < MAX_LINES and any(rx.search(line) for rx in wanted):
-                kept.append(redact(line.rstrip("\n"))[:20000])
+                kept.append(redact(_masked(line.rstrip("\n"), RX_NON_DEFAULT, secret_name))[:20000])
     if not kept:
         raise BaselineLogError(f"--baseline-log {p} has no engine version or settings line (vLLM's 'vLLM API server "
                                f"version' / 'non-default args', SGLang's 'server_args=ServerArgs(', ...); {fix}")

@@ -154,6 +154,8 @@ class LogSnapshot:
     settings: dict[str, str] = field(default_factory=dict)
     complete: bool = False
     """True when the log printed every argument (Namespace, ServerArgs): a key it lacks is not a default."""
+    dumped: set[str] = field(default_factory=set)
+    """Keys only the engine's config dump printed ("with config: ..."): compared only when both logs print them."""
 
 
 def _shown(v: Any) -> str:
@@ -190,7 +192,9 @@ def log_snapshot(lines: Iterable[str], source: str) -> LogSnapshot:
         m = RX_ENGINE_CONFIG.search(line)
         if m:  # vLLM's engine config: its own names (`enforce_eager=False`), every field printed
             for k, raw in _kv_pairs(m.group(1)).items():
-                snap.settings.setdefault(k, raw.strip().strip("'\""))
+                if k not in snap.settings:
+                    snap.settings[k] = raw.strip().strip("'\"")
+                    snap.dumped.add(k)
     return snap
 
 
@@ -206,6 +210,8 @@ def setting_changes(before: LogSnapshot, after: LogSnapshot) -> list[tuple[str, 
         if _IGNORED.match(k):
             continue
         a, b = before.settings.get(k), after.settings.get(k)
+        if (a is None or b is None) and (k in before.dumped or k in after.dumped):
+            continue  # in one config dump only: the other log has none to compare with
         if a is None and before.complete or b is None and after.complete:
             continue  # printed in full on one side only: a field of one version, not a change the user made
         if a != b:

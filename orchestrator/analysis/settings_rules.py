@@ -90,7 +90,7 @@ def _upgrade(v: EvidenceView, audits: list[ProcessAudit]) -> tuple[str, str, str
         return (*up, "", [])
     logs = two_logs(v)
     if logs is None:
-        return None
+        return two_hosts(v)
     before, after, cites = logs
     project = kb.ENGINE_PROJECT.get(after.project or "") or after.project
     new = after.version or (primary.version if primary else None)
@@ -98,6 +98,26 @@ def _upgrade(v: EvidenceView, audits: list[ProcessAudit]) -> tuple[str, str, str
         return None
     return (project, before.version, new, f"the two logs ({before.source} prints {before.version}, {after.source} "
             f"prints {new})", cites)
+
+
+def two_hosts(v: EvidenceView) -> tuple[str, str, str, str, list[str]] | None:
+    """Two hosts of a multi-host run serving the same engine at two versions (the fleet's engine probes): (project,
+    older, newer, the hosts and their versions, evidence ids). Which host is "before" is the user's to say; the
+    defaults that differ between the two versions are what differs between the hosts without either setting it."""
+    seen: dict[str, tuple[str, str, str]] = {}
+    for e, r in v.models():
+        if isinstance(r, EngineReport) and r.available and e.host and r.primary and r.primary.version:
+            seen.setdefault(e.host, (r.primary.name, r.primary.version, e.id))
+    kinds = {k for k, _, _ in seen.values()}
+    versions = sorted({ver for _, ver, _ in seen.values()}, key=kb.version_key)
+    if len(kinds) != 1 or len(versions) != 2:
+        return None
+    project = kb.ENGINE_PROJECT.get(next(iter(kinds)))
+    if project is None or project not in kb.projects():
+        return None
+    old, new = versions
+    where = ", ".join(f"{h} runs {ver}" for h, (_, ver, _) in sorted(seen.items()))
+    return project, old, new, f"the hosts ({where})", [ev for _, _, ev in seen.values()]
 
 
 def two_logs(v: EvidenceView) -> tuple[compare.LogSnapshot, compare.LogSnapshot, list[str]] | None:
@@ -282,6 +302,7 @@ def settings_rule(v: EvidenceView) -> list[Finding]:
         table = _table(audits, ev)
         if table is not None:
             out.append(table)
-    if "regression" in asked or _bench_comparison(v) is not None or two_logs(v) is not None:
+    if "regression" in asked or _bench_comparison(v) is not None or two_logs(v) is not None \
+            or two_hosts(v) is not None:
         out += _regression(v, audits, ev, asked | {"regression"})
     return out

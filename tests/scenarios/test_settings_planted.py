@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import os
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -237,14 +237,26 @@ def _settings():
 # running and printing
 
 
-def _with_bench(obs, bench: List[Path]):
-    """The observations with the --bench files' runs added (each file parsed, and refused, before the run)."""
+def _with_bench(obs, bench: List[Path], baseline: Optional[List[Path]] = None):
+    """The observations with the --bench files' runs added (each file parsed, and refused, before the run); the
+    --baseline file's runs first, labelled `baseline` (the run before)."""
     from orchestrator.benchresults import load_bench
     from orchestrator.observations import Observations
 
+    before = [r.model_copy(update={"label": "baseline"}) for path in baseline or [] for r in load_bench(path)]
     runs = [r for path in bench for r in load_bench(path)]
     obs = obs if obs is not None else Observations()
-    obs.bench = [*obs.bench, *runs]
+    obs.bench = [*before, *obs.bench, *runs]
+    return obs
+
+
+def _with_baseline_log(obs, path: Path):
+    """The observations with the --baseline-log's version and settings lines (read, and refused, before the run)."""
+    from orchestrator.baselines import load_baseline_log
+    from orchestrator.observations import Observations
+
+    obs = obs if obs is not None else Observations()
+    obs.baseline_log = load_baseline_log(path)
     return obs
 
 
@@ -374,6 +386,10 @@ def ask(
                                              "--trace against (repeatable, same forms)"),
     bench: List[Path] = typer.Option([], "--bench", metavar="FILE", help="benchmark result file: vllm bench serve "
                                      "JSON, SGLang bench_serving JSONL, genai-perf profile export (repeatable)"),
+    baseline: List[Path] = typer.Option([], "--baseline", metavar="FILE", help="benchmark result of the run before "
+                                        "(with --bench AFTER): the two runs are compared, changed defaults ranked"),
+    baseline_log: List[Path] = typer.Option([], "--baseline-log", metavar="FILE", help="engine log of the run before, "
+                                            "on this machine (with --log AFTER): versions and settings compared"),
     model: Optional[str] = typer.Option(None, "--model", metavar="ID", help="Claude model id or alias (anthropic backend)"),
     offline: bool = typer.Option(False, "--offline", help="use the deterministic offline backend"),
     agents: List[Path] = typer.Option([], "--agents", metavar="DIR", help="directory of extra agent definitions (repeatable)"),
@@ -399,8 +415,13 @@ def ask(
     if (k8s_namespace or k8s_container) and not k8s:
         raise BadInput("--namespace and --container go with --k8s SELECTOR; pass --k8s too")
     obs = _load_observations(observations)
+    from orchestrator.validate import check_baselines
+
+    check_baselines(bench, baseline, log, baseline_log)
     if bench:
-        obs = _with_bench(obs, bench)
+        obs = _with_bench(obs, bench, baseline)
+    if baseline_log:
+        obs = _with_baseline_log(obs, baseline_log[0])
     _check_agents(agents)
     _check_python(python)
     _check_traces(trace, baseline_trace)
@@ -775,6 +796,8 @@ TOP_HELP = """Why is my LLM inference slow? Investigate a GPU host and get a dia
     --observations FILE    what you measured (YAML/JSON: model, runs, gpu, notes)
     --log PATH             the server's log on the host (repeatable)
     --bench FILE           vllm bench serve / SGLang bench_serving / genai-perf result (repeatable)
+    --baseline FILE        the run before (with --bench AFTER): the two runs compared, changed defaults ranked
+    --baseline-log FILE    the engine log before (with --log AFTER): versions and settings compared
     --measure              allow probes that load the GPU (GEMM, all-reduce)
     --offline | --model ID the deterministic backend, or a Claude model
     --report FILE.html     also write a report (.html or .md); --json prints the diagnosis as JSON

@@ -195,12 +195,22 @@ class BenchResult(_Strict):
         return ", ".join(bits)
 
 
+class BaselineLog(_Strict):
+    """The engine log of the run before (`--baseline-log FILE`, read on this machine): the lines that name the engine's
+    version and settings (orchestrator/baselines.py), compared with the `--log` of the run now."""
+
+    source: str = ""
+    lines: list[str] = []
+
+
 class Observations(_Strict):
     model: ModelInfo | None = None
     runs: list[RunObservation] = []
     gpu: GpuObservation | None = None
     bench: list[BenchResult] = []
-    """Benchmark runs read from `--bench FILE` (orchestrator/benchresults.py): TTFT/TPOT/ITL at a load."""
+    """Benchmark runs read from `--bench FILE` (orchestrator/benchresults.py): TTFT/TPOT/ITL at a load; `--baseline
+    FILE`'s runs come first, labelled `baseline` (the run before, analysis/compare.py)."""
+    baseline_log: BaselineLog | None = None
     notes: Notes | None = None
 
 

@@ -72,3 +72,34 @@ def check_input_file(path: str | Path, what: str, fix: str, *, max_bytes: int | 
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n:,} bytes"
+
+
+def check_baselines(bench: list[Path], baseline: list[Path], logs: list[str], baseline_log: list[Path]) -> None:
+    """`--baseline` / `--baseline-log` (the run before) go with the run now (`--bench` / `--log`) and name another file:
+    InputError naming the option and the fix. The files themselves are read (and refused) by their loaders."""
+    if baseline and not bench:
+        raise InputError("--baseline is the benchmark run before; pass the run after with --bench AFTER.json too")
+    if baseline_log and not logs:
+        raise InputError("--baseline-log is the engine log of the run before; pass the log of the run now with "
+                         "--log AFTER.log too")
+    if len(baseline) > 1 or len(baseline_log) > 1:
+        raise InputError("--baseline and --baseline-log take one file each (the run before); pass one")
+    for b in baseline:
+        check_input_file(b, "--baseline", "pass the benchmark result file of the run before")
+    for b in baseline_log:
+        check_input_file(b, "--baseline-log", "pass the engine log of the run before (a file on this machine)")
+    for base, others, option, other in ((baseline, [str(b) for b in bench], "--baseline", "--bench"),
+                                        (baseline_log, logs, "--baseline-log", "--log")):
+        for b in base:
+            for o in others:
+                if _same_file(Path(b), Path(o)):
+                    raise InputError(f"{option} {b} is the same file as {other} {o}: comparing a run with itself "
+                                     f"shows nothing; pass the run before to {option}")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    a, b = a.expanduser(), b.expanduser()
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return a.resolve() == b.resolve()

@@ -75,7 +75,8 @@ PROJECTS: dict[str, dict[str, Any]] = {
     "tensorrt_llm": {"label": "TensorRT-LLM",
                      "url": "https://github.com/NVIDIA/TensorRT-LLM/blob/v{version}/{path}#L{line}",
                      "wheel": "tensorrt_llm", "files": ["tensorrt_llm/llmapi/llm_args.py",
-                                                         "tensorrt_llm/commands/serve.py"]},
+                                                         "tensorrt_llm/commands/serve.py", "tensorrt_llm/*.py",
+                                                         "tensorrt_llm/**/*.py"]},
 }
 
 
@@ -440,6 +441,32 @@ def trtllm_llm_args(text: str, path: str) -> list[dict]:
     return out
 
 
+_TRT_ENV = re.compile(r"""os\.(?:environ\.get|getenv)\(\s*["']((?:TRTLLM|TLLM)_\w+)["']"""
+                      r"""(?:\s*,\s*([^()\n]*?|[\w.]+\([^()\n]*\)))?\s*\)""")
+
+
+def trtllm_envs(root: Path) -> list[dict]:
+    """TensorRT-LLM's environment switches as its Python reads them: `os.environ.get("TRTLLM_ENABLE_PDL", "1")`,
+    `os.getenv("TRTLLM_SERVER_DISABLE_GC", "0")` (TRTLLM_* and TLLM_*), the first read of each name with its default
+    and the comment above it."""
+    out: dict[str, dict] = {}
+    for f in sorted((root / "tensorrt_llm").rglob("*.py")):
+        rel = str(f.relative_to(root))
+        text = f.read_text(errors="replace")
+        lines = text.splitlines()
+        for m in _TRT_ENV.finditer(text):
+            if m.group(1) in out:
+                continue
+            raw = m.group(2)
+            try:
+                default = _json_value(ast.literal_eval(raw)) if raw else None
+            except (ValueError, SyntaxError):
+                default = {"expr": raw.strip()[:200]}
+            line = text.count("\n", 0, m.start()) + 1
+            out[m.group(1)] = entry(m.group(1), "env", "str", default, comments_above(lines, line), rel, line)
+    return list(out.values())
+
+
 def click_options(text: str, path: str) -> list[dict]:
     """A click command's options (trtllm-serve): `@click.option("--name", ..., default=..., help=...)`."""
     out = []
@@ -667,6 +694,7 @@ def harvest_version(project: str, root: Path) -> list[dict]:
     elif project == "tensorrt_llm":
         one("tensorrt_llm/llmapi/llm_args.py", trtllm_llm_args)
         one("tensorrt_llm/commands/serve.py", click_options)
+        out.extend(trtllm_envs(root))
     elif project == "cuda":
         for f in sorted(root.glob("*.tsv")):
             one(f.name, cuda_doc)

@@ -59,7 +59,8 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
     out: list[dict[str, Any]] = []
     oe = v.observations_evidence
     if oe is not None:
-        for b in oe[1].bench[:4]:
+        now = [b for b in oe[1].bench if b.label != "baseline"]  # `--baseline`: the run before, not this state
+        for b in (now or oe[1].bench)[:4]:
             itl = b.itl if b.itl and b.itl.p50 is not None else b.tpot
             itl_ms = itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None
             batch = b.max_concurrency

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 
+from orchestrator.analysis import compare
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.settings_audit import NonDefault, ProcessAudit, audit_process, upgrade_in
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding, Symptom
 from orchestrator.knowledge import settings as kb
+from orchestrator.probes.engine_models import EngineReport
 from orchestrator.probes.settings_models import SettingsReport
 
 _SYMPTOM_WORDS: list[tuple[Symptom, str]] = [
@@ -79,30 +81,88 @@ def _table(audits: list[ProcessAudit], ev: str) -> Finding | None:
                          + shown + ".")
 
 
-def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, asked: set[Symptom]) -> list[Finding]:
+def _upgrade(v: EvidenceView, audits: list[ProcessAudit]) -> tuple[str, str, str, str, list[str]] | None:
+    """(project, old, new, where the two versions were read, evidence ids): the question's "from X to Y", else the
+    versions two engine logs print (`--baseline-log BEFORE` and the `--log` read on the host)."""
     primary = audits[0] if audits else None
     up = upgrade_in(v.question, primary.project if primary else None)
+    if up is not None:
+        return (*up, "", [])
+    logs = two_logs(v)
+    if logs is None:
+        return two_hosts(v)
+    before, after, cites = logs
+    project = kb.ENGINE_PROJECT.get(after.project or "") or after.project
+    new = after.version or (primary.version if primary else None)
+    if not (project and project in kb.projects() and before.version and new) or before.version == new:
+        return None
+    return (project, before.version, new, f"the two logs ({before.source} prints {before.version}, {after.source} "
+            f"prints {new})", cites)
+
+
+def two_hosts(v: EvidenceView) -> tuple[str, str, str, str, list[str]] | None:
+    """Two hosts of a multi-host run serving the same engine at two versions (the fleet's engine probes): (project,
+    older, newer, the hosts and their versions, evidence ids). Which host is "before" is the user's to say; the
+    defaults that differ between the two versions are what differs between the hosts without either setting it."""
+    seen: dict[str, tuple[str, str, str]] = {}
+    for e, r in v.models():
+        if isinstance(r, EngineReport) and r.available and e.host and r.primary and r.primary.version:
+            seen.setdefault(e.host, (r.primary.name, r.primary.version, e.id))
+    kinds = {k for k, _, _ in seen.values()}
+    versions = sorted({ver for _, ver, _ in seen.values()}, key=kb.version_key)
+    if len(kinds) != 1 or len(versions) != 2:
+        return None
+    project = kb.ENGINE_PROJECT.get(next(iter(kinds)))
+    if project is None or project not in kb.projects():
+        return None
+    old, new = versions
+    where = ", ".join(f"{h} runs {ver}" for h, (_, ver, _) in sorted(seen.items()))
+    return project, old, new, f"the hosts ({where})", [ev for _, _, ev in seen.values()]
+
+
+def two_logs(v: EvidenceView) -> tuple[compare.LogSnapshot, compare.LogSnapshot, list[str]] | None:
+    """The run before's log (`--baseline-log`) and the run now's (`--log`, read by the engine probe), parsed."""
+    oe = v.observations_evidence
+    if oe is None or oe[1].baseline_log is None:
+        return None
+    base = oe[1].baseline_log
+    for e, r in v.probes("engine_config"):
+        assert isinstance(r, EngineReport)
+        if r.lines:
+            after = compare.log_snapshot((ln.line for ln in r.lines), r.log_files[0] if r.log_files else "--log")
+            return compare.log_snapshot(base.lines, base.source or "--baseline-log"), after, [oe[0].id, e.id]
+    return None
+
+
+def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, asked: set[Symptom]) -> list[Finding]:
+    up = _upgrade(v, audits)
+    out = _log_changes(v, asked)
     if up is None:
-        return []
-    project, old, new = up
+        return out
+    project, old, new, read_from, up_cites = up
     label = kb.project_data(project)["label"]
     given = {nd.doc.key for a in audits for nd in a.nondefaults}
     explicit = {(d.key) for a in audits for d in _explicit(a)}
+    comparison = _bench_comparison(v)
+    worse = comparison.worse if comparison else set()
     ranked = []
     for doc, before, after in kb.changed_defaults(project, old, new):
         if doc.key in explicit or doc.key in given:
             continue  # the process sets it itself: the changed default does not apply
         eff = kb.effect_applies(doc, after, before) or kb.effect_of(doc)
-        hit = bool(eff and set(eff.symptoms) & asked)
-        ranked.append((0 if hit else 1 if eff else 2, doc, before, after, eff))
+        hits = set(eff.symptoms) & asked if eff else set()
+        if worse and hits:  # measured: what got worse ranks first; what the runs show unchanged is only listed
+            hits &= worse
+        ranked.append((0 if hits else 1 if eff else 2, doc, before, after, eff))
     ranked.sort(key=lambda t: (t[0], t[1].name))
     if not ranked:
-        return []
+        return out
     measured, numbers, obs_ev = before_after(v, asked)
-    cites = [x for x in (ev, obs_ev) if x] or [e.id for e in v.evidence if not e.is_error][:1]
+    cites = list(dict.fromkeys(x for x in (ev, obs_ev, *up_cites) if x)) or \
+        [e.id for e in v.evidence if not e.is_error][:1]
     if not cites:
-        return []
-    out = []
+        return out
+    versions = f"{label} {old} and {new}" + (f" (read from {read_from})" if read_from else "")
     for rank, doc, before, after, eff in ranked[:5]:
         if rank > 0:
             continue
@@ -111,7 +171,7 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
         out.append(Finding(
             id=f"changed-default-{project}-{doc.name}".lower(), category="engine", evidence=cites,
             title=f"Default of {name} changed in the upgrade: {_show(before)} -> {_show(after)}",
-            claim=(f"Between {label} {old} and {new} the default of {name} changed from {_show(before)} to "
+            claim=(f"Between {versions} the default of {name} changed from {_show(before)} to "
                    f"{_show(after)} ({doc.source} at {doc.url}); the serving process does not set it, so the upgrade "
                    f"changed it. This setting {eff.effect}. Source: {', '.join(eff.source)}."
                    + (f" {measured}" if measured else "")), numbers=numbers,
@@ -124,49 +184,82 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
     out.append(Finding(
         id=f"changed-defaults-{project}", category="engine", informational=True, evidence=cites, confidence=0.9,
         title=f"Defaults changed between {label} {old} and {new}",
-        claim=(f"{measured} " if measured else "") + f"{len(ranked)} {'defaults' if len(ranked) != 1 else 'default'} changed between {label} {old} and "
-              f"{new} (harvested from the releases' own definitions): " + "; ".join(rest) + ".", numbers=numbers,
-        data={"project": project, "old": old, "new": new, "changed": len(ranked)}))
+        claim=(f"{measured} " if measured else "") + f"{len(ranked)} {'defaults' if len(ranked) != 1 else 'default'} "
+              f"changed between {versions} (harvested from the releases' own definitions): " + "; ".join(rest) + ".",
+        numbers=numbers, data={"project": project, "old": old, "new": new, "changed": len(ranked)}))
     return out
 
 
-_METRICS: dict[str, tuple[str, str, bool]] = {"itl": ("itl", "ms", False), "ttft": ("ttft", "ms", False),
-                                               "throughput": ("output_throughput", "tok/s", True)}
+def _log_changes(v: EvidenceView, asked: set[Symptom]) -> list[Finding]:
+    """The settings two engine logs print differently: each whose new value has a curated effect on the asked
+    symptom is a cause; all of them are listed."""
+    logs = two_logs(v)
+    if logs is None:
+        return []
+    before, after, cites = logs
+    changes = compare.setting_changes(before, after)
+    if not changes:
+        return []
+    project = kb.ENGINE_PROJECT.get(after.project or "") or after.project
+    out: list[Finding] = []
+    for key, a, b in changes:
+        docs = [d for d in kb.find(key, project) if d.kind in ("cli", "config")] if project in kb.projects() else []
+        if not docs or b is None:
+            continue
+        doc = docs[0]
+        default, _ = kb.default_at(doc, after.version)
+        eff = kb.effect_applies(doc, b, default)
+        if eff is None or not set(eff.symptoms) & asked:
+            continue
+        name = doc.flag if doc.kind == "cli" and doc.flag else doc.name
+        out.append(Finding(
+            id=f"changed-setting-{doc.project}-{doc.name}".lower(), category="engine", evidence=cites,
+            title=f"{name} changed between the two runs: {a if a is not None else 'default'} -> {b}",
+            claim=(f"The engine log of the run before ({before.source}) shows {name}="
+                   f"{a if a is not None else f'its default ({_show(default)})'}; the log of the run now "
+                   f"({after.source}) shows {name}={b}. This setting {eff.effect}. Source: {', '.join(eff.source)}."),
+            recommendations=[f"Set {name} back to {a if a is not None else _show(default)} and benchmark both "
+                             f"({eff.fix})"], symptoms=["regression", *eff.symptoms], confidence=0.7,
+            severity="high" if eff.direction == "slower" else "medium", bound=eff.bound,
+            data={"setting": doc.name, "before": a, "after": b}))
+    shown = [f"{k}: {a if a is not None else 'default'} -> {b if b is not None else 'default'}"
+             for k, a, b in changes[:30]]
+    out.append(Finding(
+        id="changed-settings-logs", category="engine", informational=True, evidence=cites, confidence=0.9,
+        title="Settings that differ between the two logs",
+        claim=(f"{len(changes)} {'settings differ' if len(changes) != 1 else 'setting differs'} between the engine log "
+               f"of the run before ({before.source}, {before.version or 'version not printed'}) and the run now "
+               f"({after.source}, {after.version or 'version not printed'}): " + "; ".join(shown) + "."),
+        data={"changes": [list(c) for c in changes]}))
+    return out
+
+
+def _bench_comparison(v: EvidenceView) -> compare.BenchComparison | None:
+    oe = v.observations_evidence
+    pair = compare.bench_pair(oe[1].bench) if oe else None
+    return compare.compare_bench(*pair) if pair else None
 
 
 def before_after(v: EvidenceView, asked: set[Symptom]) -> tuple[str, list[Number], str | None]:
-    """The first and the last benchmark run given (`--bench BEFORE --bench AFTER`) on the asked metrics: a sentence,
-    the numbers, and the observations' evidence id ('' / [] / None when fewer than two runs were given)."""
+    """The run before (`--baseline FILE`, else the first `--bench`) and the run after (the last `--bench`) on the
+    asked metrics: a sentence, the numbers, and the observations' evidence id ('' / [] / None without two runs)."""
     oe = v.observations_evidence
-    runs = oe[1].bench if oe else []
-    if oe is None or len(runs) < 2:
+    comparison = _bench_comparison(v)
+    if oe is None or comparison is None:
         return "", [], None
-    before, after = runs[0], runs[-1]
-    parts, numbers = [], []
-    for sym in ("itl", "ttft", "throughput"):
-        if sym not in asked:
-            continue
-        field, unit, higher_better = _METRICS[sym]
-        vals = []
-        for r in (before, after):
-            x = getattr(r, field)
-            if field == "itl" and (x is None or x.empty):
-                x = r.tpot
-            vals.append(x if isinstance(x, (int, float)) or x is None else (x.p50 if x.p50 is not None else x.mean))
-        a, b = vals
-        if a is None or b is None or not a:
-            continue
-        change = (b - a) / a * 100
-        worse = change < 0 if higher_better else change > 0
-        label = {"itl": "ITL/TPOT p50", "ttft": "TTFT p50", "throughput": "output throughput"}[sym]
-        parts.append(f"{label} {a:g} -> {b:g} {unit} ({change:+.0f} %{', worse' if worse else ''})")
-        numbers.append(Number(name=f"{label} after vs before", value=round(b, 4), unit=unit, peak=None,
-                              source=oe[0].id, note=f"before: {a:g} {unit} ({before.source or before.name}); after: "
-                                                    f"{b:g} {unit} ({after.source or after.name})"))
-    if not parts:
+    wanted = {"p50", "p99", "throughput"}
+    shown = [c for c in comparison.changes if c.symptom in asked
+             and (c.metric.rsplit(" ", 1)[-1] in wanted or c.symptom == "throughput")
+             and not (c.metric.startswith("end-to-end") or c.metric.startswith("request"))]
+    if not shown:
         return "", [], None
-    return (f"The benchmark runs given (first = before: {before.source or before.name}; last = after: "
-            f"{after.source or after.name}) show " + "; ".join(parts) + "."), numbers, oe[0].id
+    before, after = comparison.before, comparison.after
+    numbers = [Number(name=f"{c.metric} after vs before", value=round(c.after, 4), unit=c.unit, peak=None,
+                      source=oe[0].id, note=f"before: {c.before:g} {c.unit} ({before.source or before.name}); after: "
+                                            f"{c.after:g} {c.unit} ({after.source or after.name})")
+               for c in shown]
+    head = comparison.sentence(set())
+    return (head.rstrip(".") + ": " + "; ".join(c.shown() for c in shown) + "."), numbers, oe[0].id
 
 
 def _explicit(a: ProcessAudit) -> list[kb.SettingDoc]:
@@ -209,6 +302,7 @@ def settings_rule(v: EvidenceView) -> list[Finding]:
         table = _table(audits, ev)
         if table is not None:
             out.append(table)
-    if "regression" in asked:
-        out += _regression(v, audits, ev, asked)
+    if "regression" in asked or _bench_comparison(v) is not None or two_logs(v) is not None \
+            or two_hosts(v) is not None:
+        out += _regression(v, audits, ev, asked | {"regression"})
     return out

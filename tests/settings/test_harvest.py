@@ -55,6 +55,9 @@ def test_harvest_reads_defaults_per_version_help_and_sources(tmp_path):
     trt = {s["name"]: s for s in json.loads((tmp_path / "tensorrt_llm.json").read_text())["settings"]}
     assert trt["kv_cache_config.enable_block_reuse"]["defaults"] == [["1.2.1", True]]  # nested LLM API config key
     assert trt["max_batch_size"]["flag"] == "--max_batch_size" and trt["enable_chunked_prefill"]["defaults"][0][1] is False
+    # its environment switches, as its Python reads them (os.environ.get / os.getenv with a default)
+    assert trt["TRTLLM_ENABLE_PDL"]["kind"] == "env" and trt["TRTLLM_ENABLE_PDL"]["defaults"] == [["1.2.1", "1"]]
+    assert trt["TRTLLM_SERVER_DISABLE_GC"]["help"].startswith("Optionally disable GC")
 
 
 def test_harvest_that_finds_far_fewer_settings_than_last_time_fails(tmp_path):

@@ -85,6 +85,11 @@ def _vkey(v: str) -> Any:
         return (1, v)
 
 
+def version_key(v: str) -> Any:
+    """A release's sort key (`0.5.10` after `0.5.9`; a tag that is no version after every version)."""
+    return _vkey(v)
+
+
 @lru_cache(maxsize=None)
 def project_data(project: str) -> dict[str, Any]:
     """The harvested file of a project (versions, count, provenance and its settings)."""

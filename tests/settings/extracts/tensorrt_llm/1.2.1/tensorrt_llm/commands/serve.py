@@ -1,4 +1,7 @@
 # Small extract in the format of tensorrt_llm/commands/serve.py
+import gc
+import os
+
 import click
 
 
@@ -8,3 +11,9 @@ import click
 @click.option("--enable_chunked_prefill", is_flag=True, help="Enable chunked prefill")
 def serve(max_batch_size, kv_cache_free_gpu_memory_fraction, enable_chunked_prefill):
     pass
+
+
+def launch_server():
+    # Optionally disable GC (default: not disabled)
+    if os.getenv("TRTLLM_SERVER_DISABLE_GC", "0") == "1":
+        gc.disable()

@@ -515,7 +515,7 @@ def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str],
     claim = f"{fill(e.claim, values)} {fill(e.explanation, values)} [{e.source}]"
     return Finding(id="decode-far-below-every-roof", entry=e.id, category="roofline", confidence=e.confidence,
                    evidence=ids, claim=claim, title=fill(e.title, values), numbers=nums,
-                   recommendations=[f"{fill(fx, values)} [{e.source}]" for fx in e.fixes()],
+                   recommendations=[e.cite(fx, fill(fx, values)) for fx in e.fixes()],
                    bound="communication" if comm and nv is False else "latency", severity=e.severity,
                    short=fill(e.reasoning or "", values))
 

@@ -741,22 +741,28 @@ def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str,
     ids: list[str] = []
     total = 0
     for hf in hosts.values():
+        # the engine probe's lines and the log scan's counts are two reads of the same logs: per host, a line is
+        # counted by whichever read saw more of it, never by both (one 'enforce eager' warning is not 'x2')
+        seen: dict[str, int] = {}
         for ln, level in zip(hf.lines, _levels(hf)):
             if level is None or (hf.host, ln.path, ln.line_no) in explained:
                 continue
             key = _mask(ln.text)
-            row = rows.setdefault(key, {"line": ln.text.strip(), "path": ln.path, "no": ln.line_no, "count": 0,
-                                        "level": level})
-            row["count"] += 1
-            total += 1
+            rows.setdefault(key, {"line": ln.text.strip(), "path": ln.path, "no": ln.line_no, "count": 0,
+                                  "level": level})
+            seen[key] = seen.get(key, 0) + 1
             ids.append(ln.evidence_id)
+        scanned: dict[str, int] = {}
         for u, ev_id in hf.unclassified:
             key = _mask(u.line)
-            row = rows.setdefault(key, {"line": u.line.strip(), "path": u.path, "no": u.line_no, "count": 0,
-                                        "level": u.level})
-            row["count"] += u.count
-            total += u.count
+            rows.setdefault(key, {"line": u.line.strip(), "path": u.path, "no": u.line_no, "count": 0,
+                                  "level": u.level})
+            scanned[key] = scanned.get(key, 0) + u.count
             ids.append(ev_id)
+        for key in seen.keys() | scanned.keys():
+            n = max(seen.get(key, 0), scanned.get(key, 0))
+            rows[key]["count"] += n
+            total += n
     if not rows:
         return []
     entry = catalog().get("unclassified-log-lines")

@@ -178,8 +178,12 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
           findings: list[Finding] | None = None) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
             for r in results if r.status != "ok"]
+    # the same probe run by two agents (gpu_inventory by the specs and node prongs) is one gap naming both results
+    unavailable: dict[tuple[str, str, str], list[str]] = {}
     for ev, m in view.unavailable():
-        gaps.append(Gap(what=f"probe {m.kind} on {m.host} ({ev.id})", why=m.reason or "unavailable"))
+        unavailable.setdefault((m.kind, m.host, m.reason or "unavailable"), []).append(ev.id)
+    for (kind, host, reason), ids in unavailable.items():
+        gaps.append(Gap(what=f"probe {kind} on {host} ({', '.join(dict.fromkeys(ids))})", why=reason))
     for ev in evidence:
         if ev.is_error:
             gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
@@ -188,7 +192,13 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
     # a measurement taken beside another workload is not the GPU's own: it limits what this diagnosis can say
     gaps += [Gap(what=f"{f.title} ({', '.join(f.evidence)})", why=f.claim) for f in findings or []
              if f.data.get("shared_gpu")]
-    return gaps
+    seen: set[tuple[str, str]] = set()
+    once = []
+    for g in gaps:  # a gap is said once, where it first came
+        if (g.what, g.why) not in seen:
+            seen.add((g.what, g.why))
+            once.append(g)
+    return once
 
 
 def synthesize(question: str, observations: Observations | None, evidence: list[Evidence],

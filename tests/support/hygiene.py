@@ -87,6 +87,7 @@ def noise_problems(d: Diagnosis, rendered: str = "") -> list[str]:
             out.append(f"gap said twice: {g.what}: {g.why}")
         seen.add(key)
     words = [d.verdict, d.bound_reasoning, *(c.title for c in d.causes), *(c.explanation for c in d.causes),
+             *(n.title for n in d.also_noticed), *(n.note for n in d.also_noticed),
              *(r.action for r in d.recommendations), *(r.why for r in d.recommendations),
              *(g.what for g in d.gaps), *(g.why for g in d.gaps), rendered]
     for w in words:

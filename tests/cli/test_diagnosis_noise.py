@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,10 @@ import pytest
 from orchestrator.diagnosis import Diagnosis
 from support.cli import investigate
 from support.hygiene import noise_problems
+
+QUIET = {"PATH": "/usr/bin:/bin", "INVESTIGATE_STAGED_TAG": f"none-{uuid.uuid4().hex}"}
+"""No nvidia-smi, and no serving process of this machine counts (the probes keep only processes carrying the tag:
+other tests start staged engines here meanwhile)."""
 
 EAGER_LOG = Path(__file__).with_name("vllm-0.6.3-enforce-eager.log")
 """A vLLM 0.6.3 start-up: its `args: Namespace(...)` line and the one warning vllm/config.py:380 prints when
@@ -27,7 +32,7 @@ def _run(tmp_path, *args: str) -> tuple[Diagnosis, str, str]:
     """The diagnosis (JSON), the terminal rendering and the Markdown report of one offline run on this machine."""
     transcript, md = tmp_path / "t.jsonl", tmp_path / "r.md"
     proc = investigate("why is decode slow?", "--offline", "--json", "--transcript", transcript, *args,
-                       tmp_path=tmp_path, env={"PATH": "/usr/bin:/bin"})
+                       tmp_path=tmp_path, env=QUIET)
     assert proc.returncode == 0, proc.stderr
     d = Diagnosis.model_validate(json.loads(proc.stdout))
     shown = investigate("replay", transcript, tmp_path=tmp_path)

@@ -200,7 +200,7 @@ def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
                        "this workload's kernels, autotune results, power or clocks can be read here."),
                 # a user who already gave --observations is not told to pass them
                 # `--host gpu-box` was given: advising `--host user@gpu-box` would be noise (issue 30 item 8)
-                recommendations=[r for r in entry_words("no-gpu-on-host", flags={
+                recommendations=[r for r in entry_words("no-gpu-on-host", values={"host": inv.host}, flags={
                                      "local" if inv.host in ("local", "localhost") else "remote"})["recommendations"]
                                  if v.observations is None or "--observations" not in r], entry="no-gpu-on-host",
                 title="No GPU on the investigated host", informational=True))

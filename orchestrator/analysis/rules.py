@@ -712,7 +712,7 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
         return [Finding(id="pcie-allreduce", category="communication", confidence=0.3 if ruled_out else 0.55,
                         evidence=[ev.id] + ([oe[0].id] if ruled_out and oe else []), claim=claim,
                         # the measured comparison ran the wider TP group faster: "reduce TP" would contradict it
-                        recommendations=[] if ruled_out else [f"{fx} [{iss.source}]" for fx in iss.fix],
+                        recommendations=[] if ruled_out else [iss.cite(fx, fx) for fx in iss.fixes()],
                         entry=iss.id, title="TP all-reduces cross PCIe (no NVLink between the GPUs)",
                         secondary=ruled_out)]
     return []

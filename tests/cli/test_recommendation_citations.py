@@ -62,3 +62,13 @@ def test_the_check_finds_a_misattributed_and_a_tool_advice_citation():
                               "vllm/envs.py]", why="w")])
     found = citation_problems(bad)
     assert len(found) == 2 and "flashinfer" in found[0] and "investigate itself" in found[1]
+
+
+def test_the_serving_rule_advice_written_in_python_cites_a_source_that_names_it():
+    from orchestrator.analysis import serving_rules
+
+    entry = serving_rules._entry()
+    assert entry is not None
+    for recs in serving_rules._RECS.values():
+        for text in recs:
+            assert citation_problem(text, [entry.source]) is None, text

@@ -104,7 +104,7 @@ def _answer(view: "EvidenceView", ev_id: str, host: str | None, m: NodeHealth) -
     meant: list[str] = []
     for rs, gs in groups.items():
         temps = [g.temperature_c for g in gs if g.temperature_c is not None]
-        temp = f" at up to {max(temps):g} C" if temps else ""
+        temp = "" if not temps else f" at {temps[0]:g} C" if len(temps) == 1 else f" at up to {max(temps):g} C"
         ids = ", ".join(str(g.index) + (f" ({g.bus_id})" if g.bus_id and len(gs) == 1 else "") for g in gs)
         said.append(f"{'GPU' if len(gs) == 1 else 'GPUs'} {ids} {'has' if len(gs) == 1 else 'have'} "
                     f"{', '.join(map(label, rs))} active, {_clocks(gs)}{temp}")

@@ -122,6 +122,19 @@ class EvidenceView:
         return None
 
     @cached_property
+    def observed_gpu(self) -> HostGpu | None:
+        """The GPU the observations name (`gpu.name`, `gpu.count`), when the spec database knows it: what the
+        user measured on, for arithmetic over their figures (the roofline floor of their latency) when the host
+        investigated shows no GPU (issue 30 item 9: the report's floor column stayed empty)."""
+        oe = self.observations_evidence
+        if oe is None or oe[1].gpu is None or not oe[1].gpu.name:
+            return None
+        spec = knowledge.gpu_spec(oe[1].gpu.name)
+        if spec is None:
+            return None
+        return HostGpu(spec.name, int(oe[1].gpu.count or 1), spec.cc, spec, knowledge.arch_caps(spec.cc), [oe[0].id])
+
+    @cached_property
     def observations_evidence(self) -> tuple[Evidence, Observations] | None:
         """The recorded observations (from the `observations` tool), so claims about them can cite an id."""
         for ev in self.of_kind("observations"):

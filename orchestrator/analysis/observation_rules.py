@@ -51,6 +51,15 @@ class PowerReading(BaseModel):
     busy: float | None
     pattern: PowerPattern
     reasoning: str
+    kernel_time: bool = False
+    """`busy` is utilization.gpu (time a kernel ran), not SM occupancy."""
+
+    @property
+    def while_busy(self) -> str:
+        """How a title says the GPU was busy: occupancy only when occupancy was given."""
+        if self.kernel_time and self.busy is not None:
+            return f"while a kernel ran {self.busy * 100:.0f} % of the time"
+        return "at high occupancy"
 
 
 class ObservationAnalysis(BaseModel):
@@ -104,17 +113,27 @@ def compare_runs(a: RunObservation, b: RunObservation) -> ScalingComparison | No
     )
 
 
-def read_power(power_w: float | None, limit_w: float | None, busy: float | None) -> PowerReading | None:
-    """Power vs limit at a given busy fraction: low power while busy -> the SMs stall (memory/sync), not math."""
+def read_power(power_w: float | None, limit_w: float | None, busy: float | None,
+               kernel_time: bool = False) -> PowerReading | None:
+    """Power vs limit at a given busy fraction: low power while busy -> the SMs stall (memory/sync), not math.
+
+    `kernel_time`: the busy fraction is nvidia-smi's utilization.gpu, the share of time a kernel was running (NVML
+    nvmlUtilization_t), not SM occupancy: the words say so (issue 30 item 10)."""
     if power_w is None or not limit_w:
         return None
     frac = power_w / limit_w
-    busy_txt = f" at {busy * 100:.0f} % utilization" if busy is not None else ""
+    busy_txt = "" if busy is None else (
+        f" while a kernel ran {busy * 100:.0f} % of the time (utilization.gpu: time, not SM occupancy)" if kernel_time
+        else f" at {busy * 100:.0f} % utilization")
     pattern: PowerPattern
     if busy is not None and busy >= BUSY_FRACTION and frac < LOW_POWER_FRACTION:
         pattern, why = "stall", (
             f"{power_w:.0f} W of {limit_w:.0f} W ({frac * 100:.0f} %){busy_txt}: the GPU is occupied but draws little "
             f"power, so its SMs mostly wait (on memory, barriers or communication) rather than run tensor-core math."
+        ) if not kernel_time else (
+            f"{power_w:.0f} W of {limit_w:.0f} W ({frac * 100:.0f} %){busy_txt}: kernels run nearly all the time but "
+            f"draw little power, so they mostly wait (on memory, barriers or communication) or keep few SMs busy, "
+            f"rather than run tensor-core math."
         )
     elif frac >= HIGH_POWER_FRACTION:
         pattern, why = "compute", (
@@ -125,13 +144,14 @@ def read_power(power_w: float | None, limit_w: float | None, busy: float | None)
         pattern, why = "idle", f"{power_w:.0f} W of {limit_w:.0f} W{busy_txt}: the GPU is mostly idle."
     else:
         pattern, why = "unclear", f"{power_w:.0f} W of {limit_w:.0f} W ({frac * 100:.0f} %){busy_txt}."
-    return PowerReading(power_w=power_w, limit_w=limit_w, fraction=frac, busy=busy, pattern=pattern, reasoning=why)
+    return PowerReading(power_w=power_w, limit_w=limit_w, fraction=frac, busy=busy, pattern=pattern, reasoning=why,
+                        kernel_time=kernel_time)
 
 
 def read_gpu_observation(gpu: GpuObservation | None) -> PowerReading | None:
     if gpu is None:
         return None
-    return read_power(gpu.power_w, gpu.power_limit_w, gpu.busy_fraction)
+    return read_power(gpu.power_w, gpu.power_limit_w, gpu.busy_fraction, kernel_time=gpu.sm_occupancy is None)
 
 
 def analyze_observations(obs: Observations | None) -> ObservationAnalysis:

@@ -200,7 +200,7 @@ def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
                        "this workload's kernels, autotune results, power or clocks can be read here."),
                 # a user who already gave --observations is not told to pass them
                 # `--host gpu-box` was given: advising `--host user@gpu-box` would be noise (issue 30 item 8)
-                recommendations=[r for r in entry_words("no-gpu-on-host", flags={
+                recommendations=[r for r in entry_words("no-gpu-on-host", values={"host": inv.host}, flags={
                                      "local" if inv.host in ("local", "localhost") else "remote"})["recommendations"]
                                  if v.observations is None or "--observations" not in r], entry="no-gpu-on-host",
                 title="No GPU on the investigated host", informational=True))
@@ -515,7 +515,7 @@ def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str],
     claim = f"{fill(e.claim, values)} {fill(e.explanation, values)} [{e.source}]"
     return Finding(id="decode-far-below-every-roof", entry=e.id, category="roofline", confidence=e.confidence,
                    evidence=ids, claim=claim, title=fill(e.title, values), numbers=nums,
-                   recommendations=[f"{fill(fx, values)} [{e.source}]" for fx in e.fixes()],
+                   recommendations=[e.cite(fx, fill(fx, values)) for fx in e.fixes()],
                    bound="communication" if comm and nv is False else "latency", severity=e.severity,
                    short=fill(e.reasoning or "", values))
 
@@ -623,7 +623,8 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
     oe = v.observations_evidence
     if oe and oe[1].gpu:
         g = oe[1].gpu
-        readings.append((read_power(g.power_w, g.power_limit_w, g.busy_fraction), [oe[0].id]))
+        readings.append((read_power(g.power_w, g.power_limit_w, g.busy_fraction, kernel_time=g.sm_occupancy is None),
+                         [oe[0].id]))
     for ev, ps in v.probes("power_sampling"):
         s = [x for x in ps.summary if x.mean_power_w is not None and x.power_limit_w
              and (ev.host, x.gpu) not in foreign]
@@ -631,7 +632,8 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
             p = sum(x.mean_power_w for x in s) / len(s)
             lim = sum(x.power_limit_w for x in s) / len(s)
             util = [x.mean_utilization_pct for x in s if x.mean_utilization_pct is not None]
-            readings.append((read_power(p, lim, sum(util) / len(util) / 100 if util else None), [ev.id]))
+            readings.append((read_power(p, lim, sum(util) / len(util) / 100 if util else None, kernel_time=True),
+                             [ev.id]))
     for ev, inv in v.probes("gpu_inventory"):
         g2 = [x for x in inv.gpus if x.power_draw_w is not None and x.power_limit_w
               and (ev.host, x.index) not in foreign]
@@ -639,7 +641,8 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
             p = sum(x.power_draw_w for x in g2) / len(g2)
             lim = sum(x.power_limit_w for x in g2) / len(g2)
             util = [x.utilization_pct for x in g2 if x.utilization_pct is not None]
-            readings.append((read_power(p, lim, sum(util) / len(util) / 100 if util else None), [ev.id]))
+            readings.append((read_power(p, lim, sum(util) / len(util) / 100 if util else None, kernel_time=True),
+                             [ev.id]))
     out = []
     for reading, ids in readings:
         if reading is None or reading.pattern not in ("stall", "compute"):
@@ -653,13 +656,14 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
                 claim=reading.reasoning + " With throughput rising as all-reduce groups shrink, the waiting is on "
                       "communication or synchronization, not on the GEMMs.",
                 recommendations=entry_words("power-stall", flags={"comm"})["recommendations"], entry="power-stall",
-                data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit at high occupancy: SMs wait on communication",
+                data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit {reading.while_busy}: SMs wait on communication",
                       "numbers": [num]}))
         elif reading.pattern == "stall":
             out.append(Finding(id="power-stall", category="power", confidence=0.7, evidence=ids, claim=reading.reasoning,
                                recommendations=entry_words("power-stall", flags={"gemm"})["recommendations"],
                                entry="power-stall",
-                               data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit at high occupancy: SMs stall",
+                               data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit {reading.while_busy}: "
+                                              + ("kernels stall" if reading.kernel_time else "SMs stall"),
                                      "numbers": [num]}))
         else:
             claim, cids, nums = reading.reasoning, list(ids), [num]
@@ -708,7 +712,7 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
         return [Finding(id="pcie-allreduce", category="communication", confidence=0.3 if ruled_out else 0.55,
                         evidence=[ev.id] + ([oe[0].id] if ruled_out and oe else []), claim=claim,
                         # the measured comparison ran the wider TP group faster: "reduce TP" would contradict it
-                        recommendations=[] if ruled_out else [f"{fx} [{iss.source}]" for fx in iss.fix],
+                        recommendations=[] if ruled_out else [iss.cite(fx, fx) for fx in iss.fixes()],
                         entry=iss.id, title="TP all-reduces cross PCIe (no NVLink between the GPUs)",
                         secondary=ruled_out)]
     return []

@@ -112,7 +112,7 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
 
 
 def serving_latency(v: EvidenceView) -> list[Finding]:
-    g = v.gpu
+    g = v.gpu or v.observed_gpu  # the host's GPU, else the one the user measured on
     if g is None or g.spec is None or not g.spec.mem_bw_gbs:
         return []
     got = _engine(v)

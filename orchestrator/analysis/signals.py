@@ -564,12 +564,12 @@ def fill(template: str, values: dict[str, Any]) -> str:
 
 def entry_words(entry_id: str, values: dict[str, Any] | None = None, flags: Iterable[str] = ()) -> dict[str, Any]:
     """What a rule needs from its catalog entry, filled: title, claim, explanation, reasoning, fixes (each with
-    the entry's first source appended), and the entry's id, confidence, severity and bound."""
+    the source that says it appended, Entry.cite), and the entry's id, confidence, severity and bound."""
     e = catalog_entry_by_id(entry_id)
     values = values or {}
     return {"entry": e.id, "title": fill(e.title, values), "claim": fill(e.claim, values),
             "explanation": fill(e.explanation, values), "reasoning": fill(e.reasoning or "", values),
-            "recommendations": [f"{fill(fx, values)} [{e.source}]" for fx in e.fixes(set(flags))],
+            "recommendations": [e.cite(fx, fill(fx, values)) for fx in e.fixes(set(flags))],
             "confidence": e.confidence, "severity": e.severity, "bound": e.bound, "source": e.source}
 
 
@@ -651,8 +651,7 @@ def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
         ids += [f.evidence_id for f in h.facts]
         matched += h.notes
     holds = lambda c: check(c, hf, best.binding)[0]  # noqa: E731  (a fix's preconditions, on the same GPU)
-    fixes = [f"{render(fx, hf, best.binding, best.line, best.match)} [{entry.source}]"
-             for fx in entry.fixes(holds=holds)]
+    fixes = [entry.cite(fx, render(fx, hf, best.binding, best.line, best.match)) for fx in entry.fixes(holds=holds)]
     return Finding(
         id=entry.id, entry=entry.id, rule="catalog", category=entry.area, title=entry.title, claim=text,
         confidence=conf, evidence=list(dict.fromkeys(ids)), recommendations=fixes, severity=entry.severity,
@@ -742,22 +741,28 @@ def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str,
     ids: list[str] = []
     total = 0
     for hf in hosts.values():
+        # the engine probe's lines and the log scan's counts are two reads of the same logs: per host, a line is
+        # counted by whichever read saw more of it, never by both (one 'enforce eager' warning is not 'x2')
+        seen: dict[str, int] = {}
         for ln, level in zip(hf.lines, _levels(hf)):
             if level is None or (hf.host, ln.path, ln.line_no) in explained:
                 continue
             key = _mask(ln.text)
-            row = rows.setdefault(key, {"line": ln.text.strip(), "path": ln.path, "no": ln.line_no, "count": 0,
-                                        "level": level})
-            row["count"] += 1
-            total += 1
+            rows.setdefault(key, {"line": ln.text.strip(), "path": ln.path, "no": ln.line_no, "count": 0,
+                                  "level": level})
+            seen[key] = seen.get(key, 0) + 1
             ids.append(ln.evidence_id)
+        scanned: dict[str, int] = {}
         for u, ev_id in hf.unclassified:
             key = _mask(u.line)
-            row = rows.setdefault(key, {"line": u.line.strip(), "path": u.path, "no": u.line_no, "count": 0,
-                                        "level": u.level})
-            row["count"] += u.count
-            total += u.count
+            rows.setdefault(key, {"line": u.line.strip(), "path": u.path, "no": u.line_no, "count": 0,
+                                  "level": u.level})
+            scanned[key] = scanned.get(key, 0) + u.count
             ids.append(ev_id)
+        for key in seen.keys() | scanned.keys():
+            n = max(seen.get(key, 0), scanned.get(key, 0))
+            rows[key]["count"] += n
+            total += n
     if not rows:
         return []
     entry = catalog().get("unclassified-log-lines")
@@ -776,7 +781,7 @@ def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str,
     return [Finding(
         id="unclassified-log-lines", entry=entry.id if entry else "", rule="catalog", category="log", title=title,
         claim=claim, confidence=entry.confidence if entry else 0.3, evidence=list(dict.fromkeys(ids)),
-        recommendations=[render(fx, hf0) + (f" [{entry.source}]" if entry else "") for fx in (entry.fixes() if entry else [])],
+        recommendations=[entry.cite(fx, render(fx, hf0)) for fx in entry.fixes()] if entry else [],
         severity=entry.severity if entry else "low", secondary=True,
         matched=[f"{r['path']}:{r['no']}: {r['line'][:200]}" for r in ranked[:MAX_MATCHED]])]
 

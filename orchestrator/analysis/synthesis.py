@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from orchestrator.analysis import node_view, relevance
+from orchestrator.analysis.clock_events import clock_events_answer
 from orchestrator.analysis.account_rules import account_bound
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
@@ -87,7 +88,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
         if far:
             parts.append(far.short)
         if stall:
-            parts.append("Power far below the limit at full occupancy agrees: the SMs wait rather than compute.")
+            parts.append("Power far below the limit while the GPU is busy agrees: the SMs wait rather than compute.")
         return "communication", " ".join(parts), comm  # the experiment that implicates all-reduce leads
     if measured and measured.bound == "communication":
         return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim, None
@@ -109,7 +110,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
         if pointers:
             parts.append("Evidence pointing the same way: " + "; ".join(f.title or f.id for f in pointers[:3]) + ".")
         if stall:
-            parts.append("Power far below the limit at high occupancy agrees: the SMs wait rather than compute.")
+            parts.append("Power far below the limit while the GPU is busy agrees: the SMs wait rather than compute.")
         if gemm:
             parts.append("The parallelism experiment puts the difference between layouts in the per-GPU GEMMs, but "
                          "at this throughput the GEMMs' floor is a small part of the step.")
@@ -120,7 +121,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
         if gemm:
             parts.append("The parallelism experiment puts the cost in the per-GPU GEMMs, not all-reduce.")
         if stall:
-            parts.append("Power far below the limit at high occupancy agrees: the SMs wait on memory rather than compute.")
+            parts.append("Power far below the limit while the GPU is busy agrees: the SMs wait on memory rather than compute.")
         if measured and measured.data.get("dominant") == "comparable":
             parts.append(f"The measured all-reduce latency is comparable ({measured.data['ratio']:.0%}) to this "
                          "memory floor, so TP communication is a second limiter of the same size.")
@@ -134,7 +135,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
         return "unknown", ("The parallelism experiment puts the cost in the per-GPU GEMMs, but no roofline evidence "
                            "separates memory- from compute-bound."), None
     if stall:
-        return "unknown", "Low power at high occupancy says the SMs stall, but no evidence says on what.", None
+        return "unknown", "Low power while the GPU is busy says it stalls, but no evidence says on what.", None
     if "power-limited" in by_id:
         return "compute", by_id["power-limited"].claim, None
     return "unknown", "The evidence gathered does not show which resource limits throughput.", None
@@ -178,8 +179,12 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
           findings: list[Finding] | None = None) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
             for r in results if r.status != "ok"]
+    # the same probe run by two agents (gpu_inventory by the specs and node prongs) is one gap naming both results
+    unavailable: dict[tuple[str, str, str], list[str]] = {}
     for ev, m in view.unavailable():
-        gaps.append(Gap(what=f"probe {m.kind} on {m.host} ({ev.id})", why=m.reason or "unavailable"))
+        unavailable.setdefault((m.kind, m.host, m.reason or "unavailable"), []).append(ev.id)
+    for (kind, host, reason), ids in unavailable.items():
+        gaps.append(Gap(what=f"probe {kind} on {host} ({', '.join(dict.fromkeys(ids))})", why=reason))
     for ev in evidence:
         if ev.is_error:
             gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
@@ -188,7 +193,13 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
     # a measurement taken beside another workload is not the GPU's own: it limits what this diagnosis can say
     gaps += [Gap(what=f"{f.title} ({', '.join(f.evidence)})", why=f.claim) for f in findings or []
              if f.data.get("shared_gpu")]
-    return gaps
+    seen: set[tuple[str, str]] = set()
+    once = []
+    for g in gaps:  # a gap is said once, where it first came
+        if (g.what, g.why) not in seen:
+            seen.add((g.what, g.why))
+            once.append(g)
+    return once
 
 
 def synthesize(question: str, observations: Observations | None, evidence: list[Evidence],
@@ -266,6 +277,9 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     healthy = node_view.healthy_line(view, findings)
     if healthy:
         verdict += f" {healthy}"
+    throttling = clock_events_answer(view, question)  # "is my GPU throttling?" answered in words (issue 30 item 10)
+    if throttling:
+        verdict += f" {throttling}"
     if gaps:
         verdict += f" {len(gaps)} gap{'s limit' if len(gaps) != 1 else ' limits'} this diagnosis."
     return SubmittedDiagnosis(verdict=sentence_case(_cite_once(verdict)), bound=bound, bound_reasoning=reasoning, causes=causes,

@@ -270,6 +270,24 @@ def cloud_addresses() -> tuple[CloudAddress, ...]:
     return tuple(CloudAddress.model_validate(x) for x in _load("cloud_addresses.yaml"))
 
 
+class ClockEventReason(_Strict):
+    """One clocks-event reason nvidia-smi reports (clock_events.yaml): its NVML bit, the probe's name for it, the
+    label nvidia-smi prints, what it means, whether it holds the clocks below those requested, and the source."""
+
+    reason: str
+    bit: str
+    label: str
+    meaning: str
+    slowdown: bool
+    source: str
+
+
+@lru_cache(maxsize=None)
+def clock_event_reasons() -> dict[str, ClockEventReason]:
+    """knowledge/clock_events.yaml by the probe's reason name (probes/scripts/_smi.py smi_gpu)."""
+    return {r.reason: r for r in (ClockEventReason.model_validate(x) for x in _load("clock_events.yaml"))}
+
+
 @lru_cache(maxsize=None)
 def xid_rows() -> tuple[dict[str, Any], ...]:
     """knowledge/xids.yaml as read (the node probe's models validate and index them: probes/node_kernel.py)."""

@@ -186,11 +186,18 @@ class Fix(_Strict):
     text: str
     if_: str | None = Field(None, alias="if")
     requires: list[Condition] = Field(default_factory=list)
+    source: str | None = None
+    """The one of the entry's `sources` that says this fix, when it is not the first (issue 30 item 7: the
+    TRITON_CACHE_AUTOTUNING advice cited FlashInfer's autotuner)."""
+    tool: bool = False
+    """Advice about investigate itself (pass --observations, --host): it cites no external document."""
 
     @model_validator(mode="after")
     def _conditional(self) -> "Fix":
-        if self.if_ is None and not self.requires:
-            raise ValueError("a fix mapping needs `if` or `requires` (a plain fix is a string)")
+        if self.if_ is None and not self.requires and self.source is None and not self.tool:
+            raise ValueError("a fix mapping needs `if`, `requires`, `source` or `tool` (a plain fix is a string)")
+        if self.tool and self.source is not None:
+            raise ValueError("a fix about investigate itself (`tool: true`) cites no source")
         return self
 
 
@@ -250,11 +257,27 @@ class Entry(_Strict):
     def _fires_somehow(self) -> "Entry":
         if not self.signals and not self.rule:
             raise ValueError("an entry needs `signals` or a `rule`")
+        for f in self.fix:
+            if isinstance(f, Fix) and f.source is not None and f.source not in self.sources:
+                raise ValueError(f"fix {f.text[:40]!r}: its source {f.source} is not among the entry's sources")
         return self
 
     @property
     def source(self) -> str:
         return self.sources[0]
+
+    def fix_source(self, template: str) -> str | None:
+        """The source a fix template cites: its own `source`, none for advice about investigate itself, else the
+        entry's first source."""
+        for f in self.fix:
+            if isinstance(f, Fix) and f.text == template:
+                return None if f.tool else (f.source or self.source)
+        return self.source
+
+    def cite(self, template: str, text: str) -> str:
+        """A fix's filled text with the source that says it ("text [URL]"), or alone when it is about investigate."""
+        src = self.fix_source(template)
+        return f"{text} [{src}]" if src else text
 
     def all_fixes(self) -> list[str]:
         """Every fix template, conditional or not."""

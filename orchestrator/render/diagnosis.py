@@ -131,6 +131,9 @@ def to_markdown(d: Diagnosis, events: Iterable[Any] | None = None) -> str:
         from orchestrator.render.engine import engine_markdown
 
         out += engine_markdown(events, d, e)
+        from orchestrator.render.settings import settings_markdown  # the settings audit, as the HTML has it
+
+        out += settings_markdown(events, e)
     if d.evidence:
         out += ["## Evidence", ""]
         for eid, ev in d.evidence.items():

@@ -82,6 +82,25 @@ def settings_html(events: Iterable[Any] | None, known: set[str] | None = None) -
     return "".join(p)
 
 
+def settings_markdown(events: Iterable[Any], esc) -> list[str]:
+    """The non-default settings tables as Markdown (the Markdown report's counterpart of `settings_html`); []
+    when no serving process was audited."""
+    tables = settings_tables(events)
+    if not tables:
+        return []
+    out = ["## Non-default settings", ""]
+    for t in tables:
+        out += [f"**{esc(t.label)}** pid {t.pid} on {esc(t.host)}: {len(t.rows)} "
+                f"{'setting differs' if len(t.rows) == 1 else 'settings differ'} from the defaults of its version "
+                f"(evidence {esc(t.evidence_id)})", ""]
+        if not t.rows:
+            continue
+        out += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        out += ["| " + " | ".join(esc(x).replace("|", "\\|") for x in row) + " |" for row in t.rows]
+        out.append("")
+    return out
+
+
 def render_settings_terminal(events: Iterable[Any], console) -> None:
     """The non-default settings tables, as rich tables (nothing when no process was audited)."""
     from rich.markup import escape

@@ -10,7 +10,7 @@ def test_the_host_advice_depends_on_whether_a_host_was_given():
     local = " ".join(entry_words("no-gpu-on-host", flags={"local"})["recommendations"])
     remote = " ".join(entry_words("no-gpu-on-host", flags={"remote"})["recommendations"])
     assert "--host user@gpu-box" in local and "--host user@gpu-box" not in remote
-    assert "Check that the host given is the GPU server" in remote
+    assert "Check that unknown, the host given, is the GPU server" in remote  # no host value: the template's default
 
 
 async def test_a_remote_host_without_a_gpu_gets_the_remote_advice(tmp_path):
@@ -36,4 +36,6 @@ async def test_a_remote_host_without_a_gpu_gets_the_remote_advice(tmp_path):
     findings = no_gpu_on_host(EvidenceView(evidence, None))
     assert findings, "the host has no nvidia-smi"
     recs = " ".join(findings[0].recommendations)
-    assert "--host user@gpu-box" not in recs and "Check that the host given is the GPU server" in recs
+    # the host as the user named it (the ssh alias, with the user ssh logs in as)
+    assert "--host user@gpu-box" not in recs and f"Check that {findings[0].claim.split('(')[1].split(')')[0]}, the host given, is the GPU server" in recs
+    assert f"@{sshd.alias}" in recs

@@ -25,6 +25,7 @@ from orchestrator.findings import Finding, Symptom
 from orchestrator.observations import Observations
 from orchestrator.settings import Settings
 from support.consistency import contradictions
+from support.hygiene import citation_problems, noise_problems
 from support.sshd import start_sshd
 from support.stagers import stage
 
@@ -291,4 +292,7 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
         outcome.failures.append(contradiction)
     # every case: no recommendation contradicts what the ranked causes measured (issue 30 item 6)
     outcome.failures += [f"contradiction: {c}" for c in contradictions(result.diagnosis, case.observations)]
+    # every case: each recommendation cites the source that says it, and the words carry no noise (issue 30 items 7, 8)
+    outcome.failures += [f"citation: {c}" for c in citation_problems(result.diagnosis)]
+    outcome.failures += [f"noise: {c}" for c in noise_problems(result.diagnosis)]
     return outcome

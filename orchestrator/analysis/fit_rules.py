@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator import knowledge
+from orchestrator.analysis.kv_rules import kv_findings
 from orchestrator.analysis.serving import shape_from_name, shape_from_observations
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
@@ -33,6 +34,11 @@ def _engine(v: "EvidenceView") -> tuple[str, EngineReport] | None:
 
 
 def fit_findings(v: "EvidenceView") -> list[Finding]:
+    """Weights against GPU memory, the dtype the weights' memory implies, and the KV cache against the load."""
+    return _weight_findings(v) + kv_findings(v)
+
+
+def _weight_findings(v: "EvidenceView") -> list[Finding]:
     g = v.gpu
     if g is None or g.spec is None:
         return []

@@ -525,6 +525,16 @@ def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:
         return None, []
     sat = next((f for f in (rule(a) for rule in SATURATION) if f), None)
     if a.busy >= GPU_BUSY_PCT:
+        from orchestrator.analysis.kv_rules import kv_findings
+
+        q = engine_queue(v, a.busy, a.ev)
+        held = q if q is not None and q.id in BOUNDS_BATCH else \
+            next((f for f in kv_findings(v) if f.id == "fit-kv-fewer-sequences-than-offered"), None)
+        if held is not None:
+            # busy GPUs at the batch the KV cache or the request limit allows: the wait is for a place in the batch
+            return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window while {held.short.rstrip('.')}: "
+                    "the extra time is waiting for a place in the batch, not GPU work."), \
+                list(dict.fromkeys([a.ev, *held.evidence]))
         return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window, so the extra time is GPU work beyond the "
                 "floor (kernels below their roofline, recomputation)."), [a.ev]
     tail = f" while {sat.short}" if sat else ", and nothing on the host was saturated."
@@ -539,7 +549,7 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     if idle is None:
         return None
     order = ("account-cgroup-throttled", "account-memory-swap", "account-memory-limit", "account-filesystem", "account-cpu-thread",
-             "account-host-cpu", "account-io", "account-nic", "account-gpus-take-turns", "account-engine-queue",
+             "account-host-cpu", "account-io", "account-nic", "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue",
              "account-client-limited", "account-no-load", "account-flat-throughput", "account-nothing-saturated")
     setter = next((by_id[i] for i in order if i in by_id), None)
     if setter is None:

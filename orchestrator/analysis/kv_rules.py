@@ -161,13 +161,12 @@ def _offered(v: "EvidenceView") -> tuple[int, float, str] | None:
     for b in oe[1].bench:
         if b.max_concurrency and b.input_len and b.output_len:
             return (b.max_concurrency, b.input_len + b.output_len,
-                    f"the benchmark {b.name}: concurrency {b.max_concurrency}, {b.input_len:g} input + "
-                    f"{b.output_len:g} output tokens per request")
+                    f"{b.input_len:g} input + {b.output_len:g} output tokens (benchmark {b.name})")
     for r in oe[1].runs:
         if r.concurrency and r.input_len and r.output_len:
             return (r.concurrency, r.input_len + r.output_len,
-                    f"the observed run: concurrency {r.concurrency}, {r.input_len} input + {r.output_len} output "
-                    "tokens per request")
+                    f"{r.input_len} input + {r.output_len} output tokens (the observed run at concurrency "
+                    f"{r.concurrency})")
     return None
 
 
@@ -199,7 +198,7 @@ def _dtype_not_applied(fi: FitInputs) -> Finding | None:
     if e and e.name == "sglang":
         line = "SGLang's 'Load weight end. ... mem usage=X GB'"
     claim = (f"{line} says the weights took {measured:,.2f} GiB per GPU. At the intended {fi.weights_dtype} "
-             f"({fi.weights_bpe:g} bytes per parameter) they are {fi.params.total_params / 1e9:,.1f} B x "
+             f"({fi.weights_bpe:g} byte{'' if fi.weights_bpe == 1 else 's'} per parameter) they are {fi.params.total_params / 1e9:,.1f} B x "
              f"{fi.weights_bpe:g} / {fi.degree} GPU{'s' if fi.degree > 1 else ''} = {expect / GIB:,.2f} GiB per "
              f"GPU; the measured memory is {ratio:.1f}x that, {measured * GIB / bf16:.2f}x what BF16 weights take "
              f"({bf16 / GIB:,.2f} GiB): the weights were loaded in 16 bits, or kept in both dtypes, so the "

@@ -34,6 +34,8 @@ FEWER = 0.9
 """The KV cache holding fewer than this share of the offered concurrency: requests wait for KV blocks."""
 NOT_APPLIED = 1.6
 """Weights' measured memory at least this many times their bytes at the intended (sub-16-bit) dtype: not applied."""
+PREALLOCATES = ("vllm", "sglang")
+"""Engines that take a fixed share of GPU memory at start (weights + KV pool), so memory in use says little."""
 _DTYPE_BYTES = {"torch.bfloat16": 2.0, "bfloat16": 2.0, "torch.float16": 2.0, "float16": 2.0, "float32": 4.0,
                 "torch.float32": 4.0}
 _MOE_KEYS = (("num_experts", ("n_routed_experts", "num_experts", "num_local_experts")),
@@ -188,8 +190,25 @@ def _dtype_not_applied(fi: FitInputs) -> Finding | None:
     e = fi.engine
     measured = e.log.weights_gib if e and e.log else None
     expect = fi.weights_per_gpu()
-    if not measured or not expect or not fi.params or fi.weights_bpe >= 2.0:
+    if not expect or not fi.params or fi.weights_bpe >= 2.0:
         return None
+    if not measured:
+        if e is None or e.name not in PREALLOCATES:
+            return None
+        # nvidia-smi's memory in use is the engine's whole pool, weights and KV together: it cannot tell the dtype
+        return Finding(
+            id="fit-weights-dtype-untold", category="workload", confidence=0.5, evidence=fi.ev_ids,
+            informational=True, title=f"Whether the weights loaded as {fi.weights_dtype} cannot be told",
+            claim=(f"At {fi.weights_dtype} the weights are {expect / GIB:,.1f} GiB per GPU, in 16 bits "
+                   f"{fi.params.total_params * 2.0 / fi.degree / GIB:,.1f} GiB; {e.label} pre-allocates its share of "
+                   "GPU memory (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static) whatever the weights "
+                   "take, so the memory nvidia-smi shows in use cannot tell which dtype loaded, and no weight-loading "
+                   "line of its log was read (vLLM 'Model loading took X GiB', SGLang 'Load weight end. ... mem "
+                   "usage=X GB')."),
+            short=f"whether the weights loaded as {fi.weights_dtype} cannot be told without the engine's "
+                  "weight-loading line.", symptoms=["throughput", "itl", "cost"],
+            recommendations=["Give the engine's startup log (--log): its weight-loading line says how much memory "
+                             "the weights took on each GPU."])
     ratio = measured * GIB / expect
     if ratio < NOT_APPLIED:
         return None

@@ -150,3 +150,29 @@ def test_the_queue_says_what_bounds_the_batch():
     empty = _engine(metrics={"vllm:num_requests_running": 12, "vllm:num_requests_waiting": 0,
                              "vllm:kv_cache_usage_perc": 0.2})
     assert engine_queue(_view(empty), busy=30.0) is None
+
+
+def test_weights_held_in_host_memory_show_in_the_serving_processes_rss():
+    from orchestrator.probes.account_models import GpuBusy, ProcessAccount, ResourceAccount
+
+    # an 8B model in BF16 (14.9 GiB) whose GPU holds 6 GiB while the server's resident set is 11 GiB: offloaded
+    acct = ResourceAccount(host="gpu-box", window_s=2.0, gpus=[GpuBusy(index=0, samples=10, busy_pct=20.0,
+                                                                       memory_used_mib=6144, memory_total_mib=81559)],
+                           processes=[ProcessAccount(pid=7, kind="vllm", gpus=[0], rss_bytes=11 * 2**30)])
+    obs = {"model": {"name": "Llama-3.1-8B-Instruct"}, "runs": [{"tp": 1}]}
+    evs = [ev("e1", inventory(H100, "9.0", n=1), tool="gpu_inventory"), ev("e9", acct, tool="resource_account"),
+           obs_ev("e3", obs)]
+    [f] = [x for x in fit_findings(EvidenceView(evs, Observations.model_validate(obs))) if x.id.startswith("fit-w")]
+    assert f.id == "fit-weights-not-on-gpu" and "hold 11.0 GiB of host memory (VmRSS" in f.claim
+    acct.processes[0].rss_bytes = 2 * 2**30  # a small resident set: where the rest is, the account cannot say
+    [f] = [x for x in fit_findings(EvidenceView(evs[:1] + [ev("e9", acct, tool="resource_account")] + evs[2:],
+                                                Observations.model_validate(obs))) if x.id.startswith("fit-w")]
+    assert "VmRSS" not in f.claim
+
+
+def test_an_fp8_model_under_a_preallocating_engine_without_its_load_line_cannot_be_told():
+    eng = _engine("vllm", {"tp": 8, "quantization": "fp8"}, LogState())
+    eng.engines[0].model = "Qwen/Qwen3-235B-A22B"
+    found = {f.id: f for f in fit_findings(_view(eng, None, None, n=8))}
+    assert found["fit-weights-dtype-untold"].informational
+    assert "cannot tell which dtype loaded" in found["fit-weights-dtype-untold"].claim

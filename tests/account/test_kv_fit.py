@@ -176,3 +176,30 @@ def test_an_fp8_model_under_a_preallocating_engine_without_its_load_line_cannot_
     found = {f.id: f for f in fit_findings(_view(eng, None, None, n=8))}
     assert found["fit-weights-dtype-untold"].informational
     assert "cannot tell which dtype loaded" in found["fit-weights-dtype-untold"].claim
+
+
+@pytest.mark.parametrize("line,weights,kv_mem", [
+    ("(VllmWorker rank=0 pid=2817) INFO 04-09 10:13:41 [gpu_model_runner.py:1276] Model loading took 65.7301 GiB and "
+     "92.414873 seconds", 65.7301, None),
+    ("(EngineCore_DP0 pid=218) INFO 01-01 16:10:30 [gpu_model_runner.py:2653] Model loading took 15.27 GiB memory and "
+     "6.512 seconds", 15.27, None),
+    ("[2025-07-24 17:21:06 TP0] Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, avail mem=117.93 GB, "
+     "mem usage=19.99 GB.", 19.99, None),
+    ("[2024-12-13 01:44:59 TP0] Load weight end. type=MistralForCausalLM, dtype=torch.bfloat16, avail mem=9.69 GB",
+     None, None),  # SGLang before 0.4.1 printed no usage: nothing read, nothing guessed
+    ("(EngineCore pid=29723) INFO 06-23 10:27:28 [gpu_worker.py:440] Available KV cache memory: 5.16 GiB", None, 5.16),
+])
+def test_the_engines_weight_and_kv_memory_lines_are_read_as_printed(line, weights, kv_mem):
+    import ast
+    import re
+    from pathlib import Path
+
+    import orchestrator.probes.scripts as scripts
+    from orchestrator.probes.engine_logs import parse_log_lines
+
+    state = parse_log_lines([("server.log", 1, line)]).state
+    assert (state.weights_gib, state.kv_cache_memory_gib) == (weights, kv_mem)
+    # the probe script on the host keeps the line (its LOG_LINE filter), or the parser never sees it
+    tree = ast.parse((Path(scripts.__path__[0]) / "engine.py").read_text())
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LOG_LINE")
+    assert eval(compile(ast.Expression(node.value), "engine.py", "eval"), {"re": re}).search(line)

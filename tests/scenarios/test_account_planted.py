@@ -30,6 +30,7 @@ def neutralized(case: dict[str, Any]) -> dict[str, Any]:
         for t in p.get("threads") or []:
             t.update(cpu=min(float(t.get("cpu", 0)), 0.3), state="S", majflt=0)
         p["read_mbit"] = 0
+        p.pop("rss_gib", None)  # no host memory held beyond the runtime's own
         p["mounts"] = [[mp, "ext4", "/dev/nvme1n1"] for mp, _, _ in p.get("mounts") or []]
     if acct.get("cgroup"):
         acct["cgroup"].update(throttled=0, pressure={}, memory_events={}, memory_gib=1)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from orchestrator import knowledge
-from orchestrator.analysis.kv_rules import kv_findings
+from orchestrator.analysis.kv_rules import intended_dtype, kv_findings
 from orchestrator.analysis.serving import shape_from_name, shape_from_observations
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
@@ -54,13 +53,7 @@ def _weight_findings(v: "EvidenceView") -> list[Finding]:
         shape = shape_from_name(name)
     if shape is None:
         return []
-    q = (obs_model.quantization if obs_model and obs_model.quantization else None) or \
-        (str(prim.value("quantization")) if prim and prim.value("quantization") else None)
-    dtype = str(q).lower() if q else "bf16"
-    try:
-        bpe = knowledge.bytes_per_element(dtype)
-    except Exception:
-        dtype, bpe = "bf16", 2.0
+    dtype, bpe = intended_dtype(v, prim, name)
     tp = int(prim.value("tp") or 1) if prim else (oe[1].runs[0].tp if oe and oe[1].runs else 1)
     pp = int(prim.value("pp") or 1) if prim else (oe[1].runs[0].pp if oe and oe[1].runs else 1)
     degree = max(1, tp * pp)

@@ -108,6 +108,22 @@ def _info_from_config(cfg: dict[str, Any], name: str | None) -> ModelInfo | None
         return None
 
 
+def intended_dtype(v: "EvidenceView", prim: EngineInstance | None, name: str | None) -> tuple[str, float]:
+    """(dtype, bytes per parameter) the weights are meant to load in: the observations' or the engine's
+    quantization, else a tag in the model's name (-FP8, -AWQ, ...), else BF16."""
+    obs_model = v.observations_evidence[1].model if v.observations_evidence else None
+    q = (obs_model.quantization if obs_model and obs_model.quantization else None) or \
+        (str(prim.value("quantization")) if prim and prim.value("quantization") else None)
+    if not q:
+        from orchestrator.analysis.serving_rules import weight_dtype
+
+        q = weight_dtype(v, prim, name)[0]
+    try:
+        return str(q).lower(), knowledge.bytes_per_element(str(q).lower())
+    except Exception:
+        return "bf16", 2.0
+
+
 def fit_inputs(v: "EvidenceView") -> FitInputs | None:
     g = v.gpu
     if g is None or g.spec is None:
@@ -130,13 +146,7 @@ def fit_inputs(v: "EvidenceView") -> FitInputs | None:
     kv = kv_shape(obs_model.model_dump(), "the attention shape in the observations") if obs_model else None
     if kv is None and conf:
         kv = kv_shape(conf[1], "the attention shape in the model's config.json")
-    from orchestrator.analysis.serving_rules import weight_dtype
-
-    dtype = weight_dtype(v, prim, name)[0]
-    try:
-        bpe = knowledge.bytes_per_element(dtype)
-    except Exception:
-        dtype, bpe = "bf16", 2.0
+    dtype, bpe = intended_dtype(v, prim, name)
     tp = int(prim.value("tp") or 1) if prim else (oe[1].runs[0].tp if oe and oe[1].runs else 1)
     pp = int(prim.value("pp") or 1) if prim else (oe[1].runs[0].pp if oe and oe[1].runs else 1)
     acct = next((m for _, m in v.probes("resource_account") if isinstance(m, ResourceAccount)), None)

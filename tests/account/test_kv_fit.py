@@ -203,3 +203,11 @@ def test_the_engines_weight_and_kv_memory_lines_are_read_as_printed(line, weight
     tree = ast.parse((Path(scripts.__path__[0]) / "engine.py").read_text())
     node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LOG_LINE")
     assert eval(compile(ast.Expression(node.value), "engine.py", "eval"), {"re": re}).search(line)
+
+
+def test_a_quantization_named_only_by_the_model_name_is_the_one_both_weight_rules_use():
+    # "-FP8" in the name and nothing else: weights and KV arithmetic agree on 1 byte per parameter
+    eng = _engine("vllm", {"tp": 1}, LogState(kv_cache_tokens=100_000))
+    eng.engines[0].model = "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8"
+    found = {f.id: f for f in fit_findings(_view(eng, None, None, n=1))}
+    assert "8.0 B parameters x 1 bytes (fp8) = 7.5 GiB" in found["fit-weights-per-gpu"].claim

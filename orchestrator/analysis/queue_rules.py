@@ -163,3 +163,6 @@ def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | No
 
 BOUNDS_BATCH = ("queue-kv-cache-bounds-batch", "queue-request-limit-bounds-batch")
 """Queue findings that explain TTFT and throughput whether or not the GPUs are busy."""
+BATCH_HELD = (*BOUNDS_BATCH, "fit-kv-fewer-sequences-than-offered")
+"""Findings that say requests wait for a place in the engine's batch: they set the bound (latency: the wait) when no
+fault did."""

@@ -107,7 +107,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     # The engine's batch held below the load (analysis/queue_rules.py, kv_rules.py): requests wait for a place in it
     held = next((f for f in findings if f.id in BATCH_HELD), None)
     if held:
-        return "latency", f"{held.title}: {held.short}", held
+        return "latency", (held.short[:1].upper() + held.short[1:]) if held.short else held.title, held
     if far:
         parts = [far.short]
         pointers = [f for f in findings if f is not far and f.bound in ("latency", "communication")]

@@ -65,6 +65,17 @@ class ModelInfo(_Strict):
     num_moe_layers: Count | None = None
     active_params_b: Annotated[float, Field(gt=0, le=100_000), _NOT_BOOL] | None = None
     """Active parameters per token, in billions."""
+    num_attention_heads: Count | None = None
+    num_key_value_heads: Count | None = None
+    """KV heads (GQA); absent: one per attention head."""
+    head_dim: Count | None = None
+    """Absent: hidden_size / num_attention_heads."""
+    kv_lora_rank: Count | None = None
+    """MLA (DeepSeek): the compressed KV latent per token and layer, with qk_rope_head_dim."""
+    qk_rope_head_dim: Count | None = None
+    kv_cache_dtype: ShortText | None = None
+    """fp8, bf16, ...; absent: the model's dtype (an engine's --kv-cache-dtype auto)."""
+    max_model_len: Tokens | None = None
 
     @model_validator(mode="after")
     def _top_k_within_experts(self) -> "ModelInfo":

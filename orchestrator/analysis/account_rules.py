@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orchestrator.analysis.load_rules import burst_queue, client_limited, flat_throughput
+from orchestrator.analysis.queue_rules import BOUNDS_BATCH, engine_queue
 from orchestrator.diagnosis import Bound, Number
 from orchestrator.findings import Finding, Symptom
 from orchestrator.probes.account_models import ProcessAccount, ResourceAccount, ThreadAccount
-from orchestrator.probes.engine_models import EngineReport
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
@@ -404,49 +404,8 @@ def _turns(a: Account) -> Finding | None:
 
 
 def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
-    """The engine's own queue: requests waiting while the GPU idles, or none arriving at all."""
-    for ev, rep in v.probes("engine_config"):
-        if not isinstance(rep, EngineReport):
-            continue
-        facts = rep.facts()
-        running = _first(facts, "metrics.vllm:num_requests_running", "metrics.sglang:num_running_reqs",
-                         "metrics.tgi_batch_current_size", "engine.log.running_max")
-        waiting = _first(facts, "metrics.vllm:num_requests_waiting", "metrics.sglang:num_queue_reqs",
-                         "metrics.tgi_queue_size", "engine.log.waiting_max")
-        if running is None and waiting is None:
-            continue
-        if (running or 0) == 0 and (waiting or 0) == 0:
-            claim = (f"The engine reports {running or 0:.0f} requests running and {waiting or 0:.0f} waiting while the "
-                     f"GPUs were busy {a.busy:.0f} % of the window: no work reaches it. The limit is before the "
-                     "engine: the client offers too little load (concurrency or request rate), or a proxy in front "
-                     "of it holds requests.")
-            return Finding(id="account-no-load", category="workload", confidence=0.7, evidence=[a.ev, ev.id],
-                           bound=None, title="The engine is idle: no requests reach it", claim=claim,
-                           short="the engine had no request running or waiting: the load offered is the limit.",
-                           symptoms=["throughput"],
-                           recommendations=["Raise the offered load (benchmark --max-concurrency / --request-rate) "
-                                            "and check the path in front of the engine (proxy, router, client "
-                                            "connection pool) before tuning the engine."])
-        if (waiting or 0) > 0:
-            claim = (f"The engine had {waiting:.0f} requests waiting and {running or 0:.0f} running while the GPUs "
-                     f"were busy only {a.busy:.0f} % of the window: requests queue in the engine's scheduler, not "
-                     "on the GPU (admission limited by max running requests, KV-cache blocks or the prefill budget).")
-            return Finding(id="account-engine-queue", category="engine", confidence=0.6, evidence=[a.ev, ev.id],
-                           bound="latency", title=f"Requests wait in the engine's queue ({waiting:.0f} waiting)",
-                           claim=claim, short=f"{waiting:.0f} requests waited in the engine's queue.",
-                           symptoms=["ttft", "throughput"],
-                           recommendations=["Check the engine's admission limits against the load: max running "
-                                            "requests (vLLM --max-num-seqs, SGLang --max-running-requests), KV-cache "
-                                            "size and the prefill token budget."])
-    return None
-
-
-def _first(facts: dict, *keys: str) -> float | None:
-    for k in keys:
-        v = facts.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-    return None
+    """The engine's own queue (analysis/queue_rules.py): what bounds its batch, or no request reaching it."""
+    return engine_queue(v, a.busy, a.ev)
 
 
 # --- the findings and the bound ------------------------------------------------------------------------------------
@@ -465,7 +424,8 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
     flat = flat_throughput(v)
     burst = burst_queue(v, a.busy if a else None)
     if a is None or a.busy is None:
-        return [f for f in (client, flat, burst) if f]
+        q = engine_queue(v)
+        return [f for f in (q if q and q.id in BOUNDS_BATCH else None, client, flat, burst) if f]
     idle_share = max(0.0, 1.0 - a.busy / 100.0)
     if a.busy < GPU_IDLE_PCT and not a.acct.processes:
         # no serving process and nothing on the GPUs while sampled: the window shows an idle box, not the workload
@@ -473,7 +433,9 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
         # kernel question); say so, and leave the bound to the other evidence
         return [_no_workload(a)] + [f for f in (client, flat) if f]
     saturated = [f for f in (rule(a) for rule in SATURATION) if f]
-    queue = _engine_queue(v, a) if a.busy < GPU_IDLE_PCT else None
+    queue = _engine_queue(v, a)
+    if a.busy >= GPU_IDLE_PCT and queue is not None and queue.id not in BOUNDS_BATCH:
+        queue = None  # a queue while the GPUs work is theirs to explain, unless the queue says what bounds the batch
     if a.busy >= GPU_BUSY_PCT:
         out.append(Finding(
             id="account-gpu-busy", category="workload", confidence=0.7, evidence=[a.ev], informational=True,
@@ -482,6 +444,7 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
                   "the kernels decide the bound.", short=f"the GPUs were busy {a.busy:.0f} % of the window.",
             numbers=[_num("GPU busy (mean over the window)", a.busy, "%", a.ev, peak=100.0)], symptoms=HOST_SYMPTOMS))
         out += [f.model_copy(update={"secondary": True}) for f in saturated if f.id == "account-gpus-take-turns"]
+        out += [queue] if queue else []
     elif a.busy < GPU_IDLE_PCT:
         lead = saturated[0] if saturated else queue
         if lead is None and client is not None:
@@ -502,6 +465,7 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
         if not saturated and queue is None and client is None and flat is None:
             out.append(_nothing(a))
     else:
+        out += [queue] if queue else []
         out += [f.model_copy(update={"secondary": True}) for f in saturated]
     out += [f for f in (client, flat, burst) if f and f.id not in {x.id for x in out}]
     return out
@@ -561,6 +525,16 @@ def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:
         return None, []
     sat = next((f for f in (rule(a) for rule in SATURATION) if f), None)
     if a.busy >= GPU_BUSY_PCT:
+        from orchestrator.analysis.kv_rules import kv_findings
+
+        q = engine_queue(v, a.busy, a.ev)
+        held = q if q is not None and q.id in BOUNDS_BATCH else \
+            next((f for f in kv_findings(v) if f.id == "fit-kv-fewer-sequences-than-offered"), None)
+        if held is not None:
+            # busy GPUs at the batch the KV cache or the request limit allows: the wait is for a place in the batch
+            return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window while {held.short.rstrip('.')}: "
+                    "the extra time is waiting for a place in the batch, not GPU work."), \
+                list(dict.fromkeys([a.ev, *held.evidence]))
         return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window, so the extra time is GPU work beyond the "
                 "floor (kernels below their roofline, recomputation)."), [a.ev]
     tail = f" while {sat.short}" if sat else ", and nothing on the host was saturated."
@@ -575,7 +549,7 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     if idle is None:
         return None
     order = ("account-cgroup-throttled", "account-memory-swap", "account-memory-limit", "account-filesystem", "account-cpu-thread",
-             "account-host-cpu", "account-io", "account-nic", "account-gpus-take-turns", "account-engine-queue",
+             "account-host-cpu", "account-io", "account-nic", "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue",
              "account-client-limited", "account-no-load", "account-flat-throughput", "account-nothing-saturated")
     setter = next((by_id[i] for i in order if i in by_id), None)
     if setter is None:

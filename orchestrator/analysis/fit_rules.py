@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from orchestrator import knowledge
+from orchestrator.analysis.kv_rules import intended_dtype, kv_findings
 from orchestrator.analysis.serving import shape_from_name, shape_from_observations
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 GIB = 2**30
 NOT_ON_GPU = 0.8
 """GPU memory in use below this share of the GPU's part of the weights: the rest is held elsewhere."""
+HOST_HOLDS = 0.8
+"""Serving processes' resident host memory at least this share of the weights missing from the GPUs: they hold them."""
 
 
 def _engine(v: "EvidenceView") -> tuple[str, EngineReport] | None:
@@ -33,6 +35,11 @@ def _engine(v: "EvidenceView") -> tuple[str, EngineReport] | None:
 
 
 def fit_findings(v: "EvidenceView") -> list[Finding]:
+    """Weights against GPU memory, the dtype the weights' memory implies, and the KV cache against the load."""
+    return _weight_findings(v) + kv_findings(v)
+
+
+def _weight_findings(v: "EvidenceView") -> list[Finding]:
     g = v.gpu
     if g is None or g.spec is None:
         return []
@@ -46,13 +53,7 @@ def fit_findings(v: "EvidenceView") -> list[Finding]:
         shape = shape_from_name(name)
     if shape is None:
         return []
-    q = (obs_model.quantization if obs_model and obs_model.quantization else None) or \
-        (str(prim.value("quantization")) if prim and prim.value("quantization") else None)
-    dtype = str(q).lower() if q else "bf16"
-    try:
-        bpe = knowledge.bytes_per_element(dtype)
-    except Exception:
-        dtype, bpe = "bf16", 2.0
+    dtype, bpe = intended_dtype(v, prim, name)
     tp = int(prim.value("tp") or 1) if prim else (oe[1].runs[0].tp if oe and oe[1].runs else 1)
     pp = int(prim.value("pp") or 1) if prim else (oe[1].runs[0].pp if oe and oe[1].runs else 1)
     degree = max(1, tp * pp)
@@ -72,12 +73,17 @@ def fit_findings(v: "EvidenceView") -> list[Finding]:
                       source=(oe[0].id if oe else ev_ids[0]),  # one id: a number's source is one citation
                       note=f"{src}; also {', '.join(ev_ids)}")]
     out: list[Finding] = []
+    rss = sum(p.rss_bytes or 0 for p in (acct[1].processes if acct else []) if p.gpus)
     if per_gpu > gpu_mem:
+        over = (per_gpu - gpu_mem) * degree
+        host = (f" The serving processes hold {rss / GIB:,.1f} GiB of host memory (VmRSS, /proc/PID/status): the "
+                f"{over / GIB:,.1f} GiB that do not fit are there." if rss >= HOST_HOLDS * over else "")
         out.append(Finding(
             id="fit-weights-exceed-gpu-memory", category="workload", confidence=0.8, evidence=ev_ids, bound="memory",
             title=f"The weights do not fit: {per_gpu / GIB:,.0f} GiB per GPU against {gpu_mem / GIB:,.0f} GiB",
             claim=f"{arith}: the weights alone exceed each GPU's memory by {(per_gpu - gpu_mem) / GIB:,.1f} GiB, so "
-                  "part of them must live in host memory (offload) and cross PCIe every step, or the model cannot load.",
+                  "part of them must live in host memory (offload) and cross PCIe every step, or the model cannot load."
+                  + host,
             short=f"the weights ({per_gpu / GIB:,.0f} GiB per GPU) exceed GPU memory ({gpu_mem / GIB:,.0f} GiB).",
             numbers=numbers, symptoms=["throughput", "itl", "startup", "errors"],
             recommendations=[f"Spread the weights over more GPUs (TP/PP so that each holds under about 80 % of "
@@ -88,13 +94,19 @@ def fit_findings(v: "EvidenceView") -> list[Finding]:
         use = [x.memory_used_mib * 2**20 for x in acct[1].gpus if x.index in held and x.memory_used_mib is not None]
         mean_used = sum(use) / len(use) if use else 0
         if use and mean_used < NOT_ON_GPU * per_gpu:
+            missing = (per_gpu - mean_used) * len(use)
+            host = ""
+            if rss >= HOST_HOLDS * missing:
+                host = (f" The serving processes hold {rss / GIB:,.1f} GiB of host memory (VmRSS, "
+                        f"/proc/PID/status), room for the {missing / GIB:,.1f} GiB of weights the GPUs do not hold: "
+                        "the weights are offloaded to the CPU.")
             out.append(Finding(
                 id="fit-weights-not-on-gpu", category="workload", confidence=0.7, evidence=ev_ids + [acct[0]],
                 title=f"The GPUs hold {mean_used / GIB:,.1f} GiB, less than their {per_gpu / GIB:,.1f} GiB share of "
                       "the weights",
                 claim=f"{arith}; nvidia-smi shows {mean_used / GIB:,.1f} GiB in use per serving GPU over the window: "
                       "part of the weights is held elsewhere (CPU offload, host memory) or loaded in a smaller dtype "
-                      "than the one named, and what is off the GPU crosses PCIe every step.",
+                      "than the one named, and what is off the GPU crosses PCIe every step." + host,
                 short=f"the GPUs hold {mean_used / GIB:,.1f} GiB, under their {per_gpu / GIB:,.1f} GiB share of the "
                       "weights.",
                 numbers=numbers + [Number(name="GPU memory in use (serving GPUs, mean)", value=round(mean_used / GIB, 2),

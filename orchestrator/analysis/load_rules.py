@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from orchestrator.analysis.queue_rules import queue_state
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
 from orchestrator.observations import BenchResult
@@ -108,7 +109,13 @@ def flat_throughput(v: "EvidenceView") -> Finding | None:
              f"{hi.max_concurrency / lo.max_concurrency:g}x the load). A GPU-bound decode gains throughput with "
              "batch; flat throughput means a fixed-rate stage limits it (a CPU thread, the engine's admission, or "
              "the path in front of the engine).")
-    return Finding(id="account-flat-throughput", category="workload", confidence=0.7, evidence=[oe[0].id],
+    q = queue_state(v)
+    evidence = [oe[0].id]
+    if q is not None and q.waiting == 0 and q.running is not None:
+        claim += (f" The engine's queue stayed empty ({q.running:.0f} running, 0 waiting, from {q.src}): nothing "
+                  "waits inside the engine, so the limit is before it (the client or the path to the engine).")
+        evidence.append(q.ev)
+    return Finding(id="account-flat-throughput", category="workload", confidence=0.7, evidence=evidence,
                    bound="latency", title=f"Throughput is flat from concurrency {lo.max_concurrency} to "
                    f"{hi.max_concurrency} ({gain:.2f}x)", claim=claim,
                    short=f"throughput is flat ({gain:.2f}x) from concurrency {lo.max_concurrency} to "

@@ -54,6 +54,10 @@ def _dtype(v: EvidenceView, eng: EngineInstance | None, model_name: str | None) 
     return "bf16", "bf16", "no quantization named: BF16 weights assumed"
 
 
+weight_dtype = _dtype
+"""(bytes dtype, compute dtype, where) of the weights: the observations' or the engine's quantization, else the name."""
+
+
 def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[str, Any]]:
     """What was measured: each benchmark run, else the engine's histograms (medians, seconds -> ms)."""
     out: list[dict[str, Any]] = []

@@ -8,6 +8,7 @@ from orchestrator.analysis import node_view, relevance
 from orchestrator.analysis.clock_events import clock_events_answer
 from orchestrator.analysis.account_rules import account_bound
 from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.queue_rules import BATCH_HELD
 from orchestrator.analysis.rules import run_rules
 from orchestrator.diagnosis import (Bound, Cause, Gap, Noticed, Number, Recommendation, SubmittedDiagnosis,
                                     sentence_case)
@@ -104,6 +105,10 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     traced = [f for f in findings if f.id.startswith("trace-step-account") and f.bound]
     if traced:
         return _as_bound(traced[0].bound, "unknown"), traced[0].short or traced[0].claim, traced[0]
+    # The engine's batch held below the load (analysis/queue_rules.py, kv_rules.py): requests wait for a place in it
+    held = next((f for f in findings if f.id in BATCH_HELD), None)
+    if held:
+        return "latency", (held.short[:1].upper() + held.short[1:]) if held.short else held.title, held
     if far:
         parts = [far.short]
         pointers = [f for f in findings if f is not far and f.bound in ("latency", "communication")]

@@ -160,6 +160,8 @@ class ProcessAccount(BaseModel):
     rchar_per_s: float | None = None
     """Bytes it read through read() and friends, page cache included (/proc/PID/io rchar)."""
     io_readable: bool = False
+    rss_bytes: int | None = None
+    """Host memory it holds (/proc/PID/status VmRSS): weights offloaded to the CPU show here."""
     gpus: list[int | str] = Field(default_factory=list)
     cgroup: CgroupAccount | None = None
     files: list[FileMount] = Field(default_factory=list)

@@ -57,6 +57,17 @@ RX_KV_TOKENS = [re.compile(r"GPU KV cache size: ([\d,]+) tokens"), re.compile(r"
                 re.compile(r"max_total_num_tokens=(\d+)")]
 RX_GPU_BLOCKS = re.compile(r"# (?:GPU|CUDA) blocks: (\d+)")
 RX_MAX_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+RX_WEIGHTS_MEM = [re.compile(r"Model loading took ([\d.]+) GiB(?: memory)? and"),
+                  re.compile(r"Load weight end\. type=.*?mem usage=([\d.]+) GB")]
+"""GPU memory the weights took, per GPU worker: vLLM `INFO 07-24 17:23:00 [gpu_model_runner.py:1770] Model loading took
+14.9889 GiB and 5.123 seconds` (vllm/v1/worker/gpu_model_runner.py v0.10.0, logger.info("Model loading took %.4f GiB
+and %.6f seconds", ...); V0 worker/model_runner.py the same; from v0.11 "Model loading took %s GiB memory and %.6f
+seconds" with format_gib), SGLang `[2025-07-24 17:23:00 TP0] Load weight end.
+type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, avail mem=124.19 GB, mem usage=13.73 GB.`
+(python/sglang/srt/model_executor/model_runner.py; its "GB" is GiB: get_available_gpu_memory divides by 1 << 30)."""
+RX_KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+"""vLLM V1 `INFO 06-23 10:27:28 [gpu_worker.py:440] Available KV cache memory: 5.16 GiB` (vllm/v1/worker/gpu_worker.py,
+determine_available_memory), per worker."""
 RX_GRAPH_DONE = [re.compile(r"Graph capturing finished in (\d+) secs?(?:, took ([\d.]+) GiB)?"),
                  re.compile(r"Capture cuda graph end\. Time elapsed: ([\d.]+) s")]
 RX_EAGER = re.compile(r"(Cudagraph is disabled under eager mode|enforce_eager=True|"
@@ -256,6 +267,13 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
         m = RX_MAX_CONC.search(line)
         if m:
             f.max_concurrency_len, f.max_concurrency = int(_num(m.group(1))), float(m.group(2))
+        m = RX_KV_MEMORY.search(line)
+        if m:
+            f.kv_cache_memory_gib = float(m.group(1))
+        for rx in RX_WEIGHTS_MEM:
+            m = rx.search(line)
+            if m:
+                f.weights_gib = max(f.weights_gib or 0.0, float(m.group(1)))
         for rx in RX_GRAPH_DONE:
             m = rx.search(line)
             if m:

@@ -57,6 +57,10 @@ class LogState(BaseModel):
     graphs_captured: bool | None = None
     graph_capture_s: float | None = None
     graph_memory_gib: float | None = None
+    weights_gib: float | None = None
+    """GPU memory the weights took on one worker (the largest the log shows), GiB."""
+    kv_cache_memory_gib: float | None = None
+    """vLLM's "Available KV cache memory" on one worker, GiB."""
     eager_line: str | None = None
     preemption_lines: int = 0
     retracted_reqs: int = 0

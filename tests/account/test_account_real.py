@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.ssh, pytest.mark.skipif(not os.path.exists("/usr/sbin/
 ENGINE = textwrap.dedent('''
     import mmap, os, sys, threading, time
     mode = sys.argv[1]
+    held = b"\x01" * (64 << 20)  # 64 MiB resident (written, so the pages are real): host memory the server holds
     named = threading.Semaphore(0)
     def name(n):
         with open("/proc/self/task/%d/comm" % threading.get_native_id(), "w") as f:
@@ -128,6 +129,10 @@ async def test_spinning_thread_is_measured_at_its_share_of_one_core(sshd_factory
     # what /proc said around the whole call (the window plus the SSH round trip) agrees within the machine's noise
     assert abs(spin.cpu_pct - own) <= max(15.0, 0.4 * own)
     assert proc.cpu_pct >= spin.cpu_pct
+    # its resident set (/proc/PID/status VmRSS) holds the 64 MiB it wrote, as the kernel says now
+    status = Path(f"/proc/{p.pid}/status").read_text().splitlines()
+    vmrss = int(next(ln.split()[1] for ln in status if ln.startswith("VmRSS:"))) * 1024
+    assert proc.rss_bytes is not None and proc.rss_bytes >= 64 << 20 and abs(proc.rss_bytes - vmrss) <= 16 << 20
     host = acct.host_account
     assert host.cpus_online == os.cpu_count() and host.cpu_busy_pct is not None and host.cpu_busy_pct > 0
     assert "cpu" in host.psi or any(g.what.startswith("/proc/pressure") for g in acct.gaps)

@@ -1,6 +1,6 @@
 """Every account case fails once its planted evidence is taken away: the saturated resource made ordinary (threads
 back to a third of a core, the cgroup unthrottled and far from its memory limit, the weights on local disk, no swapping or stalls, GPUs working
-together, no benchmark, no engine metrics) while everything else of the case stays. A case that still passes then
+together, no benchmark, no engine metrics or logs) while everything else of the case stays. A case that still passes then
 was met by something other than the evidence it plants."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def neutralized(case: dict[str, Any]) -> dict[str, Any]:
         for t in p.get("threads") or []:
             t.update(cpu=min(float(t.get("cpu", 0)), 0.3), state="S", majflt=0)
         p["read_mbit"] = 0
+        p.pop("rss_gib", None)  # no host memory held beyond the runtime's own
         p["mounts"] = [[mp, "ext4", "/dev/nvme1n1"] for mp, _, _ in p.get("mounts") or []]
     if acct.get("cgroup"):
         acct["cgroup"].update(throttled=0, pressure={}, memory_events={}, memory_gib=1)
@@ -41,6 +42,7 @@ def neutralized(case: dict[str, Any]) -> dict[str, Any]:
         series = g.get("busy") if isinstance(g.get("busy"), list) else [g.get("busy", 0)]
         g["busy"] = [round(sum(series) / len(series))]
     stage.pop("engines", None)
+    stage.pop("logs", None)  # the engine's own lines (its KV cache, its weights' memory, its queue) go with it
     if case.get("observations"):
         case["observations"].pop("bench", None)
         if not case["observations"]:
@@ -62,7 +64,21 @@ BUSY_SHARE_PLANTED = {"busy-gpu-thread-busy-twin", "gpu-idle-nothing-saturated"}
 saturated): taking it away flips the share."""
 
 
+def crowded(case: dict[str, Any]) -> dict[str, Any]:
+    """A twin whose planted evidence is a load its KV cache holds: four times the concurrency offered."""
+    case = copy.deepcopy(case)
+    for b in case["observations"]["bench"]:
+        b["max_concurrency"] *= 4
+    return case
+
+
+KV_ROOM_PLANTED = {"vllm-kv-cache-room-twin"}
+"""Twins whose planted evidence is that the offered load fits the KV cache: taking it away offers more."""
+
+
 def without_planted(case: dict[str, Any]) -> dict[str, Any]:
+    if case["id"] in KV_ROOM_PLANTED:
+        return crowded(case)
     return flipped(case) if case["id"] in BUSY_SHARE_PLANTED else neutralized(case)
 
 

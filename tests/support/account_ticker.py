@@ -97,10 +97,11 @@ def _stat_line(pid: int, comm: str, state: str, ticks: int, majflt: int, ppid: i
     return f"{pid} ({comm}) " + " ".join(str(x) for x in rest) + "\n"
 
 
-def _status(name: str, pid: int, state: str, vcs: int, ivcs: int) -> str:
+def _status(name: str, pid: int, state: str, vcs: int, ivcs: int, rss_kb: int | None = None) -> str:
     names = {"R": "R (running)", "S": "S (sleeping)", "D": "D (disk sleep)"}
+    rss = f"VmRSS:\t{rss_kb:>8} kB\n" if rss_kb is not None else ""
     return (f"Name:\t{name}\nUmask:\t0022\nState:\t{names.get(state, state)}\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t1\n"
-            f"Threads:\t1\nCpus_allowed_list:\t0-31\nvoluntary_ctxt_switches:\t{vcs}\n"
+            f"{rss}Threads:\t1\nCpus_allowed_list:\t0-31\nvoluntary_ctxt_switches:\t{vcs}\n"
             f"nonvoluntary_ctxt_switches:\t{ivcs}\n")
 
 
@@ -181,7 +182,8 @@ def tick(root: Path, spec: dict[str, Any], t: float, proc: Path | None = None) -
         main = threads[0]
         all_ticks = sum(int(float(_g(th, "cpu")) * CLK * t) for th in threads)
         _write(d / "stat", _stat_line(pid, p.get("comm", "python3"), main.get("state", "S"), all_ticks, majflt_total))
-        _write(d / "status", _status(p.get("comm", "python3"), pid, main.get("state", "S"), 10, 1))
+        rss_kb = int(float(p["rss_gib"]) * 2**20) if p.get("rss_gib") is not None else None
+        _write(d / "status", _status(p.get("comm", "python3"), pid, main.get("state", "S"), 10, 1, rss_kb))
         rb, rc = float(_g(p, "read_mbit")) * 1e6 * t, float(_g(p, "rchar_mbit", _g(p, "read_mbit"))) * 1e6 * t
         _write(d / "io", f"rchar: {int(rc)}\nwchar: 1000\nsyscr: {int(rc) // 65536}\nsyscw: 10\n"
                f"read_bytes: {int(rb)}\nwrite_bytes: 0\ncancelled_write_bytes: 0\n")

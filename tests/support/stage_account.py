@@ -29,6 +29,7 @@ fake nvidia-smi.
           comm: python3
           gpus: [0]
           threads: [{comm: python3, cpu: 1.0, state: R, vcs: 10, ivcs: 50, majflt: 0}]
+          rss_gib: 12                          # VmRSS in /proc/PID/status (host memory held)
           read_mbit: 0                         # storage reads (read_bytes) and read() bytes (rchar), MB/s
           rchar_mbit: 0
           files: [/mnt/models/x/model-00001-of-00004.safetensors]   # mapped (maps)

@@ -455,6 +455,11 @@ def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
         p["comm"] = read("%s/%d/comm" % (proc, pid)).strip()[:64]
     except OSError:
         pass
+    try:  # proc(5): "VmRSS:    123456 kB", the resident set (host memory the process holds now)
+        rss = num(kv_lines(read("%s/%d/status" % (proc, pid))).get("VmRSS"))
+        p["rss_bytes"] = int(rss * 1024) if rss is not None else None
+    except OSError:
+        pass
     ta, tb = a.get("tasks") or {}, b.get("tasks") or {}
     total_cpu = 0.0
     rows = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Sequence, get_args
 
 from orchestrator.findings import Finding, Symptom
 
@@ -103,7 +103,7 @@ _LOW_RATE = re.compile(r"\b(?:generation|output|tokens?|inference|serving|\w*put
 def _before_after(observations: "Observations") -> bool:
     """Two runs (or two benchmarks) of the same shape under different labels: a before/after pair, i.e. a
     regression question, whatever the words (TP4 against TP8, or one concurrency against another, is not)."""
-    def pairs(items: list[tuple[tuple[object, ...], str | None]]) -> bool:
+    def pairs(items: "Sequence[tuple[tuple[object, ...], str | None]]") -> bool:
         seen: dict[tuple[object, ...], set[str | None]] = {}
         for shape, label in items:
             seen.setdefault(shape, set()).add(label)

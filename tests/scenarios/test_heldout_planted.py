@@ -7,10 +7,12 @@ passes then was met by something other than the evidence it plants."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from harness import ROOT
 from planted import SSH, assert_fails_without, cases_of
 from test_account_planted import neutralized
 
@@ -55,7 +57,23 @@ def _ttft(ms: float, rate: float | None = None) -> Callable[[dict[str, Any]], di
     return f
 
 
+def _log_running(n: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The engine's stats lines (vLLM "Running: N reqs", SGLang "#running-req: N") rewritten to n requests running,
+    inline: the client's concurrency is no longer what the log shows."""
+    def f(case: dict[str, Any]) -> dict[str, Any]:
+        case = copy.deepcopy(case)
+        logs = case["stage"]["logs"]
+        for host_path, name in logs.items():
+            text = (ROOT / "heldout" / case["id"] / name).read_text()
+            text = re.sub(r"Running: \d+ reqs", f"Running: {n} reqs", text)
+            logs[host_path] = re.sub(r"#running-req: \d+", f"#running-req: {n}", text)
+        return case
+    return f
+
+
 PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "client-one-request-in-flight-vllm-log": _log_running(48),  # 48 running, none waiting: not the client's 1
+    "sglang-one-running-req-openai-client": _log_running(48),
     "dense-decode-batch1-far-above-floor-h100": _run_rate(11.0),   # 200 ms per token -> 18 ms, at the floor
     "dense-decode-near-floor-h100-twin": _run_rate(1 / 10),        # 5.7 ms per token -> 57 ms, far above
     "long-prompt-prefill-at-compute-floor-l40s": _ttft(60_000.0),  # 7.9 s -> 60 s for one 16K prompt

@@ -82,7 +82,11 @@ _STARTUP_PHASE = re.compile(
 initialising (for long, slowly, minutes, its speed), or a phase only start-up has (CUDA-graph capture,
 initialisation, warm-up, the download) taking time."""
 
-_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+|\.\*)?(?:\.?post\d+|rc\d+)?(?![\w])", re.IGNORECASE)
+_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:\.?post\d+|rc\d+)?|(?<![\w.])v\d+\.\d+(?:\.\d+)*", re.IGNORECASE)
+"""A software version: three parts (0.6.3, 0.4.0.post1) or v-prefixed (v2.0): not a model's "3.1" or a "2.5 tok/s"."""
+_VERSION_PAIR = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+|\.\*)*\S*\s*(?:=>|->|\u2192|\bto\b|\band\b|\bvs\.?|\bversus\b)"
+                           r"\s*v?\d+\.\d+", re.IGNORECASE)
+"""Two versions set against each other ("0.6.0 => 0.6.3", "from 0.4 to 0.6", "0.10 vs 0.12")."""
 _CHANGE = re.compile(r"\b(?:new(?:er|est)?|latest|old(?:er)?|previous)\s+(?:\w+\s+)?versions?\b|\bdegradation\b|"
                      r"\b(?:upgrad\w*|downgrad\w*)\b|\bbecom\w* (?:slower|worse)|"
                      r"\b(?:slower|faster|worse|better|higher|lower)\b.{0,40}\bthan\b.{0,20}" + r"v?\d+\.\d+",
@@ -198,7 +202,7 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
         text = _PROMPT_PHASE.sub(" prefill ", text)
     if _STARTUP_PHASE.search(text):
         found.add("startup")
-    if len(set(_VERSION.findall(text))) >= 2 or _CHANGE.search(text):
+    if len(set(_VERSION.findall(text))) >= 2 or _VERSION_PAIR.search(text) or _CHANGE.search(text):
         found.add("regression")
     if _FIGURE_ITL.search(text):
         found.add("itl")

@@ -57,3 +57,9 @@ def test_the_figures_and_the_noun_say_which_symptom():
     assert asked("context load time before generation is long").symptoms == {"ttft"}
     assert "startup" in asked("the engine takes forever initializing").symptoms
     assert "regression" in asked("decode got worse: 0.9.2 against 0.10.1").symptoms
+
+
+def test_a_model_version_or_a_rate_is_not_a_regression():
+    # one engine version, a model's "3.1" and a "2.5 tok/s": nothing is compared with anything
+    assert "regression" not in asked("Llama 3.1 70B on vLLM 0.6.3 gets only 2.5 tok/s on 4 A100s, why?").symptoms
+    assert "regression" in asked("TTFT went from 80 ms to 400 ms going 0.6.3 -> 0.7.1").symptoms

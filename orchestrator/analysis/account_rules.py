@@ -41,10 +41,12 @@ STEAL_PCT = 10.0
 IOWAIT_PCT = 20.0
 FS_READ_BPS = 10e6
 """A process reading its model files this fast from a network or FUSE filesystem is loading from it."""
+LOCAL_LOAD_BPS = 200e6
+"""A process reading its model files from local storage this fast is loading them (a steady-state server reads
+its weights once, at start-up)."""
 NIC_PCT = 80.0
 TURNS_SHARE = 0.6
 """Share of busy samples in which exactly one GPU was busy: GPUs taking turns, not working together."""
-
 HOST_SYMPTOMS: list[Symptom] = ["throughput", "itl", "ttft", "startup"]
 """A saturated host resource while the GPUs wait slows whatever the GPUs wait for, start-up (weights read from a slow
 filesystem, a throttled loader) included."""
@@ -142,6 +144,23 @@ def _role(p: ProcessAccount) -> str:
     return "a single-threaded stage (tokenization, detokenization, scheduling or the API server's event loop)"
 
 
+def _slow_clock(a: Account) -> tuple[str, str]:
+    """What the CPU frequency governor adds to a CPU-bound finding: a claim clause and a recommendation ("" when the
+    governor is performance or unknown). powersave / conservative hold a core below its top clock, and a CPU-bound
+    serving thread runs only as fast as its core's clock (kernel admin-guide/pm/cpufreq.rst: powersave sets the
+    lowest frequency within the policy limits; with intel_pstate, powersave is its dynamic mode)."""
+    gov = (a.acct.host_account.governor or "").strip()
+    if not gov or gov == "performance":
+        return "", ""
+    claim = (f" The CPU frequency governor is '{gov}' (cpu0/cpufreq/scaling_governor), not 'performance': the "
+             "saturated core can run below its top clock, and the work on it takes that much longer "
+             "[https://docs.kernel.org/admin-guide/pm/cpufreq.html].")
+    rec = ("Set the CPU frequency governor to performance on the serving host (`cpupower frequency-set -g "
+           f"performance`, or write performance to /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; now '{gov}') "
+           "and check the clock while serving (`grep MHz /proc/cpuinfo`, `turbostat`).")
+    return claim, rec
+
+
 def _thread(a: Account) -> Finding | None:
     got = _busiest_thread(a.acct)
     if got is None or got[1].cpu_pct < THREAD_SATURATED_PCT:
@@ -156,6 +175,8 @@ def _thread(a: Account) -> Finding | None:
                  f"({cores:.1f} cores together): the process computes on the host's CPUs with a thread pool, so part "
                  "of the model's work runs on the CPU (layers not offloaded to the GPU, CPU offload of weights, or a "
                  "CPU compute backend) and each step waits for the CPU's share.")
+        clock, clock_rec = _slow_clock(a)
+        claim += clock
         how = (f"`py-spy top --pid {p.pid} --native`" if _is_python(p) else f"`perf top -p {p.pid}`")
         return Finding(
             id="account-cpu-thread", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
@@ -168,13 +189,15 @@ def _thread(a: Account) -> Finding | None:
             recommendations=[f"See what the pool computes ({how}); check how much of the model the engine put on the "
                              "GPU (llama.cpp/Ollama: 'offloaded N/M layers to GPU' in the load log and `ollama ps`'s "
                              "PROCESSOR column; vLLM: --cpu-offload-gb) and put all of it there: a smaller "
-                             "quantization, a shorter context, or more GPU memory."])
+                             "quantization, a shorter context, or more GPU memory."] + ([clock_rec] if clock_rec else []))
     others = [x.cpu_pct for x in p.threads if x is not t]
     rest = f"; the next busiest thread ran at {max(others):.0f} %" if others else ""
     role = _role(p)
     claim = (f"Thread {t.comm!r} (tid {t.tid}, state {t.state}) of the serving process {p.name} ({p.pid}) ran at "
              f"{t.cpu_pct:.0f} % of one core over the window{rest}: {role} runs flat out on one core, and the GPU "
              "waits for it.")
+    clock, clock_rec = _slow_clock(a)
+    claim += clock
     look = (f"`py-spy dump --pid {p.pid}` (or `py-spy top --pid {p.pid}`)" if _is_python(p) else
             f"`perf top -t {t.tid}`")
     return Finding(
@@ -189,7 +212,7 @@ def _thread(a: Account) -> Finding | None:
                              "faster backend such as xgrammar), logprobs, n > 1; or more engine replicas (data "
                              "parallel) so each core drives fewer requests" if role.startswith("the engine core") else
                              "more API-server or tokenizer processes, a fast tokenizer, detokenization off the "
-                             "scheduler") + ")."])
+                             "scheduler") + ")."] + ([clock_rec] if clock_rec else []))
 
 
 def _memory(a: Account) -> Finding | None:
@@ -335,6 +358,38 @@ def _filesystem(a: Account) -> Finding | None:
     return None
 
 
+def _reload(a: Account) -> Finding | None:
+    """A serving process reading its own model files from local storage at disk speed while the GPUs idle: the
+    weights are being loaded (again) while requests wait. Read through `read()` (rchar, the page cache included) as
+    well as from the device (read_bytes): a reload from the page cache is still a reload."""
+    for p in a.acct.processes:
+        local = [f for f in p.files if not (f.network or f.fuse)]
+        rate = max(p.read_bytes_per_s or 0, p.rchar_per_s or 0)
+        if not local or rate < LOCAL_LOAD_BPS:
+            continue
+        f = local[0]
+        claim = (f"The serving process {p.name} ({p.pid}) read {_mb(rate)} of its model files over the window "
+                 f"({f.path} on {f.fstype} {f.source}) while the GPUs were busy {a.busy:.0f} %: it is loading the "
+                 "weights into GPU memory, in the middle of serving, so the requests that arrive meanwhile wait for "
+                 "the load. A model that is loaded again while serving has been unloaded or replaced: evicted by "
+                 "another model, expired after an idle timeout, or restarted because a request asked for different "
+                 "load parameters (a context size, a GPU layer count) than the loaded instance has.")
+        return Finding(
+            id="account-model-reload", category="workload", confidence=0.75, evidence=[a.ev], bound="latency",
+            title=f"The model is being loaded while serving: {p.name} reads its weights at {_mb(rate)}",
+            claim=claim, short=f"{p.name} read its model files at {_mb(rate)} while serving: the weights are "
+                               "being loaded again.",
+            symptoms=["ttft", "startup", "throughput"],
+            numbers=[_num("model file read rate", rate / 1e6, "MB/s", a.ev, f"{f.fstype} {f.source}")],
+            recommendations=[
+                "Keep one loaded instance serving every request: find what unloads it (the server's log around each "
+                "load; Ollama: `ollama ps` and its 'loading model' lines), keep the model resident (Ollama "
+                "OLLAMA_KEEP_ALIVE=-1 or keep_alive per request, OLLAMA_MAX_LOADED_MODELS at least the number of "
+                "models used together, e.g. an embedding model and the LLM), and send the same load parameters "
+                "with every request (a fixed num_ctx / context size) so none forces a reload."])
+    return None
+
+
 def _io(a: Account) -> Finding | None:
     h = a.acct.host_account
     io_psi = h.psi.get("io")
@@ -411,7 +466,7 @@ def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
 # --- the findings and the bound ------------------------------------------------------------------------------------
 
 
-SATURATION = (_cgroup, _memory, _memory_limit, _filesystem, _thread, _host_cpu, _io, _nic, _turns)
+SATURATION = (_cgroup, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic, _turns)
 """In the order the account follows them when several fire: the cause before its symptom (a throttled cgroup
 makes its threads look saturated; swapping and network filesystems make the CPU wait)."""
 
@@ -548,9 +603,10 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     idle = by_id.get("account-gpu-idle")
     if idle is None:
         return None
-    order = ("account-cgroup-throttled", "account-memory-swap", "account-memory-limit", "account-filesystem", "account-cpu-thread",
-             "account-host-cpu", "account-io", "account-nic", "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue",
-             "account-client-limited", "account-no-load", "account-flat-throughput", "account-nothing-saturated")
+    order = ("account-cgroup-throttled", "account-memory-swap", "account-memory-limit", "account-filesystem",
+             "account-model-reload", "account-cpu-thread", "account-host-cpu", "account-io", "account-nic",
+             "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue", "account-client-limited",
+             "account-low-concurrency", "account-no-load", "account-flat-throughput", "account-nothing-saturated")
     setter = next((by_id[i] for i in order if i in by_id), None)
     if setter is None:
         return "unknown", idle.short, idle

@@ -31,6 +31,9 @@ KV_FULL = 0.9
 when its blocks are free; SGLang keeps headroom for the running requests' growth, new_token_ratio)."""
 KV_ROOM = 0.8
 """KV usage below this share with requests waiting: the pool is not what holds them back."""
+LOW_INFLIGHT = 2.0
+"""At most this many requests running in the engine, none waiting, GPUs idle: the client's concurrency is the
+limit (or a thirty-second of the engine's request limit where it is larger)."""
 
 
 @dataclass
@@ -47,6 +50,8 @@ class QueueState:
     preemptions: float | None
     src: str
     """Where running/waiting came from (/metrics or the stats lines)."""
+    cap: float | None = None
+    """The engine's own request limit under any engine's name (max_num_seqs, max_running_requests, ...)."""
 
 
 def _first(facts: dict, *keys: str) -> tuple[float, str] | tuple[None, str]:
@@ -79,8 +84,10 @@ def queue_state(v: "EvidenceView") -> QueueState | None:
         src = "its /metrics" if rk.startswith("metrics.") else "its periodic stats log lines"
         kv_src = ("its /metrics (" + kk.removeprefix("metrics.") + ")" if kk.startswith("metrics.")
                   else "its stats log lines (the largest GPU KV cache usage)") if kk else ""
+        cap, _ = _first(facts, "engine.max_num_seqs", "engine.max_running_requests", "engine.max_batch_size",
+                        "engine.max_concurrent_requests")
         return QueueState(ev.id, rep.primary.name, running, waiting, kv, kv_src, seqs,
-                          str(facts.get("engine.max_num_seqs_source") or ""), pre, src)
+                          str(facts.get("engine.max_num_seqs_source") or ""), pre, src, cap)
     return None
 
 
@@ -110,7 +117,7 @@ def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | No
                                         "and check the path in front of the engine (proxy, router, client "
                                         "connection pool) before tuning the engine."])
     if waiting <= 0:
-        return None
+        return _low_concurrency(v, q, busy, ev) if busy is not None else None
     pre = f"; {q.preemptions:.0f} preemptions counted" if q.preemptions else ""
     if q.kv_usage is not None and q.kv_usage >= KV_FULL:
         claim = (f"The engine had {waiting:.0f} requests waiting and {running:.0f} running with its KV cache "
@@ -159,6 +166,60 @@ def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | No
                    recommendations=["Check the engine's admission limits against the load: max running "
                                     "requests (vLLM --max-num-seqs, SGLang --max-running-requests), KV-cache "
                                     "size and the prefill token budget."])
+
+
+def _low_concurrency(v: "EvidenceView", q: QueueState, busy: float, ev: list[str]) -> Finding | None:
+    """Requests reach the engine only a few at a time and none wait in it, while the GPUs idle: the load is set in
+    front of the engine (the client's concurrency, or a connection pool / proxy holding what the benchmark offered)."""
+    running = q.running
+    if running is None or running <= 0:
+        return None
+    oe = v.observations_evidence
+    offered = max((b.max_concurrency or 0 for b in oe[1].bench), default=0) if oe else 0
+    if offered >= 4 * running:
+        # the benchmark offers many more requests at once than ever reach the engine, and none wait in it: they
+        # are held on the way (the client's connection pool, a proxy or gateway with a connection limit)
+        claim = (f"The benchmark offered {offered} concurrent requests, but the engine ran at most "
+                 f"{running:.0f} at a time with none waiting, while the GPUs were busy {busy:.0f} % of the "
+                 f"window: {offered - running:.0f} of the offered requests never reach the engine at once. They "
+                 "are held before it, by the client's HTTP connection pool or a proxy / gateway in front of the "
+                 "server with a connection limit, so the engine batches only what gets through.")
+        return Finding(id="account-low-concurrency", category="workload", confidence=0.7,
+                       evidence=[*ev, oe[0].id] if oe else ev, bound=None,
+                       title=f"Only {running:.0f} of {offered} offered requests reach the engine at once",
+                       claim=claim, short=f"only {running:.0f} of the {offered} requests offered at once "
+                                          "reached the engine and none waited in it: they are held before it.",
+                       symptoms=["throughput", "ttft"],
+                       numbers=[_n("requests running (max seen)", running, "requests", q.ev),
+                                _n("concurrency offered", offered, "requests", oe[0].id if oe else q.ev)],
+                       recommendations=["Raise the connection limit between the client and the server: the "
+                                        "client's HTTP pool (aiohttp TCPConnector(limit=...), httpx "
+                                        "Limits(max_connections=...), the OpenAI client's http_client), and any "
+                                        "proxy or gateway in front (nginx worker_connections / upstream "
+                                        "keepalive, a load balancer's per-backend limit)."])
+    if running <= max(LOW_INFLIGHT, (q.cap or 0) / 32):
+        # requests arrive, but only a few at a time and none wait: the engine batches what it is given, so the
+        # offered concurrency (a serial client, one connection, a semaphore of 1) sets the throughput
+        can = f" (it admits up to {q.cap:.0f} at once)" if q.cap else ""
+        claim = (f"The engine ran at most {running:.0f} request(s) at a time with none waiting{can}, while the "
+                 f"GPUs were busy {busy:.0f} % of the window: the client keeps only {running:.0f} request(s) in "
+                 "flight, so each decode step carries a batch of that size and the GPU idles between steps and "
+                 "requests. The offered concurrency, not the engine, sets the throughput (continuous batching "
+                 "only batches requests that are in flight at once).")
+        return Finding(id="account-low-concurrency", category="workload", confidence=0.7,
+                       evidence=ev, bound=None,
+                       title=f"The client keeps only {running:.0f} request(s) in flight (none waiting)",
+                       claim=claim, short=f"the engine ran only {running:.0f} request(s) at a time and none "
+                                          "waited: the client's concurrency is the limit.",
+                       symptoms=["throughput"],
+                       numbers=[_n("requests running (max seen)", running, "requests", q.ev),
+                                _n("requests waiting", q.waiting or 0, "requests", q.ev)],
+                       recommendations=["Send requests concurrently: an async client with many requests in "
+                                        "flight (asyncio.gather with an AsyncOpenAI client, a thread pool, the "
+                                        "benchmark's --max-concurrency), or pass the prompts as one batch to "
+                                        "the offline API; check that the client library does not serialize "
+                                        "calls (a batch_size that is not honoured, a lock, one connection)."])
+    return None
 
 
 BOUNDS_BATCH = ("queue-kv-cache-bounds-batch", "queue-request-limit-bounds-batch")

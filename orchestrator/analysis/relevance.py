@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Sequence, get_args
 
 from orchestrator.findings import Finding, Symptom
 
@@ -51,9 +51,72 @@ _PATTERNS: tuple[tuple[Symptom, str], ...] = (
     ("throughput", r"throughput|tok(?:ens)?/s|tokens? (?:per|a) second|req(?:uests)?/s|requests? per second|\bqps\b|"
                    r"\bscal(?:e|es|ing)\b|tflops|underperform|below (?:the )?(?:spec|peak|expected)|"
                    r"spec sheet|bandwidth|all-reduce|all-gather|collectives|crawling|no faster|slower than|"
-                   r"\bslow(?:er)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b"),
+                   r"\bslow(?:er|ness)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b"),
 )
 _WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(sym, re.compile(p, re.IGNORECASE)) for sym, p in _PATTERNS]
+
+_TAG = re.compile(r"^\s*(?:\[[^\]\n]{1,40}\]\s*:?\s*|(?:bug|misc\.? bug|question|feature|perf|performance|usage)\s*:\s*)+",
+                  re.IGNORECASE)
+"""An issue template's leading tag ("[Performance]:", "[Bug]:", "Misc. bug:"): the tracker's category, not what the
+user says is slow."""
+
+_PROMPT_PHASE = re.compile(
+    r"\b(?:prompts?|context|input|prefill)\s+(?:tokens?\s+)?(?:load(?:ing)?|processing|process(?:es|ed)?|eval(?:uation)?|"
+    r"ingest\w*|encod\w*)\b|\b(?:prompts?|context|input)\b.{0,30}\b(?:re-?process\w*|re-?evaluat\w*|re-?comput\w*)|"
+    r"\b(?:until|before)\s+(?:the\s+)?(?:generation|output|response|answer|streaming|first \w+)\s*(?:starts?|begins?)?",
+    re.IGNORECASE)
+"""The phase before the first token, named by what it works on (the prompt / context / input being loaded,
+processed, evaluated or recomputed) or by what it precedes ("until generation starts", "before generation"): time
+to first token, never start-up, whatever the verb ("context load time before generation")."""
+
+_STARTUP_PHASE = re.compile(
+    r"\b(?:model|server|engine|pod|container|service|weights?|checkpoint|instance|worker)s?\b.{0,20}"
+    r"\b(?:start(?:ing|s)?|load(?:ing|s)?|boot(?:ing|s)?|launch(?:ing|es)?|initiali[sz](?:ing|ation|es)|"
+    r"init)\b.{0,25}\b(?:long|slow(?:ly)?|ages|forever|minutes?|hours?|seconds?|time|speed)\b|"
+    r"\b(?:model|server|engine|pod|container|service|instance|worker)s?\b.{0,20}\b(?:takes?|took|taking)\b.{0,25}"
+    r"\b(?:start|load|boot|launch|initiali[sz])\w*|"
+    r"\b(?:graph captur\w*|captur\w* (?:cuda )?graphs?|cuda ?graphs? captur\w*|initiali[sz]ation|warm-?up|download\w*)\b"
+    r".{0,25}\b(?:long|slow(?:ly)?|ages|forever|minutes?|hours?|seconds?|time)\b",
+    re.IGNORECASE)
+"""Start-up named by its subject and a measure of time: the model / server / engine starting, loading, booting or
+initialising (for long, slowly, minutes, its speed), or a phase only start-up has (CUDA-graph capture,
+initialisation, warm-up, the download) taking time."""
+
+_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:\.?post\d+|rc\d+)?|(?<![\w.])v\d+\.\d+(?:\.\d+)*", re.IGNORECASE)
+"""A software version: three parts (0.6.3, 0.4.0.post1) or v-prefixed (v2.0): not a model's "3.1" or a "2.5 tok/s"."""
+_VERSION_PAIR = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+|\.\*)*\S*\s*(?:=>|->|\u2192|\bto\b|\band\b|\bvs\.?|\bversus\b)"
+                           r"\s*v?\d+\.\d+", re.IGNORECASE)
+"""Two versions set against each other ("0.6.0 => 0.6.3", "from 0.4 to 0.6", "0.10 vs 0.12")."""
+_CHANGE = re.compile(r"\b(?:new(?:er|est)?|latest|old(?:er)?|previous)\s+(?:\w+\s+)?versions?\b|\bdegradation\b|"
+                     r"\b(?:upgrad\w*|downgrad\w*)\b|\bbecom\w* (?:slower|worse)|"
+                     r"\b(?:slower|faster|worse|better|higher|lower)\b.{0,40}\bthan\b.{0,20}" + r"v?\d+\.\d+",
+                     re.IGNORECASE)
+"""A regression named by its structure: two versions compared ("between 0.10.2 and 0.12.0", "v2.0.7 slower than
+v2.0.6", "0.6.0 => 0.6.3"), a newer or older version named, a degradation, an upgrade."""
+
+_FIGURE_ITL = re.compile(r"\d\s*(?:ms|s|milliseconds?|seconds?)\s*(?:/|per|a|each)\s*(?:output\s+)?token", re.IGNORECASE)
+"""A per-token time the user quotes ("200 ms per token")."""
+
+_LOW_RATE = re.compile(r"\b(?:generation|output|tokens?|inference|serving|\w*put)\b.{0,12}\b(?:is|are|too|very|so)\s+"
+                       r"(?:low|poor|bad)\b|\b(?:low|poor)\s+(?:generation|output|token|inference|serving)\b",
+                       re.IGNORECASE)
+"""A rate that is low: the adjective low / poor on what is produced (generation, output, tokens; a misspelt
+"...put"), i.e. throughput whatever the spelling of the metric."""
+
+
+def _before_after(observations: "Observations") -> bool:
+    """Two runs (or two benchmarks) of the same shape under different labels: a before/after pair, i.e. a
+    regression question, whatever the words (TP4 against TP8, or one concurrency against another, is not)."""
+    def pairs(items: "Sequence[tuple[tuple[object, ...], str | None]]") -> bool:
+        seen: dict[tuple[object, ...], set[str | None]] = {}
+        for shape, label in items:
+            seen.setdefault(shape, set()).add(label)
+        return any(len(labels) >= 2 for labels in seen.values())
+    runs = [((r.tp, r.pp, r.ep, r.dp, r.concurrency, r.batch, r.input_len, r.output_len), r.label)
+            for r in observations.runs if r.label]
+    bench = [((b.request_rate, b.max_concurrency, b.input_len, b.output_len), b.label)
+             for b in observations.bench if b.label]
+    return pairs(runs) or pairs(bench)
 
 _LATENCY = re.compile(r"\blatency\b|\bresponsive|\bsnappy\b", re.IGNORECASE)
 """Latency without saying which: per-token latency and time to first token both."""
@@ -132,12 +195,26 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
     text = question
     if observations is not None and observations.notes:
         text += "\n" + str(observations.notes)
-    text = _FINE.sub(" ", text)  # "throughput looks fine": not what is asked about
-    found: set[Symptom] = {s for s, rx in _WORDS if rx.search(text)}
+    text = _FINE.sub(" ", _TAG.sub("", text))  # "throughput looks fine": not what is asked about
+    found: set[Symptom] = set()
+    if _PROMPT_PHASE.search(text):  # the prompt's processing: TTFT, and its verb ("load") no longer says start-up
+        found.add("ttft")
+        text = _PROMPT_PHASE.sub(" prefill ", text)
+    if _STARTUP_PHASE.search(text):
+        found.add("startup")
+    if len(set(_VERSION.findall(text))) >= 2 or _VERSION_PAIR.search(text) or _CHANGE.search(text):
+        found.add("regression")
+    if _FIGURE_ITL.search(text):
+        found.add("itl")
+    if _LOW_RATE.search(text):
+        found.add("throughput")
+    if observations is not None and _before_after(observations):
+        found.add("regression")
+    found |= {s for s, rx in _WORDS if rx.search(text)}
     if _LATENCY.search(text) and not found & {"ttft", "itl"}:
         found |= {"itl", "ttft"}
     if found & set(_SPECIFIC) and "throughput" in found and not _WORDS[-1][1].search(
-            re.sub(r"\bslow(?:er)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b|slower than", "", text)):
+            re.sub(r"\bslow(?:er|ness)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b|slower than", "", text)):
         found.discard("throughput")  # "TTFT is slow": slow says how, not what
     if found & {"regression", "errors"} == found and len(found) == 2:
         found.discard("regression")  # "refuses to start since this morning": a failure, not a slowdown after a change

@@ -62,12 +62,19 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
     """What was measured: each benchmark run, else the engine's histograms (medians, seconds -> ms)."""
     out: list[dict[str, Any]] = []
     oe = v.observations_evidence
+    m_eng = eng.metrics.metrics if eng is not None and eng.metrics and eng.metrics.metrics else {}
+    ran = next((m_eng[n].value for n in ("vllm:num_requests_running", "sglang:num_running_reqs",
+                                         "tgi_batch_current_size") if n in m_eng and m_eng[n].value), None)
     if oe is not None:
         now = [b for b in oe[1].bench if b.label != "baseline"]  # `--baseline`: the run before, not this state
         for b in (now or oe[1].bench)[:4]:
             itl = b.itl if b.itl and b.itl.p50 is not None else b.tpot
             itl_ms = itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None
             batch = b.max_concurrency
+            if batch and ran and ran < batch:
+                # the engine's own count of running requests is the batch it decoded, not the concurrency offered
+                # (requests held before the engine never join its batch)
+                batch = int(ran)
             if not batch and itl_ms and b.output_throughput:
                 # no concurrency cap: the streams decoding at once, by Little's law (tokens/s x s per token)
                 batch = max(1, round(b.output_throughput * itl_ms / 1e3))

@@ -72,6 +72,24 @@ def _as_bound(bound: FindingBound | None, default: Bound) -> Bound:
     return "unknown" if bound == "gemm" else bound
 
 
+_CAP = re.compile(r"\bcaps how many requests\b", re.I)
+
+
+def _caps_not_reached(causes: list[Finding]) -> list[Finding]:
+    """Findings that say a setting caps the batch, when the engine's own state (the account's low-concurrency or
+    no-load finding: few requests running, none waiting) shows the batch is far from any cap: a cap that is not
+    reached cannot explain the shortfall."""
+    if not any(f.id in ("account-low-concurrency", "account-no-load") for f in causes):
+        return []
+    return [f for f in causes if f.id.startswith("setting-") and _CAP.search(f.claim)]
+
+
+def uncapped_notes(uncapped: list[Finding], findings: list[Finding]) -> list[tuple[Finding, str]]:
+    load = next((f for f in findings if f.id in ("account-low-concurrency", "account-no-load")), None)
+    why = (load.short or load.title).rstrip(".") if load else "few requests ran and none waited"
+    return [(f, f"not a cause here: {why}, so the batch never reaches this cap.") for f in uncapped]
+
+
 def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     """The bound, its reasoning, and the catalog finding that set it (ranked first), if one did."""
     acct = account_bound(findings)  # where the time goes (analysis/account_rules.py): the GPUs idle, and on what
@@ -234,7 +252,10 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     causes_f.sort(key=lambda f: (f is not setter, f.secondary or f.confidence < 0.5 or f.category in behind,
                                  relevance.about(f) is not None, -(f.explains or 0.0), _rank(f), -f.confidence))
     causes_f = _agree_with_bound(causes_f, bound)
+    uncapped = _caps_not_reached(causes_f)  # a batch cap the engine's own state shows it is far from
+    causes_f = [f for f in causes_f if f not in uncapped]
     noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and _noticeable(f)]
+    noticed_f += uncapped_notes(uncapped, findings)
     noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
     noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
                    "after the first five causes).") for f in causes_f[MAX_CAUSES:]]
@@ -264,6 +285,8 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     lead = f"On {hw.claim.split(':')[0]}, " if hw else ""
     if causes:
         limiter = (f"the primary limiter is {bound}: {_first_sentence(reasoning)}" if bound != "unknown"
+                   else f"no GPU or host resource is the limit: {_first_sentence(reasoning)}"
+                   if setter is not None and setter.id.startswith("account-") and setter.bound is None and reasoning
                    else "the evidence does not settle which resource limits throughput.")
         verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {_titled_number(f)};" for i, f in
                                                                   enumerate(causes_f[:4], 1)).rstrip(";") + "."

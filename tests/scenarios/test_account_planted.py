@@ -6,19 +6,15 @@ was met by something other than the evidence it plants."""
 from __future__ import annotations
 
 import copy
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from harness import ROOT, discover, run_case
+from planted import SSH, assert_fails_without, cases_of
 
-pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
-                                                   reason="OpenSSH sshd not installed")]
+pytestmark = SSH
 
-CASES = [p for p in discover() if p.parent.parent == ROOT / "account"]
+CASES = cases_of("account")
 
 
 def neutralized(case: dict[str, Any]) -> dict[str, Any]:
@@ -84,9 +80,4 @@ def without_planted(case: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.parent.name)
 async def test_account_case_fails_without_its_planted_evidence(path: Path, tmp_path):
-    work = tmp_path / "account" / path.parent.name
-    shutil.copytree(path.parent, work)
-    case = yaml.safe_load(path.read_text())
-    (work / "case.yaml").write_text(yaml.safe_dump(without_planted(case), sort_keys=False))
-    outcome = await run_case(work / "case.yaml", tmp_path / "run")
-    assert outcome.failures, f"{case['id']} still passes with its planted evidence removed:\n{outcome.words}"
+    await assert_fails_without(path, tmp_path, without_planted)

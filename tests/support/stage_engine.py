@@ -181,7 +181,10 @@ def start_engines(staged, engines: list[dict]) -> StagedEngines:
         else:
             env.pop("FAKE_ENGINE_METRICS", None)
         for attempt in range(4):  # a free port can be taken between choosing it and binding it: choose again
-            argv = engine_argv(staged, command + (["--port", str(free_port())] if auto_port else []))
+            # a port the case names (vllm's 8000, sglang's 30000) may be held by another case running alongside
+            # (xdist): after the first refusal, the named port is replaced by a free one
+            named = command if auto_port or attempt == 0 else _with_port(command, free_port())
+            argv = engine_argv(staged, named + (["--port", str(free_port())] if auto_port else []))
             proc = subprocess.Popen(argv, env=env, cwd=str(staged.root), stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
             out.procs.append(proc)
@@ -189,10 +192,21 @@ def start_engines(staged, engines: list[dict]) -> StagedEngines:
             if err is None:
                 break
             out.procs.remove(proc)
-            if not (auto_port and "Address already in use" in err and attempt < 3):
+            if not ("Address already in use" in err and attempt < 3):
                 out.stop()
                 raise RuntimeError(f"staged engine {command} did not start: {err[-500:]}")
         out.ports.append(int(ready.read_text()))
+    return out
+
+
+def _with_port(command: list[str], port: int) -> list[str]:
+    """The command with the port it names (--port N, -p N, --port=N) replaced by `port`."""
+    out = list(command)
+    for i, a in enumerate(out):
+        if a in ("--port", "-p") and i + 1 < len(out):
+            out[i + 1] = str(port)
+        elif a.startswith("--port="):
+            out[i] = f"--port={port}"
     return out
 
 

@@ -564,13 +564,18 @@ def fill(template: str, values: dict[str, Any]) -> str:
 
 def entry_words(entry_id: str, values: dict[str, Any] | None = None, flags: Iterable[str] = ()) -> dict[str, Any]:
     """What a rule needs from its catalog entry, filled: title, claim, explanation, reasoning, fixes (each with
-    the entry's first source appended), and the entry's id, confidence, severity and bound."""
+    the entry's first source appended), the entry's named `words` (the finding's own title/claim and the clauses
+    a rule adds), and the entry's id, confidence, secondary confidence, severity and bound. A rule states no text of
+    its own: it computes the values and picks which words apply (tests/catalog/test_one_source.py)."""
     e = catalog_entry_by_id(entry_id)
     values = values or {}
     return {"entry": e.id, "title": fill(e.title, values), "claim": fill(e.claim, values),
             "explanation": fill(e.explanation, values), "reasoning": fill(e.reasoning or "", values),
             "recommendations": [f"{fill(fx, values)} [{e.source}]" for fx in e.fixes(set(flags))],
-            "confidence": e.confidence, "severity": e.severity, "bound": e.bound, "source": e.source}
+            "words": {k: fill(t, values) for k, t in e.words.items()},
+            "confidence": e.confidence, "secondary_confidence": (e.confidence if e.secondary_confidence is None
+                                                                 else e.secondary_confidence),
+            "severity": e.severity, "bound": e.bound, "source": e.source}
 
 
 # --- evaluation ---------------------------------------------------------------------------------------------------

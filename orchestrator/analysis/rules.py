@@ -494,9 +494,9 @@ def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str],
     gpus = _observed_gpus(v) or 1
     nv = _nvlink(v)
     comm = gpus > 1 and nv is not True
-    where = (f"the {gpus} GPUs' all-reduces over {'PCIe' if nv is False else 'an interconnect the evidence does not show'} "
-             "and per-step latency (launches, synchronisation, host scheduling)") if comm else \
-        "per-step latency: kernel launches, synchronisation and host-side scheduling"
+    words = entry_words(e.id, {"gpus": gpus})["words"]
+    link = words["link_pcie" if nv is False else "link_unknown"]
+    where = entry_words(e.id, {"gpus": gpus, "link": link})["words"]["where_communication" if comm else "where_latency"]
     values = {"tokens_per_expert": f"{r.tokens_per_expert:.2g}", "batch": r.batch, "top_k": r.top_k,
               "experts": r.num_experts, "intensity": f"{r.intensity:,.0f}", "ridge": f"{r.ridge:,.0f}",
               "achieved": f"{achieved:,.0f}", "run": run or "the observed run",

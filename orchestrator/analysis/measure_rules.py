@@ -20,7 +20,7 @@ from orchestrator.probes.benchmark_math import (
 )
 from orchestrator.probes.measure_peaks import peaks_for
 from orchestrator.evidence import Evidence
-from orchestrator.analysis.signals import entry_words
+from orchestrator.analysis.templates import entry_words
 from orchestrator.findings import Finding
 from orchestrator.observations import Observations, RunObservation
 from orchestrator.probes.measure_models import CommSweep, GemmPoint, GemmSweep, Peaks

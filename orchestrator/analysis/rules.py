@@ -16,7 +16,7 @@ from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_rooflin
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import catalog
 from orchestrator.knowledge.catalog import entry as catalog_entry
-from orchestrator.analysis.signals import entry_words, fill
+from orchestrator.analysis.templates import entry_words, fill
 from orchestrator.diagnosis import Number
 
 Rule = Callable[[EvidenceView], list[Finding]]

@@ -150,7 +150,7 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 class Scope(_Strict):
-    """Where an entry applies; every given key must match (unknown facts: see analysis/signals.py)."""
+    """Where an entry applies; every given key must match (unknown facts: see analysis/conditions.py)."""
 
     ccs: list[str] = Field(default_factory=list)
     not_ccs: list[str] = Field(default_factory=list)

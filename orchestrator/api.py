@@ -178,7 +178,7 @@ async def replay(
     the settings are the user's own (`settings`, default: the configured ones), with only the recorded run's limits
     taken from the transcript for an exact replay (`orchestrator.resume.settings_from`).
     """
-    from orchestrator.models.replay import ReplayBackend
+    from orchestrator.models.replay import ReplayBackend, ReplayExecutor
 
     check_backend_choice(model, offline)
     old = read_transcript(path)
@@ -189,7 +189,8 @@ async def replay(
     if backend is None:
         backend = select_backend(offline=offline, model=model, settings=own)[0] if resynth else ReplayBackend(old)
     async with Run(inputs=inputs, settings=settings, backend=backend, agents=agents_from(old), registry=registry,
-                   transcript=transcript, progress=progress, reuse=old if resynth else None, acts=False) as run:
+                   transcript=transcript, progress=progress, reuse=old if resynth else None, acts=False,
+                   executor=None if resynth else ReplayExecutor(old)) as run:
         await run.investigate()
     result = run.result
     if not resynth and result.diagnosis is not None:

@@ -24,8 +24,10 @@ from orchestrator.settings import Settings
 if TYPE_CHECKING:
     from orchestrator.agentdefs import AgentDef
     from orchestrator.hosts.base import Host
+    from orchestrator.evidence import Evidence
+    from orchestrator.messages import ToolUseBlock
     from orchestrator.models.base import Model
-    from orchestrator.tools.base import ToolRegistry
+    from orchestrator.tools.base import ExecutedCall, ToolRegistry
     from orchestrator.transcript import Recorder
 
 
@@ -58,22 +60,36 @@ class RunInputs(BaseModel):
         return Observations.model_validate(self.observations) if self.observations else None
 
 
-class ToolReplay(Protocol):
-    """Answers tool calls from a recording instead of running them."""
+class Executor(Protocol):
+    """Answers each tool call of a run: runs it (`live`, the loop's call of the tool) or, in an exact replay
+    (orchestrator.models.replay.ReplayExecutor), hands back the result the transcript recorded."""
 
-    def result_for(self, agent_id: str, call_id: str, tool: str, args: dict[str, Any]) -> Any: ...
+    @property
+    def replays(self) -> bool:
+        """Whether answers come from a recording (a subagent the recording started is started again)."""
+        ...
+
+    async def answer(self, agent_id: str, use: "ToolUseBlock",
+                     live: Callable[[], Awaitable["ExecutedCall"]]) -> "ExecutedCall": ...
+
+
+class LiveExecutor:
+    """Every tool call runs (within `RunContext.acts`): the executor of every run but an exact replay."""
+
+    replays = False
+
+    async def answer(self, agent_id: str, use: "ToolUseBlock",
+                     live: Callable[[], Awaitable["ExecutedCall"]]) -> "ExecutedCall":
+        return await live()
 
 
 class Backend(Protocol):
-    """Makes the model of each agent; a replay backend also replays tool results."""
+    """Makes the model of each agent, and nothing else: tool calls are the run's `Executor`'s."""
 
     @property
     def name(self) -> str: ...
 
-    @property
-    def tool_replay(self) -> ToolReplay | None: ...
-
-    def model_for(self, defn: "AgentDef", agent_id: str, run: "RunContext") -> "Model": ...
+    def model_for(self, defn: "AgentDef", agent_id: str, run: "RunView") -> "Model": ...
 
 
 Spawner = Callable[["AgentContext", str, str], Awaitable[AgentResult]]
@@ -119,12 +135,18 @@ class RunContext:
     acts: bool = True
     """False in a replay: no tool that reaches a host, the network or the GPU runs (`Tool.acts`) and no subagent
     without a recorded result starts; a transcript is evidence to display, never a plan to execute."""
+    executor: Executor = field(default_factory=LiveExecutor)
+    """What answers the tool calls: the live tools, or the transcript of an exact replay."""
     _ordinals: itertools.count = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def question(self) -> str:
         return self.inputs.question
+
+    def view(self) -> "RunView":
+        """What a model may read of this run (a backend's `model_for` gets this, not the run)."""
+        return RunView(self)
 
     def next_ordinal(self) -> int:
         return next(self._ordinals)
@@ -220,3 +242,31 @@ class AgentContext:
         if self.run.spawner is None:
             raise ToolFailure("this run starts no subagents")
         return await self.run.spawner(self, agent, brief)
+
+
+class RunView:
+    """What a model of the run receives besides its messages: the run's inputs, the evidence recorded so far and
+    the results of the agents that finished, read-only (an offline model derives its answers from these). The
+    settings, the hosts, the recorder and the registry are not a model's to reach."""
+
+    __slots__ = ("_run",)
+
+    def __init__(self, run: RunContext):
+        self._run = run
+
+    @property
+    def inputs(self) -> RunInputs:
+        return self._run.inputs
+
+    @property
+    def question(self) -> str:
+        return self._run.inputs.question
+
+    def evidence(self, agent_id: str | None = None) -> list["Evidence"]:
+        """Every piece of evidence recorded so far, or one agent's."""
+        store = self._run.evidence
+        return store.all() if agent_id is None else store.by_agent(agent_id)
+
+    def results(self) -> list[AgentResult]:
+        """The results of the agents that finished, in the order they finished."""
+        return list(self._run.results.values())

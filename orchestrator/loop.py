@@ -41,8 +41,6 @@ from orchestrator.transcript import Fingerprinter
 
 SUBMIT_FINDINGS = "submit_findings"
 SUBMIT_DIAGNOSIS = "submit_diagnosis"
-LIVE_IN_REPLAY = {"task", SUBMIT_FINDINGS, SUBMIT_DIAGNOSIS}
-"""Tools that run for real during a replay: they only orchestrate, they touch no host or network."""
 
 _AGENT_SCOPE: contextvars.ContextVar[anyio.CancelScope | None] = contextvars.ContextVar("agent_scope", default=None)
 """The wall-time cancel scope of the agent whose code is running: a subagent started by one of its tool calls (a child
@@ -217,7 +215,7 @@ class AgentRunner:
         self.ctx = AgentContext(run=run, agent_id=agent_id, defn=defn, ordinal=ordinal, parent_id=parent_id,
                                 tool_names=names)
         self.limits = limits_for(defn, run)
-        self.model = run.backend.model_for(defn, agent_id, run)
+        self.model = run.backend.model_for(defn, agent_id, run.view())
         self.state = _State(messages=[Message.user_text(redact(first_message(run, defn, brief)))])
         self.fingerprinter = Fingerprinter()
 
@@ -371,12 +369,20 @@ class AgentRunner:
         infos: list[CallInfo] = []
         for use in uses:  # ids and ordinals in message order, before anything runs: stable across runs
             info = CallInfo(call_id=use.id, evidence_id=self.ctx.next_evidence_id(), turn=turn,
-                            child_ordinal=run.next_ordinal() if use.name == "task" else None)
+                            child_ordinal=run.next_ordinal() if self._spawns(use.name) else None)
             infos.append(info)
             self.state.evidence_ids.append(info.evidence_id)  # in call order, not completion order: stable
             run.recorder.emit(ToolCall(run_id=run.run_id, agent_id=self.agent_id, turn=turn, call_id=use.id,
                                        tool=use.name, args=use.input))
         results: list[ToolResultBlock | None] = [None] * len(uses)
+
+        async def live(use: ToolUseBlock, info: CallInfo) -> ExecutedCall:
+            if not run.acts and getattr(self.tools.get(use.name), "acts", True):
+                # a replay never acts: a recorded (or re-synthesized) plan cannot reach a host or the network
+                return ExecutedCall(ToolOutput(text=f"not run: {use.name} reaches a host or the network, and "
+                                               "a replay never acts", is_error=True), False, 0.0)
+            return await execute(self.tools.get(use.name), use.name, use.input, self.ctx.for_call(info),
+                                 available=self.ctx.tool_names)
 
         async def one(i: int) -> None:
             use, info = uses[i], infos[i]
@@ -385,15 +391,8 @@ class AgentRunner:
                 if final and use.name != self.submit_tool:
                     executed = ExecutedCall(ToolOutput(text="not run: final turn allows only " + self.submit_tool,
                                                        is_error=True), False, 0.0)
-                elif run.backend.tool_replay is not None and use.name not in LIVE_IN_REPLAY:
-                    executed = run.backend.tool_replay.result_for(self.agent_id, use.id, use.name, use.input)
-                elif not run.acts and getattr(self.tools.get(use.name), "acts", True):
-                    # a replay never acts: a recorded (or re-synthesized) plan cannot reach a host or the network
-                    executed = ExecutedCall(ToolOutput(text=f"not run: {use.name} reaches a host or the network, and "
-                                                       "a replay never acts", is_error=True), False, 0.0)
-                else:
-                    executed = await execute(self.tools.get(use.name), use.name, use.input, self.ctx.for_call(info),
-                                             available=self.ctx.tool_names)
+                else:  # the run's executor: the tools themselves, or the transcript of an exact replay
+                    executed = await run.executor.answer(self.agent_id, use, lambda: live(use, info))
             except (KeyboardInterrupt, SystemExit) as exc:
                 raise RunInterrupted(exc) from exc
             finally:
@@ -414,6 +413,10 @@ class AgentRunner:
                       for i, r in enumerate(results)]
             self.state.messages.append(Message(role="user", content=list[Block](blocks)))
         return blocks
+
+    def _spawns(self, name: str) -> bool:
+        """Whether a call of this tool starts a subagent (the registry's tool, whether or not this agent has it)."""
+        return bool(getattr(self.run_ctx.registry.get(name), "spawns", False))
 
     def _record_result(self, use: ToolUseBlock, info: CallInfo, executed: ExecutedCall) -> ToolResultBlock:
         run, out = self.run_ctx, executed.output

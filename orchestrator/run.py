@@ -33,7 +33,7 @@ import anyio
 
 from orchestrator.agentdefs import AgentDef, load_agents
 from orchestrator.assemble import assemble
-from orchestrator.context import Backend, RunContext, RunInputs
+from orchestrator.context import Backend, Executor, LiveExecutor, RunContext, RunInputs
 from orchestrator.diagnosis import Diagnosis, SubmittedDiagnosis
 from orchestrator.errors import InputError
 from orchestrator.events import DiagnosisSubmitted, Event, Notice, RunFinished, RunStarted, RunStatus
@@ -91,8 +91,10 @@ class Run:
     `host`: an opened `Host` or `HostSet`, or an async callable that opens one on entry; None for a run with no host
     (a replay). `settings`, `agents` and `registry` default to the configured settings, the installed agents and
     the default tools. `reuse`: an earlier transcript whose finished subagents are reused (resume). `acts=False`
-    (a replay): only pure tools run and only recorded subagents are reused, nothing new is started. `notices` are
-    recorded after `run_started`. `progress` is called with every event as it is recorded.
+    (a replay): only pure tools run and only recorded subagents are reused, nothing new is started. `executor`
+    answers the tool calls: the tools themselves by default, or `models.replay.ReplayExecutor` (an exact replay:
+    the results the transcript recorded). `notices` are recorded after `run_started`. `progress` is called with
+    every event as it is recorded.
     """
 
     def __init__(
@@ -110,6 +112,7 @@ class Run:
         notices: Iterable[str] = (),
         run_id: str | None = None,
         acts: bool = True,
+        executor: Executor | None = None,
     ):
         if registry is None:
             from orchestrator.tools.registry import default_registry
@@ -117,6 +120,7 @@ class Run:
             registry = default_registry()
         self.inputs = inputs
         self.backend = backend
+        self.executor = executor if executor is not None else LiveExecutor()
         self.settings = settings if settings is not None else load_settings()
         self.agents = agents if agents is not None else load_agents()
         self.registry = registry
@@ -205,7 +209,7 @@ class Run:
                                registry=self.registry, agents=agents, backend=self.backend,
                                host=opened.primary if isinstance(opened, HostSet) else opened, hosts=hosts,
                                spawner=spawn,
-                               acts=self._acts)
+                               acts=self._acts, executor=self.executor)
         self._started = time.monotonic()
         try:
             recorder.emit(RunStarted(

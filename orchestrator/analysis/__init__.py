@@ -44,10 +44,10 @@ def prepare(ev: Evidence) -> None:
     fit its model is left for the analysis, which says so."""
     if ev.is_error or not ev.data or ev.data.get("kind") in (None, "observations"):
         return
-    from orchestrator.analysis import fleet, signals
+    from orchestrator.analysis import facts, fleet
 
     try:
-        signals.prepare(ev)
+        facts.prepare(ev)
         if ev.host:
             fleet.prepare(ev)
     except Exception:  # the analysis meets the same problem and records it as a notice

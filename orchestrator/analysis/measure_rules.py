@@ -20,7 +20,7 @@ from orchestrator.probes.benchmark_math import (
 )
 from orchestrator.probes.measure_peaks import peaks_for
 from orchestrator.evidence import Evidence
-from orchestrator.analysis.signals import entry_words
+from orchestrator.analysis.templates import entry_words
 from orchestrator.findings import Finding
 from orchestrator.observations import Observations, RunObservation
 from orchestrator.probes.measure_models import CommSweep, GemmPoint, GemmSweep, Peaks
@@ -106,25 +106,21 @@ def gemm_findings(eid: str, sweep: GemmSweep, obs: Observations | None) -> list[
                            evidence=[eid], category="roofline", data=data))
         if p.fraction_of_roofline is None:
             continue
+        values = {"run": run.name, "dtype": dtype, "m": p.m, "pct": _pct(p.fraction_of_roofline), "bound": p.bound,
+                  "m_dec": max(1, round(m_dec)), "gpu": gpu}
         if p.fraction_of_roofline < FAR_FROM_ROOFLINE:
+            w = entry_words("gemm-far-below-roofline", values)
             out.append(Finding(
-                id="gemm-far-below-roofline",
-                claim=(f"{run.name}: the measured {dtype} GEMM at M={p.m} runs at {_pct(p.fraction_of_roofline)} of "
-                       f"its {p.bound} roofline: the kernel, not the hardware, leaves most of the performance behind."),
-                confidence=0.7 - conf_cut, evidence=[eid], category="kernel",
-                data={**data, "title": f"{dtype} GEMM kernel far below its roofline at M={p.m}"},
-                recommendations=entry_words("gemm-far-below-roofline", {"m_dec": max(1, round(m_dec)), "gpu": gpu})[
-                    "recommendations"], entry="gemm-far-below-roofline"))
+                id="gemm-far-below-roofline", claim=w["words"]["claim"], confidence=w["confidence"] - conf_cut,
+                evidence=[eid], category="kernel", data={**data, "title": w["title"]},
+                recommendations=w["recommendations"], entry=w["entry"]))
         elif p.fraction_of_roofline >= NEAR_ROOFLINE and p.bound == "memory":
+            w = entry_words("gemm-memory-bound-near-roofline",
+                            {**values, "gain": f"{1 / p.fraction_of_roofline - 1:.0%}"})
             out.append(Finding(
-                id="gemm-memory-bound-near-roofline",
-                claim=(f"{run.name}: at M={p.m} the {dtype} GEMM is memory-bound and already at "
-                       f"{_pct(p.fraction_of_roofline)} of its memory roofline: weight traffic, not the kernel, "
-                       f"limits it; a faster kernel cannot gain more than {1 / p.fraction_of_roofline - 1:.0%}."),
-                confidence=0.75 - conf_cut, evidence=[eid], category="roofline",
-                data={**data, "title": f"{dtype} GEMM at M={p.m} is at its memory roofline"},
-                recommendations=entry_words("gemm-memory-bound-near-roofline")["recommendations"],
-                entry="gemm-memory-bound-near-roofline"))
+                id="gemm-memory-bound-near-roofline", claim=w["words"]["claim"],
+                confidence=w["confidence"] - conf_cut, evidence=[eid], category="roofline",
+                data={**data, "title": w["title"]}, recommendations=w["recommendations"], entry=w["entry"]))
     out.extend(_dtype_speedup_findings(eid, sweep, obs, partial, conf_cut))
     out.extend(_large_m_findings(eid, sweep, partial, conf_cut))
     return out
@@ -160,21 +156,20 @@ def _dtype_speedup_findings(eid: str, sweep: GemmSweep, obs: Observations | None
                      f"memory-bound GEMM ({lo.gbps:.0f} GB/s achieved in {narrow} vs {hi.gbps:.0f} GB/s in bf16)"
                      f"{partial}.")
             weak = share < 0.8
+            w = entry_words("narrow-dtype-vs-bf16-at-decode", {"narrow": narrow, "narrow_upper": narrow.upper(),
+                                                               "share": f"{share:.0%}"})
             if weak:
-                claim += (f" {narrow.upper()} delivers {share:.0%} of its byte advantage at this batch, and none of "
-                          "its 2× math peak: at small M it is a bandwidth play, and its kernel streams weights "
-                          "more slowly than the bf16 one.")
+                claim += " " + w["words"]["weak"]
             out.append(Finding(
                 id=f"{narrow}-vs-bf16-at-decode" + ("" if shape == sweep.points[0].shape else f"-{shape}"),
-                category="kernel", confidence=0.8 - conf_cut, evidence=[eid], claim=claim,
+                category="kernel", confidence=w["confidence"] - conf_cut, evidence=[eid], claim=claim,
                 data={"title": f"{narrow.upper()} is {speedup:.2f}× bf16 at M={lo.m} (up to {ideal:.2f}× possible)",
                       "speedup": speedup, "ideal_speedup": ideal, "m": lo.m, "shape": shape,
                       "secondary": not weak,
                       "numbers": [{"name": f"{narrow} speedup over bf16 at M={lo.m} ({shape})",
                                    "value": round(speedup, 3), "unit": "x", "peak": round(ideal, 3), "source": eid,
                                    "note": "peak = bf16/narrow byte ratio (memory-bound limit)"}]},
-                recommendations=entry_words("narrow-dtype-vs-bf16-at-decode", {"narrow": narrow})["recommendations"]
-                if weak else [], entry="narrow-dtype-vs-bf16-at-decode" if weak else ""))
+                recommendations=w["recommendations"] if weak else [], entry=w["entry"] if weak else ""))
     return out
 
 
@@ -188,18 +183,16 @@ def _large_m_findings(eid: str, sweep: GemmSweep, partial: str, conf_cut: float)
         power = (f" while drawing {best.mean_power_w:.0f} W at {best.mean_sm_clock_mhz:.0f} MHz SM clock"
                  if best.mean_power_w is not None and best.mean_sm_clock_mhz is not None else "")
         good = (best.fraction_of_peak or 0.0) >= LARGE_M_GOOD
+        w = entry_words("gemm-low-peak-efficiency")
         out.append(Finding(
             id="gemm-best-efficiency" if good else "gemm-low-peak-efficiency",
             claim=(f"The best {dtype} GEMM of the sweep (M={best.m} N={best.n} K={best.k}) reached "
                    f"{best.tflops:.0f} TFLOPS, {_pct(best.fraction_of_peak)} of the {best.peak_tflops:.0f} TFLOPS "
-                   f"dense peak{power}{partial}."
-                   + ("" if good else " Even large GEMMs stay far from peak on this GPU: check clocks, power "
-                      "limit and the installed GEMM libraries.")),
-            confidence=0.8 - conf_cut, evidence=[eid], category="hardware",
+                   f"dense peak{power}{partial}." + ("" if good else " " + w["words"]["far_from_peak"])),
+            confidence=w["confidence"] - conf_cut, evidence=[eid], category="hardware",
             data={**_point_data(best), "informational": good,
                   "title": f"Best {dtype} GEMM: {_pct(best.fraction_of_peak)} of dense peak"},
-            recommendations=[] if good else entry_words("gemm-low-peak-efficiency")["recommendations"],
-            entry="" if good else "gemm-low-peak-efficiency"))
+            recommendations=[] if good else w["recommendations"], entry="" if good else w["entry"]))
     return out
 
 
@@ -292,7 +285,7 @@ def _comm_vs_gemm(eid: str, sweep: CommSweep, obs: Observations | None,
                   "dominant": verdict, "ratio": ratio,
                   "bound": "communication" if verdict == "communication" else None, "peaks_source": peaks.source},
             recommendations=entry_words("comm-vs-gemm", {"tp_half": max(run.tp // 2, 1)})["recommendations"]
-            if comm_dom else [], entry="comm-vs-gemm"))
+            if comm_dom else [], entry="comm-vs-gemm"))  # the claim is the measurement itself: numbers throughout
     return out
 
 

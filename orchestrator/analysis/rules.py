@@ -16,7 +16,7 @@ from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_rooflin
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import catalog
 from orchestrator.knowledge.catalog import entry as catalog_entry
-from orchestrator.analysis.signals import entry_words, fill
+from orchestrator.analysis.templates import entry_words, fill
 from orchestrator.diagnosis import Number
 
 Rule = Callable[[EvidenceView], list[Finding]]
@@ -59,17 +59,17 @@ def _triton_moe_configs_matter(v: EvidenceView) -> tuple[bool, str]:
     They are not for a dense model, nor for FP4 MoE (CUTLASS / FlashInfer / Marlin FP4 MoE kernels) or a
     quantization that runs weight-only on this GPU (Marlin MoE): those kernels do not read these files.
     """
-    if _moe_model(v) is False:
-        return False, "the model is dense (no experts), so no fused-MoE kernel runs"
     dtype, _ = v.workload_dtype()
     g = v.gpu
     cls = _lowp_class(dtype)
+    why = entry_words("moe-config-missing", {"dtype": dtype, "cc": g.cc if g else None,
+                                             "cls": cls.upper() if cls else None})["words"]
+    if _moe_model(v) is False:
+        return False, why["not_read_dense"]
     if g is not None and cls is not None and _runs_weight_only(g, dtype):  # weight-only needs both
-        return False, (f"a {dtype} MoE on CC {g.cc} has no {cls.upper()} tensor cores and runs through "
-                       "weight-only Marlin MoE kernels, which do not read these files")
+        return False, why["not_read_weight_only"]
     if cls == "fp4":
-        return False, (f"a {dtype} MoE runs through FP4 MoE kernels (CUTLASS / FlashInfer / Marlin), which do not read "
-                       "the Triton fused-MoE configs")
+        return False, why["not_read_fp4"]
     return True, ""
 
 
@@ -144,11 +144,13 @@ def arch_vs_peer(v: EvidenceView) -> list[Finding]:
         data: dict = {"title": f"{caps.sm} lacks {fact.feature} of {peer.sm if peer else caps.peer_cc}"}
         recs: list[str] = []
         if fid == "arch-smem-per-block" and peer:
-            data["title"] = f"{caps.max_smem_per_block_bytes:,} B shared memory per block on {caps.sm} vs {peer.max_smem_per_block_bytes:,} B on {peer.sm}"
+            w = entry_words("arch-smem-per-block", {"sm": caps.sm, "smem": f"{caps.max_smem_per_block_bytes:,}",
+                                                    "peer_sm": peer.sm, "peer_smem": f"{peer.max_smem_per_block_bytes:,}"})
+            data["title"] = w["words"]["title"]
             data["numbers"] = [_num(f"shared memory per block ({caps.sm})", caps.max_smem_per_block_bytes, "B",
                                     f"knowledge: {fact.source}", peak=peer.max_smem_per_block_bytes,
                                     note=f"peak = {peer.sm}")]
-            recs = entry_words("arch-smem-per-block", {"sm": caps.sm})["recommendations"]
+            recs = w["recommendations"]
             data["entry"] = "arch-smem-per-block"
         elif fid == "arch-no-tcgen05":
             cutlass = next((n for n in caps.notes if "reduced subset" in n.text), None)
@@ -173,20 +175,16 @@ def fp4_without_tensor_cores(v: EvidenceView) -> list[Finding]:
         return []
     bf16 = g.spec.tflops.get("bf16") if g.spec else None
     fp8 = g.spec.tflops.get("fp8") if g.spec and g.caps.fp8_tensor_cores and cls == "fp4" else None
-    ceiling = f"the BF16 peak ({bf16:,.0f} TFLOPS dense)" if bf16 else "the BF16 peak"
-    if fp8:
-        ceiling += f", at most the FP8 peak ({fp8:,.0f} TFLOPS) where a W4A8 kernel exists"
-    alt = "BF16 or FP8" if cls == "fp4" and g.caps.fp8_tensor_cores else "BF16 (or INT8 W8A8)"
-    w = entry_words("lowp-no-native-mma", {"dtype": dtype, "alt": alt, "cc": g.cc, "cls": cls.upper(), "sm": g.caps.sm},
-                    flags={"vllm"} if "vllm" in v.libraries else set())
-    recs = w["recommendations"]
+    values = {"dtype": dtype, "cc": g.cc, "cls": cls.upper(), "sm": g.caps.sm, "gpu": _gpu_label(g),
+              "tensor_dtypes": ", ".join(g.caps.tensor_dtypes), "bf16": f"{bf16:,.0f}" if bf16 else None,
+              "fp8": f"{fp8:,.0f}" if fp8 else None}
+    words = entry_words("lowp-no-native-mma", values)["words"]
+    values["ceiling"] = words["ceiling_bf16" if bf16 else "ceiling_bf16_unknown"] + (words["ceiling_fp8"] if fp8 else "")
+    values["alt"] = words["alt_fp8" if cls == "fp4" and g.caps.fp8_tensor_cores else "alt_bf16"]
+    w = entry_words("lowp-no-native-mma", values, flags={"vllm"} if "vllm" in v.libraries else set())
     return [Finding(
-        id=f"{cls}-no-native-mma", category="kernel", confidence=0.85, evidence=g.evidence + ids,
-        claim=(f"{_gpu_label(g)} has no {cls.upper()} tensor cores ({g.caps.sm}: {', '.join(g.caps.tensor_dtypes)}): "
-               f"a {dtype} model runs as weight-only {cls.upper()}, the weights dequantized to BF16 inside the kernel "
-               f"(Marlin-style, BF16 activations), so {cls.upper()} saves memory traffic but its math ceiling is "
-               f"{ceiling}."),
-        recommendations=recs, title=w["title"], entry=w["entry"])]
+        id=f"{cls}-no-native-mma", category="kernel", confidence=w["confidence"], evidence=g.evidence + ids,
+        claim=w["words"]["claim"], recommendations=w["recommendations"], title=w["title"], entry=w["entry"])]
 
 
 def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
@@ -194,16 +192,16 @@ def no_gpu_on_host(v: EvidenceView) -> list[Finding]:
     out = []
     for ev, inv in v.unavailable():
         if inv.kind == "gpu_inventory":
+            w = entry_words("no-gpu-on-host", {"host": inv.host, "reason": inv.reason},
+                            flags={"local" if inv.host in ("local", "localhost") else "remote"})
             out.append(Finding(
-                id="no-gpu-on-host", category="environment", confidence=0.95, evidence=[ev.id],
-                claim=(f"The investigated host ({inv.host}) shows no usable NVIDIA GPU ({inv.reason}), so nothing about "
-                       "this workload's kernels, autotune results, power or clocks can be read here."),
-                # a user who already gave --observations is not told to pass them
-                # `--host gpu-box` was given: advising `--host user@gpu-box` would be noise (issue 30 item 8)
-                recommendations=[r for r in entry_words("no-gpu-on-host", values={"host": inv.host}, flags={
-                                     "local" if inv.host in ("local", "localhost") else "remote"})["recommendations"]
-                                 if v.observations is None or "--observations" not in r], entry="no-gpu-on-host",
-                title="No GPU on the investigated host", informational=True))
+                id="no-gpu-on-host", category="environment", confidence=w["confidence"], evidence=[ev.id],
+                claim=w["words"]["claim"],
+                # a user who already gave --observations is not told to pass them; `--host gpu-box` was given:
+                # advising `--host user@gpu-box` would be noise (the local/remote flags pick the fix)
+                recommendations=[r for r in w["recommendations"]
+                                 if v.observations is None or "--observations" not in r], entry=w["entry"],
+                title=w["title"], informational=True))
             break
     return out
 
@@ -218,15 +216,12 @@ def dtype_native_support(v: EvidenceView) -> list[Finding]:
             if hit.get("type") != "dtype" or not hit.get("native_ccs"):
                 continue
             dtype = hit["dtype"]
-            native = ", ".join(hit["native_ccs"])
+            w = entry_words("dtype-native-support", {"dtype": dtype.upper(), "native": ", ".join(hit["native_ccs"]),
+                                                     "source": hit["source"]})
             out.append(Finding(
-                id=f"dtype-{dtype}-native-support", category="kernel", confidence=0.8, evidence=[ev.id],
-                claim=(f"{dtype.upper()} runs on tensor cores natively only on compute capability {native}; on any other "
-                       f"GPU {dtype.upper()} weights are dequantized to a wider type inside the kernel, so they save "
-                       f"memory traffic but do not raise the math ceiling [{hit['source']}]."),
-                recommendations=entry_words("dtype-native-support", {"dtype": dtype.upper(), "native": native})[
-                    "recommendations"], entry="dtype-native-support",
-                title=f"Native {dtype.upper()} tensor cores: CC {native} only", informational=True))
+                id=f"dtype-{dtype}-native-support", category="kernel", confidence=w["confidence"], evidence=[ev.id],
+                claim=w["words"]["claim"], recommendations=w["recommendations"], entry=w["entry"],
+                title=w["title"], informational=True))
     return out
 
 
@@ -243,28 +238,29 @@ def autotune_not_persisted(v: EvidenceView) -> list[Finding]:
         if not tuners:
             continue
         ids = [ev.id] + sorted({v.libraries[t][1] for t in tuners})
-        env = ", ".join(f"{k}={val}" for k, val in rep.env.items()) or "none set"
+        env = ", ".join(f"{k}={val}" for k, val in rep.env.items())
         looked = ", ".join(loc.path for loc in rep.locations[:6])
         flags = {"flashinfer"} if FLASHINFER in v.libraries else set()
         flags |= {lib for lib in ("tensorrt-llm", "triton") if lib in v.libraries}
-        recs = entry_words("autotune-not-persisted", flags=flags)["recommendations"]
         # Triton alone (no serving library) tunes only what a program asks it to: nothing persisted there is
         # expected, and says little about a serving stack.
         serving = [t for t in tuners if t != "triton"]
         dtype, dids = v.workload_dtype()
         gpu = v.gpu
         weight_only = _runs_weight_only(gpu, dtype)
-        extra = (f" This {dtype} workload runs weight-only Marlin kernels on CC {gpu.cc}, which pick their tiles by "
-                 "heuristics rather than an autotuner, so this matters less here."
-                 if weight_only and gpu is not None else "")  # weight-only implies a GPU
+        values = {"host": rep.host, "tuners": ", ".join(tuners), "looked": looked or None, "env": env or None,
+                  "dtype": dtype, "cc": gpu.cc if gpu else None}
+        words = entry_words("autotune-not-persisted", values)["words"]
+        values["verb"] = words["verb_one" if len(tuners) == 1 else "verb_many"]
+        values["looked"] = looked or words["looked_default"]
+        values["env"] = env or words["env_none"]
+        w = entry_words("autotune-not-persisted", values, flags=flags)
+        claim = w["words"]["claim"] + (" " + w["words"]["weight_only"] if weight_only and gpu is not None else "")
         out.append(Finding(
-            id="autotune-not-persisted", category="autotune", entry="autotune-not-persisted",
-            confidence=0.4 if weight_only or not serving else 0.8, evidence=ids + (dids if weight_only else []),
-            claim=(f"No persisted autotune results on {rep.host} although {', '.join(tuners)} {'is' if len(tuners) == 1 else 'are'} installed "
-                   f"(looked in: {looked or 'the known cache locations'}; cache env vars: {env}). Tactics chosen at "
-                   f"runtime are lost on restart and untuned shapes run the fallback tactic (-1).{extra}"),
-            recommendations=recs,
-            data={"title": "Autotune results are not persisted", "secondary": not serving or weight_only}))
+            id="autotune-not-persisted", category="autotune", entry=w["entry"],
+            confidence=w["secondary_confidence"] if weight_only or not serving else w["confidence"],
+            evidence=ids + (dids if weight_only else []), claim=claim, recommendations=w["recommendations"],
+            data={"title": w["title"], "secondary": not serving or weight_only}))
     return out
 
 
@@ -276,12 +272,11 @@ def autotune_fallback(v: EvidenceView) -> list[Finding]:
             continue
         total = sum(f.entries for f in fb)
         n = sum(f.fallback_entries for f in fb)
+        w = entry_words("autotune-fallback-tactics", {"n": n, "total": total, "paths": ", ".join(f.path for f in fb[:3])})
         out.append(Finding(
-            id="autotune-fallback-tactics", category="autotune", confidence=0.75, evidence=[ev.id],
-            claim=(f"{n} of {total} persisted autotune entries are the fallback tactic -1 "
-                   f"({', '.join(f.path for f in fb[:3])}): those shapes run an untuned default kernel."),
-            recommendations=entry_words("autotune-fallback-tactics")["recommendations"], entry="autotune-fallback-tactics",
-            data={"title": "Autotune cache holds fallback tactics",
+            id="autotune-fallback-tactics", category="autotune", confidence=w["confidence"], evidence=[ev.id],
+            claim=w["words"]["claim"], recommendations=w["recommendations"], entry=w["entry"],
+            data={"title": w["title"],
                   "numbers": [_num("fallback autotune entries", n, "entries", ev.id, peak=total)]}))
     return out
 
@@ -318,24 +313,21 @@ def autotune_mismatch(v: EvidenceView) -> list[Finding]:
         stale = [f for f in bad if f.format not in _SKIPPED_ON_MISMATCH and _config_is_for_this_model(v, f)]
         if skipped:
             fields = sorted({m for f in skipped for m in f.metadata_mismatch})
+            w = entry_words("autotune-metadata-mismatch",
+                            {"count": len(skipped), "fields": ", ".join(fields), "path": skipped[0].path})
             out.append(Finding(
-                id="autotune-metadata-mismatch", category="autotune", confidence=0.75, evidence=[ev.id],
-                claim=(f"{len(skipped)} FlashInfer autotune cache file(s) disagree with this host on "
-                       f"{', '.join(fields)} ({skipped[0].path}); FlashInfer skips a cache whose metadata does not "
-                       "match, so its tactics are unused and untuned shapes fall back."),
-                recommendations=entry_words("autotune-metadata-mismatch")["recommendations"],
-                entry="autotune-metadata-mismatch",
-                data={"title": "Autotune cache skipped on metadata mismatch"}))
+                id="autotune-metadata-mismatch", category="autotune", confidence=w["confidence"], evidence=[ev.id],
+                claim=w["words"]["claim"], recommendations=w["recommendations"], entry=w["entry"],
+                data={"title": w["title"]}))
         if stale:
             fields = sorted({m for f in stale for m in f.metadata_mismatch})
             formats = sorted({f.format for f in stale})
+            w = entry_words("tuned-config-stale", {"count": len(stale), "formats": ", ".join(formats),
+                                                   "fields": ", ".join(fields), "path": stale[0].path})
             out.append(Finding(
-                id="tuned-config-stale", category="autotune", confidence=0.5, evidence=[ev.id],
-                claim=(f"{len(stale)} tuned config file(s) ({', '.join(formats)}) were made under a different "
-                       f"{', '.join(fields)} than this host runs ({stale[0].path}); they are still loaded, but "
-                       "their block sizes were timed against other kernels and may no longer be the best."),
-                recommendations=entry_words("tuned-config-stale")["recommendations"], entry="tuned-config-stale",
-                data={"title": "Tuned configs made under other versions", "secondary": True}))
+                id="tuned-config-stale", category="autotune", confidence=w["confidence"], evidence=[ev.id],
+                claim=w["words"]["claim"], recommendations=w["recommendations"], entry=w["entry"],
+                data={"title": w["title"], "secondary": True}))
     return out
 
 
@@ -347,23 +339,24 @@ def moe_config_missing(v: EvidenceView) -> list[Finding]:
         matters, why_not = _triton_moe_configs_matter(v)
         if _moe_model(v) is False:
             continue  # a dense model runs no fused MoE
-        dev = rep.device_name or (v.gpu.name if v.gpu else "this device")
+        words = entry_words("moe-config-missing")["words"]
+        dev = rep.device_name or (v.gpu.name if v.gpu else words["device_default"])
         shape = rep.expert_shape or {}
-        shape_txt = ", ".join(f"{k}={val}" for k, val in shape.items()) or "the model's expert shape"
+        shape_txt = ", ".join(f"{k}={val}" for k, val in shape.items())
         others = sorted({f.device_name for f in rep.files if f.format in ("vllm_fused_moe", "sglang_fused_moe")
                          and f.device_name and f.device_name != dev.replace(" ", "_")})
-        other_txt = f" Configs exist for other device names: {', '.join(others[:4])}." if others else ""
+        w = entry_words("moe-config-missing", {
+            "device": dev.replace(" ", "_"), "shape": shape_txt or words["shape_default"],
+            "others": ", ".join(others[:4]), "why_not": why_not})
+        claim = " ".join([w["words"]["claim"]] + ([w["words"]["others"]] if others else [])
+                         + ([] if matters else [w["words"]["matters_little"]]))
         oe = v.observations_evidence
-        if not matters:
-            other_txt += f" It matters little here: {why_not}."
         out.append(Finding(
-            id="moe-config-missing", category="autotune", confidence=0.7 if matters else 0.3,
-            evidence=[ev.id] + ([oe[0].id] if oe and not matters else []),
-            claim=(f"No fused-MoE tuned config for device_name={dev.replace(' ', '_')} and {shape_txt}: the Triton "
-                   f"fused MoE runs its default config (the device name must match exactly).{other_txt}"),
-            recommendations=entry_words("moe-config-missing")["recommendations"] if matters else [],
-            entry="moe-config-missing",
-            data={"title": "No tuned fused-MoE config for this device", "secondary": not matters}))
+            id="moe-config-missing", category="autotune",
+            confidence=w["confidence"] if matters else w["secondary_confidence"],
+            evidence=[ev.id] + ([oe[0].id] if oe and not matters else []), claim=claim,
+            recommendations=w["recommendations"] if matters else [], entry=w["entry"],
+            data={"title": w["title"], "secondary": not matters}))
     return out
 
 
@@ -410,7 +403,6 @@ def _observed_gpus(v: EvidenceView) -> int | None:
 
 def _moe_backend_rec(v: EvidenceView, r: MoeDecodeRoofline) -> str:
     """Which MoE backends to benchmark for this dtype on this GPU, from the knowledge base's backend table."""
-    judge = f"Judge the MoE kernels by achieved GB/s against the {r.bandwidth_gbs:,.0f} GB/s memory roof, not TFLOPS"
     g = v.gpu
     cls = _lowp_class(r.dtype) or "bf16"
     generic = entry_words("moe-decode-roofline", {"bandwidth": f"{r.bandwidth_gbs:,.0f}"}, flags={"no_backends"})
@@ -420,10 +412,10 @@ def _moe_backend_rec(v: EvidenceView, r: MoeDecodeRoofline) -> str:
     found = [b for op in ops for b in knowledge.backends_for(g.cc, op=op)]
     if not found:
         return generic["recommendations"][0]
-    names = "; ".join(f"{b.library} {b.backend}" for b in found)
-    sources = "; ".join(dict.fromkeys(b.source for b in found))
-    return (f"{judge}: benchmark the {r.dtype} MoE backends that support CC {g.cc} at the decode batch sizes "
-            f"({names}) [{sources}]")
+    return entry_words("moe-decode-roofline", {
+        "bandwidth": f"{r.bandwidth_gbs:,.0f}", "dtype": r.dtype, "cc": g.cc,
+        "names": "; ".join(f"{b.library} {b.backend}" for b in found),
+        "sources": "; ".join(dict.fromkeys(b.source for b in found))})["words"]["benchmark_backends"]
 
 
 def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
@@ -438,17 +430,25 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
         _num("MoE GEMM arithmetic intensity", r.intensity, "FLOP/B", src, peak=r.ridge, note="peak = ridge point"),
         _num("MoE decode floor per step (expert GEMMs)", r.time_floor_per_step_ms, "ms", src),
     ]
-    claim = (f"Decode puts ~{r.tokens_per_expert:.1f} tokens on each expert (B*k/E = {r.batch}*{r.top_k}/{r.num_experts}; "
-             f"{r.experts_touched:.0f} experts touched per step), so the MoE GEMMs have arithmetic intensity "
-             f"~{r.intensity:,.0f} FLOP/B against a ridge point of ~{r.ridge:,.0f} FLOP/B "
-             f"({r.ridge / r.intensity:.0f}x below): they are {r.bound}-bound and must be judged by GB/s, not TFLOPS.")
+    values: dict = {"tpe": f"{r.tokens_per_expert:.1f}", "batch": r.batch, "top_k": r.top_k, "experts": r.num_experts,
+                    "touched": f"{r.experts_touched:.0f}", "intensity": f"{r.intensity:,.0f}",
+                    "ridge": f"{r.ridge:,.0f}", "below": f"{r.ridge / r.intensity:.0f}", "bound": r.bound,
+                    "tile_m": r.tile_m, "waste": f"{r.tile_waste * 100:.0f}"}
+    if achieved and r.tokens_per_s_ceiling:
+        values.update(achieved=f"{achieved:,.0f}", pct=f"{100 * achieved / r.tokens_per_s_ceiling:.0f}",
+                      ceiling=f"{r.tokens_per_s_ceiling:,.0f}",
+                      gbs=f"{r.weight_bytes_per_layer * r.layers / (r.batch / achieved) / 1e9:,.0f}")
+    frac = achieved / r.tokens_per_s_ceiling if achieved and r.tokens_per_s_ceiling else None
+    if frac is not None:
+        values["frac"] = f"{frac * 100:.2g}"
+    gpus = _observed_gpus(v)
+    words = entry_words("moe-decode-roofline", values)["words"]
+    values["ep"] = words["ep"] if gpus and gpus > 1 else ""
+    w = entry_words("moe-decode-roofline", values)
     oe = v.observations_evidence
     comm_limited = oe is not None and any(c.verdict == "communication" for c in analyze_observations(oe[1]).comparisons)
-    if comm_limited:
-        # the GEMMs' roofline class is not the workload's bound: the experiment puts the limit in the all-reduce
-        claim = claim.replace(f"they are {r.bound}-bound and must be judged by GB/s, not TFLOPS.",
-                              "on the roofline they sit on the memory side (judge them by GB/s, not TFLOPS), but the "
-                              "parallelism experiment puts the limit in the all-reduce, not in them.")
+    # with comm_limited the GEMMs' roofline class is not the workload's bound: the experiment puts it in the all-reduce
+    claim = w["words"]["claim"] + " " + w["words"]["verdict_communication" if comm_limited else "verdict"]
     if achieved and r.tokens_per_s_ceiling:
         # weights actually streamed per second at the observed throughput
         step_s = r.batch / achieved
@@ -457,37 +457,28 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
                          note="peak = MoE-GEMM memory floor, expert weights only"))
         nums.append(_num("implied expert-weight bandwidth", gbs, "GB/s", src, peak=r.bandwidth_gbs,
                          note="expert weights streamed per second at the observed throughput"))
-        claim += (f" At {achieved:,.0f} tok/s the expert weights stream at ~{gbs:,.0f} GB/s, "
-                  f"{100 * achieved / r.tokens_per_s_ceiling:.0f} % of the memory floor's {r.tokens_per_s_ceiling:,.0f} tok/s.")
+        claim += " " + w["words"]["achieved"]
     if r.tile_waste > 0.05:
-        claim += f" With {r.tile_m}-row MMA tiles {r.tile_waste * 100:.0f} % of the tile rows are padding."
+        claim += " " + w["words"]["tile_waste"]
         nums.append(_num("MMA tile rows wasted", r.tile_waste * 100, "%", src, note=f"tile M={r.tile_m}"))
-    frac = achieved / r.tokens_per_s_ceiling if achieved and r.tokens_per_s_ceiling else None
     if frac is not None and achieved is not None and frac < FAR_BELOW_ROOF and r.batch <= SMALL_BATCH:  # frac: achieved
         return [_far_below_every_roof(v, r, ids, nums, achieved, run, frac)]
     if frac is not None and frac < FAR_BELOW_ROOF:
         # a large batch far below the expert-weight floor: attention's KV-cache reads may be the memory traffic
-        claim += (f" The expert GEMMs' floor explains only {frac * 100:.2g} % of each step: attention (KV-cache reads), "
-                  "the dense layers or per-step latency take the rest.")
+        claim += " " + w["words"]["rest_elsewhere"]
     if frac is not None and frac >= NEAR_MEMORY_FLOOR and r.bound == "memory":
-        claim += (" That is close to the floor: the expert GEMMs already stream weights near the memory roof, so kernel "
-                  "tuning has little left; only fewer weight bytes per token (more tokens per expert, lower-precision "
-                  "weights, EP) raises throughput.")
-    recs = [_moe_backend_rec(v, r)]
-    gpus = _observed_gpus(v)
-    ep = ", or use EP so each GPU streams fewer, fuller experts (vLLM --enable-expert-parallel)" if gpus and gpus > 1 else ""
-    recs += entry_words("moe-decode-roofline", {"ep": ep})["recommendations"]
+        claim += " " + w["words"]["near_floor"]
+    recs = [_moe_backend_rec(v, r)] + w["recommendations"]
+    fid = "moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound"
     if comm_limited:
-        return [Finding(id="moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound",
-                        category="roofline", confidence=0.6, evidence=ids, claim=claim, recommendations=recs[:1],
-                        title="Decode MoE GEMMs sit far below the ridge, but the limit is in communication",
-                        numbers=nums, secondary=True, entry="moe-decode-roofline")]
-    return [Finding(id="moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound",
-                    category="roofline", confidence=0.8, evidence=ids, claim=claim, recommendations=recs,
-                    entry="moe-decode-roofline",
-                    data={"short": f"~{r.tokens_per_expert:.1f} tokens per expert give the MoE GEMMs ~{r.intensity:,.0f} FLOP/B against a ridge of ~{r.ridge:,.0f} FLOP/B: {r.bound}-bound.",
-                          "title": f"Decode MoE GEMMs are {r.bound}-bound (intensity far below the ridge)" if r.bound == "memory"
-                          else "Decode MoE GEMMs are compute-bound", "numbers": nums, "bound": r.bound})]
+        return [Finding(id=fid, category="roofline", confidence=w["secondary_confidence"], evidence=ids, claim=claim,
+                        recommendations=recs[:1], title=w["words"]["title_communication"],
+                        numbers=nums, secondary=True, entry=w["entry"])]
+    return [Finding(id=fid, category="roofline", confidence=w["confidence"], evidence=ids, claim=claim,
+                    recommendations=recs, entry=w["entry"],
+                    data={"short": w["words"]["short"],
+                          "title": w["title"] if r.bound == "memory" else w["words"]["title_compute"],
+                          "numbers": nums, "bound": r.bound})]
 
 
 FAR_BELOW_ROOF = 0.05
@@ -503,9 +494,9 @@ def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str],
     gpus = _observed_gpus(v) or 1
     nv = _nvlink(v)
     comm = gpus > 1 and nv is not True
-    where = (f"the {gpus} GPUs' all-reduces over {'PCIe' if nv is False else 'an interconnect the evidence does not show'} "
-             "and per-step latency (launches, synchronisation, host scheduling)") if comm else \
-        "per-step latency: kernel launches, synchronisation and host-side scheduling"
+    words = entry_words(e.id, {"gpus": gpus})["words"]
+    link = words["link_pcie" if nv is False else "link_unknown"]
+    where = entry_words(e.id, {"gpus": gpus, "link": link})["words"]["where_communication" if comm else "where_latency"]
     values = {"tokens_per_expert": f"{r.tokens_per_expert:.2g}", "batch": r.batch, "top_k": r.top_k,
               "experts": r.num_experts, "intensity": f"{r.intensity:,.0f}", "ridge": f"{r.ridge:,.0f}",
               "achieved": f"{achieved:,.0f}", "run": run or "the observed run",
@@ -651,35 +642,35 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
                    note=f"at {reading.busy * 100:.0f} % busy" if reading.busy is not None else "")
         comm = oe is not None and any(c.verdict == "communication" for c in analyze_observations(oe[1]).comparisons)
         if reading.pattern == "stall" and comm and oe is not None:  # comm holds only with observations
+            w = entry_words("power-stall", {"pct": f"{reading.fraction * 100:.0f}", "while_busy": reading.while_busy}, flags={"comm"})
             out.append(Finding(
-                id="power-stall", category="power", confidence=0.7, evidence=list(dict.fromkeys(ids + [oe[0].id])),
-                claim=reading.reasoning + " With throughput rising as all-reduce groups shrink, the waiting is on "
-                      "communication or synchronization, not on the GEMMs.",
-                recommendations=entry_words("power-stall", flags={"comm"})["recommendations"], entry="power-stall",
-                data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit {reading.while_busy}: SMs wait on communication",
-                      "numbers": [num]}))
+                id="power-stall", category="power", confidence=w["confidence"],
+                evidence=list(dict.fromkeys(ids + [oe[0].id])),
+                claim=reading.reasoning + " " + w["words"]["communication"], recommendations=w["recommendations"],
+                entry=w["entry"], data={"title": w["words"]["title_communication"], "numbers": [num]}))
         elif reading.pattern == "stall":
-            out.append(Finding(id="power-stall", category="power", confidence=0.7, evidence=ids, claim=reading.reasoning,
-                               recommendations=entry_words("power-stall", flags={"gemm"})["recommendations"],
-                               entry="power-stall",
-                               data={"title": f"Power at {reading.fraction * 100:.0f} % of the limit {reading.while_busy}: "
-                                              + ("kernels stall" if reading.kernel_time else "SMs stall"),
-                                     "numbers": [num]}))
+            w = entry_words("power-stall", {"pct": f"{reading.fraction * 100:.0f}", "while_busy": reading.while_busy,
+                                            "what": "kernels" if reading.kernel_time else "SMs"}, flags={"gemm"})
+            out.append(Finding(id="power-stall", category="power", confidence=w["confidence"], evidence=ids,
+                               claim=reading.reasoning, recommendations=w["recommendations"], entry=w["entry"],
+                               data={"title": w["title"], "numbers": [num]}))
         else:
             claim, cids, nums = reading.reasoning, list(ids), [num]
             clocks = _inventory_clocks(v)
+            w = entry_words("power-limited")
             if clocks:
                 cur, mx, reasons, cev = clocks
                 cids.append(cev)
                 nums.append(_num("SM clock (inventory snapshot)", cur, "MHz", cev, peak=mx))
-                claim += (f" The inventory snapshot shows SM clocks at {cur:,.0f} of {mx:,.0f} MHz"
-                          + (f" with clocks-event reasons {', '.join(reasons)}" if reasons else "")
-                          + (": clocks are held down." if cur < 0.95 * mx or reasons else
-                             ": not throttled at that moment (it may not have been taken under the same load)."))
-            out.append(Finding(id="power-limited", category="power", confidence=0.6, evidence=list(dict.fromkeys(cids)),
-                               claim=claim,
-                               recommendations=entry_words("power-limited")["recommendations"], entry="power-limited",
-                               data={"title": "Near the power limit: compute-heavy, clocks may be capped", "numbers": nums}))
+                w = entry_words("power-limited", {"cur": f"{cur:,.0f}", "max": f"{mx:,.0f}",
+                                                  "reasons": ", ".join(reasons)})
+                clocks_held = cur < 0.95 * mx or bool(reasons)
+                claim += (" " + w["words"]["clocks"] + (w["words"]["clock_reasons"] if reasons else "")
+                          + w["words"]["clocks_held" if clocks_held else "clocks_free"])
+            out.append(Finding(id="power-limited", category="power", confidence=w["confidence"],
+                               evidence=list(dict.fromkeys(cids)), claim=claim,
+                               recommendations=w["recommendations"], entry=w["entry"],
+                               data={"title": w["title"], "numbers": nums}))
         break  # one power reading is enough; observations come first, then the sampler
     return out
 
@@ -703,18 +694,18 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
         iss = catalog_entry("pcie-tp-allreduce")
         oe = v.observations_evidence
         ruled_out = oe is not None and any(c.verdict == "gemm" for c in analyze_observations(oe[1]).comparisons)
-        claim = (f"{inv.count} GPUs with no NVLink between them (topology: {', '.join(sorted({l.kind for l in topo.links}))}): "
-                 f"TP all-reduces cross PCIe.")
+        w = entry_words(iss.id, {"count": inv.count, "links": ", ".join(sorted({l.kind for l in topo.links}))})
+        claim = w["words"]["topology_claim"]
         if caps and caps.cc in iss.scope.ccs:
             claim += f" {iss.explanation} [{iss.source}]"
         if ruled_out:
-            claim += " The parallelism comparison shows it is not the main cost here."
+            claim += " " + w["words"]["topology_ruled_out"]
+        # the topology alone weighs less than the log line the entry's signals read: the rule's own confidences
         return [Finding(id="pcie-allreduce", category="communication", confidence=0.3 if ruled_out else 0.55,
                         evidence=[ev.id] + ([oe[0].id] if ruled_out and oe else []), claim=claim,
                         # the measured comparison ran the wider TP group faster: "reduce TP" would contradict it
                         recommendations=[] if ruled_out else [iss.cite(fx, fx) for fx in iss.fixes()],
-                        entry=iss.id, title="TP all-reduces cross PCIe (no NVLink between the GPUs)",
-                        secondary=ruled_out)]
+                        entry=iss.id, title=w["words"]["topology_title"], secondary=ruled_out)]
     return []
 
 
@@ -729,13 +720,12 @@ def kernel_inventory(v: EvidenceView) -> list[Finding]:
         arch = inv.arch or (g.caps.sm.rstrip("a") if g and g.caps else None)
         for lib in inv.libraries:
             if lib.compiled_archs and arch and not any(a.rstrip("a").startswith(arch.rstrip("a")) for a in lib.compiled_archs):
+                w = entry_words("kernels-missing-arch", {"lib": lib.name, "label": _lib_label(lib), "arch": arch,
+                                                         "has": ", ".join(lib.compiled_archs[:6])})
                 out.append(Finding(
-                    id=f"kernels-missing-{lib.name}", category="kernel", confidence=0.7, evidence=[ev.id],
-                    claim=(f"{_lib_label(lib)} ships no {arch} binaries (has {', '.join(lib.compiled_archs[:6])}): "
-                           "its kernels JIT from PTX or fall back."),
-                    recommendations=entry_words("kernels-missing-arch", {"lib": lib.name, "arch": arch})["recommendations"],
-                    entry="kernels-missing-arch",
-                    data={"title": f"{lib.name} has no {arch} kernels"}))
+                    id=f"kernels-missing-{lib.name}", category="kernel", confidence=w["confidence"], evidence=[ev.id],
+                    claim=w["words"]["claim"], recommendations=w["recommendations"], entry=w["entry"],
+                    data={"title": w["title"]}))
             if lib.tile_candidates and g and g.caps and g.caps.peer_cc:
                 out.append(Finding(
                     id=f"kernels-tiles-{lib.name}", category="kernel", confidence=0.6, evidence=[ev.id],
@@ -755,11 +745,12 @@ def torch_arch(v: EvidenceView) -> list[Finding]:
     want = g.caps.sm.rstrip("a")
     for ev, env in v.probes("python_env"):
         if env.torch_arch_list and not any(a.rstrip("a").startswith(want) for a in env.torch_arch_list):
-            return [Finding(id="torch-arch-missing", category="environment", confidence=0.7, evidence=[ev.id] + g.evidence,
-                            claim=f"torch ({env.torch_cuda or 'CUDA ?'}) is built for {', '.join(env.torch_arch_list)}, not {want}.",
-                            recommendations=entry_words("torch-arch-missing", {"arch": want})["recommendations"],
-                            entry="torch-arch-missing",
-                            data={"title": f"torch lacks {want}"})]
+            w = entry_words("torch-arch-missing", {"arch": want, "archs": ", ".join(env.torch_arch_list)})
+            w = entry_words("torch-arch-missing", {"arch": want, "archs": ", ".join(env.torch_arch_list),
+                                                   "cuda": env.torch_cuda or w["words"]["cuda_unknown"]})
+            return [Finding(id="torch-arch-missing", category="environment", confidence=w["confidence"],
+                            evidence=[ev.id] + g.evidence, claim=w["words"]["claim"],
+                            recommendations=w["recommendations"], entry=w["entry"], data={"title": w["title"]})]
     return []
 
 

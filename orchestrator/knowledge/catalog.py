@@ -150,7 +150,7 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 class Scope(_Strict):
-    """Where an entry applies; every given key must match (unknown facts: see analysis/signals.py)."""
+    """Where an entry applies; every given key must match (unknown facts: see analysis/conditions.py)."""
 
     ccs: list[str] = Field(default_factory=list)
     not_ccs: list[str] = Field(default_factory=list)
@@ -233,6 +233,11 @@ class Entry(_Strict):
     sources: list[str] = Field(min_length=1)
     notes: str | None = None
     """For maintainers: why the entry is shaped as it is (not shown to users)."""
+    words: dict[str, str] = Field(default_factory=dict)
+    """For rules: the finding's own title, claim and the clauses the rule adds when its numbers call for them,
+    by name (templates filled with the rule's values); the rule picks which apply and states no text itself."""
+    secondary_confidence: float | None = Field(None, ge=0.0, le=1.0)
+    """For rules: the confidence when the rule's own evidence makes the finding secondary (else `confidence`)."""
     verified: Verified | None = None
     """What was checked against the sources and when (tests/catalog requires it of every entry)."""
 

@@ -28,7 +28,7 @@ from orchestrator.settings import Settings
 
 if TYPE_CHECKING:
     from orchestrator.agentdefs import AgentDef
-    from orchestrator.context import RunContext
+    from orchestrator.context import RunView
 
 MODEL_ALIASES = {
     # Current models per https://platform.claude.com/docs/en/about-claude/models/overview (read 2026-11-29).
@@ -311,7 +311,6 @@ class AnthropicBackend:
     """Backend for the real Messages API: one client and one rate gate per run, a model per agent."""
 
     name = "anthropic"
-    tool_replay = None
 
     def __init__(
         self,
@@ -358,7 +357,7 @@ class AnthropicBackend:
             )
         return self._client
 
-    def model_for(self, defn: "AgentDef", agent_id: str, run: "RunContext | None" = None) -> AnthropicModel:
+    def model_for(self, defn: "AgentDef", agent_id: str, run: "RunView | None" = None) -> AnthropicModel:
         return AnthropicModel(model_for_agent(defn, self.settings, self.model_override), self)
 
     async def aclose(self) -> None:

@@ -91,7 +91,6 @@ class DoublesBackend:
     """
 
     name = "scripted"
-    tool_replay = None
 
     def __init__(self, models: dict[str, Any], default: Any = None):
         self.models = models

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from orchestrator.agentdefs import AgentDef
-from orchestrator.context import RunContext, RunInputs
+from orchestrator.context import RunInputs, RunView
 from orchestrator.messages import Block, ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 
 _PLACEHOLDER = re.compile(r"\{run\.([a-z_]+)\}")
@@ -47,7 +47,10 @@ def _expand(step: Any, inputs: RunInputs) -> list[dict[str, Any]]:
 
 
 class OfflineModel:
-    def __init__(self, defn: AgentDef, agent_id: str, run: RunContext):
+    """Receives what a model receives: its requests, and the run's inputs, evidence and finished results through a
+    read-only `RunView`."""
+
+    def __init__(self, defn: AgentDef, agent_id: str, run: RunView):
         self.defn = defn
         self.agent_id = agent_id
         self.run = run
@@ -72,11 +75,11 @@ class OfflineModel:
 
         observations = self.run.inputs.parsed_observations()
         if self.defn.role == "lead":
-            children = [r for r in self.run.results.values() if r.agent_id != self.agent_id]
-            body = synthesize(self.run.question, observations, self.run.evidence.all(), children)
+            children = [r for r in self.run.results() if r.agent_id != self.agent_id]
+            body = synthesize(self.run.question, observations, self.run.evidence(), children)
             name, payload = "submit_diagnosis", body.model_dump(mode="json")
         else:
-            mine = self.run.evidence.by_agent(self.agent_id)
+            mine = self.run.evidence(self.agent_id)
             findings = analysis.agent_findings(self.defn.name, mine, observations)
             errors = [e for e in mine if e.is_error]
             summary = (f"{self.defn.name}: {len(findings)} finding(s) from {len(mine)} tool result(s)"
@@ -89,7 +92,6 @@ class OfflineModel:
 
 class OfflineBackend:
     name = "offline"
-    tool_replay = None
 
-    def model_for(self, defn: AgentDef, agent_id: str, run: RunContext) -> OfflineModel:
+    def model_for(self, defn: AgentDef, agent_id: str, run: RunView) -> OfflineModel:
         return OfflineModel(defn, agent_id, run)

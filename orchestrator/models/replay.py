@@ -1,8 +1,9 @@
-"""The replay backend: model responses and tool results from a transcript, keyed by agent and turn.
+"""Replay: model responses (`ReplayBackend`) and tool results (`ReplayExecutor`) from a transcript, keyed by agent
+and turn / call. The backend makes model turns and nothing else; the executor, handed to `Run`, answers the tool
+calls, so a replay needs no host and no network; only the orchestration tools (`task`, the submit tools) run.
 
 Every request is fingerprinted as when it was recorded; a request that differs raises `ReplayDivergence` naming the
-agent, the turn and what differed. Tool results come from the recording too, so a replay needs no host and no
-network; only the orchestration tools (`task`, the submit tools) run for real.
+agent, the turn and what differed.
 
 A transcript outlives the version that wrote it: when only the agent's system prompt or tool definitions changed
 since the recording (a newer release added a field to a tool, a tool to an agent, a sentence to a prompt) and the
@@ -15,12 +16,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from orchestrator.agentdefs import AgentDef
-from orchestrator.context import RunContext
+from orchestrator.context import RunView
 from orchestrator.events import ModelCall, ToolResult
-from orchestrator.messages import Message, ModelRequest, ModelResponse, ToolSpec
+from orchestrator.messages import Message, ModelRequest, ModelResponse, ToolSpec, ToolUseBlock
 from orchestrator.models.base import ReplayDivergence
 from orchestrator.tools.base import ExecutedCall, ToolOutput
 from orchestrator.transcript import Transcript, fingerprint
@@ -63,11 +64,26 @@ def explain_difference(rec: _AgentRecord, turn: int, request: ModelRequest) -> s
     return "the request fingerprint differs"
 
 
-class ReplayTools:
-    """Recorded tool results by (agent id, call id)."""
+ORCHESTRATION = frozenset({"task", "submit_findings", "submit_diagnosis"})
+"""Tools that run for real during a replay: they only orchestrate (start a recorded subagent, hand an agent's result
+up), they touch no host or network, and what they do is what the replay shows happening again."""
 
-    def __init__(self, results: dict[tuple[str, str], ToolResult]):
-        self.results = results
+
+class ReplayExecutor:
+    """The executor of an exact replay: every tool call is answered with the result the transcript recorded for
+    it (by agent id and call id), except the orchestration tools, which run (`live`)."""
+
+    replays = True
+
+    def __init__(self, transcript: Transcript):
+        self.results: dict[tuple[str, str], ToolResult] = {
+            (ev.agent_id, ev.call_id): ev for ev in transcript.events if isinstance(ev, ToolResult)}
+
+    async def answer(self, agent_id: str, use: ToolUseBlock,
+                     live: Callable[[], Awaitable[ExecutedCall]]) -> ExecutedCall:
+        if use.name in ORCHESTRATION:
+            return await live()
+        return self.result_for(agent_id, use.id, use.name, use.input)
 
     def result_for(self, agent_id: str, call_id: str, tool: str, args: dict[str, Any]) -> ExecutedCall:
         rec = self.results.get((agent_id, call_id))
@@ -120,7 +136,6 @@ class ReplayBackend:
     def __init__(self, transcript: Transcript):
         self.transcript = transcript
         self.records: dict[str, _AgentRecord] = {}
-        results: dict[tuple[str, str], ToolResult] = {}
         running: dict[str, list[Message]] = {}
         for ev in transcript.events:
             if isinstance(ev, ModelCall):
@@ -132,13 +147,10 @@ class ReplayBackend:
                 rec.messages_at[ev.turn] = list(msgs)
                 rec.calls[ev.turn] = ev
                 msgs.append(ev.response.message())
-            elif isinstance(ev, ToolResult):
-                results[(ev.agent_id, ev.call_id)] = ev
-        self.tool_replay = ReplayTools(results)
         self.drift: list[str] = []
         """What changed since the recording in prompts or tool definitions, per agent (the conversation did not)."""
 
-    def model_for(self, defn: AgentDef, agent_id: str, run: RunContext) -> ReplayModel:
+    def model_for(self, defn: AgentDef, agent_id: str, run: RunView) -> ReplayModel:
         rec = self.records.get(agent_id)
         model = next(iter(rec.calls.values())).model if rec and rec.calls else "replay"
         return ReplayModel(agent_id, rec, model, self.drift)

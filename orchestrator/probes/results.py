@@ -32,7 +32,7 @@ class ProbeModel(BaseModel):
     inventory's `walk`, `sources`, `listing`)."""
 
     def facts(self) -> dict[str, str | int | float | bool]:
-        """Flat dotted facts for the failure-mode catalog (see orchestrator/analysis/signals.py); {} by default.
+        """Flat dotted facts for the failure-mode catalog (see orchestrator/analysis/facts.py); {} by default.
 
         Namespaces: `gpu.<index>.*`, `host.*`, `env.<NAME>`, `nccl.*`, `lib.<name>.version`, `engine.*`,
         `metrics.*`, `obs.*`, `cache.*`. Values that are unknown are left out, never None.

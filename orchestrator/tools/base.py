@@ -126,6 +126,9 @@ class Tool:
     on_host: ClassVar[bool] = False
     """The tool looks at a host: in a multi-host run its schema offers `host` (any tool accepts it, see
     `split_host_arg`)."""
+    spawns: ClassVar[bool] = False
+    """A call starts a subagent: the loop reserves its ordinal (and so its agent id) before any call of the message
+    runs, so ids are stable across runs and replays."""
 
     def prepare(self, spec: ToolSpec, run: RunShape) -> ToolSpec:
         """The tool's schema for this run (as pydantic-ai's `prepare`): a host tool offers `host` in a multi-host

@@ -20,6 +20,7 @@ class TaskInput(BaseModel):
 class TaskTool(Tool):
     name = "task"
     acts = False  # spawn decides: a replay reuses recorded subagents and starts none
+    spawns = True
     description = (
         "Start a subagent on one prong of the investigation and wait for its findings. Call it several times in ONE "
         "message to run prongs in parallel. Returns the subagent's status, summary, findings and evidence ids."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from support.evidence import SEED_OBS, ev, inventory, obs_ev, seed_evidence
 
-from orchestrator.analysis import signals
+from orchestrator.analysis import facts, signals
 from orchestrator.analysis.evidence_view import EvidenceView
 
 
@@ -46,15 +46,15 @@ def test_other_evidence_for_the_host_is_evaluated_afresh(monkeypatch):
 def test_a_hosts_facts_are_gathered_once_per_basis(monkeypatch):
     evidence = seed_evidence()
     built = []
-    real = signals._host_facts
+    real = facts._host_facts
 
     def counted(host, items, *a):
         built.append(host)
         return real(host, items, *a)
 
-    monkeypatch.setattr(signals, "_host_facts", counted)
-    first = signals.gather(EvidenceView(evidence))
-    again = signals.gather(EvidenceView(list(evidence)))
+    monkeypatch.setattr(facts, "_host_facts", counted)
+    first = facts.gather(EvidenceView(evidence))
+    again = facts.gather(EvidenceView(list(evidence)))
     assert built == ["gpu-box"]
     assert again["gpu-box"] is first["gpu-box"]
 
@@ -62,19 +62,19 @@ def test_a_hosts_facts_are_gathered_once_per_basis(monkeypatch):
 def test_other_observations_give_the_host_other_facts():
     """The observations are part of the basis: a view recording other numbers must not see the first view's."""
     evidence = seed_evidence()
-    first = signals.gather(EvidenceView(evidence))["gpu-box"]
+    first = facts.gather(EvidenceView(evidence))["gpu-box"]
     other_obs = obs_ev("ev-4.1", {**SEED_OBS, "runs": [{"tp": 2, "pp": 1, "ep": 1, "concurrency": 64,
                                                         "total_tok_s": 99}]})
-    second = signals.gather(EvidenceView(evidence[:-1] + [other_obs]))["gpu-box"]
+    second = facts.gather(EvidenceView(evidence[:-1] + [other_obs]))["gpu-box"]
     assert first.get("obs.tp").value == 8
     assert second.get("obs.tp").value == 2 and second.get("obs.tp").evidence_id == "ev-4.1"
 
 
 def test_gathered_facts_are_those_a_fresh_gather_finds():
     evidence = seed_evidence()
-    signals.gather(EvidenceView(evidence))  # fills the memo
-    cached = signals.gather(EvidenceView(list(evidence)))["gpu-box"]
-    fresh = signals.gather(EvidenceView(seed_evidence()))["gpu-box"]  # the same evidence, new objects: no memo
+    facts.gather(EvidenceView(evidence))  # fills the memo
+    cached = facts.gather(EvidenceView(list(evidence)))["gpu-box"]
+    fresh = facts.gather(EvidenceView(seed_evidence()))["gpu-box"]  # the same evidence, new objects: no memo
     assert cached is not fresh
     assert cached.facts == fresh.facts and cached.lines == fresh.lines and cached.basis == fresh.basis
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.analysis.signals import Fact, HostFacts, _pattern
+from orchestrator.analysis.facts import Fact, HostFacts, _pattern
 
 KEYS = ["gpu.0.power.limit", "gpu.1.power.limit", "gpu.10.power.limit", "gpu.1.clocks.sm", "node.xid.79.count",
         "node.xid.48.count", "engine.0.flag.tp", "a..b", "x.y", "gpu.0.nvlink.3.state", "gpu.2.nvlink.0.state"]

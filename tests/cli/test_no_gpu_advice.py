@@ -3,7 +3,7 @@ with `--host gpu-box` given, the advice is to check that host (the catalog's `if
 
 from __future__ import annotations
 
-from orchestrator.analysis.signals import entry_words
+from orchestrator.analysis.templates import entry_words
 
 
 def test_the_host_advice_depends_on_whether_a_host_was_given():

@@ -11,7 +11,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.errors import InputError
@@ -84,15 +83,32 @@ def _expand(body: str) -> str:
     return "\n".join(out).strip()
 
 
+MAX_AGENT_FILE_BYTES = 1024 * 1024
+"""An agent definition is a prompt and a few keys: the built-in ones are a few KB."""
+
+
 def parse_agent_file(path: Path) -> AgentDef:
-    text = path.read_text(encoding="utf-8")
+    # bounded like every YAML a user hands us (orchestrator/safeload.py): size checked before reading; an alias bomb,
+    # deep nesting, a 4,300+-digit integer or a duplicate key is one line naming the file (issue 23)
+    from orchestrator.safeload import SafeLoadError, load_yaml, read_capped
+
+    try:
+        text = read_capped(path, what="agent definition", max_bytes=MAX_AGENT_FILE_BYTES)
+    except SafeLoadError as exc:
+        raise AgentDefError(f"{path}: {exc}; an agent definition is a Markdown file of at most "
+                            f"{MAX_AGENT_FILE_BYTES:,} bytes") from None
     if not text.startswith("---"):
         raise AgentDefError(f"{path}: missing YAML front matter (start the file with ---)")
     try:
         _, front, body = text.split("---", 2)
-        meta = yaml.load(front, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # libyaml: start-up
-    except (ValueError, yaml.YAMLError) as exc:
-        raise AgentDefError(f"{path}: front matter is not valid YAML ({exc})") from None
+    except ValueError:
+        raise AgentDefError(f"{path}: front matter is not closed (end it with a line ---)") from None
+    try:
+        meta = load_yaml(front, source="front matter", fast=True) or {}
+    except SafeLoadError as exc:
+        raise AgentDefError(f"{path}: {exc}; fix the front matter between the --- lines") from None
+    if not isinstance(meta, dict):
+        raise AgentDefError(f"{path}: front matter is not a mapping of keys (name:, description:, tools: ...)")
     if isinstance(meta.get("tools"), str):  # Claude Code allows "a, b, c"
         meta["tools"] = [t.strip() for t in meta["tools"].split(",") if t.strip()]
     try:

@@ -614,14 +614,19 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
     from orchestrator.render.diagnosis import to_markdown
     from orchestrator.events import DiagnosisSubmitted
     from orchestrator.render.html import diagnosis_from_events, render_html
-    from orchestrator.transcript import read_transcript
+    from orchestrator.render.slim import report_view
+    from orchestrator.transcript import iter_transcript
 
-    t = read_transcript(transcript_path)
-    if not t.of_type(DiagnosisSubmitted):
+    # streamed, and of each event only what the report shows (an excerpt, not a result's whole text; no model
+    # conversation), scrubbed as it is read: memory well under the transcript's size (bench/transcript_memory.py)
+    from orchestrator.redact import scrub_text
+
+    events = [_scrub(report_view(e, scrub_text)) for e in iter_transcript(transcript_path, [], strict=True)[1]]
+    if not any(isinstance(e, DiagnosisSubmitted) for e in events):
         sys.stderr.write(f"notice: {_shown(transcript_path)} holds no diagnosis (the run did not finish): the report shows "
                          f"what ran and what is missing; `investigate resume {_shown(transcript_path)}` finishes the run\n")
     try:
-        diagnosis = diagnosis_from_events(t.events)
+        diagnosis = diagnosis_from_events(events)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
@@ -634,9 +639,9 @@ def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT")
                        "re-synthesize it with `investigate replay --offline`")
     diagnosis = _scrub(diagnosis)
     if fmt == "markdown":
-        _write(output, to_markdown(diagnosis, [_scrub(e) for e in t.events]))
+        _write(output, to_markdown(diagnosis, events))
     else:
-        _write(output, render_html(diagnosis, [_scrub(e) for e in t.events]))
+        _write(output, render_html(diagnosis, events))
     sys.stderr.write(f"report: {_shown(output)}\n")
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import sys
+import threading
+from collections import OrderedDict
 import re
 from typing import Any
 
@@ -257,7 +260,53 @@ assert {n for n, _, _ in _PATTERNS} == set(_GUARDS), "every pattern needs a guar
 
 CACHED_CHARS = 2048
 """Strings up to this long are remembered (the same short strings recur in every event); longer ones are redacted
-each time, so the cache holds at most 8192 x 2 KiB and not a run's tool outputs (issue 23: 60-96 MB)."""
+each time: a run's tool outputs are never kept."""
+CACHE_BYTES = 4 * 1024 * 1024
+"""What the remembered strings may occupy, keys and answers counted as Python holds them (a string of emoji takes four
+bytes a character): least recently used first out. An entry-count bound alone kept 60-96 MB after a run (issue 23)."""
+
+
+class _ByteLRU:
+    """A least-recently-used map of str to str bounded by the bytes its strings occupy (sys.getsizeof)."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._d: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            hit = self._d.get(key)
+            if hit is None:
+                return None
+            self._d.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: str, value: str) -> None:
+        size = sys.getsizeof(key) + (0 if value is key else sys.getsizeof(value))
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._d.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
+            self._d[key] = (value, size)
+            self.bytes += size
+            while self.bytes > self.max_bytes:
+                _, (_, freed) = self._d.popitem(last=False)
+                self.bytes -= freed
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+            self.bytes = 0
+
+
+_CACHE = _ByteLRU(CACHE_BYTES)
 
 
 def redact(text: str) -> str:
@@ -265,12 +314,13 @@ def redact(text: str) -> str:
 
     Most strings hold no secret-shaped substring: cheap literal checks (and cheap regexes) decide which patterns
     run at all, so redacting every event of a run costs little (bench/fanout.py)."""
-    return _redact_short(text) if len(text) <= CACHED_CHARS else _redact(text)
-
-
-@functools.lru_cache(maxsize=8192)
-def _redact_short(text: str) -> str:
-    return _redact(text)
+    if len(text) > CACHED_CHARS:
+        return _redact(text)
+    done = _CACHE.get(text)
+    if done is None:
+        done = _redact(text)
+        _CACHE.put(text, done)
+    return done
 
 
 def _redact(text: str) -> str:

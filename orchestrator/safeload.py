@@ -69,7 +69,30 @@ def read_capped(path: str | Path, *, what: str, max_bytes: int) -> str:
 # YAML
 
 
-class _BoundedLoader(yaml.SafeLoader):
+class _Refusing:
+    """Constructor side of the bounds: duplicate keys and over-long integers (shared by both loaders below)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: the constructor below says so
+                    continue
+                line = key_node.start_mark.line + 1
+                if first is not None:
+                    shown = " ".join(str(key).split())[:60]
+                    raise SafeLoadError(f"line {line}: duplicate key {shown!r} (first at line {first}); "
+                                        "keep one")
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+
+class _BoundedLoader(_Refusing, yaml.SafeLoader):
     """PyYAML's safe loader, composing with a depth bound, refusing duplicate keys and over-long integers."""
 
     def __init__(self, stream: str):
@@ -86,24 +109,26 @@ class _BoundedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    first = seen.get(key)
-                except TypeError:  # an unhashable key: the constructor below says so
-                    continue
-                line = key_node.start_mark.line + 1
-                if first is not None:
-                    shown = " ".join(str(key).split())[:60]
-                    raise SafeLoadError(f"line {line}: duplicate key {shown!r} (first at line {first}); "
-                                        "keep one")
-                seen[key] = line
-        return super().construct_mapping(node, deep=deep)
+
+_CLoader = getattr(yaml, "CSafeLoader", None)
+
+
+class _BoundedCLoader(_Refusing, _CLoader or yaml.SafeLoader):  # type: ignore[misc]
+    """The same bounds on libyaml's parser and composer (agent definitions are read at every start-up: the pure-Python
+    parser costs ~15 ms a file). libyaml's composer recurses in C and crashes the process on deep nesting, so the
+    depth is checked first on its event stream (iterative), and only a document within MAX_DEPTH is composed."""
+
+
+def _check_depth_c(text: str) -> None:
+    assert _CLoader is not None
+    depth = 0
+    for ev in yaml.parse(text, Loader=_CLoader):
+        if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise SafeLoadError(f"line {ev.start_mark.line + 1}: nested more than {MAX_DEPTH} levels deep")
+        elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
 
 
 def _int_guard(loader: yaml.SafeLoader, node: Any) -> Any:
@@ -115,6 +140,7 @@ def _int_guard(loader: yaml.SafeLoader, node: Any) -> Any:
 
 
 _BoundedLoader.add_constructor("tag:yaml.org,2002:int", _int_guard)
+_BoundedCLoader.add_constructor("tag:yaml.org,2002:int", _int_guard)
 
 
 def _expanded_size(node: Any) -> int:
@@ -139,10 +165,16 @@ def _expanded_size(node: Any) -> int:
     return sizes[id(node)]
 
 
-def load_yaml(text: str, *, source: str) -> Any:
-    """One YAML document, bounded (see the module); None for an empty one. `source` names it in errors."""
-    loader = _BoundedLoader(text)
+def load_yaml(text: str, *, source: str, fast: bool = False) -> Any:
+    """One YAML document, bounded (see the module); None for an empty one. `source` names it in errors.
+
+    `fast`: parse with libyaml where it is installed (same bounds, depth checked before composing)."""
     try:
+        if fast and _CLoader is not None:
+            _check_depth_c(text)
+            loader: Any = _BoundedCLoader(text)
+        else:
+            loader = _BoundedLoader(text)
         try:
             node = loader.get_single_node()
             if node is None:

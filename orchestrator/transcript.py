@@ -130,22 +130,40 @@ def read_transcript(path: str | Path, *, strict: bool = True) -> Transcript:
     from orchestrator.transcript_upgrade import upgrade
 
     p = _transcript_file(path)
-    raw = p.read_bytes()
-    text = raw.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    complete, tail = lines[:-1], lines[-1]
+    # read one line at a time: the whole file as bytes, as text and split into lines was 3x its size held at once
+    # before the first event was parsed (bench/transcript_memory.py)
+    with p.open("rb") as fh:
+        return _read_lines(p, _numbered_lines(p, fh), strict=strict, upgrade=upgrade)
+
+
+def _numbered_lines(p: Path, fh: IO[bytes]) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, complete) for each line; `complete` is False only for a last line with no newline."""
+    for n, raw in enumerate(fh, start=1):
+        yield n, raw.decode("utf-8", errors="replace").rstrip("\n"), raw.endswith(b"\n")
+
+
+def _read_lines(p: Path, numbered: Iterator[tuple[int, str, bool]], *, strict: bool, upgrade: Any) -> Transcript:
     warnings: list[str] = []
-    if tail.strip():
-        # the writer ends every line with a newline: a non-empty tail is a line cut off by a crash
-        try:
-            json.loads(tail)
-            complete.append(tail)
-        except json.JSONDecodeError:
-            warnings.append(f"{p}: line {len(lines)} is cut off mid-line (the run was interrupted); ignored it")
-    if not complete or not complete[0].strip():
+
+    def complete_lines() -> Iterator[tuple[int, str]]:
+        for n, line, whole in numbered:
+            if whole:
+                yield n, line
+            elif line.strip():
+                # the writer ends every line with a newline: a non-empty tail is a line cut off by a crash
+                try:
+                    json.loads(line)
+                except (ValueError, RecursionError):
+                    warnings.append(f"{p}: line {n} is cut off mid-line (the run was interrupted); ignored it")
+                    return
+                yield n, line
+
+    lines = complete_lines()
+    first = next(lines, None)
+    if first is None or not first[1].strip():
         raise TranscriptError(f"{p}: empty file or missing header line; not an investigate transcript")
     try:
-        head = json.loads(complete[0])
+        head = json.loads(first[1])
     except json.JSONDecodeError as exc:
         raise TranscriptError(f"{p}: line 1 is not JSON ({exc.msg}); not an investigate transcript") from None
     except (ValueError, RecursionError) as exc:  # integers past 4,300 digits, nesting past the recursion limit
@@ -175,7 +193,7 @@ def read_transcript(path: str | Path, *, strict: bool = True) -> Transcript:
 
     if version < SCHEMA_VERSION:
         records: list[tuple[int, dict[str, Any]]] = []
-        for n, line in enumerate(complete[1:], start=2):
+        for n, line in lines:
             if line.strip() and (obj := lenient(_loads, p, n, line)) is not None:
                 records.append((n, obj))
         head, records = upgrade(version, head, records)
@@ -185,7 +203,7 @@ def read_transcript(path: str | Path, *, strict: bool = True) -> Transcript:
         # the common case: pydantic parses and validates each line in one step (several times faster than
         # json.loads + validate_python); a failing line is then examined to say what is wrong with it
         events = []
-        for n, line in enumerate(complete[1:], start=2):
+        for n, line in lines:
             if not line.strip():
                 continue
             try:
@@ -230,10 +248,11 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 """A longer line is skipped by the streaming reader (named in a warning) rather than held in memory."""
 
 
-def iter_transcript(path: str | Path, warnings: list[str]) -> tuple[Header, Iterator[Event]]:
+def iter_transcript(path: str | Path, warnings: list[str], *, strict: bool = False) -> tuple[Header, Iterator[Event]]:
     """The header and a lazy iterator over the events, reading one line at a time: memory stays bounded by the
     longest line, whatever the file's size (`show` of a multi-GB transcript). Damaged lines become warnings, as
-    `read_transcript(strict=False)` does; a transcript of an older schema is read whole (they are small)."""
+    `read_transcript(strict=False)` does, or with `strict` a TranscriptError raised where the iteration reaches
+    them, as `read_transcript` does (`report`); a transcript of an older schema is read whole (they are small)."""
     p = _transcript_file(path)
     with p.open("rb") as fh:
         first = fh.readline(MAX_LINE_BYTES)
@@ -242,7 +261,7 @@ def iter_transcript(path: str | Path, warnings: list[str]) -> tuple[Header, Iter
     except (ValueError, RecursionError):
         head = None
     if not isinstance(head, dict) or head.get("schema_version") != SCHEMA_VERSION:
-        t = read_transcript(p, strict=False)  # older schema or a damaged header: the full reader says what is wrong
+        t = read_transcript(p, strict=strict)  # older schema or a damaged header: the full reader says what is wrong
         warnings.extend(t.warnings)
         return t.header, iter(t.events)
     try:
@@ -262,7 +281,10 @@ def iter_transcript(path: str | Path, warnings: list[str]) -> tuple[Header, Iter
                 if not raw.endswith(b"\n") and len(raw) == MAX_LINE_BYTES:
                     while (more := fh.readline(MAX_LINE_BYTES)) and not more.endswith(b"\n"):
                         pass
-                    warnings.append(f"{p}: line {n} is longer than {MAX_LINE_BYTES // 2**20} MiB; skipped it")
+                    too_long = f"{p}: line {n} is longer than {MAX_LINE_BYTES // 2**20} MiB"
+                    if strict:
+                        raise TranscriptError(f"{too_long}; the file is damaged")
+                    warnings.append(f"{too_long}; skipped it")
                     continue
                 if not raw.strip():
                     continue
@@ -279,9 +301,13 @@ def iter_transcript(path: str | Path, warnings: list[str]) -> tuple[Header, Iter
                         warnings.append(f"{p}: line {n} is cut off mid-line (the run was interrupted); ignored it")
                         return
                 try:
-                    yield _validate(p, n, _loads(p, n, line))
+                    event = _validate(p, n, _loads(p, n, line))
                 except TranscriptError as exc:
+                    if strict:
+                        raise
                     warnings.append(f"{exc}; skipped it")
+                    continue
+                yield event
 
     return header, events()
 

@@ -25,3 +25,47 @@ def test_redacting_large_outputs_does_not_keep_them():
 def test_short_strings_are_still_answered_from_the_cache():
     s = "a short line with password=hunter2secret"
     assert redact(s) == redact(s) == "a short line with password=[REDACTED]"
+
+
+def _held_bytes(fill) -> int:
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    fill()
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return held
+
+
+def test_the_cache_is_bounded_in_bytes_whatever_the_strings_hold():
+    """Short strings of wide characters (4 bytes each in CPython), each with a secret so that the cache keeps a
+    redacted copy beside the key: an entry-count bound kept 8192 x (8 + 8) KiB = 134 MB of them (here 1,000 of them,
+    16 MB, against a cap of 4 MiB)."""
+    from orchestrator import redact as redact_mod
+
+    cap = getattr(redact_mod, "CACHE_BYTES", 4 * 2**20)
+
+    def fill():
+        for i in range(1_000):
+            out = redact(f"{i:06d} password=hunter2secret " + "\U0001F525" * 2000)
+            assert "hunter2secret" not in out
+
+    held = _held_bytes(fill)
+    assert held < cap * 1.25 + 1_000_000, f"{held / 1e6:.1f} MB kept (cap {cap / 1e6:.1f} MB)"
+    cache = getattr(redact_mod, "_CACHE", None)
+    assert cache is not None and 0 < cache.bytes <= cap
+
+
+def test_the_least_recently_used_strings_leave_first(monkeypatch):
+    from orchestrator import redact as redact_mod
+
+    cache = redact_mod._ByteLRU(10_000)
+    for i in range(100):
+        cache.put(f"k{i:03d}" + "x" * 200, f"v{i}")
+        cache.get("k000" + "x" * 200)  # kept in use: never evicted
+    assert cache.bytes <= 10_000 and len(cache) < 100
+    assert cache.get("k000" + "x" * 200) == "v0" and cache.get("k001" + "x" * 200) is None
+    assert cache.get("k099" + "x" * 200) == "v99"
+    cache.put("huge", "y" * 20_000)  # larger than the whole cache: not kept, nothing evicted for it
+    assert cache.get("huge") is None and cache.get("k099" + "x" * 200) == "v99"

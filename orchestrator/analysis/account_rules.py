@@ -36,12 +36,16 @@ SWAP_PAGES_S = 100.0
 """Pages swapped in+out per second (/proc/vmstat pswpin/pswpout): sustained swapping, not a stray page."""
 PSI_PCT = 10.0
 """Share of the window some task stalled on a resource (psi.rst `some`): above this the stall is a real cost."""
+ALLOWED_SATURATED = 0.85
+"""Share of the CPUs a process may run on (its affinity) that its serving processes used: the allowed set is full."""
 HOST_CPU_PCT = 90.0
 STEAL_PCT = 10.0
 IOWAIT_PCT = 20.0
 FS_READ_BPS = 10e6
 """A process reading its model files this fast from a network or FUSE filesystem is loading from it."""
 NIC_PCT = 80.0
+EXCHANGE_SHARE = 0.6
+"""A saturated NIC whose other direction carries at least this share of the busy one: traffic exchanged with peers."""
 TURNS_SHARE = 0.6
 """Share of busy samples in which exactly one GPU was busy: GPUs taking turns, not working together."""
 
@@ -122,6 +126,57 @@ def _cgroup(a: Account) -> Finding | None:
             recommendations=["Raise or remove the container's CPU limit (Kubernetes resources.limits.cpu, docker "
                              "--cpus, the cgroup's cpu.max) so the engine's threads are not throttled; give it at "
                              "least one core per GPU worker plus the API server."])
+    return None
+
+
+def _cpu_allowance(a: Account) -> Finding | None:
+    """The CPUs the serving processes may run on (their affinity: taskset, a container's cpuset, a CPU manager's
+    exclusive cores; Cpus_allowed_list in /proc/PID/status, proc(5)) used up: a utilization of the allowed set, not
+    of the host, so a host with idle cores still starves the engine. Every serving process sharing one allowed set
+    counts against it."""
+    h = a.acct.host_account
+    groups: dict[str, list[ProcessAccount]] = {}
+    for p in a.acct.processes:
+        if p.cpus_allowed and p.cpus_allowed_count:
+            groups.setdefault(p.cpus_allowed, []).append(p)
+    for allowed, procs in groups.items():
+        n = procs[0].cpus_allowed_count or 0
+        if h.cpus_online and n >= h.cpus_online:
+            continue
+        used = sum(p.cpu_pct for p in procs) / 100.0
+        if used < ALLOWED_SATURATED * n:
+            continue
+        threads = [t for p in procs for t in p.threads]
+        runnable = sum(1 for t in threads if t.state == "R")
+        ivcs = sum(t.involuntary_ctxt_per_s for t in threads)
+        busiest = max(threads, key=lambda t: t.cpu_pct, default=None)
+        names = ", ".join(f"{p.name} ({p.pid}) {p.cpu_pct:.0f} %" for p in procs[:6])
+        host = f" of the host's {h.cpus_online}" if h.cpus_online else ""
+        cg = next((p.cgroup for p in procs if p.cgroup and p.cgroup.cpuset), None)
+        via = f"; the cgroup's cpuset.cpus.effective is {cg.cpuset!r}" if cg and cg.cpuset else ""
+        share = (f"; {runnable} of their {len(threads)} sampled threads were runnable (R) and they were preempted "
+                 f"{ivcs:.0f} times/s (involuntary context switches)" if threads else "")
+        top = (f" No single thread is at a full core (the busiest, {busiest.comm}, at {busiest.cpu_pct:.0f} %): they "
+               "take turns on the same CPUs." if busiest and busiest.cpu_pct < THREAD_SATURATED_PCT and n <= 2 else "")
+        pl = "CPU" if n == 1 else "CPUs"
+        claim = (f"The serving processes may run on only {n} {pl}{host} (Cpus_allowed_list {allowed!r}{via}) and "
+                 f"used {used:.2f} {pl} of them over the window ({names}){share}.{top} The engine's host work "
+                 "(API server, scheduler, tokenizer, kernel launches) queues for these CPUs while the GPU waits, "
+                 "however idle the rest of the host is [https://man7.org/linux/man-pages/man5/proc.5.html].")
+        return Finding(
+            id="account-cpu-allowance", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
+            title=f"The engine is confined to {n} {pl} and uses all of it ({used:.2f} of {n})",
+            claim=claim, short=(f"the serving processes may run on only {n} {pl}{host} ({allowed}) and used "
+                                f"{used:.2f} of them."),
+            symptoms=HOST_SYMPTOMS, numbers=[
+                _num("CPUs the serving processes may run on", n, "CPUs", a.ev, f"Cpus_allowed_list {allowed}"),
+                _num("CPU used by the serving processes", used, "CPUs", a.ev, peak=float(n))],
+            recommendations=["Widen the CPUs the engine may run on: the container's cpuset (docker --cpuset-cpus, "
+                             "Kubernetes' static CPU manager gives exactly the integer CPUs requested), `taskset -c` / "
+                             "numactl --physcpubind on the launch command, or a launcher's binding; give it at least "
+                             "one core for the API server, one for the engine core and one per GPU worker, on the "
+                             "GPUs' NUMA node (`nvidia-smi topo -m`'s CPU Affinity column). Check with `taskset -pc "
+                             "<pid>`."])
     return None
 
 
@@ -360,12 +415,24 @@ def _nic(a: Account) -> Finding | None:
             way = ("received" if inbound else "sent")
             claim = (f"NIC {n.name} {way} {_mb(rate)} ({use:.0f} % of its {n.speed_mbit:g} Mb/s line rate) over the "
                      "window: the network is saturated.")
-            if inbound:
+            both = min(n.rx_bytes_per_s, n.tx_bytes_per_s) >= EXCHANGE_SHARE * rate
+            if both:
+                # as much sent as received: an exchange with peers (a collective's ring or tree sends and receives
+                # alike), not a download or a client
+                claim += (f" It sent {_mb(n.tx_bytes_per_s)} and received {_mb(n.rx_bytes_per_s)}: as much out as in "
+                          "is an exchange with peers, the collectives of a model split across hosts (tensor or "
+                          "pipeline parallel over this link, or KV-cache transfer), and each step waits for it.")
+            elif inbound:
                 claim += (" The host is receiving at line rate: a model download, weights read from network "
                           "storage, or peers' traffic (KV or activations) arriving.")
             recs = ["Find what fills the link (`iftop`, `sar -n DEV 1`); keep KV transfer, model downloads and "
                     "client traffic on separate links."]
-            if inbound:
+            if both:
+                recs.insert(0, "Keep the traffic of each step inside a host: tensor parallelism within a node's GPUs "
+                               "(NVLink/PCIe) and only pipeline stages across hosts, or a faster inter-host fabric "
+                               "(RDMA: InfiniBand or RoCE, which NCCL uses instead of its socket transport); "
+                               "`NCCL_DEBUG=INFO` prints which transport it chose (NET/IB or NET/Socket).")
+            elif inbound:
                 recs.append("If it is the model download at start-up, fetch the weights once onto persistent local "
                             "storage (a model cache volume for HF_HOME, or `huggingface-cli download` ahead of the "
                             "start) so a restart does not download them again over this link.")
@@ -452,7 +519,7 @@ def _first(facts: dict, *keys: str) -> float | None:
 # --- the findings and the bound ------------------------------------------------------------------------------------
 
 
-SATURATION = (_cgroup, _memory, _memory_limit, _filesystem, _thread, _host_cpu, _io, _nic, _turns)
+SATURATION = (_cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _thread, _host_cpu, _io, _nic, _turns)
 """In the order the account follows them when several fire: the cause before its symptom (a throttled cgroup
 makes its threads look saturated; swapping and network filesystems make the CPU wait)."""
 
@@ -574,7 +641,7 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     idle = by_id.get("account-gpu-idle")
     if idle is None:
         return None
-    order = ("account-cgroup-throttled", "account-memory-swap", "account-memory-limit", "account-filesystem", "account-cpu-thread",
+    order = ("account-cgroup-throttled", "account-cpu-allowance", "account-memory-swap", "account-memory-limit", "account-filesystem", "account-cpu-thread",
              "account-host-cpu", "account-io", "account-nic", "account-gpus-take-turns", "account-engine-queue",
              "account-client-limited", "account-no-load", "account-flat-throughput", "account-nothing-saturated")
     setter = next((by_id[i] for i in order if i in by_id), None)

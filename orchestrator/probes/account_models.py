@@ -164,6 +164,9 @@ class ProcessAccount(BaseModel):
     cgroup: CgroupAccount | None = None
     files: list[FileMount] = Field(default_factory=list)
     """The mounts behind the model files it maps or holds open (and its --model path)."""
+    cpus_allowed: str | None = None
+    """The CPUs it may run on (Cpus_allowed_list of /proc/PID/status: taskset, a cpuset, a CPU manager)."""
+    cpus_allowed_count: int | None = None
 
     @property
     def name(self) -> str:

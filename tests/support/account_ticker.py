@@ -97,10 +97,10 @@ def _stat_line(pid: int, comm: str, state: str, ticks: int, majflt: int, ppid: i
     return f"{pid} ({comm}) " + " ".join(str(x) for x in rest) + "\n"
 
 
-def _status(name: str, pid: int, state: str, vcs: int, ivcs: int) -> str:
+def _status(name: str, pid: int, state: str, vcs: int, ivcs: int, allowed: str = "0-31") -> str:
     names = {"R": "R (running)", "S": "S (sleeping)", "D": "D (disk sleep)"}
     return (f"Name:\t{name}\nUmask:\t0022\nState:\t{names.get(state, state)}\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t1\n"
-            f"Threads:\t1\nCpus_allowed_list:\t0-31\nvoluntary_ctxt_switches:\t{vcs}\n"
+            f"Threads:\t1\nCpus_allowed_list:\t{allowed}\nvoluntary_ctxt_switches:\t{vcs}\n"
             f"nonvoluntary_ctxt_switches:\t{ivcs}\n")
 
 
@@ -177,11 +177,12 @@ def tick(root: Path, spec: dict[str, Any], t: float, proc: Path | None = None) -
             td = d / "task" / str(tid)
             _write(td / "stat", _stat_line(tid, th.get("comm", "python3"), state, ticks, majflt))
             _write(td / "status", _status(th.get("comm", "python3"), tid, state, int(float(_g(th, "vcs", 5)) * t),
-                                          int(float(_g(th, "ivcs", 1)) * t)))
+                                          int(float(_g(th, "ivcs", 1)) * t), str(p.get("cpus_allowed", f"0-{cpus - 1}"))))
         main = threads[0]
         all_ticks = sum(int(float(_g(th, "cpu")) * CLK * t) for th in threads)
         _write(d / "stat", _stat_line(pid, p.get("comm", "python3"), main.get("state", "S"), all_ticks, majflt_total))
-        _write(d / "status", _status(p.get("comm", "python3"), pid, main.get("state", "S"), 10, 1))
+        _write(d / "status", _status(p.get("comm", "python3"), pid, main.get("state", "S"), 10, 1,
+                                     str(p.get("cpus_allowed", f"0-{cpus - 1}"))))
         rb, rc = float(_g(p, "read_mbit")) * 1e6 * t, float(_g(p, "rchar_mbit", _g(p, "read_mbit"))) * 1e6 * t
         _write(d / "io", f"rchar: {int(rc)}\nwchar: 1000\nsyscr: {int(rc) // 65536}\nsyscw: 10\n"
                f"read_bytes: {int(rb)}\nwrite_bytes: 0\ncancelled_write_bytes: 0\n")

@@ -33,6 +33,7 @@ fake nvidia-smi.
           rchar_mbit: 0
           files: [/mnt/models/x/model-00001-of-00004.safetensors]   # mapped (maps)
           mounts: [[/mnt/models, nfs4, "10.0.0.5:/export/models"]]  # extra mountinfo lines
+          cpus_allowed: "0-31"                 # Cpus_allowed_list (affinity); default all CPUs
 """
 
 from __future__ import annotations

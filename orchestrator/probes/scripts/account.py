@@ -447,6 +447,30 @@ def mount_for(mounts, path):
     return best
 
 
+def cpu_list_count(text):
+    """How many CPUs a list such as "0-3,8,10-11" names (the kernel's cpulist format: Cpus_allowed_list in
+    /proc/PID/status, proc(5); cpuset.cpus.effective, cgroup-v2.rst); None when it does not parse."""
+    n = 0
+    try:
+        for part in text.strip().split(","):
+            if not part:
+                continue
+            lo, _, hi = part.partition("-")
+            n += (int(hi) - int(lo) + 1) if hi else 1
+    except ValueError:
+        return None
+    return n or None
+
+
+def cpus_allowed(proc, pid):
+    """The process's CPU affinity (taskset, sched_setaffinity, a cpuset): Cpus_allowed_list of /proc/PID/status."""
+    try:
+        v = kv_lines(read("%s/%d/status" % (proc, pid))).get("Cpus_allowed_list")
+    except OSError:
+        return None
+    return v.strip() if v else None
+
+
 def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
     argv = argv_of(proc, pid) or []
     p = {"pid": pid, "kind": kind, "argv0": os.path.basename(argv[0]) if argv else None,
@@ -480,6 +504,10 @@ def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
         p["read_bytes_per_s"] = round((ib.get("read_bytes", 0) - ia.get("read_bytes", 0)) / window)
         p["rchar_per_s"] = round((ib.get("rchar", 0) - ia.get("rchar", 0)) / window)
     p["io_readable"] = bool(ib)
+    allowed = cpus_allowed(proc, pid)
+    if allowed:
+        p["cpus_allowed"] = allowed[:200]
+        p["cpus_allowed_count"] = cpu_list_count(allowed)
     return p
 
 

@@ -43,6 +43,8 @@ STEAL_PCT = 10.0
 IOWAIT_PCT = 20.0
 FS_READ_BPS = 10e6
 """A process reading its model files this fast from a network or FUSE filesystem is loading from it."""
+GUEST_SHARES = ("9p", "virtiofs")
+"""Filesystems a virtual machine reads from its host (WSL2's drvfs is 9p): remote to the guest even on one box."""
 NIC_PCT = 80.0
 EXCHANGE_SHARE = 0.6
 """A saturated NIC whose other direction carries at least this share of the busy one: traffic exchanged with peers."""
@@ -366,7 +368,8 @@ def _filesystem(a: Account) -> Finding | None:
         if not (rate >= FS_READ_BPS or p.majflt_per_s >= 50 or dstate or (io_pct or 0) >= PSI_PCT):
             continue
         f = remote[0]
-        kind = "FUSE" if f.fuse else f.fstype.upper()
+        shared = f.fstype.split(".")[0] in GUEST_SHARES
+        kind = "FUSE" if f.fuse else (f"a {f.fstype} share from the VM's host" if shared else f.fstype.upper())
         parts = [f"it read {_mb(rate)}"]
         if p.majflt_per_s:
             parts.append(f"{p.majflt_per_s:.0f} major page faults/s (pages of the mapped weights fetched on touch)")
@@ -375,8 +378,11 @@ def _filesystem(a: Account) -> Finding | None:
         if io_pct is not None:
             parts.append(f"I/O stalls {io_pct:.0f} % of the window (PSI some)")
         claim = (f"The model files of {p.name} ({p.pid}) live on {kind} ({f.fstype} {f.source} mounted at "
-                 f"{f.mount_point}, e.g. {f.path}); over the window " + ", ".join(parts) + ". Loading or paging "
-                 "weights over the network is what the GPU waits for.")
+                 f"{f.mount_point}, e.g. {f.path}); over the window " + ", ".join(parts) + ". " + (
+                     "Each read and page fault crosses from the virtual machine to its host (WSL2 mounts the "
+                     "Windows drives over 9p; a VM's shared folder over 9p or virtiofs), far slower than a local "
+                     "disk, and loading or paging the weights through it is what the GPU waits for." if shared else
+                     "Loading or paging weights over the network is what the GPU waits for."))
         return Finding(
             id="account-filesystem", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
             title=f"The weights are read from {kind} ({f.source}) at {_mb(rate)}", claim=claim,
@@ -386,7 +392,10 @@ def _filesystem(a: Account) -> Finding | None:
                      _num("major page faults", p.majflt_per_s, "/s", a.ev)],
             recommendations=[f"Copy the model to local NVMe (or tmpfs) and serve it from there instead of "
                              f"{f.fstype} {f.source}; for safetensors on network storage, load without mmap (vLLM "
-                             "--load-format with a local copy, or prefetch the files into the page cache)."])
+                             "--load-format with a local copy, or prefetch the files into the page cache)."] + (
+                                 ["Inside the VM, keep the model on its own filesystem (on WSL2, under the Linux "
+                                  "home such as ~/models, not /mnt/c): its virtual disk is read at disk speed."]
+                                 if shared else []))
     return None
 
 

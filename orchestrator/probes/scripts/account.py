@@ -143,7 +143,11 @@ def host_account(out, a, b, window):
     ta, n_cpus = cpu_times(a["stat"])
     tb, _ = cpu_times(b["stat"])
     h["cpus_online"] = n_cpus or None
-    if ta and tb:
+    if ta and tb and sum(tb) <= sum(ta):
+        # the clock did not advance between the readings (a stale or replaced /proc/stat): no share can be computed,
+        # and a zero total must not read as "100 % busy"
+        gap(out, "/proc/stat", "the CPU counters did not advance over the window")
+    elif ta and tb:
         d = [y - x for x, y in zip(ta, tb)]
         total = float(sum(d)) or 1.0
         idle = d[3] + d[4]

@@ -30,6 +30,8 @@ GPU_IDLE_PCT = 60.0
 """Below: the GPUs wait much of the window, and the account names what for before any kernel finding leads."""
 THREAD_SATURATED_PCT = 85.0
 """A thread at this share of one core is saturated: a single-threaded stage runs flat out (Python holds one core)."""
+CLOCK_LOW = 0.6
+"""A busy thread's CPU at or below this share of its maximum clock runs clocked down (powersave, a power cap)."""
 THROTTLED_PCT = 20.0
 """Share of the window's CFS periods in which the cgroup ran out of quota (cgroup-v2.rst cpu.stat nr_throttled)."""
 SWAP_PAGES_S = 100.0
@@ -182,6 +184,23 @@ def _cpu_allowance(a: Account) -> Finding | None:
     return None
 
 
+def _clock(threads: list[ThreadAccount], who: str = "it") -> tuple[str, list[str]]:
+    """A sentence and a recommendation when the busy threads' CPUs run well below their maximum clock (cpufreq
+    scaling_cur_freq against cpuinfo_max_freq, Documentation/admin-guide/pm/cpufreq.rst): a saturated thread on a
+    clocked-down core does that much less work per second. ('', []) when the clock is near its maximum or unread."""
+    slow = [t for t in threads if t.cur_mhz and t.max_mhz and t.cur_mhz <= CLOCK_LOW * t.max_mhz]
+    if not slow:
+        return "", []
+    t = min(slow, key=lambda x: (x.cur_mhz or 0) / (x.max_mhz or 1))
+    gov = f", governor {t.governor}" if t.governor else ""
+    return (f" The CPU {who} ran on (CPU {t.last_cpu}) was clocked at {t.cur_mhz} of its {t.max_mhz} MHz"
+            f"{gov}: a core-bound thread there does {(t.cur_mhz or 0) / (t.max_mhz or 1):.0%} of the work per second "
+            "it could [https://docs.kernel.org/admin-guide/pm/cpufreq.html]."), [
+        "Run the host's CPUs at full clock: the `performance` cpufreq governor (`cpupower frequency-set -g "
+        "performance`, or a tuned profile such as latency-performance), and a BIOS power profile that does not "
+        "cap the clock or park cores in deep C-states; check with `grep MHz /proc/cpuinfo` under load."]
+
+
 def _is_python(p: ProcessAccount) -> bool:
     """A Python process (py-spy can read its stacks): the interpreter, or a Python engine's renamed processes."""
     names = " ".join(x for x in (p.argv0, p.comm) if x).lower()
@@ -213,6 +232,8 @@ def _thread(a: Account) -> Finding | None:
                  f"({cores:.1f} cores together): the process computes on the host's CPUs with a thread pool, so part "
                  "of the model's work runs on the CPU (layers not offloaded to the GPU, CPU offload of weights, or a "
                  "CPU compute backend) and each step waits for the CPU's share.")
+        clock, clock_recs = _clock(hot, "the slowest of them")
+        claim += clock
         how = (f"`py-spy top --pid {p.pid} --native`" if _is_python(p) else f"`perf top -p {p.pid}`")
         return Finding(
             id="account-cpu-thread", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
@@ -225,13 +246,15 @@ def _thread(a: Account) -> Finding | None:
             recommendations=[f"See what the pool computes ({how}); check how much of the model the engine put on the "
                              "GPU (llama.cpp/Ollama: 'offloaded N/M layers to GPU' in the load log and `ollama ps`'s "
                              "PROCESSOR column; vLLM: --cpu-offload-gb) and put all of it there: a smaller "
-                             "quantization, a shorter context, or more GPU memory."])
+                             "quantization, a shorter context, or more GPU memory."] + clock_recs)
     others = [x.cpu_pct for x in p.threads if x is not t]
     rest = f"; the next busiest thread ran at {max(others):.0f} %" if others else ""
     role = _role(p)
     claim = (f"Thread {t.comm!r} (tid {t.tid}, state {t.state}) of the serving process {p.name} ({p.pid}) ran at "
              f"{t.cpu_pct:.0f} % of one core over the window{rest}: {role} runs flat out on one core, and the GPU "
              "waits for it.")
+    clock, clock_recs = _clock([t])
+    claim += clock
     look = (f"`py-spy dump --pid {p.pid}` (or `py-spy top --pid {p.pid}`)" if _is_python(p) else
             f"`perf top -t {t.tid}`")
     return Finding(
@@ -246,7 +269,7 @@ def _thread(a: Account) -> Finding | None:
                              "faster backend such as xgrammar), logprobs, n > 1; or more engine replicas (data "
                              "parallel) so each core drives fewer requests" if role.startswith("the engine core") else
                              "more API-server or tokenizer processes, a fast tokenizer, detokenization off the "
-                             "scheduler") + ")."])
+                             "scheduler") + ")."] + clock_recs)
 
 
 def _memory(a: Account) -> Finding | None:

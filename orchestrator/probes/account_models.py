@@ -133,6 +133,12 @@ class ThreadAccount(BaseModel):
     voluntary_ctxt_per_s: float = 0
     involuntary_ctxt_per_s: float = 0
     majflt_per_s: float = 0
+    last_cpu: int | None = None
+    """The CPU it last ran on (/proc/PID/task/TID/stat field 39), read for busy threads."""
+    cur_mhz: int | None = None
+    """That CPU's clock at the end of the window and its maximum (cpufreq scaling_cur_freq, cpuinfo_max_freq)."""
+    max_mhz: int | None = None
+    governor: str | None = None
 
 
 class FileMount(BaseModel):

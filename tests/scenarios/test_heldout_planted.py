@@ -53,6 +53,14 @@ def _confined(case: dict[str, Any]) -> dict[str, Any]:
     return case
 
 
+def _clocked_down(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's full clock taken away: the busy threads' CPUs at a third of their maximum."""
+    case = copy.deepcopy(case)
+    freq = case["stage"]["account"]["cpufreq"]
+    freq["cur_mhz"] = freq["max_mhz"] // 3
+    return case
+
+
 def _exchanging(case: dict[str, Any]) -> dict[str, Any]:
     """A negative twin's quiet link taken away: every NIC at line rate both ways and the GPUs waiting."""
     case = copy.deepcopy(case)
@@ -92,7 +100,8 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "request-rate-inf-ttft-is-queueing": _ttft(21296.25, rate=8.0),  # the same TTFT, but not a burst
     "ttft-grows-with-concurrent-prefills-h100": _ttft(20_000.0),  # 1.4 s -> 20 s: far beyond 16 prompts' prefill
     "host-cpuset-eight-cores-busy-gpu-twin": _confined,            # 8 CPUs with headroom -> 1 CPU, GPU waiting
-    "net-two-nodes-rdma-ethernet-quiet-twin": _exchanging,         # eth0 quiet -> at line rate both ways
+    "net-two-nodes-rdma-ethernet-quiet-twin": _exchanging,
+    "host-cpu-full-clock-koboldcpp-twin": _clocked_down,           # 3500 of 3600 MHz -> 1200         # eth0 quiet -> at line rate both ways
 }
 
 

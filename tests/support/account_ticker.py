@@ -38,8 +38,13 @@ def write_static(root: Path, spec: dict[str, Any]) -> None:
     """Files that do not move: identities, limits, mounts, maps, the governor, NIC speeds."""
     proc = root / "proc"
     cpus = int(_g(spec, "cpus", 32))
-    if spec.get("governor"):
-        _write(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", spec["governor"] + "\n")
+    freq = spec.get("cpufreq")  # {cur_mhz, max_mhz}: every CPU's cpufreq clock (cpufreq.rst, in kHz)
+    for c in range(cpus if freq else 1 if spec.get("governor") else 0):
+        d = root / f"sys/devices/system/cpu/cpu{c}/cpufreq"
+        _write(d / "scaling_governor", str(spec.get("governor") or "performance") + "\n")
+        if freq:
+            _write(d / "scaling_cur_freq", f"{int(freq['cur_mhz']) * 1000}\n")
+            _write(d / "cpuinfo_max_freq", f"{int(freq['max_mhz']) * 1000}\n")
     for name, nic in (spec.get("nics") or {}).items():
         if nic.get("speed"):
             _write(root / f"sys/class/net/{name}/speed", f"{int(nic['speed'])}\n")

@@ -296,7 +296,8 @@ def task_snapshot(proc, pid):
             continue
         try:
             tasks[int(tid)] = (comm, f[0], int(f[11]) + int(f[12]), int(st.get("voluntary_ctxt_switches", 0)),
-                               int(st.get("nonvoluntary_ctxt_switches", 0)), int(f[9]))
+                               int(st.get("nonvoluntary_ctxt_switches", 0)), int(f[9]),
+                               int(f[36]) if len(f) > 36 else None)  # field 39 `processor`: CPU last run on
         except (ValueError, IndexError):
             continue
     return tasks
@@ -466,6 +467,20 @@ def cpu_list_count(text):
     return n or None
 
 
+def cpu_clock(cpu):
+    """The clock of the CPU a busy thread last ran on: cpufreq's scaling_cur_freq and cpuinfo_max_freq (kHz) and its
+    governor (Documentation/admin-guide/pm/cpufreq.rst); {} where cpufreq is not exposed (many VMs)."""
+    base = hp("/sys/devices/system/cpu/cpu%d/cpufreq/" % cpu)
+    out = {"last_cpu": cpu}
+    try:
+        out["cur_mhz"] = int(read(base + "scaling_cur_freq").strip()) // 1000
+        out["max_mhz"] = int(read(base + "cpuinfo_max_freq").strip()) // 1000
+        out["governor"] = read(base + "scaling_governor").strip()[:32]
+    except (OSError, ValueError):
+        pass
+    return out
+
+
 def cpus_allowed(proc, pid):
     """The process's CPU affinity (taskset, sched_setaffinity, a cpuset): Cpus_allowed_list of /proc/PID/status."""
     try:
@@ -486,7 +501,7 @@ def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
     ta, tb = a.get("tasks") or {}, b.get("tasks") or {}
     total_cpu = 0.0
     rows = []
-    for tid, (comm, state, ticks, vol, invol, majflt) in tb.items():
+    for tid, (comm, state, ticks, vol, invol, majflt, last_cpu) in tb.items():
         p["states"][state] = p["states"].get(state, 0) + 1
         prev = ta.get(tid)
         if prev is None:
@@ -498,6 +513,8 @@ def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
                      "voluntary_ctxt_per_s": round((vol - prev[3]) / window, 1),
                      "involuntary_ctxt_per_s": round((invol - prev[4]) / window, 1),
                      "majflt_per_s": round((majflt - prev[5]) / window, 1)})
+        if cpu >= 0.5 and last_cpu is not None:
+            rows[-1].update(cpu_clock(last_cpu))
     p["threads_total"] = len(tb)
     rows.sort(key=lambda r: -r["cpu_pct"])
     p["threads"] = rows[:max_threads]

@@ -122,3 +122,28 @@ async def test_a_real_process_pinned_to_one_cpu_is_read_back_with_its_affinity(s
         p.wait()
         if p.stdout is not None:
             p.stdout.close()
+
+
+def test_a_proc_stat_that_does_not_advance_is_a_gap_not_a_fully_busy_host(tmp_path):
+    """The probe script run for real on a root whose /proc/stat does not move between its two readings (a stale or
+    replaced file; a starved stager): no CPU share, a gap saying why. Planted: without the check it reported the
+    host 100 % busy (a zero total read as all busy), and this test failed."""
+    import json
+    from orchestrator.probes.scripts import load
+
+    proc = tmp_path / "proc"
+    (proc / "pressure").mkdir(parents=True)
+    (proc / "stat").write_text("cpu  100 0 50 1000 0 0 0 0 0 0\ncpu0 100 0 50 1000 0 0 0 0 0 0\n")
+    (proc / "loadavg").write_text("0.10 0.10 0.10 1/100 999\n")
+    (proc / "meminfo").write_text("MemTotal:       1000000 kB\nMemAvailable:    900000 kB\n")
+    (proc / "vmstat").write_text("pswpin 0\npswpout 0\npgmajfault 0\n")
+    (proc / "net").mkdir()
+    (proc / "net" / "dev").write_text("Inter-|\n face |\n    lo: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+    script = tmp_path / "account_sent.py"
+    script.write_text(load("account"))  # the source as the probe sends it (prelude first)
+    env = {"INVESTIGATE_NODE_ROOT": str(tmp_path), "INVESTIGATE_STAGED_TAG": "none-such", "PATH": "/nonexistent"}
+    out = subprocess.run([sys.executable, "-I", "-S", str(script), json.dumps({"sample_s": 0.2})], env=env,
+                         capture_output=True, text=True, timeout=60)
+    data = json.loads(out.stdout)
+    assert data["host"].get("cpu_busy_pct") is None
+    assert any(g["what"] == "/proc/stat" and "did not advance" in g["why"] for g in data["gaps"])

@@ -30,12 +30,16 @@ GPU_IDLE_PCT = 60.0
 """Below: the GPUs wait much of the window, and the account names what for before any kernel finding leads."""
 THREAD_SATURATED_PCT = 85.0
 """A thread at this share of one core is saturated: a single-threaded stage runs flat out (Python holds one core)."""
+CLOCK_LOW = 0.6
+"""A busy thread's CPU at or below this share of its maximum clock runs clocked down (powersave, a power cap)."""
 THROTTLED_PCT = 20.0
 """Share of the window's CFS periods in which the cgroup ran out of quota (cgroup-v2.rst cpu.stat nr_throttled)."""
 SWAP_PAGES_S = 100.0
 """Pages swapped in+out per second (/proc/vmstat pswpin/pswpout): sustained swapping, not a stray page."""
 PSI_PCT = 10.0
 """Share of the window some task stalled on a resource (psi.rst `some`): above this the stall is a real cost."""
+ALLOWED_SATURATED = 0.85
+"""Share of the CPUs a process may run on (its affinity) that its serving processes used: the allowed set is full."""
 HOST_CPU_PCT = 90.0
 STEAL_PCT = 10.0
 IOWAIT_PCT = 20.0
@@ -44,7 +48,11 @@ FS_READ_BPS = 10e6
 LOCAL_LOAD_BPS = 200e6
 """A process reading its model files from local storage this fast is loading them (a steady-state server reads
 its weights once, at start-up)."""
+GUEST_SHARES = ("9p", "virtiofs")
+"""Filesystems a virtual machine reads from its host (WSL2's drvfs is 9p): remote to the guest even on one box."""
 NIC_PCT = 80.0
+EXCHANGE_SHARE = 0.6
+"""A saturated NIC whose other direction carries at least this share of the busy one: traffic exchanged with peers."""
 TURNS_SHARE = 0.6
 """Share of busy samples in which exactly one GPU was busy: GPUs taking turns, not working together."""
 HOST_SYMPTOMS: list[Symptom] = ["throughput", "itl", "ttft", "startup"]
@@ -127,6 +135,84 @@ def _cgroup(a: Account) -> Finding | None:
     return None
 
 
+def _cpu_allowance(a: Account) -> Finding | None:
+    """The CPUs the serving processes may run on (their affinity: taskset, a container's cpuset, a CPU manager's
+    exclusive cores; Cpus_allowed_list in /proc/PID/status, proc(5)) used up: a utilization of the allowed set, not
+    of the host, so a host with idle cores still starves the engine. Every serving process sharing one allowed set
+    counts against it."""
+    h = a.acct.host_account
+    groups: dict[str, list[ProcessAccount]] = {}
+    for p in a.acct.processes:
+        if p.cpus_allowed and p.cpus_allowed_count:
+            groups.setdefault(p.cpus_allowed, []).append(p)
+    for allowed, procs in groups.items():
+        n = procs[0].cpus_allowed_count or 0
+        if h.cpus_online and n >= h.cpus_online:
+            continue
+        used = sum(p.cpu_pct for p in procs) / 100.0
+        if used < ALLOWED_SATURATED * n:
+            continue
+        threads = [t for p in procs for t in p.threads]
+        runnable = sum(1 for t in threads if t.state == "R")
+        ivcs = sum(t.involuntary_ctxt_per_s for t in threads)
+        busiest = max(threads, key=lambda t: t.cpu_pct, default=None)
+        names = ", ".join(f"{p.name} ({p.pid}) {p.cpu_pct:.0f} %" for p in procs[:6])
+        host = f" of the host's {h.cpus_online}" if h.cpus_online else ""
+        cg = next((p.cgroup for p in procs if p.cgroup and p.cgroup.cpuset), None)
+        via = f"; the cgroup's cpuset.cpus.effective is {cg.cpuset!r}" if cg and cg.cpuset else ""
+        share = (f"; {runnable} of their {len(threads)} sampled threads were runnable (R) and they were preempted "
+                 f"{ivcs:.0f} times/s (involuntary context switches)" if threads else "")
+        top = (f" No single thread is at a full core (the busiest, {busiest.comm}, at {busiest.cpu_pct:.0f} %): they "
+               "take turns on the same CPUs." if busiest and busiest.cpu_pct < THREAD_SATURATED_PCT and n <= 2 else "")
+        pl = "CPU" if n == 1 else "CPUs"
+        claim = (f"The serving processes may run on only {n} {pl}{host} (Cpus_allowed_list {allowed!r}{via}) and "
+                 f"used {used:.2f} {pl} of them over the window ({names}){share}.{top} The engine's host work "
+                 "(API server, scheduler, tokenizer, kernel launches) queues for these CPUs while the GPU waits, "
+                 "however idle the rest of the host is [https://man7.org/linux/man-pages/man5/proc.5.html].")
+        return Finding(
+            id="account-cpu-allowance", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
+            title=f"The engine is confined to {n} {pl} and uses all of it ({used:.2f} of {n})",
+            claim=claim, short=(f"the serving processes may run on only {n} {pl}{host} ({allowed}) and used "
+                                f"{used:.2f} of them."),
+            symptoms=HOST_SYMPTOMS, numbers=[
+                _num("CPUs the serving processes may run on", n, "CPUs", a.ev, f"Cpus_allowed_list {allowed}"),
+                _num("CPU used by the serving processes", used, "CPUs", a.ev, peak=float(n))],
+            recommendations=["Widen the CPUs the engine may run on: the container's cpuset (docker --cpuset-cpus, "
+                             "Kubernetes' static CPU manager gives exactly the integer CPUs requested), `taskset -c` / "
+                             "numactl --physcpubind on the launch command, or a launcher's binding; give it at least "
+                             "one core for the API server, one for the engine core and one per GPU worker, on the "
+                             "GPUs' NUMA node (`nvidia-smi topo -m`'s CPU Affinity column). Check with `taskset -pc "
+                             "<pid>`."])
+    return None
+
+
+def _clock(threads: list[ThreadAccount], who: str = "it") -> tuple[str, list[str]]:
+    """A sentence and a recommendation when the busy threads' CPUs run well below their maximum clock (cpufreq
+    scaling_cur_freq against cpuinfo_max_freq, Documentation/admin-guide/pm/cpufreq.rst): a saturated thread on a
+    clocked-down core does that much less work per second. ('', []) when the clock is near its maximum or unread."""
+    slow = [t for t in threads if t.cur_mhz and t.max_mhz and t.cur_mhz <= CLOCK_LOW * t.max_mhz]
+    if not slow:
+        return "", []
+    t = min(slow, key=lambda x: (x.cur_mhz or 0) / (x.max_mhz or 1))
+    gov = f", governor {t.governor}" if t.governor else ""
+    return (f" The CPU {who} ran on (CPU {t.last_cpu}) was clocked at {t.cur_mhz} of its {t.max_mhz} MHz"
+            f"{gov}: a core-bound thread there does {(t.cur_mhz or 0) / (t.max_mhz or 1):.0%} of the work per second "
+            "it could [https://docs.kernel.org/admin-guide/pm/cpufreq.html]."), [
+        "Run the host's CPUs at full clock: the `performance` cpufreq governor (`cpupower frequency-set -g "
+        "performance`, or a tuned profile such as latency-performance), and a BIOS power profile that does not "
+        "cap the clock or park cores in deep C-states; check with `grep MHz /proc/cpuinfo` under load."]
+
+
+def _clock_clause(a: Account, threads: list[ThreadAccount], who: str = "it") -> tuple[str, list[str]]:
+    """The busy threads' measured core clock where it was read (`_clock`), else what the governor implies
+    (`_slow_clock`); ('', []) when neither says the core ran slow."""
+    claim, recs = _clock(threads, who)
+    if claim:
+        return claim, recs
+    claim, rec = _slow_clock(a)
+    return claim, [rec] if rec else []
+
+
 def _is_python(p: ProcessAccount) -> bool:
     """A Python process (py-spy can read its stacks): the interpreter, or a Python engine's renamed processes."""
     names = " ".join(x for x in (p.argv0, p.comm) if x).lower()
@@ -175,7 +261,7 @@ def _thread(a: Account) -> Finding | None:
                  f"({cores:.1f} cores together): the process computes on the host's CPUs with a thread pool, so part "
                  "of the model's work runs on the CPU (layers not offloaded to the GPU, CPU offload of weights, or a "
                  "CPU compute backend) and each step waits for the CPU's share.")
-        clock, clock_rec = _slow_clock(a)
+        clock, clock_recs = _clock_clause(a, hot, "the slowest of them")
         claim += clock
         how = (f"`py-spy top --pid {p.pid} --native`" if _is_python(p) else f"`perf top -p {p.pid}`")
         return Finding(
@@ -189,14 +275,14 @@ def _thread(a: Account) -> Finding | None:
             recommendations=[f"See what the pool computes ({how}); check how much of the model the engine put on the "
                              "GPU (llama.cpp/Ollama: 'offloaded N/M layers to GPU' in the load log and `ollama ps`'s "
                              "PROCESSOR column; vLLM: --cpu-offload-gb) and put all of it there: a smaller "
-                             "quantization, a shorter context, or more GPU memory."] + ([clock_rec] if clock_rec else []))
+                             "quantization, a shorter context, or more GPU memory."] + clock_recs)
     others = [x.cpu_pct for x in p.threads if x is not t]
     rest = f"; the next busiest thread ran at {max(others):.0f} %" if others else ""
     role = _role(p)
     claim = (f"Thread {t.comm!r} (tid {t.tid}, state {t.state}) of the serving process {p.name} ({p.pid}) ran at "
              f"{t.cpu_pct:.0f} % of one core over the window{rest}: {role} runs flat out on one core, and the GPU "
              "waits for it.")
-    clock, clock_rec = _slow_clock(a)
+    clock, clock_recs = _clock_clause(a, [t])
     claim += clock
     look = (f"`py-spy dump --pid {p.pid}` (or `py-spy top --pid {p.pid}`)" if _is_python(p) else
             f"`perf top -t {t.tid}`")
@@ -212,7 +298,7 @@ def _thread(a: Account) -> Finding | None:
                              "faster backend such as xgrammar), logprobs, n > 1; or more engine replicas (data "
                              "parallel) so each core drives fewer requests" if role.startswith("the engine core") else
                              "more API-server or tokenizer processes, a fast tokenizer, detokenization off the "
-                             "scheduler") + ")."] + ([clock_rec] if clock_rec else []))
+                             "scheduler") + ")."] + clock_recs)
 
 
 def _memory(a: Account) -> Finding | None:
@@ -334,7 +420,8 @@ def _filesystem(a: Account) -> Finding | None:
         if not (rate >= FS_READ_BPS or p.majflt_per_s >= 50 or dstate or (io_pct or 0) >= PSI_PCT):
             continue
         f = remote[0]
-        kind = "FUSE" if f.fuse else f.fstype.upper()
+        shared = f.fstype.split(".")[0] in GUEST_SHARES
+        kind = "FUSE" if f.fuse else (f"a {f.fstype} share from the VM's host" if shared else f.fstype.upper())
         parts = [f"it read {_mb(rate)}"]
         if p.majflt_per_s:
             parts.append(f"{p.majflt_per_s:.0f} major page faults/s (pages of the mapped weights fetched on touch)")
@@ -343,8 +430,11 @@ def _filesystem(a: Account) -> Finding | None:
         if io_pct is not None:
             parts.append(f"I/O stalls {io_pct:.0f} % of the window (PSI some)")
         claim = (f"The model files of {p.name} ({p.pid}) live on {kind} ({f.fstype} {f.source} mounted at "
-                 f"{f.mount_point}, e.g. {f.path}); over the window " + ", ".join(parts) + ". Loading or paging "
-                 "weights over the network is what the GPU waits for.")
+                 f"{f.mount_point}, e.g. {f.path}); over the window " + ", ".join(parts) + ". " + (
+                     "Each read and page fault crosses from the virtual machine to its host (WSL2 mounts the "
+                     "Windows drives over 9p; a VM's shared folder over 9p or virtiofs), far slower than a local "
+                     "disk, and loading or paging the weights through it is what the GPU waits for." if shared else
+                     "Loading or paging weights over the network is what the GPU waits for."))
         return Finding(
             id="account-filesystem", category="workload", confidence=0.8, evidence=[a.ev], bound="latency",
             title=f"The weights are read from {kind} ({f.source}) at {_mb(rate)}", claim=claim,
@@ -354,7 +444,10 @@ def _filesystem(a: Account) -> Finding | None:
                      _num("major page faults", p.majflt_per_s, "/s", a.ev)],
             recommendations=[f"Copy the model to local NVMe (or tmpfs) and serve it from there instead of "
                              f"{f.fstype} {f.source}; for safetensors on network storage, load without mmap (vLLM "
-                             "--load-format with a local copy, or prefetch the files into the page cache)."])
+                             "--load-format with a local copy, or prefetch the files into the page cache)."] + (
+                                 ["Inside the VM, keep the model on its own filesystem (on WSL2, under the Linux "
+                                  "home such as ~/models, not /mnt/c): its virtual disk is read at disk speed."]
+                                 if shared else []))
     return None
 
 
@@ -415,12 +508,24 @@ def _nic(a: Account) -> Finding | None:
             way = ("received" if inbound else "sent")
             claim = (f"NIC {n.name} {way} {_mb(rate)} ({use:.0f} % of its {n.speed_mbit:g} Mb/s line rate) over the "
                      "window: the network is saturated.")
-            if inbound:
+            both = min(n.rx_bytes_per_s, n.tx_bytes_per_s) >= EXCHANGE_SHARE * rate
+            if both:
+                # as much sent as received: an exchange with peers (a collective's ring or tree sends and receives
+                # alike), not a download or a client
+                claim += (f" It sent {_mb(n.tx_bytes_per_s)} and received {_mb(n.rx_bytes_per_s)}: as much out as in "
+                          "is an exchange with peers, the collectives of a model split across hosts (tensor or "
+                          "pipeline parallel over this link, or KV-cache transfer), and each step waits for it.")
+            elif inbound:
                 claim += (" The host is receiving at line rate: a model download, weights read from network "
                           "storage, or peers' traffic (KV or activations) arriving.")
             recs = ["Find what fills the link (`iftop`, `sar -n DEV 1`); keep KV transfer, model downloads and "
                     "client traffic on separate links."]
-            if inbound:
+            if both:
+                recs.insert(0, "Keep the traffic of each step inside a host: tensor parallelism within a node's GPUs "
+                               "(NVLink/PCIe) and only pipeline stages across hosts, or a faster inter-host fabric "
+                               "(RDMA: InfiniBand or RoCE, which NCCL uses instead of its socket transport); "
+                               "`NCCL_DEBUG=INFO` prints which transport it chose (NET/IB or NET/Socket).")
+            elif inbound:
                 recs.append("If it is the model download at start-up, fetch the weights once onto persistent local "
                             "storage (a model cache volume for HF_HOME, or `huggingface-cli download` ahead of the "
                             "start) so a restart does not download them again over this link.")
@@ -466,7 +571,8 @@ def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
 # --- the findings and the bound ------------------------------------------------------------------------------------
 
 
-SATURATION = (_cgroup, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic, _turns)
+SATURATION = (_cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic,
+              _turns)
 """In the order the account follows them when several fire: the cause before its symptom (a throttled cgroup
 makes its threads look saturated; swapping and network filesystems make the CPU wait)."""
 
@@ -603,9 +709,9 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     idle = by_id.get("account-gpu-idle")
     if idle is None:
         return None
-    order = ("account-cgroup-throttled", "account-memory-swap", "account-memory-limit", "account-filesystem",
-             "account-model-reload", "account-cpu-thread", "account-host-cpu", "account-io", "account-nic",
-             "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue", "account-client-limited",
+    order = ("account-cgroup-throttled", "account-cpu-allowance", "account-memory-swap", "account-memory-limit",
+             "account-filesystem", "account-model-reload", "account-cpu-thread", "account-host-cpu", "account-io",
+             "account-nic", "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue", "account-client-limited",
              "account-low-concurrency", "account-no-load", "account-flat-throughput", "account-nothing-saturated")
     setter = next((by_id[i] for i in order if i in by_id), None)
     if setter is None:

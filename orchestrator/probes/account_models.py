@@ -133,6 +133,12 @@ class ThreadAccount(BaseModel):
     voluntary_ctxt_per_s: float = 0
     involuntary_ctxt_per_s: float = 0
     majflt_per_s: float = 0
+    last_cpu: int | None = None
+    """The CPU it last ran on (/proc/PID/task/TID/stat field 39), read for busy threads."""
+    cur_mhz: int | None = None
+    """That CPU's clock at the end of the window and its maximum (cpufreq scaling_cur_freq, cpuinfo_max_freq)."""
+    max_mhz: int | None = None
+    governor: str | None = None
 
 
 class FileMount(BaseModel):
@@ -166,6 +172,9 @@ class ProcessAccount(BaseModel):
     cgroup: CgroupAccount | None = None
     files: list[FileMount] = Field(default_factory=list)
     """The mounts behind the model files it maps or holds open (and its --model path)."""
+    cpus_allowed: str | None = None
+    """The CPUs it may run on (Cpus_allowed_list of /proc/PID/status: taskset, a cpuset, a CPU manager)."""
+    cpus_allowed_count: int | None = None
 
     @property
     def name(self) -> str:

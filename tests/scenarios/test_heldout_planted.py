@@ -35,6 +35,40 @@ def quiet_host(case: dict[str, Any]) -> dict[str, Any]:
         mem["available_gib"] = mem["total_gib"] / 2
     if acct.get("loadavg"):
         acct["loadavg"] = [1.0, 1.0, 1.0]
+    for p in acct.get("processes") or []:  # every CPU of the host allowed (no taskset, no one-CPU cpuset)
+        p.pop("cpus_allowed", None)
+    if acct.get("cgroup"):
+        acct["cgroup"].pop("cpuset", None)
+    return case
+
+
+def _confined(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's headroom taken away: its serving processes confined to one CPU and its GPUs waiting."""
+    case = copy.deepcopy(case)
+    acct = case["stage"]["account"]
+    for p in acct["processes"]:
+        p["cpus_allowed"] = "0"
+    for g in acct["gpus"]:
+        g["busy"] = [30]
+    return case
+
+
+def _clocked_down(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's full clock taken away: the busy threads' CPUs at a third of their maximum."""
+    case = copy.deepcopy(case)
+    freq = case["stage"]["account"]["cpufreq"]
+    freq["cur_mhz"] = freq["max_mhz"] // 3
+    return case
+
+
+def _exchanging(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's quiet link taken away: every NIC at line rate both ways and the GPUs waiting."""
+    case = copy.deepcopy(case)
+    acct = case["stage"]["account"]
+    for nic in acct["nics"].values():
+        nic.update(rx_mbit=nic["speed"] * 0.95, tx_mbit=nic["speed"] * 0.95)
+    for g in acct["gpus"]:
+        g["busy"] = [30]
     return case
 
 
@@ -81,6 +115,9 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "long-prompt-prefill-at-compute-floor-l40s": _ttft(60_000.0),  # 7.9 s -> 60 s for one 16K prompt
     "request-rate-inf-ttft-is-queueing": _ttft(21296.25, rate=8.0),  # the same TTFT, but not a burst
     "ttft-grows-with-concurrent-prefills-h100": _ttft(20_000.0),  # 1.4 s -> 20 s: far beyond 16 prompts' prefill
+    "host-cpuset-eight-cores-busy-gpu-twin": _confined,            # 8 CPUs with headroom -> 1 CPU, GPU waiting
+    "net-two-nodes-rdma-ethernet-quiet-twin": _exchanging,
+    "host-cpu-full-clock-koboldcpp-twin": _clocked_down,           # 3500 of 3600 MHz -> 1200         # eth0 quiet -> at line rate both ways
 }
 
 

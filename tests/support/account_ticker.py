@@ -38,8 +38,13 @@ def write_static(root: Path, spec: dict[str, Any]) -> None:
     """Files that do not move: identities, limits, mounts, maps, the governor, NIC speeds."""
     proc = root / "proc"
     cpus = int(_g(spec, "cpus", 32))
-    if spec.get("governor"):
-        _write(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", spec["governor"] + "\n")
+    freq = spec.get("cpufreq")  # {cur_mhz, max_mhz}: every CPU's cpufreq clock (cpufreq.rst, in kHz)
+    for c in range(cpus if freq else 1 if spec.get("governor") else 0):
+        d = root / f"sys/devices/system/cpu/cpu{c}/cpufreq"
+        _write(d / "scaling_governor", str(spec.get("governor") or "performance") + "\n")
+        if freq:
+            _write(d / "scaling_cur_freq", f"{int(freq['cur_mhz']) * 1000}\n")
+            _write(d / "cpuinfo_max_freq", f"{int(freq['max_mhz']) * 1000}\n")
     for name, nic in (spec.get("nics") or {}).items():
         if nic.get("speed"):
             _write(root / f"sys/class/net/{name}/speed", f"{int(nic['speed'])}\n")
@@ -97,11 +102,12 @@ def _stat_line(pid: int, comm: str, state: str, ticks: int, majflt: int, ppid: i
     return f"{pid} ({comm}) " + " ".join(str(x) for x in rest) + "\n"
 
 
-def _status(name: str, pid: int, state: str, vcs: int, ivcs: int, rss_kb: int | None = None) -> str:
+def _status(name: str, pid: int, state: str, vcs: int, ivcs: int, rss_kb: int | None = None,
+            allowed: str = "0-31") -> str:
     names = {"R": "R (running)", "S": "S (sleeping)", "D": "D (disk sleep)"}
     rss = f"VmRSS:\t{rss_kb:>8} kB\n" if rss_kb is not None else ""
     return (f"Name:\t{name}\nUmask:\t0022\nState:\t{names.get(state, state)}\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t1\n"
-            f"{rss}Threads:\t1\nCpus_allowed_list:\t0-31\nvoluntary_ctxt_switches:\t{vcs}\n"
+            f"{rss}Threads:\t1\nCpus_allowed_list:\t{allowed}\nvoluntary_ctxt_switches:\t{vcs}\n"
             f"nonvoluntary_ctxt_switches:\t{ivcs}\n")
 
 
@@ -178,12 +184,13 @@ def tick(root: Path, spec: dict[str, Any], t: float, proc: Path | None = None) -
             td = d / "task" / str(tid)
             _write(td / "stat", _stat_line(tid, th.get("comm", "python3"), state, ticks, majflt))
             _write(td / "status", _status(th.get("comm", "python3"), tid, state, int(float(_g(th, "vcs", 5)) * t),
-                                          int(float(_g(th, "ivcs", 1)) * t)))
+                                          int(float(_g(th, "ivcs", 1)) * t), str(p.get("cpus_allowed", f"0-{cpus - 1}"))))
         main = threads[0]
         all_ticks = sum(int(float(_g(th, "cpu")) * CLK * t) for th in threads)
         _write(d / "stat", _stat_line(pid, p.get("comm", "python3"), main.get("state", "S"), all_ticks, majflt_total))
         rss_kb = int(float(p["rss_gib"]) * 2**20) if p.get("rss_gib") is not None else None
-        _write(d / "status", _status(p.get("comm", "python3"), pid, main.get("state", "S"), 10, 1, rss_kb))
+        _write(d / "status", _status(p.get("comm", "python3"), pid, main.get("state", "S"), 10, 1, rss_kb,
+                                     str(p.get("cpus_allowed", f"0-{cpus - 1}"))))
         rb, rc = float(_g(p, "read_mbit")) * 1e6 * t, float(_g(p, "rchar_mbit", _g(p, "read_mbit"))) * 1e6 * t
         _write(d / "io", f"rchar: {int(rc)}\nwchar: 1000\nsyscr: {int(rc) // 65536}\nsyscw: 10\n"
                f"read_bytes: {int(rb)}\nwrite_bytes: 0\ncancelled_write_bytes: 0\n")

@@ -21,6 +21,7 @@ fake nvidia-smi.
       pressure: {cpu: 0, memory: 0, io: 0}     # `some` share of time, percent (full = half of it)
       nics: {eth0: {rx_mbit: 100, tx_mbit: 50, speed: 25000}}
       governor: performance
+      cpufreq: {cur_mhz: 1400, max_mhz: 3600}  # every CPU's scaling_cur_freq / cpuinfo_max_freq
       gpus: [{busy: [20, 25, 30], mem_util: 10, memory_used_mib: 70000, memory_total_mib: 81559, power_w: 150}]
       cgroup: {version: 2, path: /kubepods/pod1/c1, quota_cores: 4, throttled: 0.6, used_cores: 3.9,
                memory_max_gib: 64, memory_gib: 40, memory_events: {oom_kill: 0}, pressure: {cpu: 40}}
@@ -34,6 +35,7 @@ fake nvidia-smi.
           rchar_mbit: 0
           files: [/mnt/models/x/model-00001-of-00004.safetensors]   # mapped (maps)
           mounts: [[/mnt/models, nfs4, "10.0.0.5:/export/models"]]  # extra mountinfo lines
+          cpus_allowed: "0-31"                 # Cpus_allowed_list (affinity); default all CPUs
 """
 
 from __future__ import annotations

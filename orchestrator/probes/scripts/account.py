@@ -143,7 +143,11 @@ def host_account(out, a, b, window):
     ta, n_cpus = cpu_times(a["stat"])
     tb, _ = cpu_times(b["stat"])
     h["cpus_online"] = n_cpus or None
-    if ta and tb:
+    if ta and tb and sum(tb) <= sum(ta):
+        # the clock did not advance between the readings (a stale or replaced /proc/stat): no share can be computed,
+        # and a zero total must not read as "100 % busy"
+        gap(out, "/proc/stat", "the CPU counters did not advance over the window")
+    elif ta and tb:
         d = [y - x for x, y in zip(ta, tb)]
         total = float(sum(d)) or 1.0
         idle = d[3] + d[4]
@@ -292,7 +296,8 @@ def task_snapshot(proc, pid):
             continue
         try:
             tasks[int(tid)] = (comm, f[0], int(f[11]) + int(f[12]), int(st.get("voluntary_ctxt_switches", 0)),
-                               int(st.get("nonvoluntary_ctxt_switches", 0)), int(f[9]))
+                               int(st.get("nonvoluntary_ctxt_switches", 0)), int(f[9]),
+                               int(f[36]) if len(f) > 36 else None)  # field 39 `processor`: CPU last run on
         except (ValueError, IndexError):
             continue
     return tasks
@@ -447,6 +452,44 @@ def mount_for(mounts, path):
     return best
 
 
+def cpu_list_count(text):
+    """How many CPUs a list such as "0-3,8,10-11" names (the kernel's cpulist format: Cpus_allowed_list in
+    /proc/PID/status, proc(5); cpuset.cpus.effective, cgroup-v2.rst); None when it does not parse."""
+    n = 0
+    try:
+        for part in text.strip().split(","):
+            if not part:
+                continue
+            lo, _, hi = part.partition("-")
+            n += (int(hi) - int(lo) + 1) if hi else 1
+    except ValueError:
+        return None
+    return n or None
+
+
+def cpu_clock(cpu):
+    """The clock of the CPU a busy thread last ran on: cpufreq's scaling_cur_freq and cpuinfo_max_freq (kHz) and its
+    governor (Documentation/admin-guide/pm/cpufreq.rst); {} where cpufreq is not exposed (many VMs)."""
+    base = hp("/sys/devices/system/cpu/cpu%d/cpufreq/" % cpu)
+    out = {"last_cpu": cpu}
+    try:
+        out["cur_mhz"] = int(read(base + "scaling_cur_freq").strip()) // 1000
+        out["max_mhz"] = int(read(base + "cpuinfo_max_freq").strip()) // 1000
+        out["governor"] = read(base + "scaling_governor").strip()[:32]
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def cpus_allowed(proc, pid):
+    """The process's CPU affinity (taskset, sched_setaffinity, a cpuset): Cpus_allowed_list of /proc/PID/status."""
+    try:
+        v = kv_lines(read("%s/%d/status" % (proc, pid))).get("Cpus_allowed_list")
+    except OSError:
+        return None
+    return v.strip() if v else None
+
+
 def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
     argv = argv_of(proc, pid) or []
     p = {"pid": pid, "kind": kind, "argv0": os.path.basename(argv[0]) if argv else None,
@@ -463,7 +506,7 @@ def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
     ta, tb = a.get("tasks") or {}, b.get("tasks") or {}
     total_cpu = 0.0
     rows = []
-    for tid, (comm, state, ticks, vol, invol, majflt) in tb.items():
+    for tid, (comm, state, ticks, vol, invol, majflt, last_cpu) in tb.items():
         p["states"][state] = p["states"].get(state, 0) + 1
         prev = ta.get(tid)
         if prev is None:
@@ -475,6 +518,8 @@ def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
                      "voluntary_ctxt_per_s": round((vol - prev[3]) / window, 1),
                      "involuntary_ctxt_per_s": round((invol - prev[4]) / window, 1),
                      "majflt_per_s": round((majflt - prev[5]) / window, 1)})
+        if cpu >= 0.5 and last_cpu is not None:
+            rows[-1].update(cpu_clock(last_cpu))
     p["threads_total"] = len(tb)
     rows.sort(key=lambda r: -r["cpu_pct"])
     p["threads"] = rows[:max_threads]
@@ -485,6 +530,10 @@ def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
         p["read_bytes_per_s"] = round((ib.get("read_bytes", 0) - ia.get("read_bytes", 0)) / window)
         p["rchar_per_s"] = round((ib.get("rchar", 0) - ia.get("rchar", 0)) / window)
     p["io_readable"] = bool(ib)
+    allowed = cpus_allowed(proc, pid)
+    if allowed:
+        p["cpus_allowed"] = allowed[:200]
+        p["cpus_allowed_count"] = cpu_list_count(allowed)
     return p
 
 

@@ -122,3 +122,15 @@ async def test_a_named_host_dir_that_is_a_credential_path_is_refused(tmp_path, s
         await host.aclose()
     assert not got.copied and len(got.errors) == 2
     assert "credentials" in got.errors[0] and "not an absolute path" in got.errors[1]
+
+
+def test_a_relative_host_trace_path_is_one_line_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    proc = subprocess.run([sys.executable, "-m", "orchestrator.cli", "why?", "--offline", "--trace", "host:traces/x"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "must be absolute" in lines[0] and "Traceback" not in proc.stderr

@@ -93,6 +93,12 @@ class TraceAnalysis(Tool):
         with tempfile.TemporaryDirectory(prefix="investigate-traces-") as tmp:
             found = await _from_host(paths, ctx, Path(tmp)) if any(p.startswith(HOST_PREFIX) for p in paths) else None
             local = [p for p in paths if not p.startswith(HOST_PREFIX)] + (found.copied if found else [])
+            base_found = None
+            if any(p.startswith(HOST_PREFIX) for p in baseline):
+                base_found = await _from_host(baseline, ctx, Path(tmp) / "baseline")
+                baseline = [p for p in baseline if not p.startswith(HOST_PREFIX)] + base_found.copied
+                if not baseline:
+                    raise ToolFailure("no baseline trace found on the host: " + base_found.summary())
             if not local:
                 raise ToolFailure("no trace found on the host: " + (found.summary() if found else "")
                                   + "\nstart the engine with its torch profiler directory set and call /start_profile "
@@ -102,12 +108,15 @@ class TraceAnalysis(Tool):
                                                         abandon_on_cancel=True)
             except (TraceInputError, TraceFormatError, NsysFormatError) as e:
                 raise ToolFailure(str(e)) from None
-        if found is not None:
-            where = {t.local: f"{found.host}:{t.path}" for t in found.traces if t.local}
-            for a in report.ranks:
+        where = {t.local: f"{f.host}:{t.path}" for f in (found, base_found) if f for t in f.traces if t.local}
+        if where:  # cite the host's files, not the copies (removed by now)
+            for a in [*report.ranks, *report.baseline]:
                 a.source = where.get(a.source, a.source)
             report.files = [where.get(f, f) for f in report.files]
-            report.notes.append(found.summary())
+            if report.diff is not None:
+                report.diff.baseline = where.get(report.diff.baseline, report.diff.baseline)
+                report.diff.current = where.get(report.diff.current, report.diff.current)
+        report.notes += [f.summary() for f in (found, base_found) if f]
         place_on_roofline(report)
         for a in report.ranks:
             a.steps = a.steps[:MAX_STEP_ROWS]

@@ -55,14 +55,15 @@ async def test_vllm_profiler_dir_trace_is_found_copied_and_read(tmp_path, engine
     staged = stage_host(tmp_path, variant="h200")
     prof = staged.root / "vllm_profile"
     # vLLM's worker traces: {worker_name}.{time_ns}.pt.trace.json.gz (torch.profiler.tensorboard_trace_handler)
-    _put(prof, "dp0_pp0_tp0_rank0.1764600000000000000.pt.trace.json.gz", "decode_eager_sync.json.gz", 3600)
+    older = _put(prof, "dp0_pp0_tp0_rank0.1764600000000000000.pt.trace.json.gz", "decode_eager_sync.json.gz", 3600)
     newest = _put(prof, "dp0_pp0_tp0_rank0.1764603600000000000.pt.trace.json.gz", "decode_eager_sleep.json.gz", 60)
     (prof / "notes.txt").write_text("not a trace\n")
     engines(staged, [{"command": "vllm serve meta-llama/Llama-3.1-8B-Instruct --enforce-eager",
                       "env": {"VLLM_TORCH_PROFILER_DIR": str(prof)}}])
     sshd = sshd_factory(env=staged.env)
     result = await investigate("why is inter-token latency high?", host=sshd.alias, ssh_config=str(sshd.ssh_config),
-                               offline=True, traces=["host:"], transcript=tmp_path / "run.jsonl",
+                               offline=True, traces=["host:"], baseline_traces=[f"host:{older}"],
+                               transcript=tmp_path / "run.jsonl",
                                settings=Settings(power_sample_s=0.5))
     assert result.status == "ok", result.error
     recorded = [e for e in result.events if isinstance(e, ToolResult) and e.tool == "trace_analysis"]
@@ -72,6 +73,8 @@ async def test_vllm_profiler_dir_trace_is_found_copied_and_read(tmp_path, engine
     acc = rep.ranks[0]
     assert acc.source.endswith(":" + str(newest))  # the host's file is cited, not the local copy
     assert acc.idle_owners[0].name == "planted_host_sleep"  # the newest trace was read (the older one has no sleep)
+    assert rep.diff is not None and rep.diff.baseline.endswith(":" + str(older))  # the older one as the baseline
+    assert rep.diff.current.endswith(":" + str(newest))
     note = "\n".join(rep.notes)
     assert "VLLM_TORCH_PROFILER_DIR of pid" in note and "an older trace of rank 0" in note
     assert "notes.txt" not in note

@@ -118,6 +118,40 @@ def profile(src: Path) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(10)
 
 
+def profile_memory(src: Path) -> None:
+    """Where the memory goes: the columns the reader keeps (bytes per structure), then the account's traced peak
+    (tracemalloc, started after reading: tracing the reader's millions of short-lived dicts takes hours)."""
+    import resource
+    import tracemalloc
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from orchestrator.traces.account import account_rank
+    from orchestrator.traces.kineto import read_kineto
+
+    t = time.perf_counter()
+    cols = read_kineto(src)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"read: {time.perf_counter() - t:.0f} s, peak RSS {rss:.0f} MB; {cols.n_gpu} GPU activities, "
+          f"{cols.n_runtime} runtime calls, {len(cols.annotations)} host ranges, {cols.n_shapes} GEMM shapes")
+    total = 0
+    for k, v in vars(cols).items():
+        size = sys.getsizeof(v) + (sum(sys.getsizeof(x) for x in v) if isinstance(v, list) else 0)
+        total += size
+        if size > 1e5:
+            print(f"  {k:14}{size / 1e6:8.1f} MB")
+    print(f"  {'columns':14}{total / 1e6:8.1f} MB ({total / max(1, cols.n_gpu + cols.n_runtime):.0f} B per activity "
+          "or runtime call)")
+    tracemalloc.start(1)
+    for whole in (True, False):
+        tracemalloc.reset_peak()
+        t = time.perf_counter()
+        account_rank(cols, whole=whole)
+        _, peak = tracemalloc.get_traced_memory()
+        print(f"account ({'whole trace' if whole else 'steps'}): {time.perf_counter() - t:.0f} s, traced peak "
+              f"{peak / 1e6:.1f} MB ({peak / max(1, cols.n_gpu):.0f} B per GPU activity)")
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace", required=True)
@@ -126,9 +160,13 @@ def main() -> None:
     ap.add_argument("--skip-hta-big", action="store_true", help="large trace: our reader only (e.g. a 5 GB trace)")
     ap.add_argument("--hta-timeout", type=float, default=3600.0, help="give HTA this long on the large trace")
     ap.add_argument("--profile", action="store_true", help="only: where the reader's time goes (cProfile)")
+    ap.add_argument("--profile-memory", action="store_true", help="only: where the memory goes (columns, tracemalloc)")
     a = ap.parse_args()
     if a.profile:
         profile(Path(a.trace))
+        return
+    if a.profile_memory:
+        profile_memory(Path(a.trace))
         return
     tmp = Path(tempfile.mkdtemp(prefix="tracebench-"))
     real = tmp / "real"

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import Iterable
 from statistics import median
 
 from orchestrator.traces import intervals as iv
@@ -89,6 +90,45 @@ def gemm_shape(op: str, dims: list, types: list[str]) -> tuple[int, int, int, in
         return None
 
 
+_HOST, _SHORT, _OTHER = 0, 1, 2
+_CAUSES = ("host_bound", "short_gap", "other")
+
+
+class _StreamStep:
+    """One stream's share of one steady step, fed its activities in start order: the union of its busy time and
+    its gaps by cause (HTA's idle breakdown is per stream), added to the stream's totals when the step closes."""
+
+    __slots__ = ("tot", "busy", "count", "prev_end")
+
+    def __init__(self, tot: list[float]) -> None:
+        self.tot = tot  # [busy, activities, idle host-bound, idle short gaps, idle other]
+        self.busy = iv.Merger()
+        self.count = 0
+        self.prev_end = float("nan")
+
+    def add(self, ts: float, end: float, ws: float, we: float, launch_ts: float, short_gap_us: float) -> None:
+        self.busy.add(ts if ts > ws else ws, end if end < we else we)
+        self.count += 1
+        prev = self.prev_end
+        if prev == prev:
+            if ts > prev:
+                gap = ts - prev
+                if launch_ts == launch_ts and launch_ts > prev:
+                    self.tot[2] += gap
+                elif gap <= short_gap_us:
+                    self.tot[3] += gap
+                else:
+                    self.tot[4] += gap
+            if end > prev:
+                self.prev_end = end
+        else:
+            self.prev_end = end
+
+    def close(self) -> None:
+        self.tot[0] += iv.measure_flat(self.busy.done())
+        self.tot[1] += self.count
+
+
 def _cls_of(cols: RankColumns, gi: int, cache: dict[int, str]) -> str:
     kind = cols.g_kind[gi]
     if kind == KIND_MEMCPY:
@@ -108,9 +148,11 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
     lim = limits or AccountLimits()
     n = cols.n_gpu
     g_ts, g_end = cols.g_ts, cols.g_end
-    order = list(range(n))
+    # activities in start order, as one compact column (sorted only when the trace is not already in order)
     if any(g_ts[i] > g_ts[i + 1] for i in range(n - 1)):
-        order.sort(key=g_ts.__getitem__)
+        order = array("q", sorted(range(n), key=g_ts.__getitem__))
+    else:
+        order = array("q", range(n))
     starts = array("d", (g_ts[gi] for gi in order))
     launch_idx, launch_ts = launch_times(cols)
     found = find_steps(cols, order, launch_ts, whole=whole)
@@ -141,47 +183,65 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
     kernel_durs: dict[int, array] = defaultdict(lambda: array("d"))
     stream_stats: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0, 0.0, 0.0, 0.0])
     launch_delays = array("d")
-    slow_runtime: set[int] = set()
-    launch_calls: set[int] = set()
+    slow_runtime = bytearray(cols.n_runtime)  # flags by runtime-call index: no set of millions of ints
+    launch_calls = bytearray(cols.n_runtime)
     short_kernels = 0
     launched = 0
-    gemm_time: dict[int, float] = defaultdict(float)
+    gemm_time = array("d", bytes(8 * cols.n_shapes))  # per recorded GEMM op (slot of its External id)
+    gemm_seen = bytearray(cols.n_shapes)
+    gemm_order = array("q")  # slots in the order their kernels were first met
     step_durs: list[float] = []
 
     for s in found.steps:
         ws, we = s.gpu_start, s.gpu_end
         lo = bisect_left(starts, ws - max_dur)
         hi = bisect_left(starts, we)
-        members = [gi for gi in order[lo:hi] if g_end[gi] > ws]
-        per_class: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        per_stream: dict[tuple[int, int], list[int]] = defaultdict(list)
+        members = array("q", (gi for gi in order[lo:hi] if g_end[gi] > ws))
+        # unions built as the activities come in start order: per class, and per stream on steady steps
+        per_class: dict[str, iv.Merger] = {}
+        per_stream: dict[tuple[int, int], _StreamStep] = {}
         for gi in members:
-            per_class[_cls_of(cols, gi, cache)].append((max(ws, g_ts[gi]), min(we, g_end[gi])))
-            per_stream[(cols.g_device[gi], cols.g_stream[gi])].append(gi)
-        merged = {c: iv.merge(v) for c, v in per_class.items()}
+            c = _cls_of(cols, gi, cache)
+            m = per_class.get(c)
+            if m is None:
+                m = per_class[c] = iv.Merger()
+            a0, a1 = g_ts[gi], g_end[gi]
+            m.add(a0 if a0 > ws else ws, a1 if a1 < we else we)
+            if s.steady:
+                key = (cols.g_device[gi], cols.g_stream[gi])
+                sst = per_stream.get(key)
+                if sst is None:
+                    sst = per_stream[key] = _StreamStep(stream_stats[key])
+                sst.add(a0, a1, ws, we, launch_ts[gi], lim.short_gap_us)
+        merged = {c: m.done() for c, m in per_class.items()}
+        del per_class
         busy_by: dict[str, float] = {}
-        acc: iv.Intervals = []
+        acc = iv.new()
         for c in PRIORITY:
             if c in merged:
-                busy_by[c] = iv.measure(iv.subtract(merged[c], acc))
-                acc = iv.union(acc, merged[c])
-        compute = iv.merge([x for c in COMPUTE for x in merged.get(c, [])])
-        comm = merged.get(COMM, [])
-        comm_over = iv.measure(iv.intersect(comm, compute))
+                busy_by[c] = iv.measure_flat(iv.subtract_flat(merged[c], acc))
+                acc = iv.union_flat(acc, merged[c])
+        compute = iv.new()
+        for c in sorted(COMPUTE):
+            if c in merged:
+                compute = iv.union_flat(compute, merged[c])
+        comm = merged.get(COMM, iv.new())
+        comm_over = iv.measure_flat(iv.intersect_flat(comm, compute))
+        del merged
         idle_by = {"host_bound": 0.0, "short_gap": 0.0, "other": 0.0}
-        gap_list = iv.gaps(acc, ws, we)
-        cause_of: list[str] = []
-        for g0, g1 in gap_list:
+        gap_list = iv.gaps_flat(acc, ws, we)
+        del acc
+        cause_of = bytearray()
+        for g0, g1 in iv.pairs(gap_list):
             k = bisect_left(starts, g1 - 1e-6)
-            nxt = order[k] if k < len(order) else None
-            lt = launch_ts[nxt] if nxt is not None else float("nan")
+            lt = launch_ts[order[k]] if k < n else float("nan")
             if lt == lt and lt > g0:
-                cause = "host_bound"
+                cause = _HOST
             elif g1 - g0 <= lim.short_gap_us:
-                cause = "short_gap"
+                cause = _SHORT
             else:
-                cause = "other"
-            idle_by[cause] += g1 - g0
+                cause = _OTHER
+            idle_by[_CAUSES[cause]] += g1 - g0
             cause_of.append(cause)
         row = StepRow(index=len(step_rows), label=s.label, start_us=ws, dur_us=we - ws,
                       busy_us={c: round(v, 3) for c, v in busy_by.items()},
@@ -194,13 +254,14 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
             tot_class[c] += v
         for c, v in idle_by.items():
             tot_idle[c] += v
-        tot["comm"] += iv.measure(comm)
+        tot["comm"] += iv.measure_flat(comm)
         tot["comm_over"] += comm_over
-        tot["compute"] += iv.measure(compute)
+        tot["compute"] += iv.measure_flat(compute)
         tot["copy"] += busy_by.get("memcpy", 0.0) + busy_by.get("memset", 0.0)
+        del comm, compute
         # idle inside host ranges of the launching thread (innermost range wins)
-        for (g0, g1), cause in zip(gap_list, cause_of):
-            if cause == "short_gap" or not owners:
+        for (g0, g1), cause in zip(iv.pairs(gap_list), cause_of):
+            if cause == _SHORT or not owners:
                 continue
             j = bisect_left(owner_starts, g1)
             best: tuple[float, float, int] | None = None
@@ -222,32 +283,19 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
                 amount += g1 - a.end
             owner_us[a.name] += amount
             owner_gaps[a.name] += 1
-        # synchronizing calls whose start falls in the step
+        # synchronizing calls whose start falls in the step, and the gaps that start while they run
+        gap_starts = gap_list[0::2]
         j0, j1 = bisect_left(sync_starts, ws), bisect_left(sync_starts, we)
         for ri in sync_idx[j0:j1]:
             st = sync_stats[cols.names[cols.r_name[ri]] + (" (pageable)" if ri in pageable_ri else "")]
             st[0] += 1
             st[1] += cols.r_end[ri] - cols.r_ts[ri]
-            for g0, g1 in gap_list:
-                if cols.r_ts[ri] <= g0 <= cols.r_end[ri] + lim.sync_idle_slack_us:
-                    st[2] += g1 - g0
-        # per stream (HTA's idle breakdown is per stream) and kernels
-        for key, gis in per_stream.items():
-            ss = stream_stats[key]
-            ss[0] += iv.measure(iv.merge((max(ws, g_ts[g]), min(we, g_end[g])) for g in gis))
-            ss[1] += len(gis)
-            prev_end = None
-            for gi in gis:
-                if prev_end is not None and g_ts[gi] > prev_end:
-                    gap = g_ts[gi] - prev_end
-                    lt = launch_ts[gi]
-                    if lt == lt and lt > prev_end:
-                        ss[2] += gap
-                    elif gap <= lim.short_gap_us:
-                        ss[3] += gap
-                    else:
-                        ss[4] += gap
-                prev_end = g_end[gi] if prev_end is None else max(prev_end, g_end[gi])
+            for x in range(bisect_left(gap_starts, cols.r_ts[ri]),
+                           bisect_right(gap_starts, cols.r_end[ri] + lim.sync_idle_slack_us)):
+                st[2] += gap_list[2 * x + 1] - gap_list[2 * x]
+        del gap_list, gap_starts, cause_of
+        for sst in per_stream.values():
+            sst.close()
         for gi in members:
             if g_ts[gi] < ws:
                 continue
@@ -256,16 +304,21 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
             ri = launch_idx[gi]
             if ri >= 0:
                 launched += 1
-                launch_calls.add(ri)
+                launch_calls[ri] = 1
                 rdur = cols.r_end[ri] - cols.r_ts[ri]
                 launch_delays.append(g_ts[gi] - cols.r_end[ri])
                 if rdur > lim.runtime_cutoff_us:
-                    slow_runtime.add(ri)
+                    slow_runtime[ri] = 1
                 if d < rdur:
                     short_kernels += 1
-            ext = cols.g_ext[gi]
-            if ext in cols.gemm_shapes and _cls_of(cols, gi, cache) == "gemm":
-                gemm_time[ext] += d
+            if _cls_of(cols, gi, cache) == "gemm":
+                slot = cols.shape_slot(cols.g_ext[gi])
+                if slot >= 0:
+                    if not gemm_seen[slot]:
+                        gemm_seen[slot] = 1
+                        gemm_order.append(slot)
+                    gemm_time[slot] += d
+        del members
 
     ns = max(1, len(step_durs))
     step_us = sum(step_durs) / ns
@@ -305,14 +358,15 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
                             share_of_step=share(v[1] / ns), idle_after_us_per_step=round(v[2] / ns, 3))
                     for k, v in sync_stats.items()), key=lambda r: -r.host_us_per_step)
     ld = sorted(launch_delays)
-    launch_host = sum(cols.r_end[ri] - cols.r_ts[ri] for ri in launch_calls)
-    launch = LaunchStats(launches=len(launch_calls), launch_delay_p50_us=round(_pct(ld, 0.5), 3),
-                         launch_delay_p99_us=round(_pct(ld, 0.99), 3), runtime_over_50us=len(slow_runtime),
-                         runtime_over_50us_per_step=round(len(slow_runtime) / ns, 3),
+    launch_host = sum(cols.r_end[ri] - cols.r_ts[ri] for ri in range(cols.n_runtime) if launch_calls[ri])
+    n_slow = slow_runtime.count(1)
+    launch = LaunchStats(launches=launch_calls.count(1), launch_delay_p50_us=round(_pct(ld, 0.5), 3),
+                         launch_delay_p99_us=round(_pct(ld, 0.99), 3), runtime_over_50us=n_slow,
+                         runtime_over_50us_per_step=round(n_slow / ns, 3),
                          kernels_shorter_than_launch=short_kernels,
                          kernels_shorter_than_launch_share=round(short_kernels / launched, 4) if launched else 0.0,
                          launch_overhead_us_per_step=round(launch_host / ns, 3))
-    gemms = _gemm_rows(cols, gemm_time, ns)
+    gemms = _gemm_rows(cols, ((slot, gemm_time[slot]) for slot in gemm_order), ns)
     streams = sorted((StreamRow(stream=k[1], device=k[0], busy_us_per_step=round(v[0] / ns, 3),
                                 kernels_per_step=round(v[1] / ns, 3),
                                 idle_host_bound_us_per_step=round(v[2] / ns, 3),
@@ -331,10 +385,10 @@ def account_rank(cols: RankColumns, limits: AccountLimits | None = None, whole: 
         idle_owners=idle_owners, sync_calls=syncs, launch=launch, gemms=gemms, streams=streams)
 
 
-def _gemm_rows(cols: RankColumns, gemm_time: dict[int, float], ns: int) -> list[GemmRow]:
+def _gemm_rows(cols: RankColumns, gemm_time: Iterable[tuple[int, float]], ns: int) -> list[GemmRow]:
     groups: dict[tuple, list[float]] = defaultdict(list)
-    for ext, us in gemm_time.items():
-        op, dims, types = cols.shape(ext)
+    for slot, us in gemm_time:
+        op, dims, types = cols.shape_at(slot)
         shape = gemm_shape(op, dims, types)
         if shape is None or us <= 0:
             continue

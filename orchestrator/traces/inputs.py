@@ -6,6 +6,9 @@ import glob as globmod
 from pathlib import Path
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".db")
+HOST_PREFIX = "host:"
+"""`--trace host:PATH`: a profiler directory (or trace file) on the investigated host; `host:` alone: the serving
+processes' torch-profiler directories. Copied here by the trace tool, then read like a local trace."""
 
 
 class TraceInputError(ValueError):
@@ -64,9 +67,16 @@ def _in_dir(d: Path) -> list[Path]:
 
 
 def expand(paths: list[str]) -> list[tuple[Path, str]]:
-    """(file, format) for each trace named: a file, a directory of per-rank files, or a glob."""
+    """(file, format) for each trace named: a file, a directory of per-rank files, or a glob (`host:` paths are
+    checked for their form only: they are on the host)."""
     out: list[tuple[Path, str]] = []
     for raw in paths:
+        if raw.startswith(HOST_PREFIX):
+            rest = raw[len(HOST_PREFIX):]
+            if rest and not rest.startswith("/"):
+                raise TraceInputError(f"trace {raw}: a path on the host must be absolute (host:/path/to/profiler_dir), "
+                                      "or `host:` alone for the serving processes' profiler directories")
+            continue  # read on the host by the trace tool (probes/host_traces.py), not here
         if any(c in raw for c in "*?["):
             hits = sorted(Path(p) for p in globmod.glob(raw) if Path(p).is_file())
             if not hits:

@@ -84,7 +84,7 @@ def launch_times(cols: RankColumns) -> tuple[array, array]:
     return idx, ts
 
 
-def _marker_steps(cols: RankColumns, order: list[int], launch_ts: array) -> Steps | None:
+def _marker_steps(cols: RankColumns, order: array, launch_ts: array) -> Steps | None:
     for label, pat in STEP_MARKERS:
         marks = sorted({(a.ts, a.end, a.name) for a in cols.annotations if pat.search(a.name)})
         if len(marks) < 2:
@@ -111,21 +111,24 @@ def _marker_steps(cols: RankColumns, order: list[int], launch_ts: array) -> Step
     return None
 
 
-def _periodic_steps(cols: RankColumns, order: list[int]) -> Steps | None:
+def _periodic_steps(cols: RankColumns, order: array) -> Steps | None:
     """Steps from the kernel sequence: the kernel that runs once per step at a regular spacing (the lowest count
     of kernels whose occurrences are evenly spaced in the sequence), preferring the one the GPU waits for longest
     before (steps begin after the host has scheduled them)."""
-    seq = [gi for gi in order if cols.g_kind[gi] == KIND_KERNEL]
+    seq = array("q", (gi for gi in order if cols.g_kind[gi] == KIND_KERNEL))
     if len(seq) < 6:
         return None
-    where: dict[int, list[int]] = {}
+    where: dict[int, array] = {}
     for at, gi in enumerate(seq):
-        where.setdefault(cols.g_name[gi], []).append(at)
+        pos = where.get(cols.g_name[gi])
+        if pos is None:
+            pos = where[cols.g_name[gi]] = array("q")
+        pos.append(at)
     best: tuple[int, float, int] | None = None
     for name, pos in where.items():
         if len(pos) < 3:
             continue
-        spacing = [b - a for a, b in zip(pos, pos[1:])]
+        spacing = array("q", (b - a for a, b in zip(pos, pos[1:])))
         med = median(spacing)
         if med < 2:
             continue
@@ -143,14 +146,13 @@ def _periodic_steps(cols: RankColumns, order: list[int]) -> Steps | None:
     steps: list[Step] = []
     for i, p in enumerate(positions):
         q = positions[i + 1] if i + 1 < len(positions) else len(seq)
-        members = [seq[x] for x in range(p, q)]
         start = cols.g_ts[seq[p]]
-        end = cols.g_ts[seq[q]] if q < len(seq) else max(cols.g_end[g] for g in members)
-        steps.append(Step(f"step {i}", start, end, start, end, activities=len(members)))
+        end = cols.g_ts[seq[q]] if q < len(seq) else max(cols.g_end[seq[x]] for x in range(p, q))
+        steps.append(Step(f"step {i}", start, end, start, end, activities=q - p))
     return Steps(f"periodic: anchor kernel {cols.names[anchor][:120]}", steps)
 
 
-def find_steps(cols: RankColumns, order: list[int], launch_ts: array, whole: bool = False) -> Steps:
+def find_steps(cols: RankColumns, order: array, launch_ts: array, whole: bool = False) -> Steps:
     found = None if whole else (_marker_steps(cols, order, launch_ts) or _periodic_steps(cols, order))
     if found is None:
         start = min(cols.g_ts) if cols.n_gpu else 0.0

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
 KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
 
 
-@dataclass
+@dataclass(slots=True)
 class Annotation:
     """A host-side range (user annotation / NVTX range / step marker) on one thread."""
 
@@ -48,8 +49,11 @@ class RankColumns:
     r_tid: array = field(default_factory=lambda: array("q"))
     annotations: list[Annotation] = field(default_factory=list)
     """Host-side ranges other than python functions (step markers among them)."""
-    gemm_shapes: dict[int, int] = field(default_factory=dict)
-    """External id -> index in `shapes` of GEMM-like CPU ops (recorded with record_shapes)."""
+    s_ext: array = field(default_factory=lambda: array("q"))
+    """External ids of GEMM-like CPU ops whose shapes were recorded (record_shapes), and for each the index of its
+    shape in `shapes` (s_shape): two columns, sorted by id on first lookup, not a dict of millions of ints."""
+    s_shape: array = field(default_factory=lambda: array("l"))
+    _s_sorted: bool = True
     shapes: list[tuple[str, str]] = field(default_factory=list)
     """Distinct (op name, JSON of [Input Dims, Input type]): a trace repeats a few shapes millions of times."""
     _shape_ids: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -60,12 +64,35 @@ class RankColumns:
         if i is None:
             i = self._shape_ids[key] = len(self.shapes)
             self.shapes.append(key)
-        self.gemm_shapes[ext] = i
+        if self.s_ext and ext < self.s_ext[-1]:
+            self._s_sorted = False
+        self.s_ext.append(ext)
+        self.s_shape.append(i)
 
-    def shape(self, ext: int) -> tuple[str, list[Any], list[str]]:
-        op, raw = self.shapes[self.gemm_shapes[ext]]
+    @property
+    def n_shapes(self) -> int:
+        return len(self.s_ext)
+
+    def shape_slot(self, ext: int) -> int:
+        """The slot of the GEMM op with this External id (the last recorded one when an id repeats), -1: none."""
+        if not self._s_sorted:
+            order = sorted(range(len(self.s_ext)), key=self.s_ext.__getitem__)  # stable: a repeated id keeps order
+            self.s_ext = array("q", (self.s_ext[i] for i in order))
+            self.s_shape = array("l", (self.s_shape[i] for i in order))
+            self._s_sorted = True
+        j = bisect_right(self.s_ext, ext) - 1
+        return j if j >= 0 and self.s_ext[j] == ext else -1
+
+    def shape_at(self, slot: int) -> tuple[str, list[Any], list[str]]:
+        op, raw = self.shapes[self.s_shape[slot]]
         dims, types = json.loads(raw)
         return op, dims, types
+
+    def shape(self, ext: int) -> tuple[str, list[Any], list[str]]:
+        slot = self.shape_slot(ext)
+        if slot < 0:
+            raise KeyError(ext)
+        return self.shape_at(slot)
     skipped: dict[str, int] = field(default_factory=dict)
     """Events not kept, by category (python functions, CPU ops, flow arrows, metadata)."""
     events_read: int = 0

@@ -11,7 +11,7 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 # Fixtures every test directory may use without importing them (a test module never imports another's fixtures).
-pytest_plugins = ["support.sshd", "support.web"]
+pytest_plugins = ["support.sshd", "support.web", "support.scorecard"]
 
 # Tests never talk to the real API: a stray key in the environment must not select the anthropic backend.
 os.environ.pop("ANTHROPIC_API_KEY", None)
@@ -29,8 +29,9 @@ os.environ.setdefault("INVESTIGATE_STAGED_TAG", f"test-session-{os.getpid()}")
 
 
 # --- parallel and serial passes (.ci/run) -----------------------------------------------------------------------------
-# `.ci/run` runs the suite twice: `pytest -n auto --dist loadscope -m "not serial"` (pytest-xdist; loadscope keeps a
-# module on one worker, so a module-scoped fixture such as the Slurm cluster or an sshd starts once), then
+# `.ci/run` runs the suite twice: `pytest -n N --dist loadgroup -m "not serial"` (pytest-xdist; every module is its own
+# xdist group, kept on one worker so a module-scoped fixture such as the Slurm cluster or an sshd starts once, except
+# the scenario modules in SPREAD, whose cases go to whichever worker is free), then
 # `pytest -m serial`. Every fixture is parallel-safe (free ports, per-worker temp dirs, per-session staged tags); what
 # runs serially are tests that bound wall-clock time, which other workers' load on a small machine would break.
 SERIAL = (
@@ -44,6 +45,17 @@ SERIAL = (
 )
 
 
+# Modules whose tests are each a whole staged case with nothing shared (a function-scoped sshd and staged root per
+# case): spread one by one over the workers instead of kept together, since a module of 190 cases on one worker was
+# the parallel pass's long pole.
+SPREAD = (
+    "tests/scenarios/test_scenarios.py",
+    "tests/scenarios/test_account_planted.py",
+    "tests/scenarios/test_heldout_planted.py",
+    "tests/scenarios/test_settings_planted.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     import pytest
 
@@ -52,3 +64,5 @@ def pytest_collection_modifyitems(config, items):
         rel = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
         if rel.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+        elif not rel.startswith(SPREAD):
+            item.add_marker(pytest.mark.xdist_group(rel))  # the module on one worker (`--dist loadgroup`)

@@ -1,5 +1,6 @@
-"""Issue 25 item 6: `.ci/run` runs the suite in a parallel pass (`-n auto -m "not serial"`) and a serial one
-(`-m serial`); tests/conftest.py marks the wall-clock-bound modules serial, and nothing else."""
+"""Issue 25 item 6: `.ci/run` runs the suite in a parallel pass (`-n N --dist loadgroup -m "not serial"`) and a serial
+one (`-m serial`); tests/conftest.py marks the wall-clock-bound modules serial, and nothing else, and keeps every
+module on one worker except the scenario modules, whose cases spread."""
 
 from __future__ import annotations
 
@@ -24,5 +25,31 @@ def test_the_wall_clock_bound_modules_run_in_the_serial_pass_and_the_others_in_t
 
 def test_ci_runs_both_passes_with_pytest_as_the_runner():
     ci = (ROOT / ".ci" / "run").read_text()
-    assert 'python3 -m pytest -q -n auto --dist loadscope -m "not serial"' in ci
+    assert 'python3 -m pytest -q -n "$workers" --dist loadgroup -m "not serial"' in ci
     assert "python3 -m pytest -q -m serial" in ci
+
+
+
+def test_every_module_is_one_xdist_group_except_the_scenario_cases_which_spread():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_ci_conftest", ROOT / "tests" / "conftest.py")
+    assert spec and spec.loader
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+
+    class Item:
+        def __init__(self, rel: str) -> None:
+            self.fspath = ROOT / rel
+            self.marks: list = []
+
+        def add_marker(self, mark) -> None:
+            self.marks.append(mark)
+
+    items = [Item(r) for r in ("tests/hosts_multi/test_slurm.py", "tests/scenarios/test_scenarios.py",
+                               "tests/scenarios/test_heldout_planted.py", "tests/hosts/test_local.py")]
+    conftest.pytest_collection_modifyitems(None, items)
+    groups = {it.fspath.name: [m.args[0] for m in it.marks if m.name == "xdist_group"] for it in items}
+    assert groups == {"test_slurm.py": ["tests/hosts_multi/test_slurm.py"], "test_scenarios.py": [],
+                      "test_heldout_planted.py": [], "test_local.py": []}
+    assert [m.name for m in items[3].marks] == ["serial"]

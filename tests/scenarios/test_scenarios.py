@@ -1,6 +1,6 @@
 """Every scenario case (tests/scenarios/<class>/<case>/case.yaml) staged behind a real sshd and diagnosed offline.
 
-The scorecard (cases passed per class) is printed at the end of the session by conftest.py.
+The scorecard (cases passed per class) is printed at the end of the session by tests/support/scorecard.py.
 """
 
 from __future__ import annotations
@@ -15,17 +15,24 @@ pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None a
                                                    reason="OpenSSH sshd not installed")]
 
 CASES = discover()
-RESULTS: list = []
-"""Outcomes of this session's cases, for the scorecard."""
+SCORE = "scenario"
+"""The user property each case's report carries for the scorecard (tests/support/scorecard.py): its class, id, whether
+it passed and its off-symptom causes. A report property, not a module list, so the scorecard also adds up the cases
+that pytest-xdist's workers ran."""
+
+
+def _score(request, outcome) -> None:
+    request.node.user_properties.append(
+        (SCORE, (outcome.case.class_, outcome.case.id, outcome.passed, list(getattr(outcome, "off_symptom", [])))))
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
-async def test_scenario(path, tmp_path):
+async def test_scenario(path, tmp_path, request):
     try:
         outcome = await run_case(path, tmp_path)
     except BaseException as e:  # a case that cannot run counts as failed on the scorecard too
-        RESULTS.append(failed_outcome(path, f"{type(e).__name__}: {e}"))
+        _score(request, failed_outcome(path, f"{type(e).__name__}: {e}"))
         raise
-    RESULTS.append(outcome)
+    _score(request, outcome)
     assert outcome.passed, (f"{outcome.case.id} ({', '.join(outcome.case.sources)}):\n  - "
                             + "\n  - ".join(outcome.failures) + f"\n--- diagnosis words ---\n{outcome.words}")

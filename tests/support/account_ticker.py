@@ -203,6 +203,10 @@ def ticker_main(root: str, spec_path: str) -> None:
     """Every 20 ms a complete new /proc tree (static files hard-linked, counters written), swapped in at once by
     renaming a symlink over <root>/proc: a reader sees one tick's counters in every file it opens, as a real kernel's
     reads are consistent, instead of a tree half rewritten."""
+    try:  # ahead of the workers that load a small test machine: a tree swapped in late reads as a stale kernel
+        os.nice(-10)
+    except OSError:  # not root: ordinary priority
+        pass
     base = Path(root)
     spec = json.loads(Path(spec_path).read_text())
     static = base / "proc.static"

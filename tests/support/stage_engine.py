@@ -192,6 +192,9 @@ def start_engines(staged, engines: list[dict]) -> StagedEngines:
             if err is None:
                 break
             out.procs.remove(proc)
+            proc.wait()  # it exited (the port was taken): reap it and close its stderr pipe
+            if proc.stderr:
+                proc.stderr.close()
             if not ("Address already in use" in err and attempt < 3):
                 out.stop()
                 raise RuntimeError(f"staged engine {command} did not start: {err[-500:]}")

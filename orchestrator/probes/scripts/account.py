@@ -689,12 +689,14 @@ def main():
     hb["stat"] = try_read(out, hp("/proc/stat"))
     out["window_s"] = round(window, 3)
     # rates over the kernel's own elapsed time between the two /proc/stat readings (the CPUs' ticks, idle included,
-    # per CPU): the counters read beside it are of that same span; the wall clock stands in when they disagree
+    # per CPU): the counters read beside it are of that same span, even when a reading was served late (a loaded host,
+    # a FUSE- or lxcfs-served /proc); the wall clock stands in only when the two are too far apart to be one span (a
+    # /proc/stat that does not advance, or one of another machine's view)
     ta, n_cpus = cpu_times(ha["stat"])
     tb, _ = cpu_times(hb["stat"])
     if ta and tb and n_cpus:
         kernel = (sum(tb) - sum(ta)) / float(n_cpus) / clk
-        if 0.5 * window <= kernel <= 2.0 * window:
+        if 0.25 * window <= kernel <= 4.0 * window:
             window = kernel
     out["host"] = host_account(out, ha, hb, window)
     # thread CPU against the kernel's own clock when /proc/stat was read (ticks per CPU over the window), else wall

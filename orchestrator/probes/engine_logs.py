@@ -11,6 +11,13 @@
   usage: Z%, Prefix cache hit rate: W%" (vllm/v1/metrics/loggers.py; V0: "Running: N reqs, Swapped: S reqs, Pending:
   P reqs, GPU KV cache usage: Z%, CPU KV cache usage: C%."), V0's "Sequence group 0 is preempted by
   PreemptionMode.RECOMPUTE mode because there is not enough KV cache space." (core/scheduler.py).
+- vLLM speculative decoding, every stats interval: "SpecDecoding metrics: Mean acceptance length: 1.08, Accepted
+  throughput: 3.21 tokens/s, Drafted throughput: 120.00 tokens/s, Accepted: 32 tokens, Drafted: 400 tokens,
+  Per-position acceptance rate: 0.060, 0.015, ..., Avg Draft acceptance rate: 8.0%" (vllm/v1/spec_decode/metrics.py,
+  SpecDecodingLogging.log; v0.9 began "SpecDecoding metrics: Draft acceptance rate: 38.8%, Mean acceptance length:
+  2.16, Accepted: 150 tokens, Drafted: 387 tokens, Per-position acceptance rate: ..."); SGLang's decode line carries
+  "accept len: 1.02, accept rate: 0.01, " (SGLang's scheduler, log_decode_stats), its mean tokens
+  per verify step, the bonus token included.
 - SGLang: "server_args=ServerArgs(model_path='...', tp_size=8, ...)", "KV Cache is allocated. #tokens: N, K size: ..",
   "max_total_num_tokens=N, chunked_prefill_size=.., max_prefill_tokens=.., max_running_requests=.., context_len=..",
   "Decode batch. #running-req: N, #token: T, token usage: U, cuda graph: True, gen throughput (token/s): G,
@@ -79,6 +86,10 @@ RX_VLLM_STATS = re.compile(
 RX_SGL_DECODE = re.compile(
     r"Decode batch\. #running-req: (\d+), #token: (\d+), token usage: ([\d.]+),(?: [^,]*?,)*? ?(?:cuda graph: (\w+), )?"
     r"gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
+RX_VLLM_SPEC = re.compile(r"SpecDecoding metrics: .*?Mean acceptance length: ([\d.]+)")
+RX_VLLM_SPEC_TOKENS = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
+RX_VLLM_SPEC_POS = re.compile(r"Per-position acceptance rate: ((?:[\d.]+(?:, )?)+)")
+RX_SGL_ACCEPT = re.compile(r"accept len: ([\d.]+)")
 RX_SGL_PREFILL = re.compile(r"Prefill batch\. #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)")
 RX_PREEMPT = re.compile(r"(preempted by PreemptionMode\.(RECOMPUTE|SWAP)|Decode out of memory happened|"
                         r"KV cache pool is full\. Retract requests|"
@@ -190,6 +201,7 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
     gen: list[float] = []
     new_tokens = cached_tokens = 0  # SGLang prefill lines, for the prefix hit rate when no stats line gives one
     eager_explicit = False
+    spec_weighted: list[tuple[float, float]] = []  # (acceptance length, weight) per stats interval
     seen_cold = seen_warm = seen_dg = False
     for path, no, line in lines:
         where = f"log {path}:{no}"
@@ -297,6 +309,19 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
         m = RX_COMPILE.search(line)
         if m:
             f.compile_s = float(m.group(1) or m.group(2))
+        m = RX_VLLM_SPEC.search(line)
+        if m:
+            f.spec_lines += 1
+            t = RX_VLLM_SPEC_TOKENS.search(line)
+            drafted = int(t.group(2)) if t else 0
+            if t:
+                f.spec_accepted_tokens = (f.spec_accepted_tokens or 0) + int(t.group(1))
+                f.spec_drafted_tokens = (f.spec_drafted_tokens or 0) + drafted
+            spec_weighted.append((float(m.group(1)), float(drafted) if t else 1.0))
+            p = RX_VLLM_SPEC_POS.search(line)
+            if p:
+                f.spec_positions = len(re.findall(r"[\d.]+", p.group(1)))
+            continue
         m = RX_VLLM_STATS.search(line)
         if m:
             f.stats_samples += 1
@@ -316,6 +341,10 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
                    kv=float(m.group(3)) * 100)
             if m.group(4) == "False":
                 f.cuda_graph_false += 1
+            a = RX_SGL_ACCEPT.search(line)
+            if a and int(m.group(1)) > 0:
+                f.spec_lines += 1
+                spec_weighted.append((float(a.group(1)), 1.0))
             if g > 0:
                 gen.append(g)
             continue
@@ -323,6 +352,9 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
         if m:
             new_tokens += int(m.group(2))
             cached_tokens += int(m.group(3))
+    weight = sum(w for _, w in spec_weighted)
+    if weight > 0:
+        f.spec_accept_len_mean = round(sum(x * w for x, w in spec_weighted) / weight, 3)
     if gen:
         f.gen_tok_s_mean = round(sum(gen) / len(gen), 2)
     if new_tokens + cached_tokens > 0 and f.prefix_hit_rate_pct is None:

@@ -47,7 +47,7 @@ LOG_LINE = re.compile(
     r"Prefix cach|radix|torch\.compile|compile took|Compil|DeepGEMM|deep_gemm|JIT|autotun|Autotun|TunableOp|"
     r"Inductor|inductor|Triton|triton cache|FlashInfer|flashinfer|Using attention|Using default cuda graphs|"
     r"capacity_scheduler|CapacitySchedulerPolicy|max_batch_size|max_num_tokens|free_gpu_memory_fraction|"
-    r"Directly load the compiled|TensorRT-LLM|Args \{|Forcing attention|"
+    r"Directly load the compiled|TensorRT-LLM|Args \{|Forcing attention|SpecDecoding metrics|"
     r"WARNING|WARN |ERROR|Error|Traceback)")
 CMD_LINE = re.compile(r"(\bvllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|"
                       r"\btrtllm-serve\b|\btext-generation-launcher\b)")
@@ -276,7 +276,8 @@ def scan_files(params):
                     cmd_lines.append((no, short))
                 if not LOG_LINE.search(line):
                     continue
-                if "Avg prompt throughput" in line or "Decode batch" in line or "Prefill batch" in line:
+                if ("Avg prompt throughput" in line or "Decode batch" in line or "Prefill batch" in line
+                        or "SpecDecoding metrics" in line):
                     periodic.append([no, short])
                     continue
                 if len(entry["lines"]) < max_lines:

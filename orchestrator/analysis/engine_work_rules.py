@@ -112,9 +112,9 @@ def speculation_state(e: EngineInstance, facts: dict[str, Any]) -> Speculation |
     if lg is None or lg.spec_accept_len_mean is None or lg.spec_lines < 2:
         return None
     k = float(lg.spec_positions) if lg.spec_positions else _configured_k(e)
-    what = "SpecDecoding metrics" if e.name == "vllm" else "decode batch 'accept len'"
+    what = "'SpecDecoding metrics'" if e.name == "vllm" else "'Decode batch' log lines' 'accept len'"
     return Speculation(lg.spec_accept_len_mean, k, lg.spec_accepted_tokens, lg.spec_drafted_tokens,
-                       f"its {lg.spec_lines} '{what}' log lines")
+                       f"its {lg.spec_lines} {what}" + (" log lines" if e.name == "vllm" else ""))
 
 
 def speculation_overhead(v: "EvidenceView") -> Finding | None:

@@ -124,7 +124,10 @@ _SGL_KEYS: dict[str, tuple[str, _Typ]] = {
     "disable_radix_cache": ("prefix_caching", "not"), "quantization": ("quantization", str),
     "schedule_policy": ("scheduler_policy", str), "model_path": ("model", str),
     "context_length": ("max_model_len", int), "enable_torch_compile": ("torch_compile", bool),
-    "enable_metrics": ("metrics_enabled", bool), "port": ("port", int)
+    "enable_metrics": ("metrics_enabled", bool), "port": ("port", int),
+    "speculative_algorithm": ("speculative_algorithm", str), "speculative_num_steps": ("speculative_num_steps", int),
+    "speculative_num_draft_tokens": ("speculative_num_draft_tokens", int),
+    "speculative_draft_model_path": ("speculative_draft_model", str)
 }
 
 

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 LOW_ACCEPT_LEN = 1.5
 """Mean acceptance length (tokens per target step, bonus included) below which speculation costs more than it saves:
 at most half a token per step gained, against k drafts and a verify pass k+1 positions wide."""
+PAYS_ACCEPT_LEN = 2.0
+"""Mean acceptance length at or above which speculation is ruled out as the cost: two or more tokens per target
+step for one verify pass."""
 MIN_DRAFTS = 50
 """Drafts (vLLM's counter) needed before the acceptance is read as the workload's, not a warm-up's."""
 LOW_HIT_PCT = 5.0
@@ -118,10 +121,15 @@ def speculation_state(e: EngineInstance, facts: dict[str, Any]) -> Speculation |
 
 
 def speculation_overhead(v: "EvidenceView") -> Finding | None:
-    """Speculative decoding whose drafts are rejected: about one token per target step, drafting for nothing."""
+    """Speculative decoding whose drafts are rejected: about one token per target step, drafting for nothing (and,
+    informational, speculation ruled out where it emits PAYS_ACCEPT_LEN tokens per step or more)."""
     for ev, e, facts in _engines(v):
         s = speculation_state(e, facts)
-        if s is None or s.accept_len >= LOW_ACCEPT_LEN:
+        if s is None:
+            continue
+        if s.accept_len >= PAYS_ACCEPT_LEN:
+            return _speculation_pays(ev, e, s)
+        if s.accept_len >= LOW_ACCEPT_LEN:
             continue
         L = s.accept_len
         k = f"{s.k:.0f}" if s.k else "k"
@@ -163,6 +171,21 @@ def speculation_overhead(v: "EvidenceView") -> Finding | None:
                 "its trained context length; n-gram drafting only for outputs that copy the prompt. Watch the "
                 "acceptance length rise (vLLM 'Mean acceptance length', SGLang 'accept len')."])
     return None
+
+
+def _speculation_pays(ev: str, e: EngineInstance, s: Speculation) -> Finding:
+    """Ruled out: the drafts are mostly accepted, so each target step emits several tokens."""
+    k = f" of a possible {s.k + 1:.0f}" if s.k else ""
+    return Finding(
+        id="engine-speculation-pays", category="engine", confidence=0.7, evidence=[ev], informational=True,
+        title=f"Speculative decoding pays here: {s.accept_len:.2f} tokens per target step",
+        claim=(f"{e.label}'s speculation is accepted: {s.src} give a mean acceptance length of {s.accept_len:.2f}"
+               f"{k} tokens per target step, so each verify pass emits about {s.accept_len:.1f} tokens where a step "
+               "without speculation emits 1; the drafting is not what slows decode."),
+        short=f"speculative decoding emits {s.accept_len:.2f} tokens per target step: it pays.",
+        symptoms=["itl", "throughput"],
+        numbers=[_num("mean acceptance length (tokens per target step)", s.accept_len, "tokens", ev,
+                      peak=(s.k + 1) if s.k else None)])
 
 
 @dataclass

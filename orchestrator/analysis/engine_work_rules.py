@@ -17,8 +17,8 @@ log "SpecDecoding metrics: Mean acceptance length: ..., Accepted: N tokens, Draf
 Prefix cache. A request whose prompt starts with blocks already in the cache skips their prefill; a hit rate near 0
 on a prompt-heavy workload means every prompt token is prefilled again. Read from: vLLM
 `vllm:prefix_cache_queries_total` / `vllm:prefix_cache_hits_total` (tokens, vllm/v1/metrics/loggers.py) or the stats
-line's "Prefix cache hit rate: X%"; SGLang's prefill lines ("#new-token: N, #cached-token: C") or
-`sglang:cache_hit_rate`. Only when prompts outweigh outputs (prompt tokens >= PROMPT_HEAVY x generated tokens, from
+line's "Prefix cache hit rate: X%"; SGLang `sglang:cached_tokens_total` / `sglang:prompt_tokens_total`, its prefill
+lines ("#new-token: N, #cached-token: C") or `sglang:cache_hit_rate`. Only when prompts outweigh outputs (prompt tokens >= PROMPT_HEAVY x generated tokens, from
 the counters, the stats lines' throughputs or the benchmark's lengths): prefill is then where the time goes.
 Pure.
 """
@@ -201,6 +201,11 @@ def prefix_state(e: EngineInstance, facts: dict[str, Any]) -> PrefixReuse | None
     if q is not None and h is not None and q >= MIN_QUERIED_TOKENS:
         return PrefixReuse(100 * h / q, q, f"/metrics (vllm:prefix_cache_hits_total {h:.0f} of "
                                            f"vllm:prefix_cache_queries_total {q:.0f} prompt tokens)")
+    sp, _ = _f(facts, "metrics.sglang:prompt_tokens_total")
+    sc, _ = _f(facts, "metrics.sglang:cached_tokens_total")
+    if sp is not None and sc is not None and sp >= MIN_QUERIED_TOKENS:
+        return PrefixReuse(100 * sc / sp, sp, f"/metrics (sglang:cached_tokens_total {sc:.0f} of "
+                                              f"sglang:prompt_tokens_total {sp:.0f} prompt tokens)")
     pct, _ = _f(facts, "engine.log.prefix_hit_rate_pct")
     if pct is not None:
         what = ("stats lines' 'Prefix cache hit rate'" if e.name == "vllm" else

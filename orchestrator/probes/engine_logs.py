@@ -84,13 +84,16 @@ RX_VLLM_STATS = re.compile(
     r"(?:Swapped: (\d+) reqs, )?(?:Pending|Waiting): (\d+) reqs,?\s*(?:Preemptions: (\d+), )?"
     r"(?:GPU KV cache usage: ([\d.]+)%)?(?:, (?:CPU KV cache usage: [\d.]+%\.?|Prefix cache hit rate: ([\d.]+)%))?")
 RX_SGL_DECODE = re.compile(
-    r"Decode batch\. #running-req: (\d+), #token: (\d+), token usage: ([\d.]+),(?: [^,]*?,)*? ?(?:cuda graph: (\w+), )?"
-    r"gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
+    r"Decode batch(?: \[\d+\])?[.,] #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
+    r"(?: [^,]*?,)*? ?(?:(?:cuda|cpu|npu) graph: (\w+), )?gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
+"""SGLang's decode line: "Decode batch. #running-req: N, #token: T, token usage: U, ..." and, in later releases, "Decode
+batch, #running-req: N, #full token: T, full token usage: U, mamba num: .., mamba usage: .., cuda graph: ..." for
+hybrid models (SGLang's scheduler, log_decode_stats)."""
 RX_VLLM_SPEC = re.compile(r"SpecDecoding metrics: .*?Mean acceptance length: ([\d.]+)")
 RX_VLLM_SPEC_TOKENS = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
 RX_VLLM_SPEC_POS = re.compile(r"Per-position acceptance rate: ((?:[\d.]+(?:, )?)+)")
 RX_SGL_ACCEPT = re.compile(r"accept len: ([\d.]+)")
-RX_SGL_PREFILL = re.compile(r"Prefill batch\. #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)")
+RX_SGL_PREFILL = re.compile(r"Prefill batch(?: \[\d+\])?[.,] #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)")
 RX_PREEMPT = re.compile(r"(preempted by PreemptionMode\.(RECOMPUTE|SWAP)|Decode out of memory happened|"
                         r"KV cache pool is full\. Retract requests|"
                         r"#retracted_reqs: (\d+)|running out of KV cache|Preemptions?: [1-9])", re.I)

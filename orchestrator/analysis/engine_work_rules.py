@@ -20,6 +20,11 @@ on a prompt-heavy workload means every prompt token is prefilled again. Read fro
 line's "Prefix cache hit rate: X%"; SGLang `sglang:cached_tokens_total` / `sglang:prompt_tokens_total`, its prefill
 lines ("#new-token: N, #cached-token: C") or `sglang:cache_hit_rate`. Only when prompts outweigh outputs (prompt tokens >= PROMPT_HEAVY x generated tokens, from
 the counters, the stats lines' throughputs or the benchmark's lengths): prefill is then where the time goes.
+Start-up. vLLM prints each phase of a start: "Loading weights took X seconds", "Model loading took X GiB and Y
+seconds", "torch.compile takes X s in total", "Graph capturing finished in X secs", "init engine (profile, create kv
+cache, warmup model) took X seconds" (the last contains the compile and the capture); the question "why does it take
+N minutes to start" is answered by the phase that took the time, each with its own remedy (the weights' read path;
+the compile cache kept across starts or no compile; fewer CUDA graph sizes).
 Pure.
 """
 
@@ -279,5 +284,88 @@ def prefix_never_hits(v: "EvidenceView") -> Finding | None:
     return None
 
 
+SLOW_PHASE_S = 60.0
+"""A start-up phase of at least this many seconds is named as where a slow start goes."""
+
+_PHASE_WHY = {
+    "weights": ("reading the weights: the time is the storage or network path the checkpoint comes from (a network "
+                "filesystem, an object store, a download at start), not the GPU",
+                "Measure the weights' read path (the checkpoint's size over this time is the read rate) and put the "
+                "weights on local NVMe or in the page cache before the start; a download at start is paid every "
+                "start unless HF_HOME is a persistent volume."),
+    "compile": ("torch.compile compiling the model's graphs: the first start on a machine compiles from scratch, and "
+                "every start does so again unless vLLM's compile cache (VLLM_CACHE_ROOT, by default "
+                "~/.cache/vllm/torch_compile_cache) survives between starts",
+                "Keep the compile cache across starts (mount ~/.cache/vllm, or VLLM_CACHE_ROOT, on a persistent volume "
+                "and check the next start logs 'Directly load the compiled graph(s)'), and test the start without "
+                "compilation (-O0, or --enforce-eager for no compile and no CUDA graphs) to see what it costs."),
+    "graphs": ("CUDA graph capture: vLLM captures one graph per batch size it may run, so the time grows with the "
+               "number of capture sizes",
+               "Capture fewer sizes (--max-cudagraph-capture-size, or compilation_config cudagraph_capture_sizes with "
+               "the batch sizes the load runs) or test without graphs (--enforce-eager)."),
+    "init": ("engine init outside compile and capture: memory profiling, KV cache allocation and warm-up",
+             "Rerun the start with VLLM_LOGGING_LEVEL=DEBUG to split the init phase, and check the GPUs' memory and "
+             "the host's CPUs while it runs."),
+}
+
+
+def _sec(x: float) -> str:
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
+
+
+def startup_phases(v: "EvidenceView") -> Finding | None:
+    """A slow start accounted from the engine's own phase lines: the phase that took the time, and its remedy."""
+    for ev, e, _facts in _engines(v):
+        lg = e.log
+        if lg is None:
+            continue
+        load = lg.model_load_s or lg.weights_load_s
+        comp, graphs, init = lg.compile_s, lg.graph_capture_s, lg.init_engine_s
+        phases: dict[str, float] = {}
+        if load:
+            phases["weights"] = load
+        if comp:
+            phases["compile"] = comp
+        if graphs:
+            phases["graphs"] = graphs
+        if init:
+            rest = init - (comp or 0.0) - (graphs or 0.0)
+            if rest > 0:
+                phases["init"] = rest
+        if not phases:
+            continue
+        top = max(phases, key=lambda k: phases[k])
+        if phases[top] < SLOW_PHASE_S:
+            continue
+        known = (load or 0.0) + (init if init else (comp or 0.0) + (graphs or 0.0))
+        span = lg.start_span_s
+        parts = []
+        if load:
+            parts.append(f"model loading {_sec(load)} s" + (f" (weights read in {_sec(lg.weights_load_s)} s)"
+                                                             if lg.weights_load_s and lg.model_load_s else ""))
+        if init:
+            inner = " and ".join(x for x in (f"torch.compile {_sec(comp)} s" if comp else "",
+                                             f"CUDA graph capture {_sec(graphs)} s" if graphs else "") if x)
+            parts.append(f"engine init {_sec(init)} s" + (f", {inner} among it" if inner else ""))
+        else:
+            parts += [x for x in (f"torch.compile {_sec(comp)} s" if comp else "",
+                                  f"CUDA graph capture {_sec(graphs)} s" if graphs else "") if x]
+        whole = (f" The start took {_sec(span)} s from the banner to serving." if span and span >= known else "")
+        why, rec = _PHASE_WHY[top]
+        share = f", {100 * phases[top] / span:.0f} % of the start" if span and span >= known else ""
+        claim = (f"{e.label}'s own log accounts for its start: {'; '.join(parts)}.{whole} The largest phase is "
+                 f"{why}: {_sec(phases[top])} s{share}.")
+        name = {"weights": "loading the weights", "compile": "torch.compile", "graphs": "CUDA graph capture",
+                "init": "engine init"}[top]
+        return Finding(
+            id="engine-startup-phase", category="engine", confidence=0.75, evidence=[ev],
+            title=f"The start goes to {name}: {_sec(phases[top])} s", claim=claim,
+            short=f"the start's largest phase is {name} ({_sec(phases[top])} s).", symptoms=["startup"],
+            numbers=[_num(f"start-up phase: {k}", x, "s", ev) for k, x in phases.items()]
+            + ([_num("start (banner to serving)", span, "s", ev)] if span else []),
+            recommendations=[rec])
+    return None
+
+
 def engine_work_findings(v: "EvidenceView") -> list[Finding]:
-    return [f for f in (speculation_overhead(v), prefix_never_hits(v)) if f]
+    return [f for f in (speculation_overhead(v), prefix_never_hits(v), startup_phases(v)) if f]

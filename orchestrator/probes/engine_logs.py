@@ -100,6 +100,14 @@ RX_PREEMPT = re.compile(r"(preempted by PreemptionMode\.(RECOMPUTE|SWAP)|Decode 
 RX_MOE_DEFAULT = re.compile(r"Using default MoE (?:kernel )?config", re.I)
 RX_COMPILE = re.compile(r"torch\.compile takes? ([\d.]+) s in total|compile took ([\d.]+) s", re.I)
 # One engine start: vLLM's API server banner, SGLang's server_args dump, TGI's launcher args, trtllm-serve's banner.
+RX_WEIGHTS_LOAD = re.compile(r"Loading weights took ([\d.]+) seconds")
+"""vLLM `INFO 06-19 23:05:01 [loader.py:447] Loading weights took 0.69 seconds` (model_loader/default_loader.py)."""
+RX_MODEL_LOAD_S = re.compile(r"Model loading took [\d.]+ GiB(?: memory)? and ([\d.]+) seconds")
+RX_INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) seconds")
+"""vLLM `INFO 06-19 23:05:35 [core.py:162] init engine (profile, create kv cache, warmup model) took 34.11 seconds`
+(vllm/v1/engine/core.py)."""
+RX_READY = re.compile(r"Starting vLLM API server|Application startup complete")
+RX_VLLM_TS = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 RX_START = re.compile(r"(vLLM API server version|server_args=ServerArgs\(|Args \{\s*model_id|"
                       r"Starting TensorRT-LLM|TensorRT-LLM version:)")
 RX_COLD_COMPILE = re.compile(r"Compiling a graph for (?:dynamic shape|shape .*) takes [\d.]+ s")
@@ -208,12 +216,28 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
     new_tokens = cached_tokens = 0  # SGLang prefill lines, for the prefix hit rate when no stats line gives one
     eager_explicit = False
     spec_weighted: list[tuple[float, float]] = []  # (acceptance length, weight) per stats interval
+    start_ts: float | None = None  # seconds into the year of the last start's banner (vLLM's MM-DD HH:MM:SS)
     seen_cold = seen_warm = seen_dg = False
     for path, no, line in lines:
         where = f"log {path}:{no}"
         if RX_START.search(line):
             f.starts += 1
             seen_cold = seen_warm = seen_dg = False
+            start_ts = _vllm_ts(line)
+            f.weights_load_s = f.model_load_s = f.init_engine_s = f.start_span_s = None  # the last start's phases
+        m = RX_WEIGHTS_LOAD.search(line)
+        if m:
+            f.weights_load_s = max(f.weights_load_s or 0.0, float(m.group(1)))
+        m = RX_MODEL_LOAD_S.search(line)
+        if m:
+            f.model_load_s = max(f.model_load_s or 0.0, float(m.group(1)))
+        m = RX_INIT_ENGINE.search(line)
+        if m:
+            f.init_engine_s = float(m.group(1))
+        if RX_READY.search(line) and start_ts is not None and f.start_span_s is None:
+            ready = _vllm_ts(line)
+            if ready is not None and ready >= start_ts:
+                f.start_span_s = ready - start_ts
         if RX_COLD_COMPILE.search(line) and not seen_cold:
             f.cold_compile_starts += 1
             seen_cold = True
@@ -366,6 +390,15 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
     if new_tokens + cached_tokens > 0 and f.prefix_hit_rate_pct is None:
         f.prefix_hit_rate_pct = round(100 * cached_tokens / (new_tokens + cached_tokens), 1)
     return ParsedLog(f, version, settings)
+
+
+def _vllm_ts(line: str) -> float | None:
+    """vLLM's `INFO 06-19 23:05:01 [...]` timestamp as seconds (month x 31 days: spans within a start only)."""
+    m = RX_VLLM_TS.search(line)
+    if not m:
+        return None
+    mo, d, h, mi, sec = (int(x) for x in m.groups())
+    return float((((mo * 31 + d) * 24 + h) * 60 + mi) * 60 + sec)
 
 
 def _track(st: LogState, *, prompt: float | None, gen: float, running: int, waiting: int, kv: float | None) -> None:

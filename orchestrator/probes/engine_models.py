@@ -81,6 +81,16 @@ class LogState(BaseModel):
     cold_compile_starts: int = 0
     warm_compile_starts: int = 0
     deepgemm_jit_starts: int = 0
+    weights_load_s: float | None = None
+    """vLLM "Loading weights took X seconds" (the longest worker)."""
+    model_load_s: float | None = None
+    """vLLM "Model loading took X GiB and Y seconds": Y, weights and model construction (the longest worker)."""
+    init_engine_s: float | None = None
+    """vLLM "init engine (profile, create kv cache, warmup model) took X seconds": memory profiling (where
+    torch.compile runs), KV cache allocation and warm-up (where CUDA graphs are captured)."""
+    start_span_s: float | None = None
+    """Seconds from the last start's banner to "Starting vLLM API server" / "Application startup complete.", read
+    from the lines' timestamps."""
     spec_lines: int = 0
     """Speculative-decoding stats lines read (vLLM "SpecDecoding metrics: ...", SGLang "Decode batch. ... accept len")."""
     spec_accept_len_mean: float | None = None

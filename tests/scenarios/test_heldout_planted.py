@@ -47,8 +47,8 @@ def _sub_num(pattern: str, text: str, value: Callable[[re.Match[str]], str]) -> 
 def _ordinary_engine_text(text: str) -> str:
     """The engine's own counters made ordinary: speculative drafts mostly accepted (vLLM 2.2 accepted per draft of
     its spec-decode counters, 'Mean acceptance length: 3.40', 'Accepted' 55 % of 'Drafted', SGLang 'accept len:
-    3.20') and a prefix cache that hits (vLLM hits 70 % of queries and 'Prefix cache hit rate: 70.0%', SGLang
-    2,048 cached tokens per prefill)."""
+    3.20'), a prefix cache that hits (vLLM hits 70 % of queries and 'Prefix cache hit rate: 70.0%', SGLang
+    2,048 cached tokens per prefill) and a start whose logged phases take seconds."""
     drafts = re.search(r"^vllm:spec_decode_num_drafts_total\{[^}]*\} ([\d.e+]+)", text, re.M)
     if drafts:
         text = _sub_num(r"(?m)^(vllm:spec_decode_num_accepted_tokens_total\{[^}]*\}) [\d.e+]+",
@@ -62,7 +62,16 @@ def _ordinary_engine_text(text: str) -> str:
         text = _sub_num(r"(?m)^(vllm:prefix_cache_hits_total\{[^}]*\}) [\d.e+]+",
                         text, lambda m: f"{m.group(1)} {0.7 * float(queries.group(1))}")
     text = re.sub(r"Prefix cache hit rate: [\d.]+%", "Prefix cache hit rate: 70.0%", text)
-    return re.sub(r"#cached-token: \d+", "#cached-token: 2048", text)
+    text = re.sub(r"#cached-token: \d+", "#cached-token: 2048", text)
+    # a start of ordinary phases: weights in seconds, torch.compile and CUDA graph capture in a few seconds each
+    text = re.sub(r"Loading weights took [\d.]+ seconds", "Loading weights took 6.10 seconds", text)
+    text = re.sub(r"Model loading took ([\d.]+) GiB( memory)? and [\d.]+ seconds",
+                  r"Model loading took \1 GiB\2 and 9.84 seconds", text)
+    text = re.sub(r"(Compiling a graph for .*?) takes [\d.]+ s", r"\1 takes 7.95 s", text)
+    text = re.sub(r"torch\.compile takes [\d.]+ s in total", "torch.compile takes 11.04 s in total", text)
+    text = re.sub(r"Graph capturing finished in \d+ secs", "Graph capturing finished in 9 secs", text)
+    return re.sub(r"(init engine \(profile, create kv cache, warmup model\) took) [\d.]+ seconds",
+                  r"\1 31.62 seconds", text)
 
 
 def _spec_rejected(case: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,7 @@ LOG_LINE = re.compile(
     r"Inductor|inductor|Triton|triton cache|FlashInfer|flashinfer|Using attention|Using default cuda graphs|"
     r"capacity_scheduler|CapacitySchedulerPolicy|max_batch_size|max_num_tokens|free_gpu_memory_fraction|"
     r"Directly load the compiled|TensorRT-LLM|Args \{|Forcing attention|SpecDecoding metrics|"
+    r"Loading weights took|init engine \(profile|Starting vLLM API server|Application startup complete|"
     r"WARNING|WARN |ERROR|Error|Traceback)")
 CONFIG_DUMP = re.compile(r"(server_args=ServerArgs\(|non-default args|with config: |args: Namespace\()")
 CONFIG_LINE_CHARS = 8000

@@ -111,3 +111,37 @@ def test_sglang_prefill_lines_and_counters():
     hit = _report("sglang", metrics={"sglang:prompt_tokens_total": 600_000.0, "sglang:cached_tokens_total": 400_000.0,
                                      "sglang:generation_tokens_total": 70_000.0})
     assert _found(hit) == {}
+
+
+START = ["(APIServer pid=1) INFO 02-12 14:20:02 [api_server.py:1351] vLLM API server version 0.15.1",
+         "(EngineCore_DP0 pid=6) INFO 02-12 14:21:19 [default_loader.py:291] Loading weights took {w} seconds",
+         "(EngineCore_DP0 pid=6) INFO 02-12 14:21:24 [gpu_model_runner.py:3659] Model loading took 31.62 GiB memory "
+         "and {m} seconds",
+         "(EngineCore_DP0 pid=6) INFO 02-12 15:00:36 [monitor.py:34] torch.compile takes {c} s in total",
+         "(EngineCore_DP0 pid=6) INFO 02-12 15:01:23 [gpu_model_runner.py:4587] Graph capturing finished in {g} secs, "
+         "took 1.04 GiB",
+         "(EngineCore_DP0 pid=6) INFO 02-12 15:01:23 [core.py:259] init engine (profile, create kv cache, warmup "
+         "model) took {i} seconds",
+         "(APIServer pid=1) INFO 02-12 15:01:30 [api_server.py:1247] Starting vLLM API server 0 on http://0.0.0.0:8000"]
+
+
+def _start(**kw: object) -> list[str]:
+    vals = {"w": 44.87, "m": 51.28, "c": 2222.52, "g": 42, "i": 2398.96, **kw}
+    return [ln.format(**vals) for ln in START]
+
+
+def test_start_goes_to_its_largest_logged_phase():
+    rep = _report(log=_start())
+    lg = rep.engines[0].log
+    assert lg is not None and lg.start_span_s == 2488.0 and lg.init_engine_s == 2398.96 and lg.weights_load_s == 44.87
+    f = _found(rep)["engine-startup-phase"]
+    assert f.title == "The start goes to torch.compile: 2223 s" and f.symptoms == ["startup"]
+    assert "89 % of the start" in f.claim and any("-O0" in r for r in f.recommendations)
+    graphs = _found(_report(log=_start(c=20.5, g=410, i=480.0)))["engine-startup-phase"]
+    assert "CUDA graph capture" in graphs.title and any("capture" in r for r in graphs.recommendations)
+    weights = _found(_report(log=_start(w=600.2, m=610.0, c=8.0, g=9, i=30.0)))["engine-startup-phase"]
+    assert "loading the weights" in weights.title
+
+
+def test_an_ordinary_start_says_nothing():
+    assert _found(_report(log=_start(w=6.1, m=9.8, c=11.0, g=9, i=31.6))) == {}

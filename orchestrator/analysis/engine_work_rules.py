@@ -51,6 +51,8 @@ MIN_DRAFTS = 50
 """Drafts (vLLM's counter) needed before the acceptance is read as the workload's, not a warm-up's."""
 LOW_HIT_PCT = 5.0
 """Prefix cache hit rate (% of prompt tokens queried) at or below which the cache reuses nothing."""
+REUSED_PCT = 30.0
+"""A hit rate at or above this share of prompt tokens: the prefix cache is ruled out as the cost."""
 MIN_QUERIED_TOKENS = 10_000
 """Prompt tokens the cache was queried for before its hit rate counts."""
 PROMPT_HEAVY = 4.0
@@ -240,16 +242,27 @@ def _prompt_ratio(v: "EvidenceView", e: EngineInstance, facts: dict[str, Any]) -
 
 
 def prefix_never_hits(v: "EvidenceView") -> Finding | None:
-    """Prefix caching on, a prompt-heavy load, and a hit rate near 0: every prompt is prefilled in full."""
+    """Prefix caching on, a prompt-heavy load, and a hit rate near 0: every prompt is prefilled in full (and,
+    informational, the cache ruled out where it serves REUSED_PCT of prompt tokens or more)."""
     for ev, e, facts in _engines(v):
         if facts.get("engine.prefix_caching") is False:
             continue  # caching off: the catalog's prefix-caching-off entry says so
         s = prefix_state(e, facts)
-        if s is None or s.hit_pct > LOW_HIT_PCT:
+        if s is None or LOW_HIT_PCT < s.hit_pct < REUSED_PCT:
             continue
         ratio = _prompt_ratio(v, e, facts)
         if ratio is None or ratio[0] < PROMPT_HEAVY:
             continue
+        if s.hit_pct >= REUSED_PCT:
+            return Finding(
+                id="engine-prefix-cache-reused", category="engine", confidence=0.7, evidence=[ev], informational=True,
+                title=f"The prefix cache is reused ({s.hit_pct:.1f} % of prompt tokens hit)",
+                claim=(f"{e.label}'s prefix cache works: {s.src} show {s.hit_pct:.1f} % of prompt tokens served from "
+                       f"the cache on a load whose prompts outweigh outputs {ratio[0]:.0f} to 1, so shared prefixes "
+                       "are not prefilled again; the time to first token goes to the uncached rest of the prompts "
+                       "and to the queue."),
+                short=f"the prefix cache served {s.hit_pct:.1f} % of prompt tokens.", symptoms=["ttft", "throughput"],
+                numbers=[_num("prefix cache hit rate", s.hit_pct, "%", ev, peak=100.0)])
         ttft, _ = _f(facts, "metrics.vllm:time_to_first_token_seconds.mean",
                      "metrics.sglang:time_to_first_token_seconds.mean")
         t = f" Its mean TTFT is {ttft:.2f} s." if ttft else ""

@@ -83,6 +83,12 @@ def _spec_rejected(case: dict[str, Any]) -> dict[str, Any]:
     return _engine_texts(case, rewrite)
 
 
+def _prefix_missed(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's prefix hits taken away: vllm:prefix_cache_hits_total 0."""
+    return _engine_texts(case, lambda text: re.sub(r"(?m)^(vllm:prefix_cache_hits_total\{[^}]*\}) [\d.e+]+",
+                                                   r"\1 0.0", text))
+
+
 def quiet_host(case: dict[str, Any]) -> dict[str, Any]:
     """The account made ordinary: threads, cgroup, swap, pressure, CPU, storage reads (test_account_planted), and
     the reads through the page cache, the NICs, host memory and load average as well; and the engine's own counters
@@ -181,6 +187,7 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "host-cpuset-eight-cores-busy-gpu-twin": _confined,            # 8 CPUs with headroom -> 1 CPU, GPU waiting
     "net-two-nodes-rdma-ethernet-quiet-twin": _exchanging,
     "vllm-spec-decode-eagle3-accepted-h100-twin": _spec_rejected,  # ~3.2 tokens per target step -> 1.05
+    "vllm-prefix-cache-hits-h100-twin": _prefix_missed,            # 63 % of prompt tokens hit -> none
     "host-cpu-full-clock-koboldcpp-twin": _clocked_down,           # 3500 of 3600 MHz -> 1200         # eth0 quiet -> at line rate both ways
 }
 

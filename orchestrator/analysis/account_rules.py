@@ -696,6 +696,13 @@ def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:
             return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window while {held.short.rstrip('.')}: "
                     "the extra time is waiting for a place in the batch, not GPU work."), \
                 list(dict.fromkeys([a.ev, *held.evidence]))
+        from orchestrator.analysis.engine_work_rules import prefix_never_hits, speculation_overhead
+
+        redo = prefix_never_hits(v) or speculation_overhead(v)
+        if redo is not None and not redo.informational:
+            # busy GPUs doing work the engine throws away: prompts prefilled again, drafts rejected
+            return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window while {redo.short.rstrip('.')}: the "
+                    "extra time is GPU work the engine redoes or discards."), list(dict.fromkeys([a.ev, *redo.evidence]))
         return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window, so the extra time is GPU work beyond the "
                 "floor (kernels below their roofline, recomputation)."), [a.ev]
     tail = f" while {sat.short}" if sat else ", and nothing on the host was saturated."

@@ -783,6 +783,14 @@ def load_runs(v: EvidenceView) -> list[Finding]:
     return [found] if found else []
 
 
+def engine_work(v: EvidenceView) -> list[Finding]:
+    """Engine work that returns nothing: rejected speculative drafts, a prefix cache that never hits; see
+    engine_work_rules."""
+    from orchestrator.analysis.engine_work_rules import engine_work_findings
+
+    return engine_work_findings(v)
+
+
 def what_fits(v: EvidenceView) -> list[Finding]:
     """Weight bytes against GPU memory x the parallel degree and against what nvidia-smi shows in use; see fit_rules."""
     from orchestrator.analysis.fit_rules import fit_findings
@@ -800,7 +808,7 @@ RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, other_workloads, power_vs_limit,
     catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs,
-    what_fits,
+    what_fits, engine_work,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
     reference_rule,  # the user's throughput against published figures (analysis/references.py)
     trace_findings,  # profiles (analysis/trace_rules.py)

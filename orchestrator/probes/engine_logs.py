@@ -11,6 +11,13 @@
   usage: Z%, Prefix cache hit rate: W%" (vllm/v1/metrics/loggers.py; V0: "Running: N reqs, Swapped: S reqs, Pending:
   P reqs, GPU KV cache usage: Z%, CPU KV cache usage: C%."), V0's "Sequence group 0 is preempted by
   PreemptionMode.RECOMPUTE mode because there is not enough KV cache space." (core/scheduler.py).
+- vLLM speculative decoding, every stats interval: "SpecDecoding metrics: Mean acceptance length: 1.08, Accepted
+  throughput: 3.21 tokens/s, Drafted throughput: 120.00 tokens/s, Accepted: 32 tokens, Drafted: 400 tokens,
+  Per-position acceptance rate: 0.060, 0.015, ..., Avg Draft acceptance rate: 8.0%" (vllm/v1/spec_decode/metrics.py,
+  SpecDecodingLogging.log; v0.9 began "SpecDecoding metrics: Draft acceptance rate: 38.8%, Mean acceptance length:
+  2.16, Accepted: 150 tokens, Drafted: 387 tokens, Per-position acceptance rate: ..."); SGLang's decode line carries
+  "accept len: 1.02, accept rate: 0.01, " (SGLang's scheduler, log_decode_stats), its mean tokens
+  per verify step, the bonus token included.
 - SGLang: "server_args=ServerArgs(model_path='...', tp_size=8, ...)", "KV Cache is allocated. #tokens: N, K size: ..",
   "max_total_num_tokens=N, chunked_prefill_size=.., max_prefill_tokens=.., max_running_requests=.., context_len=..",
   "Decode batch. #running-req: N, #token: T, token usage: U, cuda graph: True, gen throughput (token/s): G,
@@ -77,15 +84,30 @@ RX_VLLM_STATS = re.compile(
     r"(?:Swapped: (\d+) reqs, )?(?:Pending|Waiting): (\d+) reqs,?\s*(?:Preemptions: (\d+), )?"
     r"(?:GPU KV cache usage: ([\d.]+)%)?(?:, (?:CPU KV cache usage: [\d.]+%\.?|Prefix cache hit rate: ([\d.]+)%))?")
 RX_SGL_DECODE = re.compile(
-    r"Decode batch\. #running-req: (\d+), #token: (\d+), token usage: ([\d.]+),(?: [^,]*?,)*? ?(?:cuda graph: (\w+), )?"
-    r"gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
-RX_SGL_PREFILL = re.compile(r"Prefill batch\. #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)")
+    r"Decode batch(?: \[\d+\])?[.,] #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
+    r"(?: [^,]*?,)*? ?(?:(?:cuda|cpu|npu) graph: (\w+), )?gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
+"""SGLang's decode line: "Decode batch. #running-req: N, #token: T, token usage: U, ..." and, in later releases, "Decode
+batch, #running-req: N, #full token: T, full token usage: U, mamba num: .., mamba usage: .., cuda graph: ..." for
+hybrid models (SGLang's scheduler, log_decode_stats)."""
+RX_VLLM_SPEC = re.compile(r"SpecDecoding metrics: .*?Mean acceptance length: ([\d.]+)")
+RX_VLLM_SPEC_TOKENS = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
+RX_VLLM_SPEC_POS = re.compile(r"Per-position acceptance rate: ((?:[\d.]+(?:, )?)+)")
+RX_SGL_ACCEPT = re.compile(r"accept len: ([\d.]+)")
+RX_SGL_PREFILL = re.compile(r"Prefill batch(?: \[\d+\])?[.,] #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)")
 RX_PREEMPT = re.compile(r"(preempted by PreemptionMode\.(RECOMPUTE|SWAP)|Decode out of memory happened|"
                         r"KV cache pool is full\. Retract requests|"
                         r"#retracted_reqs: (\d+)|running out of KV cache|Preemptions?: [1-9])", re.I)
 RX_MOE_DEFAULT = re.compile(r"Using default MoE (?:kernel )?config", re.I)
 RX_COMPILE = re.compile(r"torch\.compile takes? ([\d.]+) s in total|compile took ([\d.]+) s", re.I)
 # One engine start: vLLM's API server banner, SGLang's server_args dump, TGI's launcher args, trtllm-serve's banner.
+RX_WEIGHTS_LOAD = re.compile(r"Loading weights took ([\d.]+) seconds")
+"""vLLM `INFO 06-19 23:05:01 [loader.py:447] Loading weights took 0.69 seconds` (model_loader/default_loader.py)."""
+RX_MODEL_LOAD_S = re.compile(r"Model loading took [\d.]+ GiB(?: memory)? and ([\d.]+) seconds")
+RX_INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) seconds")
+"""vLLM `INFO 06-19 23:05:35 [core.py:162] init engine (profile, create kv cache, warmup model) took 34.11 seconds`
+(vllm/v1/engine/core.py)."""
+RX_READY = re.compile(r"Starting vLLM API server|Application startup complete")
+RX_VLLM_TS = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 RX_START = re.compile(r"(vLLM API server version|server_args=ServerArgs\(|Args \{\s*model_id|"
                       r"Starting TensorRT-LLM|TensorRT-LLM version:)")
 RX_COLD_COMPILE = re.compile(r"Compiling a graph for (?:dynamic shape|shape .*) takes [\d.]+ s")
@@ -113,7 +135,10 @@ _SGL_KEYS: dict[str, tuple[str, _Typ]] = {
     "disable_radix_cache": ("prefix_caching", "not"), "quantization": ("quantization", str),
     "schedule_policy": ("scheduler_policy", str), "model_path": ("model", str),
     "context_length": ("max_model_len", int), "enable_torch_compile": ("torch_compile", bool),
-    "enable_metrics": ("metrics_enabled", bool), "port": ("port", int)
+    "enable_metrics": ("metrics_enabled", bool), "port": ("port", int),
+    "speculative_algorithm": ("speculative_algorithm", str), "speculative_num_steps": ("speculative_num_steps", int),
+    "speculative_num_draft_tokens": ("speculative_num_draft_tokens", int),
+    "speculative_draft_model_path": ("speculative_draft_model", str)
 }
 
 
@@ -190,12 +215,29 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
     gen: list[float] = []
     new_tokens = cached_tokens = 0  # SGLang prefill lines, for the prefix hit rate when no stats line gives one
     eager_explicit = False
+    spec_weighted: list[tuple[float, float]] = []  # (acceptance length, weight) per stats interval
+    start_ts: float | None = None  # seconds into the year of the last start's banner (vLLM's MM-DD HH:MM:SS)
     seen_cold = seen_warm = seen_dg = False
     for path, no, line in lines:
         where = f"log {path}:{no}"
         if RX_START.search(line):
             f.starts += 1
             seen_cold = seen_warm = seen_dg = False
+            start_ts = _vllm_ts(line)
+            f.weights_load_s = f.model_load_s = f.init_engine_s = f.start_span_s = None  # the last start's phases
+        m = RX_WEIGHTS_LOAD.search(line)
+        if m:
+            f.weights_load_s = max(f.weights_load_s or 0.0, float(m.group(1)))
+        m = RX_MODEL_LOAD_S.search(line)
+        if m:
+            f.model_load_s = max(f.model_load_s or 0.0, float(m.group(1)))
+        m = RX_INIT_ENGINE.search(line)
+        if m:
+            f.init_engine_s = float(m.group(1))
+        if RX_READY.search(line) and start_ts is not None and f.start_span_s is None:
+            ready = _vllm_ts(line)
+            if ready is not None and ready >= start_ts:
+                f.start_span_s = ready - start_ts
         if RX_COLD_COMPILE.search(line) and not seen_cold:
             f.cold_compile_starts += 1
             seen_cold = True
@@ -297,6 +339,19 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
         m = RX_COMPILE.search(line)
         if m:
             f.compile_s = float(m.group(1) or m.group(2))
+        m = RX_VLLM_SPEC.search(line)
+        if m:
+            f.spec_lines += 1
+            t = RX_VLLM_SPEC_TOKENS.search(line)
+            drafted = int(t.group(2)) if t else 0
+            if t:
+                f.spec_accepted_tokens = (f.spec_accepted_tokens or 0) + int(t.group(1))
+                f.spec_drafted_tokens = (f.spec_drafted_tokens or 0) + drafted
+            spec_weighted.append((float(m.group(1)), float(drafted) if t else 1.0))
+            p = RX_VLLM_SPEC_POS.search(line)
+            if p:
+                f.spec_positions = len(re.findall(r"[\d.]+", p.group(1)))
+            continue
         m = RX_VLLM_STATS.search(line)
         if m:
             f.stats_samples += 1
@@ -316,6 +371,10 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
                    kv=float(m.group(3)) * 100)
             if m.group(4) == "False":
                 f.cuda_graph_false += 1
+            a = RX_SGL_ACCEPT.search(line)
+            if a and int(m.group(1)) > 0:
+                f.spec_lines += 1
+                spec_weighted.append((float(a.group(1)), 1.0))
             if g > 0:
                 gen.append(g)
             continue
@@ -323,11 +382,23 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
         if m:
             new_tokens += int(m.group(2))
             cached_tokens += int(m.group(3))
+    weight = sum(w for _, w in spec_weighted)
+    if weight > 0:
+        f.spec_accept_len_mean = round(sum(x * w for x, w in spec_weighted) / weight, 3)
     if gen:
         f.gen_tok_s_mean = round(sum(gen) / len(gen), 2)
     if new_tokens + cached_tokens > 0 and f.prefix_hit_rate_pct is None:
         f.prefix_hit_rate_pct = round(100 * cached_tokens / (new_tokens + cached_tokens), 1)
     return ParsedLog(f, version, settings)
+
+
+def _vllm_ts(line: str) -> float | None:
+    """vLLM's `INFO 06-19 23:05:01 [...]` timestamp as seconds (month x 31 days: spans within a start only)."""
+    m = RX_VLLM_TS.search(line)
+    if not m:
+        return None
+    mo, d, h, mi, sec = (int(x) for x in m.groups())
+    return float((((mo * 31 + d) * 24 + h) * 60 + mi) * 60 + sec)
 
 
 def _track(st: LogState, *, prompt: float | None, gen: float, running: int, waiting: int, kv: float | None) -> None:

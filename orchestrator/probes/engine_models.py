@@ -9,7 +9,8 @@ Facts (`EngineReport.facts()`, flat dotted keys the catalog's conditions read):
   scheduler_policy, max_model_len, ...), `engine.<setting>_default` (true when the value is the engine's default),
   `engine.log.*` (preemptions, retracted_reqs, moe_default_config, graphs_captured, graph_capture_s, compile_s,
   kv_usage_max_pct, waiting_max, running_max, gen_tok_s_max, gen_tok_s_mean, prefix_hit_rate_pct,
-  cuda_graph_false, fallbacks, stats_samples, max_concurrency),
+  cuda_graph_false, fallbacks, stats_samples, max_concurrency, spec_lines, spec_accept_len_mean,
+  spec_accepted_tokens, spec_drafted_tokens, spec_positions),
   `engine.metrics_available` (bool).
 - `metrics.<name as exposed>`: gauges and counters (e.g. `metrics.vllm:num_preemptions_total`,
   `metrics.vllm:kv_cache_usage_perc`); histograms as `metrics.<name>.{count,mean,p50,p90,p99}` (seconds).
@@ -80,6 +81,26 @@ class LogState(BaseModel):
     cold_compile_starts: int = 0
     warm_compile_starts: int = 0
     deepgemm_jit_starts: int = 0
+    weights_load_s: float | None = None
+    """vLLM "Loading weights took X seconds" (the longest worker)."""
+    model_load_s: float | None = None
+    """vLLM "Model loading took X GiB and Y seconds": Y, weights and model construction (the longest worker)."""
+    init_engine_s: float | None = None
+    """vLLM "init engine (profile, create kv cache, warmup model) took X seconds": memory profiling (where
+    torch.compile runs), KV cache allocation and warm-up (where CUDA graphs are captured)."""
+    start_span_s: float | None = None
+    """Seconds from the last start's banner to "Starting vLLM API server" / "Application startup complete.", read
+    from the lines' timestamps."""
+    spec_lines: int = 0
+    """Speculative-decoding stats lines read (vLLM "SpecDecoding metrics: ...", SGLang "Decode batch. ... accept len")."""
+    spec_accept_len_mean: float | None = None
+    """Mean acceptance length over those lines: tokens emitted per target-model step, the bonus token included (vLLM
+    weighted by each interval's drafted tokens; SGLang the mean of its decode lines' "accept len")."""
+    spec_accepted_tokens: int | None = None
+    spec_drafted_tokens: int | None = None
+    """vLLM: the "Accepted: N tokens, Drafted: M tokens" of those lines, summed."""
+    spec_positions: int | None = None
+    """Tokens drafted per step, read as the length of vLLM's "Per-position acceptance rate" list."""
 
 
 class EngineInstance(BaseModel):

@@ -199,3 +199,18 @@ def test_build_report_without_process_reads_launch_script_and_log():
     assert facts["engine.name"] == "vllm" and facts["engine.max_num_seqs"] == 16
     assert facts["engine.log.waiting_max"] == 25 and facts["engine.cuda_graphs"] is False
     assert any(src == "server" and "Cudagraph" in line for src, _, _, line in r.log_lines())
+
+
+def test_sglang_later_decode_and_prefill_wording():
+    """SGLang's later lines: 'Decode batch,' with hybrid models' '#full token: .., full token usage: .., mamba ..'
+    and 'Prefill batch,' (the scheduler's log_decode_stats / log_prefill_stats)."""
+    from orchestrator.probes.engine_logs import parse_log_lines
+
+    lines = ["[2026-03-23 09:20:01 TP0] Prefill batch, #new-seq: 1, #new-token: 2000, #cached-token: 500, full token "
+             "usage: 0.03, mamba usage: 0.04, #running-req: 2, #queue-req: 0, ",
+             "[2026-03-23 09:20:02 TP0] Decode batch, #running-req: 4, #full token: 9476, full token usage: 0.05, "
+             "mamba num: 8, mamba usage: 0.05, accept len: 1.50, accept rate: 0.17, cuda graph: True, gen throughput "
+             "(token/s): 124.74, #queue-req: 1, "]
+    st = parse_log_lines(("/l", i + 1, ln) for i, ln in enumerate(lines)).state
+    assert st.running_max == 4 and st.waiting_max == 1 and st.kv_usage_max_pct == 5.0
+    assert st.prefix_hit_rate_pct == 20.0 and st.spec_accept_len_mean == 1.5 and st.spec_lines == 1

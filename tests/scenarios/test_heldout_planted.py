@@ -1,7 +1,8 @@
 """Every held-out case fails once its planted evidence is taken away, while everything else of the case stays: the
 account's saturated resource made ordinary (tests/scenarios/test_account_planted.py's `neutralized`, plus the NIC
 back to a trickle, host memory free, the load average under the core count), a burst benchmark given a request
-rate, a latency far above its floor brought near it and one near its floor pushed far above. A case that still
+rate, a latency far above its floor brought near it and one near its floor pushed far above, the engine's
+speculative drafts accepted and its prefix cache hitting (and a twin's accepted drafts rejected). A case that still
 passes then was met by something other than the evidence it plants."""
 
 from __future__ import annotations
@@ -21,10 +22,78 @@ pytestmark = SSH
 CASES = cases_of("heldout")
 
 
+def _engine_texts(case: dict[str, Any], rewrite: Callable[[str], str]) -> dict[str, Any]:
+    """Every log and /metrics text the case stages for its engines, rewritten inline by `rewrite`."""
+    case = copy.deepcopy(case)
+    here = ROOT / "heldout" / case["id"]
+
+    def text(ref: str) -> str:
+        f = here / ref
+        return f.read_text() if "\n" not in ref and f.is_file() else ref
+
+    logs = case["stage"].get("logs") or {}
+    for host_path, ref in logs.items():
+        logs[host_path] = rewrite(text(ref))
+    for eng in case["stage"].get("engines") or []:
+        if eng.get("metrics") is not None:
+            eng["metrics"] = rewrite(text(eng["metrics"]))
+    return case
+
+
+def _sub_num(pattern: str, text: str, value: Callable[[re.Match[str]], str]) -> str:
+    return re.sub(pattern, value, text)
+
+
+def _ordinary_engine_text(text: str) -> str:
+    """The engine's own counters made ordinary: speculative drafts mostly accepted (vLLM 2.2 accepted per draft of
+    its spec-decode counters, 'Mean acceptance length: 3.40', 'Accepted' 55 % of 'Drafted', SGLang 'accept len:
+    3.20'), a prefix cache that hits (vLLM hits 70 % of queries and 'Prefix cache hit rate: 70.0%', SGLang
+    2,048 cached tokens per prefill) and a start whose logged phases take seconds."""
+    drafts = re.search(r"^vllm:spec_decode_num_drafts_total\{[^}]*\} ([\d.e+]+)", text, re.M)
+    if drafts:
+        text = _sub_num(r"(?m)^(vllm:spec_decode_num_accepted_tokens_total\{[^}]*\}) [\d.e+]+",
+                        text, lambda m: f"{m.group(1)} {2.2 * float(drafts.group(1))}")
+    text = re.sub(r"Mean acceptance length: [\d.]+", "Mean acceptance length: 3.40", text)
+    text = _sub_num(r"Accepted: \d+ tokens, Drafted: (\d+) tokens", text,
+                    lambda m: f"Accepted: {int(0.55 * int(m.group(1)))} tokens, Drafted: {m.group(1)} tokens")
+    text = re.sub(r"accept len: [\d.]+", "accept len: 3.20", text)
+    queries = re.search(r"^vllm:prefix_cache_queries_total\{[^}]*\} ([\d.e+]+)", text, re.M)
+    if queries:
+        text = _sub_num(r"(?m)^(vllm:prefix_cache_hits_total\{[^}]*\}) [\d.e+]+",
+                        text, lambda m: f"{m.group(1)} {0.7 * float(queries.group(1))}")
+    text = re.sub(r"Prefix cache hit rate: [\d.]+%", "Prefix cache hit rate: 70.0%", text)
+    text = re.sub(r"#cached-token: \d+", "#cached-token: 2048", text)
+    # a start of ordinary phases: weights in seconds, torch.compile and CUDA graph capture in a few seconds each
+    text = re.sub(r"Loading weights took [\d.]+ seconds", "Loading weights took 6.10 seconds", text)
+    text = re.sub(r"Model loading took ([\d.]+) GiB( memory)? and [\d.]+ seconds",
+                  r"Model loading took \1 GiB\2 and 9.84 seconds", text)
+    text = re.sub(r"(Compiling a graph for .*?) takes [\d.]+ s", r"\1 takes 7.95 s", text)
+    text = re.sub(r"torch\.compile takes [\d.]+ s in total", "torch.compile takes 11.04 s in total", text)
+    text = re.sub(r"Graph capturing finished in \d+ secs", "Graph capturing finished in 9 secs", text)
+    return re.sub(r"(init engine \(profile, create kv cache, warmup model\) took) [\d.]+ seconds",
+                  r"\1 31.62 seconds", text)
+
+
+def _spec_rejected(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's accepted drafts taken away: 'Mean acceptance length: 1.05', 1 % of the drafted accepted."""
+    def rewrite(text: str) -> str:
+        text = re.sub(r"Mean acceptance length: [\d.]+", "Mean acceptance length: 1.05", text)
+        return _sub_num(r"Accepted: \d+ tokens, Drafted: (\d+) tokens", text,
+                        lambda m: f"Accepted: {int(0.01 * int(m.group(1)))} tokens, Drafted: {m.group(1)} tokens")
+    return _engine_texts(case, rewrite)
+
+
+def _prefix_missed(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's prefix hits taken away: vllm:prefix_cache_hits_total 0."""
+    return _engine_texts(case, lambda text: re.sub(r"(?m)^(vllm:prefix_cache_hits_total\{[^}]*\}) [\d.e+]+",
+                                                   r"\1 0.0", text))
+
+
 def quiet_host(case: dict[str, Any]) -> dict[str, Any]:
     """The account made ordinary: threads, cgroup, swap, pressure, CPU, storage reads (test_account_planted), and
-    the reads through the page cache, the NICs, host memory and load average as well."""
-    case = neutralized(case)
+    the reads through the page cache, the NICs, host memory and load average as well; and the engine's own counters
+    (speculative acceptance, prefix cache hits) made ordinary."""
+    case = neutralized(_engine_texts(case, _ordinary_engine_text))
     acct = case["stage"].get("account") or {}
     for p in acct.get("processes") or []:
         p["rchar_mbit"] = 0  # read() through the page cache too: nothing is loading its files
@@ -117,6 +186,8 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "ttft-grows-with-concurrent-prefills-h100": _ttft(20_000.0),  # 1.4 s -> 20 s: far beyond 16 prompts' prefill
     "host-cpuset-eight-cores-busy-gpu-twin": _confined,            # 8 CPUs with headroom -> 1 CPU, GPU waiting
     "net-two-nodes-rdma-ethernet-quiet-twin": _exchanging,
+    "vllm-spec-decode-eagle3-accepted-h100-twin": _spec_rejected,  # ~3.2 tokens per target step -> 1.05
+    "vllm-prefix-cache-hits-h100-twin": _prefix_missed,            # 63 % of prompt tokens hit -> none
     "host-cpu-full-clock-koboldcpp-twin": _clocked_down,           # 3500 of 3600 MHz -> 1200         # eth0 quiet -> at line rate both ways
 }
 

@@ -47,8 +47,11 @@ LOG_LINE = re.compile(
     r"Prefix cach|radix|torch\.compile|compile took|Compil|DeepGEMM|deep_gemm|JIT|autotun|Autotun|TunableOp|"
     r"Inductor|inductor|Triton|triton cache|FlashInfer|flashinfer|Using attention|Using default cuda graphs|"
     r"capacity_scheduler|CapacitySchedulerPolicy|max_batch_size|max_num_tokens|free_gpu_memory_fraction|"
-    r"Directly load the compiled|TensorRT-LLM|Args \{|Forcing attention|"
+    r"Directly load the compiled|TensorRT-LLM|Args \{|Forcing attention|SpecDecoding metrics|"
+    r"Loading weights took|init engine \(profile|Starting vLLM API server|Application startup complete|"
     r"WARNING|WARN |ERROR|Error|Traceback)")
+CONFIG_DUMP = re.compile(r"(server_args=ServerArgs\(|non-default args|with config: |args: Namespace\()")
+CONFIG_LINE_CHARS = 8000
 CMD_LINE = re.compile(r"(\bvllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|"
                       r"\btrtllm-serve\b|\btext-generation-launcher\b)")
 
@@ -270,13 +273,16 @@ def scan_files(params):
             # one log read within max_log_bytes from the descriptor opened once (the prelude's log_lines: its
             # start and its end)
             for no, line in log_lines(fd, max_bytes, skipped):
-                short = line.rstrip("\n")[:600]
+                # configuration dumps run to thousands of characters (SGLang's ServerArgs(...) line, vLLM's engine
+                # config): kept whole up to CONFIG_LINE_CHARS, every other line to 600
+                short = line.rstrip("\n")[:CONFIG_LINE_CHARS if CONFIG_DUMP.search(line) else 600]
                 if CMD_LINE.search(line) or (cmd_lines and cmd_lines[-1][0] == no - 1
                                              and cmd_lines[-1][1].rstrip().endswith("\\")):
                     cmd_lines.append((no, short))
                 if not LOG_LINE.search(line):
                     continue
-                if "Avg prompt throughput" in line or "Decode batch" in line or "Prefill batch" in line:
+                if ("Avg prompt throughput" in line or "Decode batch" in line or "Prefill batch" in line
+                        or "SpecDecoding metrics" in line):
                     periodic.append([no, short])
                     continue
                 if len(entry["lines"]) < max_lines:

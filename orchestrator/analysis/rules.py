@@ -39,17 +39,26 @@ def _runs_weight_only(g: HostGpu | None, dtype: str | None) -> bool:
 
 
 def _moe_model(v: EvidenceView) -> bool | None:
-    """Whether the observed model is MoE: True/False when the observations say, None when they do not."""
+    """Whether the model is MoE: True/False when the observations say (its shape), else from the name of the model
+    the engine serves or the observations name (knowledge/model_families.yaml), None when neither tells."""
     oe = v.observations_evidence
     m = oe[1].model if oe else None
-    if m is None:
-        return None
-    if m.num_experts is not None:
-        return m.num_experts > 1
-    if m.top_k or m.moe_intermediate_size or m.num_moe_layers:
-        return True
-    if m.hidden_size or m.intermediate_size:
-        return False  # the user described the model's shape and gave no expert field: a dense model
+    if m is not None:
+        if m.num_experts is not None:
+            return m.num_experts > 1
+        if m.top_k or m.moe_intermediate_size or m.num_moe_layers:
+            return True
+        if m.hidden_size or m.intermediate_size:
+            return False  # the user described the model's shape and gave no expert field: a dense model
+    names = [getattr(m, "name", None)] if m is not None else []
+    for _ev, rep in v.probes("engine_config"):
+        eng = getattr(rep, "primary", None)
+        if eng is not None:
+            names.append(eng.model)
+    for name in names:
+        known = knowledge.moe_by_name(name)
+        if known is not None:
+            return known[0]
     return None
 
 

@@ -629,3 +629,31 @@ def _catalog():
     from orchestrator.knowledge.catalog import catalog
 
     return catalog()
+
+
+class ModelFamily(_Strict):
+    """A model family by name (model_families.yaml): the case-insensitive pattern of its names, whether it is a
+    mixture of experts, and the config.json that says so."""
+
+    pattern: str
+    moe: bool
+    source: str
+
+
+@lru_cache(maxsize=None)
+def model_families() -> tuple[ModelFamily, ...]:
+    return tuple(ModelFamily.model_validate(x) for x in _load("model_families.yaml"))
+
+
+def moe_by_name(name: str | None) -> tuple[bool, str] | None:
+    """(is a mixture of experts, the source) for a served model's name, from the first family whose pattern it matches;
+    None for a name no family matches."""
+    if not name:
+        return None
+    import re
+
+    low = name.lower()
+    for fam in model_families():
+        if re.search(fam.pattern, low):
+            return fam.moe, fam.source
+    return None

@@ -55,6 +55,16 @@ EXCHANGE_SHARE = 0.6
 """A saturated NIC whose other direction carries at least this share of the busy one: traffic exchanged with peers."""
 TURNS_SHARE = 0.6
 """Share of busy samples in which exactly one GPU was busy: GPUs taking turns, not working together."""
+SHM_ENOUGH_BYTES = 1 << 30
+"""A /dev/shm at least this large holds what a multi-GPU server puts there: NCCL's SHM-transport and proxy segments
+(several MB each, one per peer connection and channel: NCCL's own warnings print sizes such as 7340384 and 9637888
+bytes) and the tensors PyTorch's multiprocessing shares between the API server and the workers. TGI's docker
+instructions give --shm-size 1g, vLLM's --ipc=host or --shm-size; Docker's default is 64 MB."""
+NCCL_SHM_SEGMENT_BYTES = (7340384, 33030528)
+"""NCCL shared-memory segments as NCCL's warnings print them ("misc/shmutils.cc NCCL WARN Error while creating shared
+memory segment /dev/shm/nccl-… (size 7340384)" in MiniMax-AI/MiniMax-01#42 with NCCL 2.21.5; "(size 33030528), error:
+No space left on device (28)" in ai-dynamo/dynamo#1408): the smallest and the largest, the units the /dev/shm size is
+counted in."""
 HOST_SYMPTOMS: list[Symptom] = ["throughput", "itl", "ttft", "startup"]
 """A saturated host resource while the GPUs wait slows whatever the GPUs wait for, start-up (weights read from a slow
 filesystem, a throttled loader) included."""
@@ -104,6 +114,56 @@ def _mb(x: float) -> str:
 
 
 # --- the saturated resources, in the order the account follows them ------------------------------------------------
+
+
+def _shm(a: Account) -> Finding | None:
+    """A resource too small rather than saturated: the /dev/shm the serving processes see (their mount namespace's,
+    /proc/PID/mountinfo) against what processes sharing GPUs put there. Several GPUs driven from one server exchange
+    through it: NCCL's SHM transport and proxy segments, and PyTorch's inter-process tensors. A container's own tmpfs
+    of tens of MB (Docker's default 64 MB) runs out: shm_open/posix_fallocate fail with 'No space left on device',
+    NCCL returns 'unhandled system error' and the engine dies at start-up or on its first collective, or a worker
+    is killed by SIGBUS touching a page the tmpfs cannot back. Sources: https://docs.vllm.ai/en/latest/deployment/
+    docker.html (--ipc=host or --shm-size), https://github.com/vllm-project/vllm/issues/1710,
+    https://github.com/NVIDIA/nccl/issues/342."""
+    gpus = {i for p in a.acct.processes for i in p.gpus}
+    if len(gpus) < 2:
+        return None
+    total_kb = a.acct.host_account.mem_total_kb
+    for p in a.acct.processes:
+        s = p.shm
+        if s is None or s.fstype != "tmpfs":
+            continue
+        size = s.size_bytes
+        if size is None and s.size_pct_of_ram and total_kb:
+            size = int(s.size_pct_of_ram / 100 * total_kb * 1024)
+        if size is None or size >= SHM_ENOUGH_BYTES:
+            continue
+        mib = size / 2**20
+        small, large = NCCL_SHM_SEGMENT_BYTES
+        fits = size // small
+        claim = (f"The serving process {p.name} ({p.pid}) sees a /dev/shm of {mib:.0f} MiB (a tmpfs of its own mount "
+                 f"namespace, mountinfo options {s.options!r}) while the serving processes drive {len(gpus)} GPUs "
+                 f"together. Processes sharing GPUs exchange through /dev/shm: NCCL places a segment of several MB per "
+                 f"peer connection and channel there ({small} to {large} bytes each in NCCL's own warnings, so "
+                 f"{mib:.0f} MiB holds {size // large} to {fits} of them for the whole server) and PyTorch passes "
+                 "tensors between the API server and its workers through it. "
+                 "When it fills, creating a segment fails ('No space left on device'), NCCL reports 'unhandled system "
+                 "error' and the engine stops at start-up or at its first collective, or a worker dies of a bus "
+                 "error; a container gets a 64 MB /dev/shm unless it is started with --shm-size or --ipc=host "
+                 "[https://docs.vllm.ai/en/latest/deployment/docker.html].")
+        return Finding(
+            id="account-shm-small", category="environment", confidence=0.75, evidence=[a.ev], bound=None,
+            title=f"/dev/shm is {mib:.0f} MiB for a server on {len(gpus)} GPUs: too small for NCCL and the workers",
+            claim=claim, short=f"the container's /dev/shm is only {mib:.0f} MiB for {len(gpus)} GPUs' NCCL "
+                               "segments and worker tensors.",
+            symptoms=["errors", "startup"],
+            numbers=[_num("/dev/shm size", mib, "MiB", a.ev, s.options[:80], peak=SHM_ENOUGH_BYTES / 2**20),
+                     _num(f"NCCL segments of {small} bytes that fit", fits, "segments", a.ev)],
+            recommendations=["Give the container the host's shared memory or a large /dev/shm: `docker run "
+                             "--ipc=host` or `--shm-size=16g` (Kubernetes: an emptyDir with medium: Memory mounted at "
+                             "/dev/shm); check inside it with `df -h /dev/shm`."])
+    return None
+
 
 
 def _cgroup(a: Account) -> Finding | None:
@@ -571,7 +631,7 @@ def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
 # --- the findings and the bound ------------------------------------------------------------------------------------
 
 
-SATURATION = (_cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic,
+SATURATION = (_shm, _cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic,
               _turns)
 """In the order the account follows them when several fire: the cause before its symptom (a throttled cgroup
 makes its threads look saturated; swapping and network filesystems make the CPU wait)."""
@@ -613,8 +673,12 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
         if lead is None and flat is not None:
             lead = flat
         waits = (f"while {lead.short.rstrip('.')}" if lead else "and no resource on the host is saturated")
+        # a lead that stops the engine (a failure, not a slowness: it explains none of the rates) leaves the GPUs idle
+        # as its consequence; their idle share is then context, not a cause of its own
+        failed = lead is not None and not set(lead.symptoms) & {"throughput", "itl", "ttft"}
         idle = Finding(
             id="account-gpu-idle", category="workload", confidence=0.8, evidence=[a.ev], bound=None,
+            informational=failed,
             title=f"The GPUs are idle {100 - a.busy:.0f} % of the time: the time goes elsewhere",
             claim=(f"{_idle_words(a)} {waits}. The GPUs wait most of the time, so no kernel, memory or compute "
                    "limit explains the slowness until what they wait for is fixed."),
@@ -709,7 +773,7 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     idle = by_id.get("account-gpu-idle")
     if idle is None:
         return None
-    order = ("account-cgroup-throttled", "account-cpu-allowance", "account-memory-swap", "account-memory-limit",
+    order = ("account-shm-small", "account-cgroup-throttled", "account-cpu-allowance", "account-memory-swap", "account-memory-limit",
              "account-filesystem", "account-model-reload", "account-cpu-thread", "account-host-cpu", "account-io",
              "account-nic", "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue", "account-client-limited",
              "account-low-concurrency", "account-no-load", "account-flat-throughput", "account-nothing-saturated")

@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.analysis.account_rules import GPU_BUSY_PCT, gpus_busy, serving_gpus, where_time_went
 from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.load_rules import ttft_whole
 from orchestrator.analysis.serving import (
     FAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
     shape_from_observations,
@@ -82,7 +83,9 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
                 "ev": oe[0].id, "label": f"{b.format} ({b.source}, {b.name})", "batch": batch,
                 "input_len": b.input_len, "itl_ms": (itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None),
                 "itl_name": "median ITL" if b.itl and b.itl.p50 is not None else "median TPOT",
-                "ttft_ms": (b.ttft.p50 if b.ttft and b.ttft.p50 is not None else b.ttft.mean if b.ttft else None),
+                # a TTFT that is the whole request (not streamed) is no prefill time: load_rules says so instead
+                "ttft_ms": None if ttft_whole(b) else
+                (b.ttft.p50 if b.ttft and b.ttft.p50 is not None else b.ttft.mean if b.ttft else None),
                 "model": b.model,
             })
         for r in oe[1].runs[:4]:

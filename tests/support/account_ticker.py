@@ -76,8 +76,10 @@ def write_static(root: Path, spec: dict[str, Any]) -> None:
         _write(d / "cgroup", f"0::{path}\n" if not cg or int(_g(cg, "version", 2)) == 2
                else f"4:cpu,cpuacct:{path}\n0::/\n")
         lines = list(mounts)
-        for i, (mp, fstype, source) in enumerate(p.get("mounts") or []):
-            lines.append(f"{300 + i} 27 0:{60 + i} / {mp} rw,relatime - {fstype} {source} rw,vers=4.2")
+        for i, (mp, fstype, source, *opts) in enumerate(p.get("mounts") or []):
+            # a fourth element is the super options as the kernel prints them (tmpfs: "rw,size=65536k")
+            lines.append(f"{300 + i} 27 0:{60 + i} / {mp} rw,relatime - {fstype} {source} "
+                         f"{opts[0] if opts else 'rw,vers=4.2'}")
         _write(d / "mountinfo", "\n".join(lines) + "\n")
         maps = ["55d0c0000000-55d0c0021000 r--p 00000000 103:01 1234 /usr/bin/python3.12"]
         for i, f in enumerate(p.get("files") or []):

@@ -131,6 +131,15 @@ def _shm_shrunk(case: dict[str, Any]) -> dict[str, Any]:
     return case
 
 
+def _unstreamed(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's streaming taken away: each run's TTFT the whole request and no inter-token latency."""
+    case = copy.deepcopy(case)
+    for b in case["observations"]["bench"]:
+        b["ttft"] = dict(b["e2el"])
+        b.pop("itl", None)
+    return case
+
+
 def _same_lengths(case: dict[str, Any]) -> dict[str, Any]:
     """Every run generating what the first did per request (the same workload), its other figures kept."""
     case = copy.deepcopy(case)
@@ -145,6 +154,7 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "gateway-buffers-stream-ttft-is-e2e-genai-perf": _streamed,    # TTFT 806 of 818 ms -> 82 ms, ITL ~12 ms
     "loadtest-ignore-eos-changes-output-len-l40s": _same_lengths,  # 914 and 338 tokens per request -> 338 both
     "bench-vllm-vs-tgi-unequal-output-len-a100": _same_lengths,    # 247 and 118 -> 118 both
+    "direct-to-pod-streamed-ttft-genai-perf-twin": _unstreamed,    # TTFT 41 of 781 ms -> 781 of 781, no ITL
     "docker-ipc-host-shm-vllm-tp4-twin": _shm_shrunk,             # the host's /dev/shm -> 64 MB, GPUs stopped
     "client-one-request-in-flight-vllm-log": _log_running(48),  # 48 running, none waiting: not the client's 1
     "sglang-one-running-req-openai-client": _log_running(48),

@@ -13,6 +13,7 @@ from orchestrator.analysis.queue_rules import queue_state
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
 from orchestrator.observations import BenchResult
+from orchestrator.probes.engine_models import EngineReport
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
@@ -178,7 +179,7 @@ def ttft_is_whole_request(v: "EvidenceView") -> Finding | None:
                        f"latency for {out:.0f} output tokens): the response did not reach the client as a stream", claim=claim,
                        short=f"the measured TTFT of {ttft:g} ms is {share:.0%} of the whole request's {e2e:g} ms: the "
                              "response was not streamed to the client.", symptoms=["ttft"],
-                       data={"measurement_flaw": True},
+                       data={"not_the_server": True},
                        numbers=[_num("median TTFT / median end-to-end latency", 100 * share, "%", oe[0].id,
                                      f"{ttft:g} of {e2e:g} ms, {out:.0f} output tokens")],
                        recommendations=["Measure TTFT on a streamed response: send stream: true (the OpenAI client's "
@@ -186,6 +187,77 @@ def ttft_is_whole_request(v: "EvidenceView") -> Finding | None:
                                         "first content chunk; turn off response buffering in any proxy on the path "
                                         "(nginx proxy_buffering off); compare with the server's own TTFT histogram "
                                         "(vLLM vllm:time_to_first_token_seconds)."])
+    return None
+
+
+PATH_TTFT_MS = 100.0
+"""Milliseconds of each first token spent outside the engine from which the path is a cause of its own (a round trip
+between continents is 80-150 ms; a TLS connection set up per request costs two or three of them)."""
+PATH_TTFT_RATIO = 2.0
+"""The client's median TTFT at least this many times the engine's own: most of it is spent on the way."""
+
+
+def _engine_ttft(v: "EvidenceView") -> tuple[str, str, float, float] | None:
+    """(evidence id, metric name, median ms, requests) of the engine's own TTFT histogram, from its /metrics."""
+    for ev, rep in v.probes("engine_config"):
+        if not isinstance(rep, EngineReport) or rep.primary is None:
+            continue
+        facts = rep.facts()
+        for name in ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds",
+                     "trtllm_time_to_first_token_seconds", "tgi_request_first_token_duration"):
+            p50, count = facts.get(f"metrics.{name}.p50"), facts.get(f"metrics.{name}.count")
+            if isinstance(p50, (int, float)) and isinstance(count, (int, float)) and count > 0:
+                return ev.id, name, 1e3 * float(p50), float(count)
+    return None
+
+
+def ttft_outside_engine(v: "EvidenceView") -> Finding | None:
+    """The TTFT the client measured set against the engine's own TTFT histogram: the difference is spent outside the
+    engine, on the path between the client and it.
+
+    An engine's TTFT histogram runs from the request's arrival at the engine to its first token (queueing and prefill
+    included); the client's runs from sending the request to receiving that token. When the client's is several times
+    the engine's and the gap is beyond a LAN's noise, the time goes to what lies between: network round trips (TCP
+    and TLS set-up per request, a client in another region), a proxy, gateway or load balancer, the HTTP front end.
+    No change to the engine shortens it. Sources: https://github.com/philschmid/huggingface-inferentia2-samples/
+    issues/11 ("this number ... includes heavy network overhead from Europe to the U.S."),
+    https://github.com/vllm-project/vllm/issues/22161 (TTFT moves with the network, TPOT does not)."""
+    oe = v.observations_evidence
+    server = _engine_ttft(v)
+    if oe is None or server is None:
+        return None
+    sev, metric, engine_ms, count = server
+    for b in oe[1].bench:
+        client = _p50(b.ttft)
+        if b.label == "baseline" or not client or ttft_whole(b) is not None:
+            continue
+        gap = client - engine_ms
+        if gap < PATH_TTFT_MS or client < PATH_TTFT_RATIO * engine_ms:
+            continue
+        share = gap / client
+        itl = _p50(b.itl or b.tpot)
+        steady = (f" The tokens after the first arrive {itl:g} ms apart at the client, one decode step each: the path "
+                  "delays the start of each response, not its stream." if itl else "")
+        claim = (f"The client measured a median TTFT of {client:g} ms ({b.name}), while the engine's own histogram "
+                 f"({metric}, from a request's arrival at the engine to its first token, {count:.0f} requests) puts "
+                 f"the median at {engine_ms:.0f} ms: {gap:.0f} ms of each first token ({share:.0%}) is spent outside "
+                 "the engine, between the client and the server: network round trips (connection and TLS set-up for "
+                 "each request, a client in another region), a proxy, gateway or load balancer, or the HTTP front end "
+                 f"before the request reaches the engine.{steady} Faster prefill or more GPUs cannot remove it.")
+        return Finding(id="load-ttft-outside-engine", category="workload", confidence=0.75,
+                       evidence=[oe[0].id, sev], bound="latency", explains=round(share, 2),
+                       title=f"{share:.0%} of the TTFT is spent outside the engine ({client:g} ms at the client, "
+                       f"{engine_ms:.0f} ms in the engine's own histogram)", claim=claim,
+                       short=f"{gap:.0f} ms of the client's {client:g} ms TTFT is spent outside the engine (its own "
+                             f"histogram says {engine_ms:.0f} ms): on the path between the client and the server.",
+                       symptoms=["ttft"], data={"not_the_server": True},
+                       numbers=[_num("client TTFT - engine TTFT (medians)", gap, "ms", oe[0].id,
+                                     f"{client:g} ms at the client, {engine_ms:.0f} ms in {metric}")],
+                       recommendations=["Time each hop of the path: run the same benchmark from a host next to the "
+                                        "server and compare; `curl -w '%{time_connect} %{time_appconnect} "
+                                        "%{time_starttransfer}'` from the client splits connection, TLS and first "
+                                        "byte; reuse connections (HTTP keep-alive, a pooled client) so a request does "
+                                        "not pay TCP and TLS set-up; serve users from a region near them."])
     return None
 
 
@@ -243,7 +315,7 @@ def unequal_outputs(v: "EvidenceView") -> Finding | None:
                    f"{lo.output_len:.0f} output tokens per request): their figures are not comparable",
                    claim=claim, short=f"the runs compared generated {hi.output_len:.0f} and {lo.output_len:.0f} "
                                       "output tokens per request: their figures measure different workloads.",
-                   symptoms=["throughput", "regression", "ttft", "itl"], data={"measurement_flaw": True},
+                   symptoms=["throughput", "regression", "ttft", "itl"], data={"not_the_server": True},
                    numbers=[_num(f"mean output tokens per request: {hi.name} / {lo.name}", ratio, "x", oe[0].id,
                                  f"{hi.output_len:.0f} / {lo.output_len:.0f}")],
                    recommendations=["Compare at the same output length: run every server with the same dataset and "

@@ -27,7 +27,7 @@ def _view(*bench: dict) -> EvidenceView:
 def test_a_ttft_equal_to_the_request_for_many_tokens_was_not_streamed_and_is_no_prefill_time():
     whole = {"output_len": 212, "input_len": 640, "ttft": {"p50": 2703}, "e2el": {"p50": 2703}}
     f = ttft_is_whole_request(_view(whole))
-    assert f is not None and "100% of it" in f.claim and "211 tokens" in f.claim and f.data["measurement_flaw"]
+    assert f is not None and "100% of it" in f.claim and "211 tokens" in f.claim and f.data["not_the_server"]
     assert all(i["ttft_ms"] is None for i in _latency_inputs(_view(whole), None))  # not judged as prefill
     # tokens arriving in one burst at the end (a buffering proxy): an ITL that puts them in a few ms
     burst = {"output_len": 60, "ttft": {"p50": 806.5}, "itl": {"p50": 0.19}, "e2el": {"p50": 818.0}}
@@ -93,3 +93,28 @@ def test_the_probe_reads_dev_shm_and_its_size_from_the_process_mountinfo(tmp_pat
     (tmp_path / "41" / "mountinfo").write_text("27 1 253:1 / / rw,relatime - ext4 /dev/nvme0n1p1 rw\n")
     assert s.shm_of(str(tmp_path), 41) is None
     assert s.shm_of(str(tmp_path), 42) is None
+
+
+def test_a_client_ttft_far_above_the_engines_own_is_spent_on_the_path():
+    from support.evidence import ev
+
+    from orchestrator.analysis.load_rules import ttft_outside_engine
+    from orchestrator.probes.engine_metrics import MetricSummary
+    from orchestrator.probes.engine_models import EngineInstance, EngineMetricsScrape, EngineReport
+
+    def engine(p50_s: float) -> EngineReport:
+        m = {"vllm:time_to_first_token_seconds": MetricSummary(name="vllm:time_to_first_token_seconds",
+                                                                type="histogram", count=1840, p50=p50_s)}
+        return EngineReport(host="box", engines=[EngineInstance(name="vllm", pid=7, metrics=EngineMetricsScrape(
+            url="http://127.0.0.1:8000/metrics", metrics=m))])
+
+    def judged(client_ms: float, engine_s: float):
+        obs = {"bench": [{"format": "vllm-bench-serve", "source": "r.json", "output_len": 256,
+                          "ttft": {"p50": client_ms}, "itl": {"p50": 9.8}, "e2el": {"p50": 3012}}]}
+        return ttft_outside_engine(EvidenceView([obs_ev("e3", obs), ev("e4", engine(engine_s))],
+                                                Observations.model_validate(obs)))
+
+    f = judged(412.9, 0.047)
+    assert f is not None and "366 ms" in f.short and "89%" in f.title and f.evidence == ["e3", "e4"]
+    assert judged(60.0, 0.047) is None      # 13 ms apart: the LAN's noise
+    assert judged(900.0, 0.700) is None     # the engine's own TTFT is most of it

@@ -155,6 +155,7 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "loadtest-ignore-eos-changes-output-len-l40s": _same_lengths,  # 914 and 338 tokens per request -> 338 both
     "bench-vllm-vs-tgi-unequal-output-len-a100": _same_lengths,    # 247 and 118 -> 118 both
     "direct-to-pod-streamed-ttft-genai-perf-twin": _unstreamed,    # TTFT 41 of 781 ms -> 781 of 781, no ITL
+    "client-in-europe-server-in-us-ttft-path-h100": _ttft(60.0),   # 413 ms at the client -> 60, the engine's 47
     "docker-ipc-host-shm-vllm-tp4-twin": _shm_shrunk,             # the host's /dev/shm -> 64 MB, GPUs stopped
     "client-one-request-in-flight-vllm-log": _log_running(48),  # 48 running, none waiting: not the client's 1
     "sglang-one-running-req-openai-client": _log_running(48),

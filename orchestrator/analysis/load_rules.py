@@ -211,6 +211,20 @@ def _engine_ttft(v: "EvidenceView") -> tuple[str, str, float, float] | None:
     return None
 
 
+def engine_ttft_instead(v: "EvidenceView", b: BenchResult,
+                        server: tuple[str, str, float, float] | None = None) -> tuple[float, str] | None:
+    """(the engine's median TTFT in ms, its metric's name) when run `b`'s client TTFT is mostly spent outside the
+    engine (see ttft_outside_engine): the prefill is then judged on the engine's figure, not the client's."""
+    server = server or _engine_ttft(v)
+    client = _p50(b.ttft)
+    if server is None or not client or b.label == "baseline" or ttft_whole(b) is not None:
+        return None
+    _, metric, engine_ms, _ = server
+    if client - engine_ms < PATH_TTFT_MS or client < PATH_TTFT_RATIO * engine_ms:
+        return None
+    return engine_ms, metric
+
+
 def ttft_outside_engine(v: "EvidenceView") -> Finding | None:
     """The TTFT the client measured set against the engine's own TTFT histogram: the difference is spent outside the
     engine, on the path between the client and it.
@@ -229,11 +243,9 @@ def ttft_outside_engine(v: "EvidenceView") -> Finding | None:
     sev, metric, engine_ms, count = server
     for b in oe[1].bench:
         client = _p50(b.ttft)
-        if b.label == "baseline" or not client or ttft_whole(b) is not None:
+        if engine_ttft_instead(v, b, server) is None or not client:
             continue
         gap = client - engine_ms
-        if gap < PATH_TTFT_MS or client < PATH_TTFT_RATIO * engine_ms:
-            continue
         share = gap / client
         itl = _p50(b.itl or b.tpot)
         steady = (f" The tokens after the first arrive {itl:g} ms apart at the client, one decode step each: the path "

@@ -117,4 +117,14 @@ def test_a_client_ttft_far_above_the_engines_own_is_spent_on_the_path():
     f = judged(412.9, 0.047)
     assert f is not None and "366 ms" in f.short and "89%" in f.title and f.evidence == ["e3", "e4"]
     assert judged(60.0, 0.047) is None      # 13 ms apart: the LAN's noise
+    from orchestrator.analysis.load_rules import engine_ttft_instead
+    from orchestrator.observations import BenchResult
+
+    path = {"format": "vllm-bench-serve", "source": "r.json", "output_len": 256, "ttft": {"p50": 412.9},
+            "e2el": {"p50": 3012}}
+    obs = {"bench": [path]}
+    v = EvidenceView([obs_ev("e3", obs), ev("e4", engine(0.047))], Observations.model_validate(obs))
+    assert engine_ttft_instead(v, BenchResult.model_validate(path)) == (47.0, "vllm:time_to_first_token_seconds")
+    inputs = _latency_inputs(v, None)
+    assert inputs[0]["ttft_ms"] == 47.0 and "engine's median TTFT" in inputs[0]["ttft_label"]
     assert judged(900.0, 0.700) is None     # the engine's own TTFT is most of it

@@ -65,6 +65,11 @@ NCCL_SHM_SEGMENT_BYTES = (7340384, 33030528)
 memory segment /dev/shm/nccl-… (size 7340384)" in MiniMax-AI/MiniMax-01#42 with NCCL 2.21.5; "(size 33030528), error:
 No space left on device (28)" in ai-dynamo/dynamo#1408): the smallest and the largest, the units the /dev/shm size is
 counted in."""
+MEMLOCK_ENOUGH_BYTES = 1 << 30
+"""A locked-memory limit below this, on a process that holds RDMA verbs devices open, is a container's or a login's
+default (Docker: 8 MiB; many distributions: 64 KiB), not a setting for RDMA: NCCL's troubleshooting guide asks for
+`ulimit -l unlimited` with InfiniBand, since every buffer it registers with the HCA pins pages that count against
+the limit."""
 HOST_SYMPTOMS: list[Symptom] = ["throughput", "itl", "ttft", "startup"]
 """A saturated host resource while the GPUs wait slows whatever the GPUs wait for, start-up (weights read from a slow
 filesystem, a throttled loader) included."""
@@ -114,6 +119,44 @@ def _mb(x: float) -> str:
 
 
 # --- the saturated resources, in the order the account follows them ------------------------------------------------
+
+
+def _memlock(a: Account) -> Finding | None:
+    """A resource too small rather than saturated: the locked-memory limit (RLIMIT_MEMLOCK, /proc/PID/limits) of a
+    serving process that uses RDMA (it holds /dev/infiniband verbs devices open). Registering a buffer with the HCA
+    (ibv_reg_mr) pins its pages, and pinned pages count against the limit: NCCL's NET/IB buffers (several MB per
+    channel and peer) exceed a default limit of KiB or a few MiB, the registration fails with 'Cannot allocate memory'
+    and the communicator does not come up (or the transfer library falls back to a slower path). Sources:
+    https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html (InfiniBand: ulimit -l unlimited),
+    https://github.com/NVIDIA/nccl-tests/issues/206 (ibv_reg_mr_iova2 failed, ulimit -l was 8192),
+    https://github.com/NVIDIA/cudf-spark/pull/7632 (a container's memlock limit, --ulimit memlock=-1)."""
+    for p in a.acct.processes:
+        lim = p.memlock_bytes
+        if not p.rdma_fds or p.memlock_unlimited or lim is None or lim >= MEMLOCK_ENOUGH_BYTES:
+            continue
+        kib = lim / 1024
+        size = f"{kib / 1024:g} MiB" if kib >= 1024 else f"{kib:g} KiB"
+        claim = (f"The serving process {p.name} ({p.pid}) holds {p.rdma_fds} RDMA verbs device(s) open "
+                 f"(/dev/infiniband: it talks to an InfiniBand / RoCE adapter) and may lock only {size} of memory "
+                 "(/proc/PID/limits 'Max locked memory', RLIMIT_MEMLOCK). Every buffer registered with the adapter "
+                 "(ibv_reg_mr) pins its pages against that limit, and NCCL registers several MB per channel and peer "
+                 f"for its NET/IB transport: at {size} the registration fails with 'Cannot allocate memory', NCCL "
+                 "reports a system error and the communicator between the hosts does not start "
+                 "[https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html].")
+        return Finding(
+            id="account-memlock-small", category="environment", confidence=0.75, evidence=[a.ev], bound=None,
+            title=f"Locked memory is limited to {size} for a process using RDMA: NCCL cannot register its buffers",
+            claim=claim, short=f"the serving process may lock only {size} of memory while it uses RDMA (NCCL's "
+                               "buffers cannot be registered).",
+            symptoms=["errors", "startup"],
+            numbers=[_num("locked-memory limit (RLIMIT_MEMLOCK)", kib, "KiB", a.ev),
+                     _num("RDMA verbs devices open", p.rdma_fds, "devices", a.ev)],
+            recommendations=["Lift the locked-memory limit of the serving processes: `docker run --ulimit "
+                             "memlock=-1:-1`; a systemd unit or the container runtime's: LimitMEMLOCK=infinity; a "
+                             "login or Slurm job: `* - memlock unlimited` in /etc/security/limits.conf (and "
+                             "PropagateResourceLimits); check inside the serving environment with `ulimit -l` "
+                             "(it must print unlimited)."])
+    return None
 
 
 def _shm(a: Account) -> Finding | None:
@@ -631,7 +674,7 @@ def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
 # --- the findings and the bound ------------------------------------------------------------------------------------
 
 
-SATURATION = (_shm, _cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic,
+SATURATION = (_shm, _memlock, _cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic,
               _turns)
 """In the order the account follows them when several fire: the cause before its symptom (a throttled cgroup
 makes its threads look saturated; swapping and network filesystems make the CPU wait)."""
@@ -773,7 +816,7 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     idle = by_id.get("account-gpu-idle")
     if idle is None:
         return None
-    order = ("account-shm-small", "account-cgroup-throttled", "account-cpu-allowance", "account-memory-swap", "account-memory-limit",
+    order = ("account-shm-small", "account-memlock-small", "account-cgroup-throttled", "account-cpu-allowance", "account-memory-swap", "account-memory-limit",
              "account-filesystem", "account-model-reload", "account-cpu-thread", "account-host-cpu", "account-io",
              "account-nic", "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue", "account-client-limited",
              "account-low-concurrency", "account-no-load", "account-flat-throughput", "account-nothing-saturated")

@@ -186,6 +186,12 @@ class ProcessAccount(BaseModel):
     cpus_allowed: str | None = None
     """The CPUs it may run on (Cpus_allowed_list of /proc/PID/status: taskset, a cpuset, a CPU manager)."""
     cpus_allowed_count: int | None = None
+    memlock_bytes: int | None = None
+    """Its locked-memory limit (RLIMIT_MEMLOCK, /proc/PID/limits "Max locked memory", soft), bytes; None: unlimited
+    (memlock_unlimited) or not read."""
+    memlock_unlimited: bool = False
+    rdma_fds: int = 0
+    """Open RDMA verbs devices (/dev/infiniband/*): it registers memory with an HCA (NCCL NET/IB, KV transfer)."""
     shm: ShmMount | None = None
     """Its /dev/shm mount (/proc/PID/mountinfo): NCCL's SHM transport and PyTorch's worker tensors live there."""
 

@@ -128,3 +128,27 @@ def test_a_client_ttft_far_above_the_engines_own_is_spent_on_the_path():
     inputs = _latency_inputs(v, None)
     assert inputs[0]["ttft_ms"] == 47.0 and "engine's median TTFT" in inputs[0]["ttft_label"]
     assert judged(900.0, 0.700) is None     # the engine's own TTFT is most of it
+
+
+def test_a_small_locked_memory_limit_is_named_only_for_a_process_using_rdma(tmp_path):
+    s = _script()
+    d = tmp_path / "41"
+    (d / "fd").mkdir(parents=True)
+    (d / "limits").write_text("Limit                     Soft Limit           Hard Limit           Units     \n"
+                              "Max locked memory         8388608              8388608              bytes     \n")
+    (d / "fd" / "20").symlink_to("/dev/infiniband/uverbs0")
+    (d / "fd" / "21").symlink_to("/mnt/models/model-00001-of-00004.safetensors")
+    assert s.memlock_of(str(tmp_path), 41) == 8388608 and s.rdma_fds(str(tmp_path), 41) == 1
+    (d / "limits").write_text("Max locked memory         unlimited            unlimited            bytes     \n")
+    assert s.memlock_of(str(tmp_path), 41) == "unlimited"
+
+    def found(**kw):
+        proc = ProcessAccount(pid=41, comm="vllm", argv0="vllm", gpus=[0], **kw)
+        acct = ResourceAccount(host="box", window_s=3.0, processes=[proc], gpus=[GpuBusy(index=0, samples=15, busy_pct=0)],
+                               host_account=HostAccount(cpus_online=32, cpu_busy_pct=2))
+        return {f.id: f for f in account_findings(view(acct))}
+
+    f = found(memlock_bytes=8 << 20, rdma_fds=4)["account-memlock-small"]
+    assert "8 MiB" in f.title and "memlock=-1" in f.recommendations[0]
+    assert "account-memlock-small" not in found(memlock_bytes=8 << 20)  # no RDMA device open
+    assert "account-memlock-small" not in found(memlock_unlimited=True, rdma_fds=4)

@@ -7,7 +7,7 @@ driver's gpu_busy_percent, polled) runs through the window and gives each GPU's 
   host (CPUs online/busy/steal/iowait, loadavg, governor, MemAvailable, swap in/out, PSI, NIC rates),
   processes[] (the serving / GPU-holding processes: CPU, threads with comm/state/CPU/ctxt switches, major faults,
   bytes read, GPUs, cgroup with its quota/throttling/memory/PSI, the mounts behind the files it maps, its /dev/shm
-  mount and size),
+  mount and size, its locked-memory limit and the RDMA verbs devices it holds open),
   gaps[] (what could not be read, and why).
 
 Formats (the kernel's documentation):
@@ -442,6 +442,35 @@ def shm_of(proc, pid):
     return None
 
 
+def memlock_of(proc, pid):
+    """The process's locked-memory limit (RLIMIT_MEMLOCK): the soft value of "Max locked memory" in /proc/PID/limits
+    (proc(5); bytes, or "unlimited"). None when not readable."""
+    try:
+        for line in read("%s/%d/limits" % (proc, pid)).splitlines():
+            if line.startswith("Max locked memory"):
+                soft = line[len("Max locked memory"):].split()[0]
+                return soft if soft == "unlimited" else int(soft)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def rdma_fds(proc, pid):
+    """How many of the process's open files are RDMA verbs devices (/dev/infiniband/uverbsN, rdma_cm): it uses
+    InfiniBand / RoCE (NCCL's NET/IB, a KV-transfer library). None when its fds are not readable."""
+    n = 0
+    try:
+        for fd in os.listdir("%s/%d/fd" % (proc, pid))[:8192]:
+            try:
+                if os.readlink("%s/%d/fd/%s" % (proc, pid, fd)).startswith("/dev/infiniband/"):
+                    n += 1
+            except OSError:
+                continue
+    except OSError:
+        return None
+    return n
+
+
 def weight_files(proc, pid):
     """Model files the process maps or holds open (/proc/PID/maps paths, /proc/PID/fd links)."""
     files = []
@@ -775,6 +804,12 @@ def main():
         shm = shm_of(proc, pid)
         if shm:
             p["shm"] = shm
+        lock, verbs = memlock_of(proc, pid), rdma_fds(proc, pid)
+        if lock is not None:
+            p["memlock_bytes"] = None if lock == "unlimited" else lock
+            p["memlock_unlimited"] = lock == "unlimited"
+        if verbs:
+            p["rdma_fds"] = verbs
         files = weight_files(proc, pid)
         model = model_arg(argv_of(proc, pid))
         if model and model.startswith("/"):

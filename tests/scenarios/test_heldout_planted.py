@@ -141,6 +141,17 @@ def _unstreamed(case: dict[str, Any]) -> dict[str, Any]:
     return case
 
 
+def _memlock_small(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's unlimited locked memory taken away: Docker's 8 MiB default, the engine stopped."""
+    case = copy.deepcopy(case)
+    acct = case["stage"]["account"]
+    for p in acct["processes"]:
+        p["memlock_kib"] = 8192
+    for g in acct["gpus"]:
+        g["busy"] = [0]
+    return case
+
+
 def _same_lengths(case: dict[str, Any]) -> dict[str, Any]:
     """Every run generating what the first did per request (the same workload), its other figures kept."""
     case = copy.deepcopy(case)
@@ -157,7 +168,8 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bench-vllm-vs-tgi-unequal-output-len-a100": _same_lengths,    # 247 and 118 -> 118 both
     "direct-to-pod-streamed-ttft-genai-perf-twin": _unstreamed,    # TTFT 41 of 781 ms -> 781 of 781, no ITL
     "client-in-europe-server-in-us-ttft-path-h100": _ttft(60.0),   # 413 ms at the client -> 60, the engine's 47
-    "docker-ipc-host-shm-vllm-tp4-twin": _shm_shrunk,             # the host's /dev/shm -> 64 MB, GPUs stopped
+    "docker-ipc-host-shm-vllm-tp4-twin": _shm_shrunk,
+    "docker-memlock-unlimited-nccl-ib-twin": _memlock_small,       # memlock unlimited -> 8 MiB, GPUs stopped             # the host's /dev/shm -> 64 MB, GPUs stopped
     "client-one-request-in-flight-vllm-log": _log_running(48),  # 48 running, none waiting: not the client's 1
     "sglang-one-running-req-openai-client": _log_running(48),
     "dense-decode-batch1-far-above-floor-h100": _run_rate(11.0),   # 200 ms per token -> 18 ms, at the floor

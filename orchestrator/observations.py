@@ -152,7 +152,9 @@ class GpuObservation(_Strict):
         return None
 
 
-BenchFormat = Literal["vllm-bench-serve", "sglang-bench-serving", "genai-perf"]
+BenchFormat = Literal["vllm-bench-serve", "sglang-bench-serving", "genai-perf", "client"]
+"""Where a run's figures come from: a benchmark tool's result file, or `client`: the user's own client or proxy's
+measurements given by hand in the observations (TTFT, end-to-end latency, output tokens as it counted them)."""
 
 
 class Latency(_Strict):

@@ -55,6 +55,21 @@ EXCHANGE_SHARE = 0.6
 """A saturated NIC whose other direction carries at least this share of the busy one: traffic exchanged with peers."""
 TURNS_SHARE = 0.6
 """Share of busy samples in which exactly one GPU was busy: GPUs taking turns, not working together."""
+SHM_ENOUGH_BYTES = 1 << 30
+"""A /dev/shm at least this large holds what a multi-GPU server puts there: NCCL's SHM-transport and proxy segments
+(several MB each, one per peer connection and channel: NCCL's own warnings print sizes such as 7340384 and 9637888
+bytes) and the tensors PyTorch's multiprocessing shares between the API server and the workers. TGI's docker
+instructions give --shm-size 1g, vLLM's --ipc=host or --shm-size; Docker's default is 64 MB."""
+NCCL_SHM_SEGMENT_BYTES = (7340384, 33030528)
+"""NCCL shared-memory segments as NCCL's warnings print them ("misc/shmutils.cc NCCL WARN Error while creating shared
+memory segment /dev/shm/nccl-… (size 7340384)" in MiniMax-AI/MiniMax-01#42 with NCCL 2.21.5; "(size 33030528), error:
+No space left on device (28)" in ai-dynamo/dynamo#1408): the smallest and the largest, the units the /dev/shm size is
+counted in."""
+MEMLOCK_ENOUGH_BYTES = 1 << 30
+"""A locked-memory limit below this, on a process that holds RDMA verbs devices open, is a container's or a login's
+default (Docker: 8 MiB; many distributions: 64 KiB), not a setting for RDMA: NCCL's troubleshooting guide asks for
+`ulimit -l unlimited` with InfiniBand, since every buffer it registers with the HCA pins pages that count against
+the limit."""
 HOST_SYMPTOMS: list[Symptom] = ["throughput", "itl", "ttft", "startup"]
 """A saturated host resource while the GPUs wait slows whatever the GPUs wait for, start-up (weights read from a slow
 filesystem, a throttled loader) included."""
@@ -104,6 +119,94 @@ def _mb(x: float) -> str:
 
 
 # --- the saturated resources, in the order the account follows them ------------------------------------------------
+
+
+def _memlock(a: Account) -> Finding | None:
+    """A resource too small rather than saturated: the locked-memory limit (RLIMIT_MEMLOCK, /proc/PID/limits) of a
+    serving process that uses RDMA (it holds /dev/infiniband verbs devices open). Registering a buffer with the HCA
+    (ibv_reg_mr) pins its pages, and pinned pages count against the limit: NCCL's NET/IB buffers (several MB per
+    channel and peer) exceed a default limit of KiB or a few MiB, the registration fails with 'Cannot allocate memory'
+    and the communicator does not come up (or the transfer library falls back to a slower path). Sources:
+    https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html (InfiniBand: ulimit -l unlimited),
+    https://github.com/NVIDIA/nccl-tests/issues/206 (ibv_reg_mr_iova2 failed, ulimit -l was 8192),
+    https://github.com/NVIDIA/cudf-spark/pull/7632 (a container's memlock limit, --ulimit memlock=-1)."""
+    for p in a.acct.processes:
+        lim = p.memlock_bytes
+        if not p.rdma_fds or p.memlock_unlimited or lim is None or lim >= MEMLOCK_ENOUGH_BYTES:
+            continue
+        kib = lim / 1024
+        size = f"{kib / 1024:g} MiB" if kib >= 1024 else f"{kib:g} KiB"
+        claim = (f"The serving process {p.name} ({p.pid}) holds {p.rdma_fds} RDMA verbs device(s) open "
+                 f"(/dev/infiniband: it talks to an InfiniBand / RoCE adapter) and may lock only {size} of memory "
+                 "(/proc/PID/limits 'Max locked memory', RLIMIT_MEMLOCK). Every buffer registered with the adapter "
+                 "(ibv_reg_mr) pins its pages against that limit, and NCCL registers several MB per channel and peer "
+                 f"for its NET/IB transport: at {size} the registration fails with 'Cannot allocate memory', NCCL "
+                 "reports a system error and the communicator between the hosts does not start "
+                 "[https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html].")
+        return Finding(
+            id="account-memlock-small", category="environment", confidence=0.75, evidence=[a.ev], bound=None,
+            title=f"Locked memory is limited to {size} for a process using RDMA: NCCL cannot register its buffers",
+            claim=claim, short=f"the serving process may lock only {size} of memory while it uses RDMA (NCCL's "
+                               "buffers cannot be registered).",
+            symptoms=["errors", "startup"],
+            numbers=[_num("locked-memory limit (RLIMIT_MEMLOCK)", kib, "KiB", a.ev),
+                     _num("RDMA verbs devices open", p.rdma_fds, "devices", a.ev)],
+            recommendations=["Lift the locked-memory limit of the serving processes: `docker run --ulimit "
+                             "memlock=-1:-1`; a systemd unit or the container runtime's: LimitMEMLOCK=infinity; a "
+                             "login or Slurm job: `* - memlock unlimited` in /etc/security/limits.conf (and "
+                             "PropagateResourceLimits); check inside the serving environment with `ulimit -l` "
+                             "(it must print unlimited)."])
+    return None
+
+
+def _shm(a: Account) -> Finding | None:
+    """A resource too small rather than saturated: the /dev/shm the serving processes see (their mount namespace's,
+    /proc/PID/mountinfo) against what processes sharing GPUs put there. Several GPUs driven from one server exchange
+    through it: NCCL's SHM transport and proxy segments, and PyTorch's inter-process tensors. A container's own tmpfs
+    of tens of MB (Docker's default 64 MB) runs out: shm_open/posix_fallocate fail with 'No space left on device',
+    NCCL returns 'unhandled system error' and the engine dies at start-up or on its first collective, or a worker
+    is killed by SIGBUS touching a page the tmpfs cannot back. Sources: https://docs.vllm.ai/en/latest/deployment/
+    docker.html (--ipc=host or --shm-size), https://github.com/vllm-project/vllm/issues/1710,
+    https://github.com/NVIDIA/nccl/issues/342."""
+    gpus = {i for p in a.acct.processes for i in p.gpus}
+    if len(gpus) < 2:
+        return None
+    total_kb = a.acct.host_account.mem_total_kb
+    for p in a.acct.processes:
+        s = p.shm
+        if s is None or s.fstype != "tmpfs":
+            continue
+        size = s.size_bytes
+        if size is None and s.size_pct_of_ram and total_kb:
+            size = int(s.size_pct_of_ram / 100 * total_kb * 1024)
+        if size is None or size >= SHM_ENOUGH_BYTES:
+            continue
+        mib = size / 2**20
+        small, large = NCCL_SHM_SEGMENT_BYTES
+        fits = size // small
+        claim = (f"The serving process {p.name} ({p.pid}) sees a /dev/shm of {mib:.0f} MiB (a tmpfs of its own mount "
+                 f"namespace, mountinfo options {s.options!r}) while the serving processes drive {len(gpus)} GPUs "
+                 f"together. Processes sharing GPUs exchange through /dev/shm: NCCL places a segment of several MB per "
+                 f"peer connection and channel there ({small} to {large} bytes each in NCCL's own warnings, so "
+                 f"{mib:.0f} MiB holds {size // large} to {fits} of them for the whole server) and PyTorch passes "
+                 "tensors between the API server and its workers through it. "
+                 "When it fills, creating a segment fails ('No space left on device'), NCCL reports 'unhandled system "
+                 "error' and the engine stops at start-up or at its first collective, or a worker dies of a bus "
+                 "error; a container gets a 64 MB /dev/shm unless it is started with --shm-size or --ipc=host "
+                 "[https://docs.vllm.ai/en/latest/deployment/docker.html].")
+        return Finding(
+            id="account-shm-small", category="environment", confidence=0.75, evidence=[a.ev], bound=None,
+            title=f"/dev/shm is {mib:.0f} MiB for a server on {len(gpus)} GPUs: too small for NCCL and the workers",
+            claim=claim, short=f"the container's /dev/shm is only {mib:.0f} MiB for {len(gpus)} GPUs' NCCL "
+                               "segments and worker tensors.",
+            symptoms=["errors", "startup"],
+            numbers=[_num("/dev/shm size", mib, "MiB", a.ev, s.options[:80], peak=SHM_ENOUGH_BYTES / 2**20),
+                     _num(f"NCCL segments of {small} bytes that fit", fits, "segments", a.ev)],
+            recommendations=["Give the container the host's shared memory or a large /dev/shm: `docker run "
+                             "--ipc=host` or `--shm-size=16g` (Kubernetes: an emptyDir with medium: Memory mounted at "
+                             "/dev/shm); check inside it with `df -h /dev/shm`."])
+    return None
+
 
 
 def _cgroup(a: Account) -> Finding | None:
@@ -571,7 +674,7 @@ def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
 # --- the findings and the bound ------------------------------------------------------------------------------------
 
 
-SATURATION = (_cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic,
+SATURATION = (_shm, _memlock, _cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic,
               _turns)
 """In the order the account follows them when several fire: the cause before its symptom (a throttled cgroup
 makes its threads look saturated; swapping and network filesystems make the CPU wait)."""
@@ -613,8 +716,12 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
         if lead is None and flat is not None:
             lead = flat
         waits = (f"while {lead.short.rstrip('.')}" if lead else "and no resource on the host is saturated")
+        # a lead that stops the engine (a failure, not a slowness: it explains none of the rates) leaves the GPUs idle
+        # as its consequence; their idle share is then context, not a cause of its own
+        failed = lead is not None and not set(lead.symptoms) & {"throughput", "itl", "ttft"}
         idle = Finding(
             id="account-gpu-idle", category="workload", confidence=0.8, evidence=[a.ev], bound=None,
+            informational=failed,
             title=f"The GPUs are idle {100 - a.busy:.0f} % of the time: the time goes elsewhere",
             claim=(f"{_idle_words(a)} {waits}. The GPUs wait most of the time, so no kernel, memory or compute "
                    "limit explains the slowness until what they wait for is fixed."),
@@ -716,7 +823,7 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     idle = by_id.get("account-gpu-idle")
     if idle is None:
         return None
-    order = ("account-cgroup-throttled", "account-cpu-allowance", "account-memory-swap", "account-memory-limit",
+    order = ("account-shm-small", "account-memlock-small", "account-cgroup-throttled", "account-cpu-allowance", "account-memory-swap", "account-memory-limit",
              "account-filesystem", "account-model-reload", "account-cpu-thread", "account-host-cpu", "account-io",
              "account-nic", "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue", "account-client-limited",
              "account-low-concurrency", "account-no-load", "account-flat-throughput", "account-nothing-saturated")

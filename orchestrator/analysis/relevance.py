@@ -121,7 +121,8 @@ def _before_after(observations: "Observations") -> bool:
 _LATENCY = re.compile(r"\blatency\b|\bresponsive|\bsnappy\b", re.IGNORECASE)
 """Latency without saying which: per-token latency and time to first token both."""
 
-_FINE = re.compile(r"\b(?:throughput|latency|performance|speed|ttft|itl|tpot|startup|decode|decoding|prefill)\s+"
+_FINE = re.compile(r"\b(?:(?:per[- ]token|inter[- ]token|first[- ]token|token|decode|prefill|e2e|end[- ]to[- ]end)\s+)?"
+                   r"(?:throughput|latency|performance|speed|ttft|itl|tpot|startup|decode|decoding|prefill)\s+"
                    r"(?:looks|is|seems|are|stays?|remains?)\s+(?:fine|ok|okay|good|normal|great|fast|quick|snappy)\b",
                    re.IGNORECASE)
 

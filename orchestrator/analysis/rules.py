@@ -785,11 +785,12 @@ def resource_account(v: EvidenceView) -> list[Finding]:
 
 
 def load_runs(v: EvidenceView) -> list[Finding]:
-    """Every benchmark run used and compared with the others; see load_rules."""
-    from orchestrator.analysis.load_rules import runs_compared
+    """Every benchmark run used and compared with the others, and what the measurement itself says (a TTFT that is
+    the whole request, runs of different output lengths, a TTFT spent mostly outside the engine); see load_rules."""
+    from orchestrator.analysis.load_rules import (runs_compared, ttft_is_whole_request, ttft_outside_engine,
+                                                  unequal_outputs)
 
-    found = runs_compared(v)
-    return [found] if found else []
+    return [f for f in (runs_compared(v), ttft_is_whole_request(v), unequal_outputs(v), ttft_outside_engine(v)) if f]
 
 
 def engine_work(v: EvidenceView) -> list[Finding]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.analysis.account_rules import GPU_BUSY_PCT, gpus_busy, serving_gpus, where_time_went
 from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.analysis.load_rules import engine_ttft_instead, ttft_whole
 from orchestrator.analysis.serving import (
     FAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
     shape_from_observations,
@@ -82,9 +83,16 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
                 "ev": oe[0].id, "label": f"{b.format} ({b.source}, {b.name})", "batch": batch,
                 "input_len": b.input_len, "itl_ms": (itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None),
                 "itl_name": "median ITL" if b.itl and b.itl.p50 is not None else "median TPOT",
-                "ttft_ms": (b.ttft.p50 if b.ttft and b.ttft.p50 is not None else b.ttft.mean if b.ttft else None),
+                # a TTFT that is the whole request (not streamed) is no prefill time: load_rules says so instead
+                "ttft_ms": None if ttft_whole(b) else
+                (b.ttft.p50 if b.ttft and b.ttft.p50 is not None else b.ttft.mean if b.ttft else None),
                 "model": b.model,
             })
+            inside = engine_ttft_instead(v, b)
+            if inside is not None:
+                # the client's TTFT is mostly the path to the engine (load_rules.ttft_outside_engine): the prefill is
+                # judged on the engine's own median, from its arrival at the engine
+                out[-1].update(ttft_ms=inside[0], ttft_label=f"the engine's median TTFT ({inside[1]})")
         for r in oe[1].runs[:4]:
             # a run's output rate at a known concurrency implies each stream's time per output token (an upper bound
             # on the decode step: any prefill in the run's time only adds to it)
@@ -177,7 +185,7 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
                                      elsewhere))
         if inp["ttft_ms"] and inp["input_len"]:
             fl = prefill_floor(shape, int(inp["input_len"]), dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
-            verdict = judge_prefill(inp["ttft_ms"], f"median TTFT ({inp['label']})", fl)
+            verdict = judge_prefill(inp["ttft_ms"], inp.get("ttft_label") or f"median TTFT ({inp['label']})", fl)
             f = _finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere)
             findings.append(_queued_prefill(f, verdict, batch, gpus_busy(v)) or f)
         if findings:

@@ -203,7 +203,12 @@ _PROJECT_WORDS = {"vllm": "vllm", "sglang": "sglang", "tgi": "tgi", "text-genera
 
 def upgrade_in(question: str, default_project: str | None) -> tuple[str, str, str] | None:
     """(project, old version, new version) when the question says what was upgraded from which version to which."""
-    m = _UPGRADE.search(question) or _FROM_TO.search(question)
+    m = _UPGRADE.search(question)
+    if m is None:
+        m = _FROM_TO.search(question)
+        if m is not None and (m.group("what") or "").lower().strip(".") not in _PROJECT_WORDS:
+            # "<project> 0.6 -> 0.7" names what changed; "dropped from 1.9 to 0.8" (a rate, req/s) names no project
+            m = None
     if not m:
         return None
     what = (m.group("what") or "").lower().strip(".")

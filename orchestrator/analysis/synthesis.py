@@ -92,6 +92,13 @@ def uncapped_notes(uncapped: list[Finding], findings: list[Finding]) -> list[tup
 
 def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     """The bound, its reasoning, and the catalog finding that set it (ranked first), if one did."""
+    flaw = next((f for f in findings if f.data.get("not_the_server")), None)
+    if flaw is not None:
+        # the figure the question is about does not measure the server (a TTFT that is the whole request, runs of
+        # different workloads compared, a TTFT spent mostly on the path to it): that comes first, and no limit of
+        # the server is read from it
+        return _as_bound(flaw.bound, "unknown"), (flaw.short[:1].upper() + flaw.short[1:] + " No limit of the "
+                                                  "server can be read from this figure."), flaw
     acct = account_bound(findings)  # where the time goes (analysis/account_rules.py): the GPUs idle, and on what
     if acct is not None:
         return acct

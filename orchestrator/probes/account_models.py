@@ -150,6 +150,17 @@ class FileMount(BaseModel):
     fuse: bool = False
 
 
+class ShmMount(BaseModel):
+    """The /dev/shm a process sees (its mount namespace's: a container's own tmpfs, or the host's under --ipc=host)."""
+
+    fstype: str
+    source: str = ""
+    options: str = ""
+    size_bytes: int | None = None
+    """tmpfs size= in bytes; None when the option is absent (tmpfs's default, half of RAM) or given as a %."""
+    size_pct_of_ram: float | None = None
+
+
 class ProcessAccount(BaseModel):
     pid: int
     kind: str | None = None
@@ -175,6 +186,14 @@ class ProcessAccount(BaseModel):
     cpus_allowed: str | None = None
     """The CPUs it may run on (Cpus_allowed_list of /proc/PID/status: taskset, a cpuset, a CPU manager)."""
     cpus_allowed_count: int | None = None
+    memlock_bytes: int | None = None
+    """Its locked-memory limit (RLIMIT_MEMLOCK, /proc/PID/limits "Max locked memory", soft), bytes; None: unlimited
+    (memlock_unlimited) or not read."""
+    memlock_unlimited: bool = False
+    rdma_fds: int = 0
+    """Open RDMA verbs devices (/dev/infiniband/*): it registers memory with an HCA (NCCL NET/IB, KV transfer)."""
+    shm: ShmMount | None = None
+    """Its /dev/shm mount (/proc/PID/mountinfo): NCCL's SHM transport and PyTorch's worker tensors live there."""
 
     @property
     def name(self) -> str:

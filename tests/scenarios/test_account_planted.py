@@ -27,7 +27,8 @@ def neutralized(case: dict[str, Any]) -> dict[str, Any]:
             t.update(cpu=min(float(t.get("cpu", 0)), 0.3), state="S", majflt=0)
         p["read_mbit"] = 0
         p.pop("rss_gib", None)  # no host memory held beyond the runtime's own
-        p["mounts"] = [[mp, "ext4", "/dev/nvme1n1"] for mp, _, _ in p.get("mounts") or []]
+        p["mounts"] = [[mp, "tmpfs", "shm", "rw,nosuid,nodev,size=67108864k"] if mp == "/dev/shm" else
+                       [mp, "ext4", "/dev/nvme1n1"] for mp, *_ in p.get("mounts") or []]  # /dev/shm: 64 GiB
     if acct.get("cgroup"):
         acct["cgroup"].update(throttled=0, pressure={}, memory_events={}, memory_gib=1)
     acct.pop("swap", None)

@@ -1,8 +1,10 @@
 """Every held-out case fails once its planted evidence is taken away, while everything else of the case stays: the
-account's saturated resource made ordinary (tests/scenarios/test_account_planted.py's `neutralized`, plus the NIC
-back to a trickle, host memory free, the load average under the core count), a burst benchmark given a request
-rate, a latency far above its floor brought near it and one near its floor pushed far above, the engine's
-speculative drafts accepted and its prefix cache hitting (and a twin's accepted drafts rejected). A case that still
+account's saturated resource made ordinary (tests/scenarios/test_account_planted.py's `neutralized`, its /dev/shm a
+64 GiB tmpfs too, plus the NIC back to a trickle, host memory free, the load average under the core count), a burst
+benchmark given a request rate, a latency far above its floor brought near it and one near its floor pushed far
+above, locked memory unlimited, a TTFT made a streamed one (a tenth of the request), runs compared given the same
+output length, the engine's speculative drafts accepted and its prefix cache hitting (and a twin's accepted drafts
+rejected). A case that still
 passes then was met by something other than the evidence it plants."""
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ def quiet_host(case: dict[str, Any]) -> dict[str, Any]:
         acct["loadavg"] = [1.0, 1.0, 1.0]
     for p in acct.get("processes") or []:  # every CPU of the host allowed (no taskset, no one-CPU cpuset)
         p.pop("cpus_allowed", None)
+        p["memlock_kib"] = "unlimited"  # locked memory unlimited, as RDMA wants it
     if acct.get("cgroup"):
         acct["cgroup"].pop("cpuset", None)
     return case
@@ -176,7 +179,67 @@ def _log_running(n: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return f
 
 
+def _streamed(case: dict[str, Any]) -> dict[str, Any]:
+    """Each run's TTFT made what a streamed response shows: a tenth of its end-to-end latency, and the rest of its
+    tokens spread over the remaining time (ITL = the remainder / (output tokens - 1))."""
+    case = copy.deepcopy(case)
+    for b in case["observations"]["bench"]:
+        e2e = b["e2el"]
+        b["ttft"] = {k: v / 10 for k, v in e2e.items()}
+        b["itl"] = {k: v * 0.9 / (b["output_len"] - 1) for k, v in e2e.items()}
+    return case
+
+
+def _shm_shrunk(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's host shared memory taken away: Docker's default 64 MB /dev/shm, the engine stopped."""
+    case = copy.deepcopy(case)
+    acct = case["stage"]["account"]
+    for p in acct["processes"]:
+        p["mounts"] = [[m[0], "tmpfs", "shm", "rw,nosuid,nodev,noexec,relatime,size=65536k"] if m[0] == "/dev/shm"
+                       else m for m in p.get("mounts") or []]
+    for g in acct["gpus"]:
+        g["busy"] = [0]
+    return case
+
+
+def _unstreamed(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's streaming taken away: each run's TTFT the whole request and no inter-token latency."""
+    case = copy.deepcopy(case)
+    for b in case["observations"]["bench"]:
+        b["ttft"] = dict(b["e2el"])
+        b.pop("itl", None)
+    return case
+
+
+def _memlock_small(case: dict[str, Any]) -> dict[str, Any]:
+    """A negative twin's unlimited locked memory taken away: Docker's 8 MiB default, the engine stopped."""
+    case = copy.deepcopy(case)
+    acct = case["stage"]["account"]
+    for p in acct["processes"]:
+        p["memlock_kib"] = 8192
+    for g in acct["gpus"]:
+        g["busy"] = [0]
+    return case
+
+
+def _same_lengths(case: dict[str, Any]) -> dict[str, Any]:
+    """Every run generating what the first did per request (the same workload), its other figures kept."""
+    case = copy.deepcopy(case)
+    runs = case["observations"]["bench"]
+    for b in runs[1:]:
+        b["output_len"] = runs[0]["output_len"]
+    return case
+
+
 PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "client-ttft-is-e2e-no-streaming-litellm-vllm": _streamed,     # TTFT 2703 of 2703 ms -> 270 ms, ITL ~12 ms
+    "gateway-buffers-stream-ttft-is-e2e-genai-perf": _streamed,    # TTFT 806 of 818 ms -> 82 ms, ITL ~12 ms
+    "loadtest-ignore-eos-changes-output-len-l40s": _same_lengths,  # 914 and 338 tokens per request -> 338 both
+    "bench-vllm-vs-tgi-unequal-output-len-a100": _same_lengths,    # 247 and 118 -> 118 both
+    "direct-to-pod-streamed-ttft-genai-perf-twin": _unstreamed,    # TTFT 41 of 781 ms -> 781 of 781, no ITL
+    "client-in-europe-server-in-us-ttft-path-h100": _ttft(60.0),   # 413 ms at the client -> 60, the engine's 47
+    "docker-ipc-host-shm-vllm-tp4-twin": _shm_shrunk,
+    "docker-memlock-unlimited-nccl-ib-twin": _memlock_small,       # memlock unlimited -> 8 MiB, GPUs stopped             # the host's /dev/shm -> 64 MB, GPUs stopped
     "client-one-request-in-flight-vllm-log": _log_running(48),  # 48 running, none waiting: not the client's 1
     "sglang-one-running-req-openai-client": _log_running(48),
     "dense-decode-batch1-far-above-floor-h100": _run_rate(11.0),   # 200 ms per token -> 18 ms, at the floor

@@ -83,6 +83,9 @@ def test_upgrade_question_names_project_and_versions():
     assert upgrade_in("it got slower after upgrading vllm from 0.28.0 to 0.29.0", None) == ("vllm", "0.28.0", "0.29.0")
     assert upgrade_in("since we moved from 0.5.20 to 0.5.22", "sglang") == ("sglang", "0.5.20", "0.5.22")
     assert upgrade_in("why is it slow?", "vllm") is None
+    assert upgrade_in("vLLM 0.6.3 -> 0.6.4 is slower", None) == ("vllm", "0.6.3", "0.6.4")
+    # a figure that fell from one value to another is no version change
+    assert upgrade_in("vLLM requests per second dropped from 1.9 to 0.8", "vllm") is None
 
 
 async def test_setting_doc_looks_up_any_setting_by_name():

@@ -76,14 +76,25 @@ def write_static(root: Path, spec: dict[str, Any]) -> None:
         _write(d / "cgroup", f"0::{path}\n" if not cg or int(_g(cg, "version", 2)) == 2
                else f"4:cpu,cpuacct:{path}\n0::/\n")
         lines = list(mounts)
-        for i, (mp, fstype, source) in enumerate(p.get("mounts") or []):
-            lines.append(f"{300 + i} 27 0:{60 + i} / {mp} rw,relatime - {fstype} {source} rw,vers=4.2")
+        for i, (mp, fstype, source, *opts) in enumerate(p.get("mounts") or []):
+            # a fourth element is the super options as the kernel prints them (tmpfs: "rw,size=65536k")
+            lines.append(f"{300 + i} 27 0:{60 + i} / {mp} rw,relatime - {fstype} {source} "
+                         f"{opts[0] if opts else 'rw,vers=4.2'}")
         _write(d / "mountinfo", "\n".join(lines) + "\n")
         maps = ["55d0c0000000-55d0c0021000 r--p 00000000 103:01 1234 /usr/bin/python3.12"]
         for i, f in enumerate(p.get("files") or []):
             maps.append(f"7f{i:02x}00000000-7f{i:02x}80000000 r--s 00000000 00:{60 + i} {9000 + i} {f}")
         _write(d / "maps", "\n".join(maps) + "\n")
         _write(d / "environ", "PATH=/usr/bin\0")
+        # proc(5) /proc/PID/limits: "Limit  Soft Limit  Hard Limit  Units", one resource a line
+        memlock = p.get("memlock_kib")
+        lk = "unlimited" if memlock in (None, "unlimited") else str(int(memlock) * 1024)
+        _write(d / "limits", "Limit                     Soft Limit           Hard Limit           Units     \n"
+               "Max open files            1048576              1048576              files     \n"
+               f"Max locked memory         {lk:<20} {lk:<20} bytes     \n")
+        for i, target in enumerate(p.get("fds") or []):  # /proc/PID/fd/N links (e.g. /dev/infiniband/uverbs0)
+            (d / "fd").mkdir(parents=True, exist_ok=True)
+            os.symlink(target, d / "fd" / str(20 + i))
 
 
 def _cgroup_dir(root: Path, cg: dict[str, Any]) -> Path:
@@ -212,14 +223,14 @@ def ticker_main(root: str, spec_path: str) -> None:
     static = base / "proc.static"
     if not (base / "proc").is_symlink():
         os.replace(base / "proc", static)
-    files = [p.relative_to(static) for p in static.rglob("*") if p.is_file()]
+    files = [p.relative_to(static) for p in static.rglob("*") if p.is_file() or p.is_symlink()]  # fd/N links too
     t0 = time.time() - 1000.0  # the staged host has been up a while
     n = 0
     while True:
         d = base / f"proc.{n}"
         for rel in files:
             (d / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.link(static / rel, d / rel)
+            os.link(static / rel, d / rel, follow_symlinks=False)
         tick(base, spec, time.time() - t0, d)
         link = base / "proc.link"
         os.symlink(d.name, link)

@@ -34,8 +34,11 @@ fake nvidia-smi.
           read_mbit: 0                         # storage reads (read_bytes) and read() bytes (rchar), MB/s
           rchar_mbit: 0
           files: [/mnt/models/x/model-00001-of-00004.safetensors]   # mapped (maps)
-          mounts: [[/mnt/models, nfs4, "10.0.0.5:/export/models"]]  # extra mountinfo lines
+          mounts: [[/mnt/models, nfs4, "10.0.0.5:/export/models"]]  # extra mountinfo lines; a fourth element
+                                               # is the super options (e.g. [/dev/shm, tmpfs, shm, "rw,size=65536k"])
           cpus_allowed: "0-31"                 # Cpus_allowed_list (affinity); default all CPUs
+          memlock_kib: 8192                    # /proc/PID/limits "Max locked memory" (KiB); default unlimited
+          fds: [/dev/infiniband/uverbs0]       # /proc/PID/fd/N links
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ driver's gpu_busy_percent, polled) runs through the window and gives each GPU's 
   window_s, clk_tck, gpus[] (busy mean/min/max over the samples, memory, power, SM clock, per-sample series),
   host (CPUs online/busy/steal/iowait, loadavg, governor, MemAvailable, swap in/out, PSI, NIC rates),
   processes[] (the serving / GPU-holding processes: CPU, threads with comm/state/CPU/ctxt switches, major faults,
-  bytes read, GPUs, cgroup with its quota/throttling/memory/PSI, the mounts behind the files it maps),
+  bytes read, GPUs, cgroup with its quota/throttling/memory/PSI, the mounts behind the files it maps, its /dev/shm
+  mount and size, its locked-memory limit and the RDMA verbs devices it holds open),
   gaps[] (what could not be read, and why).
 
 Formats (the kernel's documentation):
@@ -407,6 +408,69 @@ def mounts_of(proc, pid):
     return out
 
 
+TMPFS_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def shm_of(proc, pid):
+    """The process's /dev/shm as its own mount namespace sees it (a container's, not the host's): the tmpfs line of
+    /proc/PID/mountinfo whose mount point is /dev/shm, its size from the super options' size= (tmpfs(5): size in
+    bytes with a k, m or g suffix, or a % of RAM; absent, the default of half of RAM). Docker gives a container a
+    64 MB /dev/shm ("size=65536k") unless run with --shm-size or --ipc=host. None when not readable or not mounted."""
+    try:
+        text = read("%s/%d/mountinfo" % (proc, pid))
+    except OSError:
+        return None
+    for line in text.splitlines():
+        pre, sep, post = line.partition(" - ")
+        f, g = pre.split(), post.split()
+        if not sep or len(f) < 5 or len(g) < 2 or f[4] != "/dev/shm":
+            continue
+        out = {"fstype": g[0], "source": g[1], "options": (g[2] if len(g) > 2 else "")[:200]}
+        for opt in out["options"].split(","):
+            if opt.startswith("size="):
+                v = opt[5:].strip().lower()
+                try:
+                    if v.endswith("%"):
+                        out["size_pct_of_ram"] = float(v[:-1])
+                    elif v and v[-1] in TMPFS_UNITS:
+                        out["size_bytes"] = int(float(v[:-1]) * TMPFS_UNITS[v[-1]])
+                    else:
+                        out["size_bytes"] = int(v)
+                except ValueError:
+                    pass
+        return out
+    return None
+
+
+def memlock_of(proc, pid):
+    """The process's locked-memory limit (RLIMIT_MEMLOCK): the soft value of "Max locked memory" in /proc/PID/limits
+    (proc(5); bytes, or "unlimited"). None when not readable."""
+    try:
+        for line in read("%s/%d/limits" % (proc, pid)).splitlines():
+            if line.startswith("Max locked memory"):
+                soft = line[len("Max locked memory"):].split()[0]
+                return soft if soft == "unlimited" else int(soft)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def rdma_fds(proc, pid):
+    """How many of the process's open files are RDMA verbs devices (/dev/infiniband/uverbsN, rdma_cm): it uses
+    InfiniBand / RoCE (NCCL's NET/IB, a KV-transfer library). None when its fds are not readable."""
+    n = 0
+    try:
+        for fd in os.listdir("%s/%d/fd" % (proc, pid))[:8192]:
+            try:
+                if os.readlink("%s/%d/fd/%s" % (proc, pid, fd)).startswith("/dev/infiniband/"):
+                    n += 1
+            except OSError:
+                continue
+    except OSError:
+        return None
+    return n
+
+
 def weight_files(proc, pid):
     """Model files the process maps or holds open (/proc/PID/maps paths, /proc/PID/fd links)."""
     files = []
@@ -739,6 +803,15 @@ def main():
         v2, v1 = cgroup_path(proc, pid)
         p["cgroup"] = cg_out.get((v2, v1))
         mounts = mounts_of(proc, pid)
+        shm = shm_of(proc, pid)
+        if shm:
+            p["shm"] = shm
+        lock, verbs = memlock_of(proc, pid), rdma_fds(proc, pid)
+        if lock is not None:
+            p["memlock_bytes"] = None if lock == "unlimited" else lock
+            p["memlock_unlimited"] = lock == "unlimited"
+        if verbs:
+            p["rdma_fds"] = verbs
         files = weight_files(proc, pid)
         model = model_arg(argv_of(proc, pid))
         if model and model.startswith("/"):

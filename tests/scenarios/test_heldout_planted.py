@@ -238,8 +238,8 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bench-vllm-vs-tgi-unequal-output-len-a100": _same_lengths,    # 247 and 118 -> 118 both
     "direct-to-pod-streamed-ttft-genai-perf-twin": _unstreamed,    # TTFT 41 of 781 ms -> 781 of 781, no ITL
     "client-in-europe-server-in-us-ttft-path-h100": _ttft(60.0),   # 413 ms at the client -> 60, the engine's 47
-    "docker-ipc-host-shm-vllm-tp4-twin": _shm_shrunk,
-    "docker-memlock-unlimited-nccl-ib-twin": _memlock_small,       # memlock unlimited -> 8 MiB, GPUs stopped             # the host's /dev/shm -> 64 MB, GPUs stopped
+    "docker-ipc-host-shm-vllm-tp4-twin": _shm_shrunk,              # the host's /dev/shm -> 64 MB, GPUs stopped
+    "docker-memlock-unlimited-nccl-ib-twin": _memlock_small,       # memlock unlimited -> 8 MiB, GPUs stopped
     "client-one-request-in-flight-vllm-log": _log_running(48),  # 48 running, none waiting: not the client's 1
     "sglang-one-running-req-openai-client": _log_running(48),
     "dense-decode-batch1-far-above-floor-h100": _run_rate(11.0),   # 200 ms per token -> 18 ms, at the floor
@@ -248,10 +248,10 @@ PLANTED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "request-rate-inf-ttft-is-queueing": _ttft(21296.25, rate=8.0),  # the same TTFT, but not a burst
     "ttft-grows-with-concurrent-prefills-h100": _ttft(20_000.0),  # 1.4 s -> 20 s: far beyond 16 prompts' prefill
     "host-cpuset-eight-cores-busy-gpu-twin": _confined,            # 8 CPUs with headroom -> 1 CPU, GPU waiting
-    "net-two-nodes-rdma-ethernet-quiet-twin": _exchanging,
+    "net-two-nodes-rdma-ethernet-quiet-twin": _exchanging,         # eth0 quiet -> at line rate both ways
     "vllm-spec-decode-eagle3-accepted-h100-twin": _spec_rejected,  # ~3.2 tokens per target step -> 1.05
     "vllm-prefix-cache-hits-h100-twin": _prefix_missed,            # 63 % of prompt tokens hit -> none
-    "host-cpu-full-clock-koboldcpp-twin": _clocked_down,           # 3500 of 3600 MHz -> 1200         # eth0 quiet -> at line rate both ways
+    "host-cpu-full-clock-koboldcpp-twin": _clocked_down,           # 3500 of 3600 MHz -> 1200
 }
 
 

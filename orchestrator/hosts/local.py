@@ -8,6 +8,7 @@ import subprocess
 import time
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ByteReceiveStream
 
 from orchestrator.hosts import safeopen, walk
@@ -55,19 +56,23 @@ class LocalHost:
         started = time.monotonic()
         out, err = CappedBuffer(max_output), CappedBuffer(max_output)
         try:
-            proc = await anyio.open_process(
-                argv,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                env=self.env,
-            )
+            # shielded: a cancellation landing while the process is being created would leave it running, unwaited
+            # (the caller's deadline under load); once created, the `finally` below kills and reaps it
+            with anyio.CancelScope(shield=True):
+                proc = await anyio.open_process(
+                    argv,
+                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    env=self.env,
+                )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             return CommandResult(argv=argv, exit_code=127, stderr=f"{argv[0]}: {exc.strerror or exc}",
                                  duration_s=time.monotonic() - started)
         timed_out = False
         try:
+            await anyio.lowlevel.checkpoint()  # a cancellation held off while it was created lands here
             with anyio.move_on_after(timeout_s) as scope:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_drain, proc.stdout, out)

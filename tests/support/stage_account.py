@@ -54,7 +54,7 @@ from support import account_ticker
 from support.account_ticker import staged_pids, write_static, tick
 from support.stagers import StageContext, StageError, stager
 
-WRAPPER = r'''#!{python}
+WRAPPER = r'''#!{python} -IS
 """nvidia-smi staged for the resource account: -lms queries loop, compute apps list the staged processes."""
 import json, os, sys, time
 here = os.path.dirname(os.path.abspath(__file__))

@@ -49,7 +49,7 @@ Legend:
   NV#  = Connection traversing a bonded set of # NVLinks
 """
 
-FAKE_NVIDIA_SMI = r'''#!{python}
+FAKE_NVIDIA_SMI = r'''#!{python} -IS
 """Fake nvidia-smi for tests: answers from spec.json beside it (formats copied from real captures)."""
 import json, os, sys
 spec = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvidia-smi.json")))

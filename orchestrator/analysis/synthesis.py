@@ -171,6 +171,21 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     return "unknown", "The evidence gathered does not show which resource limits throughput.", None
 
 
+def unsettled_words(asked: relevance.Asked) -> str:
+    """The verdict's words when causes are ranked but none sets the bound, in the terms of what was asked: a TTFT or
+    start-up question is not told that the evidence does not settle what limits throughput."""
+    sym = asked.symptoms
+    if "regression" in sym:
+        return "the evidence does not settle which change made it slower."
+    if not sym or sym & {"throughput", "cost"}:
+        return "the evidence does not settle which resource limits throughput."
+    timed = [s for s in ("ttft", "itl", "startup") if s in sym]
+    if timed:
+        return ("the evidence does not settle which resource sets the "
+                + " and the ".join(relevance.SAY[s] for s in timed) + ".")
+    return "the evidence does not settle which of these is the fault."
+
+
 def _first_sentence(text: str) -> str:
     """The first sentence of text (ending with its period), or all of it."""
     cut = text.find(". ")
@@ -294,7 +309,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         limiter = (f"the primary limiter is {bound}: {_first_sentence(reasoning)}" if bound != "unknown"
                    else f"no GPU or host resource is the limit: {_first_sentence(reasoning)}"
                    if setter is not None and setter.id.startswith("account-") and setter.bound is None and reasoning
-                   else "the evidence does not settle which resource limits throughput.")
+                   else unsettled_words(asked))
         verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {_titled_number(f)};" for i, f in
                                                                   enumerate(causes_f[:4], 1)).rstrip(";") + "."
         if recs:

@@ -7,6 +7,7 @@ request rate equal to the offered one means the client set the throughput; and e
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from orchestrator.analysis.queue_rules import queue_state
@@ -275,6 +276,11 @@ def ttft_outside_engine(v: "EvidenceView") -> Finding | None:
 
 OUTPUT_LEN_RATIO = 1.3
 """Runs whose mean output tokens per request differ by this factor measured different workloads."""
+COMPARED = re.compile(r"\b(than|vs\.?|versus|compar\w*|dropped|went (up|down)|from [\d.]+\S* to|regress\w*|"
+                      r"before|after|second|again|twice|other|both|only|slower|faster)\b", re.I)
+"""A question that sets runs against each other (one server against another, a run against an earlier one): only
+then is a difference in output lengths the comparison's flaw; runs of several lengths asked about together are a
+sweep, measured on purpose."""
 
 
 def unequal_outputs(v: "EvidenceView") -> Finding | None:
@@ -289,7 +295,7 @@ def unequal_outputs(v: "EvidenceView") -> Finding | None:
     https://github.com/vllm-project/vllm/pull/9349 (ignore_eos not passed to every run, so output lengths differed
     between backends), https://github.com/AI-Hypercomputer/inference-benchmark/pull/24."""
     oe = v.observations_evidence
-    if oe is None:
+    if oe is None or not COMPARED.search(v.question):
         return None
     runs = [b for b in oe[1].bench if b.output_len]
     if len(runs) < 2:

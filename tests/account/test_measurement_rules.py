@@ -19,9 +19,9 @@ from orchestrator.observations import Observations
 from orchestrator.probes.account_models import GpuBusy, HostAccount, ProcessAccount, ResourceAccount, ShmMount
 
 
-def _view(*bench: dict) -> EvidenceView:
+def _view(*bench: dict, question: str = "why did the second run drop from 1.92 to 0.79 req/s?") -> EvidenceView:
     obs = {"bench": [{"format": "client", "source": "s", **b} for b in bench]}
-    return EvidenceView([obs_ev("e3", obs)], Observations.model_validate(obs))
+    return EvidenceView([obs_ev("e3", obs)], Observations.model_validate(obs), question=question)
 
 
 def test_a_ttft_equal_to_the_request_for_many_tokens_was_not_streamed_and_is_no_prefill_time():
@@ -49,6 +49,9 @@ def test_runs_of_different_output_lengths_are_named_with_their_lengths_and_equal
     assert f is not None and "914 against 338" in f.title and "2.7x" in f.claim and "same prompts" in f.claim
     assert unequal_outputs(_view(a, {**b, "output_len": 360})) is None
     assert unequal_outputs(_view(a)) is None
+    # runs of several lengths asked about together, not set against each other: a sweep, measured on purpose
+    assert unequal_outputs(_view(a, b, question="what throughput does this H100 give at these output lengths?")) is None
+    assert unequal_outputs(_view(a, b, question="why is TGI at 9.6 req/s and vLLM only 6.1 on this A100?")) is not None
 
 
 def _shm_acct(shm: ShmMount | None, gpus: list[int], busy: float = 0) -> ResourceAccount:

@@ -208,7 +208,6 @@ def _shm(a: Account) -> Finding | None:
     return None
 
 
-
 def _cgroup(a: Account) -> Finding | None:
     for p in a.acct.processes:
         c = p.cgroup
@@ -674,8 +673,8 @@ def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
 # --- the findings and the bound ------------------------------------------------------------------------------------
 
 
-SATURATION = (_shm, _memlock, _cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _reload, _thread, _host_cpu, _io, _nic,
-              _turns)
+SATURATION = (_shm, _memlock, _cgroup, _cpu_allowance, _memory, _memory_limit, _filesystem, _reload, _thread,
+              _host_cpu, _io, _nic, _turns)
 """In the order the account follows them when several fire: the cause before its symptom (a throttled cgroup
 makes its threads look saturated; swapping and network filesystems make the CPU wait)."""
 
@@ -823,7 +822,8 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     idle = by_id.get("account-gpu-idle")
     if idle is None:
         return None
-    order = ("account-shm-small", "account-memlock-small", "account-cgroup-throttled", "account-cpu-allowance", "account-memory-swap", "account-memory-limit",
+    order = ("account-shm-small", "account-memlock-small", "account-cgroup-throttled", "account-cpu-allowance",
+             "account-memory-swap", "account-memory-limit",
              "account-filesystem", "account-model-reload", "account-cpu-thread", "account-host-cpu", "account-io",
              "account-nic", "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue", "account-client-limited",
              "account-low-concurrency", "account-no-load", "account-flat-throughput", "account-nothing-saturated")

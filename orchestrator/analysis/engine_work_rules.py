@@ -18,8 +18,9 @@ Prefix cache. A request whose prompt starts with blocks already in the cache ski
 on a prompt-heavy workload means every prompt token is prefilled again. Read from: vLLM
 `vllm:prefix_cache_queries_total` / `vllm:prefix_cache_hits_total` (tokens, vllm/v1/metrics/loggers.py) or the stats
 line's "Prefix cache hit rate: X%"; SGLang `sglang:cached_tokens_total` / `sglang:prompt_tokens_total`, its prefill
-lines ("#new-token: N, #cached-token: C") or `sglang:cache_hit_rate`. Only when prompts outweigh outputs (prompt tokens >= PROMPT_HEAVY x generated tokens, from
-the counters, the stats lines' throughputs or the benchmark's lengths): prefill is then where the time goes.
+lines ("#new-token: N, #cached-token: C") or `sglang:cache_hit_rate`. Only when prompts outweigh outputs (prompt
+tokens >= PROMPT_HEAVY x generated tokens, from the counters, the stats lines' throughputs or the benchmark's
+lengths): prefill is then where the time goes.
 Start-up. vLLM prints each phase of a start: "Loading weights took X seconds", "Model loading took X GiB and Y
 seconds", "torch.compile takes X s in total", "Graph capturing finished in X secs", "init engine (profile, create kv
 cache, warmup model) took X seconds" (the last contains the compile and the capture); the question "why does it take

@@ -177,7 +177,8 @@ def ttft_is_whole_request(v: "EvidenceView") -> Finding | None:
                  "request's latency, prefill and every decode step, not the time to the first token.")
         return Finding(id="load-ttft-is-whole-request", category="workload", confidence=0.8, evidence=[oe[0].id],
                        bound=None, title=f"The TTFT measured is the whole request ({share:.0%} of the end-to-end "
-                       f"latency for {out:.0f} output tokens): the response did not reach the client as a stream", claim=claim,
+                       f"latency for {out:.0f} output tokens): the response did not reach the client as a stream",
+                       claim=claim,
                        short=f"the measured TTFT of {ttft:g} ms is {share:.0%} of the whole request's {e2e:g} ms: the "
                              "response was not streamed to the client.", symptoms=["ttft"],
                        data={"not_the_server": True},

@@ -136,7 +136,24 @@ def host_snapshot(out, first):
         text = try_read(out, hp("/proc/pressure/" + res), ("/proc/pressure/" + res) if first else None)
         if text is not None:
             s["psi"][res] = psi(text)
+    # the kernel's clock beside these counters: their rates are taken over its span (see kernel_span)
+    s["clock"] = try_read(out, hp("/proc/stat"))
     return s
+
+
+def kernel_span(stat_a, stat_b, window, clk):
+    """Seconds the kernel's clock advanced between two /proc/stat readings (the CPUs' ticks, idle included, per
+    CPU), when it agrees with the wall-clock `window` closely enough to be one span; else the window. Counters read
+    beside each reading are rates over that same span, even when a reading was served late (a loaded host, a FUSE-
+    or lxcfs-served /proc); the wall clock stands in for a /proc/stat that does not advance or shows another
+    machine's view."""
+    ta, n_cpus = cpu_times(stat_a)
+    tb, _ = cpu_times(stat_b)
+    if ta and tb and n_cpus:
+        kernel = (sum(tb) - sum(ta)) / float(n_cpus) / clk
+        if 0.25 * window <= kernel <= 4.0 * window:
+            return kernel
+    return window
 
 
 def host_account(out, a, b, window):
@@ -752,17 +769,11 @@ def main():
     pb, cb = snapshot_processes(proc, list(kinds), cgroups)
     hb["stat"] = try_read(out, hp("/proc/stat"))
     out["window_s"] = round(window, 3)
-    # rates over the kernel's own elapsed time between the two /proc/stat readings (the CPUs' ticks, idle included,
-    # per CPU): the counters read beside it are of that same span, even when a reading was served late (a loaded host,
-    # a FUSE- or lxcfs-served /proc); the wall clock stands in only when the two are too far apart to be one span (a
-    # /proc/stat that does not advance, or one of another machine's view)
-    ta, n_cpus = cpu_times(ha["stat"])
-    tb, _ = cpu_times(hb["stat"])
-    if ta and tb and n_cpus:
-        kernel = (sum(tb) - sum(ta)) / float(n_cpus) / clk
-        if 0.25 * window <= kernel <= 4.0 * window:
-            window = kernel
-    out["host"] = host_account(out, ha, hb, window)
+    # the host's counters (vmstat, PSI, NICs) over the kernel's clock read beside them; the processes' over the one
+    # read right after their threads
+    host_window = kernel_span(ha["clock"], hb["clock"], window, clk)
+    window = kernel_span(ha["stat"], hb["stat"], window, clk)
+    out["host"] = host_account(out, ha, hb, host_window)
     # thread CPU against the kernel's own clock when /proc/stat was read (ticks per CPU over the window), else wall
     ticks = out["host"].pop("cpu_ticks_per_cpu", None)
     ticks_per_window = ticks if ticks else clk * window

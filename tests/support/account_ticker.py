@@ -1,6 +1,6 @@
 """The ticker of a staged resource-account host (tests/support/stage_account.py): it writes the kernel's counter
 files under a staged root as they would read `t` seconds after boot, each counter at its staged rate, and (run as a
-script: `python3 account_ticker.py ROOT SPEC.json`) rewrites them every 100 ms from the wall clock. Formats: proc(5),
+script: `python3 account_ticker.py ROOT SPEC.json`) rewrites them every 20 ms from the wall clock. Formats: proc(5),
 Documentation/accounting/psi.rst, Documentation/admin-guide/cgroup-v2.rst, Documentation/scheduler/sched-bwc.rst."""
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def tick(root: Path, spec: dict[str, Any], t: float, proc: Path | None = None) -
 
 
 def ticker_main(root: str, spec_path: str) -> None:
-    """Every 100 ms a complete new /proc tree (static files hard-linked, counters written), swapped in at once by
+    """Every 20 ms a complete new /proc tree (static files hard-linked, counters written), swapped in at once by
     renaming a symlink over <root>/proc: a reader sees one tick's counters in every file it opens, as a real kernel's
     reads are consistent, instead of a tree half rewritten."""
     try:  # ahead of the workers that load a small test machine: a tree swapped in late reads as a stale kernel
@@ -239,8 +239,8 @@ def ticker_main(root: str, spec_path: str) -> None:
         if old.exists():
             shutil.rmtree(old, ignore_errors=True)
         n += 1
-        time.sleep(0.1)  # the probe takes its rates against the tree's own /proc/stat clock, so a tick this coarse
-        # costs no accuracy, and a ticker per staged case stays a small share of a core (every 20 ms it was two thirds)
+        time.sleep(0.02)  # fine enough that a probe's reads of threads and of /proc/stat land in trees 20 ms apart
+        # at most (every 100 ms, a loaded CI machine read a busy thread at 0 % once)
 
 
 if __name__ == "__main__":

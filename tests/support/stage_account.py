@@ -6,7 +6,7 @@ exact formats, /proc/{stat,vmstat,meminfo,loadavg,net/dev,pressure/*} (proc(5), 
 /proc/PID/{cmdline,comm,stat,status,io,cgroup,mountinfo,maps,task/TID/{stat,status}} of the serving processes, and
 /sys/fs/cgroup/<path>/{cpu.max,cpu.stat,memory.*,*.pressure} (Documentation/admin-guide/cgroup-v2.rst; v1:
 cpu.cfs_quota_us, cpu.cfs_period_us, cpu.stat with throttled_time in ns). A real ticker process (this module run as
-a script) rewrites the counter files every 100 ms from the wall clock, each counter at its staged rate, so the
+a script) rewrites the counter files every 20 ms from the wall clock, each counter at its staged rate, so the
 probe's two readings a window apart see the rates a real kernel would show. `nvidia-smi` is wrapped so that
 `--query-gpu=... --format=csv,noheader,nounits -lms N` prints one row per GPU every N ms (busy per the staged series,
 in the driver's row format) and `--query-compute-apps` lists the staged processes; anything else goes to the base

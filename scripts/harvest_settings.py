@@ -375,22 +375,29 @@ _CPP_ENV = re.compile(r'\b(check_env|get_env|getenv)\(\s*"((?:PYTORCH|TORCH)_\w+
 _NCCL_HPP = re.compile(r'static std::vector<std::string> (\w+)\s*=\s*\{\s*"(TORCH_\w+)"', re.S)
 
 
+def _env_reads(rx: re.Pattern[str], text: str, rel: str, out: dict[str, dict]) -> None:
+    """Each environment variable `rx` finds read in `text` (name in group 1, the default's source in group 2), the
+    first read of a name kept: its default as a literal (or the expression), the comment above it, file and line."""
+    lines = None
+    for m in rx.finditer(text):
+        name = m.group(1)
+        if name in out:
+            continue
+        raw = m.group(2)
+        try:
+            default = _json_value(ast.literal_eval(raw)) if raw else None
+        except (ValueError, SyntaxError):
+            default = {"expr": raw.strip()[:200]}
+        line = text.count("\n", 0, m.start()) + 1
+        lines = lines if lines is not None else text.splitlines()
+        out[name] = entry(name, "env", "str", default, comments_above(lines, line), rel, line)
+
+
 def pytorch_envs(root: Path) -> list[dict]:
     out: dict[str, dict] = {}
     for f in sorted(root.glob("torch/**/*.py")):
         rel = str(f.relative_to(root))
-        text = f.read_text(errors="replace")
-        for m in _ENV_CALL.finditer(text):
-            name = m.group(1)
-            if name in out:
-                continue
-            raw = m.group(2)
-            try:
-                default = _json_value(ast.literal_eval(raw)) if raw else None
-            except (ValueError, SyntaxError):
-                default = {"expr": raw.strip()[:200]}
-            line = text.count("\n", 0, m.start()) + 1
-            out[name] = entry(name, "env", "str", default, comments_above(text.splitlines(), line), rel, line)
+        _env_reads(_ENV_CALL, f.read_text(errors="replace"), rel, out)
     # C++ switches in the headers the wheel ships: c10's check_env (a boolean) and get_env / getenv (a string)
     for f in sorted(p for p in (root / "torch/include").rglob("*") if p.suffix in (".h", ".hpp")):
         rel = str(f.relative_to(root))
@@ -452,18 +459,7 @@ def trtllm_envs(root: Path) -> list[dict]:
     out: dict[str, dict] = {}
     for f in sorted((root / "tensorrt_llm").rglob("*.py")):
         rel = str(f.relative_to(root))
-        text = f.read_text(errors="replace")
-        lines = text.splitlines()
-        for m in _TRT_ENV.finditer(text):
-            if m.group(1) in out:
-                continue
-            raw = m.group(2)
-            try:
-                default = _json_value(ast.literal_eval(raw)) if raw else None
-            except (ValueError, SyntaxError):
-                default = {"expr": raw.strip()[:200]}
-            line = text.count("\n", 0, m.start()) + 1
-            out[m.group(1)] = entry(m.group(1), "env", "str", default, comments_above(lines, line), rel, line)
+        _env_reads(_TRT_ENV, f.read_text(errors="replace"), rel, out)
     return list(out.values())
 
 

@@ -54,8 +54,16 @@ from support import account_ticker
 from support.account_ticker import staged_pids, write_static, tick
 from support.stagers import StageContext, StageError, stager
 
-WRAPPER = r'''#!{python} -IS
-"""nvidia-smi staged for the resource account: -lms queries loop, compute apps list the staged processes."""
+WRAPPER = r'''#!/bin/sh
+# nvidia-smi staged for the resource account: -lms loops and the compute apps from .account-smi.py, the rest from
+# the base fake (tests/support/staged_host.py)
+case "$*" in
+*-lms*|--query-compute-apps=*) exec {python} -IS "${0%/*}/.account-smi.py" "$@" ;;
+esac
+exec "${0%/*}/nvidia-smi.base" "$@"
+'''
+
+WRAPPER_PY = r'''"""nvidia-smi staged for the resource account: -lms queries loop, compute apps list the staged processes."""
 import json, os, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 acct = json.load(open(os.path.join(here, "account-smi.json")))
@@ -80,7 +88,8 @@ if any(a.startswith("--query-compute-apps=") for a in args):
     for p in acct["apps"]:
         print("%d, %s, %d" % (p["pid"], p["bus_id"], p["used_mib"]))
     sys.exit(0)
-os.execv(os.path.join(here, "nvidia-smi.base"), [os.path.join(here, "nvidia-smi.base")] + args)
+sys.stderr.write("account nvidia-smi: unsupported arguments %r\n" % (args,))
+sys.exit(2)
 '''
 
 
@@ -108,6 +117,7 @@ def _smi(ctx: StageContext, spec: dict[str, Any]) -> None:
         os.replace(exe, bindir / "nvidia-smi.base")
     exe.write_text(WRAPPER.replace("{python}", sys.executable))
     exe.chmod(0o755)
+    (bindir / ".account-smi.py").write_text(WRAPPER_PY)
 
 
 @stager("account")

@@ -624,12 +624,10 @@ def stage_node(staged, spec: dict[str, Any] | None = None,
     smi["apps"] = [{"gpu_bus_id": bus_id(i, count), "pid": pid, "process_name": name, "used_memory": f"{mib:g} MiB"}
                    for i, procs in sorted(pids.items()) for pid, name, mib in procs]
     smi_json.write_text(json.dumps(smi))
-    exe = staged.bin / "nvidia-smi"
-    if not exe.exists():
-        from support.staged_host import FAKE_NVIDIA_SMI
+    from support.staged_host import install_fake_nvidia_smi
 
-        exe.write_text(FAKE_NVIDIA_SMI.replace("{python}", sys.executable))
-        exe.chmod(0o755)
+    # behind the account's wrapper (tests/support/stage_account.py) the fake is nvidia-smi.base
+    install_fake_nvidia_smi(staged.bin, "nvidia-smi.base" if (staged.bin / "nvidia-smi.base").exists() else "nvidia-smi")
     stage_node_files(staged, spec)
     return pids
 

@@ -49,60 +49,106 @@ Legend:
   NV#  = Connection traversing a bonded set of # NVLinks
 """
 
-FAKE_NVIDIA_SMI = r'''#!{python} -IS
-"""Fake nvidia-smi for tests: answers from spec.json beside it (formats copied from real captures)."""
-import json, os, sys
-spec = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvidia-smi.json")))
-args = sys.argv[1:]
-if spec.get("no_devices"):
-    print("No devices were found")
-    sys.exit(6)
-if args[:2] == ["-q", "-x"]:
-    sys.stdout.write(open(spec["xml"]).read())
-elif args[:2] == ["topo", "-m"]:
-    sys.stdout.write(spec["topo"])
-elif args[:1] == ["nvlink"] and args[1:2] in (["-s"], ["--status"]):
-    sys.stdout.write(spec.get("nvlink_s", ""))
-elif args[:1] == ["nvlink"] and args[1:2] in (["-e"], ["--errorcounters"]):
-    text, growth = spec.get("nvlink_e", ""), spec.get("nvlink_e_growth")
-    if growth:  # counters growing at a staged rate per second since staging, as a faulty link's do
-        import re, time
-        dt, gpu, lines = time.time() - spec["nvlink_e_t0"], None, []
-        for line in text.split("\n"):
-            m = re.match(r"GPU (\d+):", line)
-            gpu = int(m.group(1)) if m else gpu
-            m = re.match(r"(\s+Link (\d+): (\w+) Errors: )(\d+)$", line)
-            rate = growth.get("%s:%s:%s" % (gpu, m.group(2), m.group(3))) if m else None
-            lines.append(m.group(1) + str(int(m.group(4)) + int(rate * dt)) if rate else line)
-        text = "\n".join(lines)
+FAKE_NVIDIA_SMI = r'''#!/bin/sh
+# Fake nvidia-smi (tests): what the Python fake beside it printed before for the same arguments, from its cache;
+# anything else (and arguments with a slash, or none) goes to the Python fake. Staging clears the cache.
+case "$*" in
+*/*|"") ;;
+*) [ -f "${0%/*}/.nvidia-smi.cache/$*" ] && exec cat "${0%/*}/.nvidia-smi.cache/$*" ;;
+esac
+exec {python} -IS "${0%/*}/.nvidia-smi.py" "$@"
+'''
+"""The fake `nvidia-smi` on a staged host's PATH: a shell front that serves a repeated query from
+`.nvidia-smi.cache` (a Python start costs ~20 ms, `cat` ~2; a case asks the same few queries about 20 times) and
+runs FAKE_NVIDIA_SMI_PY (`.nvidia-smi.py`) for anything else. Whatever writes `nvidia-smi.json` calls
+`install_fake_nvidia_smi`, which also empties the cache."""
+
+FAKE_NVIDIA_SMI_PY = r'''"""Fake nvidia-smi for tests: answers from nvidia-smi.json beside it (formats copied from real captures); an
+answer that exits 0 and does not move with time is kept in .nvidia-smi.cache for the shell front (FAKE_NVIDIA_SMI)."""
+import io, json, os, sys
+
+
+def answer(spec, args):
+    """(exit code, stdout, stderr, whether the answer moves with time) for these arguments."""
+    out, moving = io.StringIO(), False
+    if spec.get("no_devices"):
+        return 6, "No devices were found\n", "", False
+    if args[:2] == ["-q", "-x"]:
+        with open(spec["xml"]) as f:
+            out.write(f.read())
+    elif args[:2] == ["topo", "-m"]:
+        out.write(spec["topo"])
+    elif args[:1] == ["nvlink"] and args[1:2] in (["-s"], ["--status"]):
+        out.write(spec.get("nvlink_s", ""))
+    elif args[:1] == ["nvlink"] and args[1:2] in (["-e"], ["--errorcounters"]):
+        text, growth = spec.get("nvlink_e", ""), spec.get("nvlink_e_growth")
+        if growth:  # counters growing at a staged rate per second since staging, as a faulty link's do
+            import re, time
+            moving = True
+            dt, gpu, lines = time.time() - spec["nvlink_e_t0"], None, []
+            for line in text.split("\n"):
+                m = re.match(r"GPU (\d+):", line)
+                gpu = int(m.group(1)) if m else gpu
+                m = re.match(r"(\s+Link (\d+): (\w+) Errors: )(\d+)$", line)
+                rate = growth.get("%s:%s:%s" % (gpu, m.group(2), m.group(3))) if m else None
+                lines.append(m.group(1) + str(int(m.group(4)) + int(rate * dt)) if rate else line)
+            text = "\n".join(lines)
+        out.write(text)
+    elif args[:1] == ["-L"]:
+        for i, g in enumerate(spec["gpus"]):
+            out.write("GPU %d: %s (UUID: GPU-00000000-0000-0000-0000-00000000000%d)\n" % (i, g["name"], i))
+    elif args and args[0].startswith("--query-gpu="):
+        fields = args[0].split("=", 1)[1].split(",")
+        fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv").split(",")
+        if "noheader" not in fmt:
+            out.write(", ".join(spec["headers"].get(f, f) for f in fields) + "\n")
+        for g in spec["gpus"]:
+            vals = [str(g.get(f, "[N/A]")) for f in fields]
+            if "nounits" in fmt:
+                vals = [v.split(" ")[0] for v in vals]
+            out.write(", ".join(vals) + "\n")
+    elif args and args[0].startswith("--query-compute-apps="):
+        # `nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv[,noheader][,nounits]`
+        fields = args[0].split("=", 1)[1].split(",")
+        fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv").split(",")
+        if "noheader" not in fmt:
+            out.write(", ".join({"used_memory": "used_gpu_memory [MiB]"}.get(f, f) for f in fields) + "\n")
+        for app in spec.get("apps", []):
+            vals = [str(app.get(f, "[N/A]")) for f in fields]
+            if "nounits" in fmt:
+                vals = [v.split(" ")[0] for v in vals]
+            out.write(", ".join(vals) + "\n")
+    else:
+        return 2, "", "fake nvidia-smi: unsupported arguments %r\n" % (args,), False
+    return 0, out.getvalue(), "", moving
+
+
+def keep(here, args, text):
+    """Keep an answer for the shell front: one file per argument string."""
+    if not args or any("/" in a for a in args):
+        return
+    cache = os.path.join(here, ".nvidia-smi.cache")
+    try:
+        os.makedirs(cache, exist_ok=True)
+        tmp = os.path.join(cache, ".tmp.%d" % os.getpid())
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(cache, " ".join(args)))
+    except OSError:  # a name too long for the filesystem: no cache for it
+        pass
+
+
+if __name__ == "__main__":
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "nvidia-smi.json")) as f:
+        spec = json.load(f)
+    args = sys.argv[1:]
+    rc, text, err, moving = answer(spec, args)
     sys.stdout.write(text)
-elif args[:1] == ["-L"]:
-    for i, g in enumerate(spec["gpus"]):
-        print("GPU %d: %s (UUID: GPU-00000000-0000-0000-0000-00000000000%d)" % (i, g["name"], i))
-elif args and args[0].startswith("--query-gpu="):
-    fields = args[0].split("=", 1)[1].split(",")
-    fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv").split(",")
-    if "noheader" not in fmt:
-        print(", ".join(spec["headers"].get(f, f) for f in fields))
-    for g in spec["gpus"]:
-        vals = [str(g.get(f, "[N/A]")) for f in fields]
-        if "nounits" in fmt:
-            vals = [v.split(" ")[0] for v in vals]
-        print(", ".join(vals))
-elif args and args[0].startswith("--query-compute-apps="):
-    # `nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv[,noheader][,nounits]`
-    fields = args[0].split("=", 1)[1].split(",")
-    fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv").split(",")
-    if "noheader" not in fmt:
-        print(", ".join({"used_memory": "used_gpu_memory [MiB]"}.get(f, f) for f in fields))
-    for app in spec.get("apps", []):
-        vals = [str(app.get(f, "[N/A]")) for f in fields]
-        if "nounits" in fmt:
-            vals = [v.split(" ")[0] for v in vals]
-        print(", ".join(vals))
-else:
-    sys.stderr.write("fake nvidia-smi: unsupported arguments %r\n" % (args,))
-    sys.exit(2)
+    sys.stderr.write(err)
+    if rc == 0 and not moving:
+        keep(here, args, text)
+    sys.exit(rc)
 '''
 
 
@@ -294,10 +340,50 @@ def _stage_nvidia_smi(variant: str, bindir: Path, datadir: Path) -> list[dict[st
         smi["gpus"] = _gpu_rows(spec)
         smi["topo"] = _topo(spec.count, spec.nvlink)
     (bindir / "nvidia-smi.json").write_text(json.dumps(smi))
-    exe = bindir / "nvidia-smi"
+    install_fake_nvidia_smi(bindir)
+    return smi["gpus"]
+
+
+PRERENDERED = [
+    ["-q", "-x"], ["topo", "-m"], ["nvlink", "-s"], ["nvlink", "-e"], ["-L"],
+    ["--query-gpu=index,name,pci.bus_id,driver_version,compute_cap,memory.total,memory.used,power.draw,power.limit,"
+     "clocks.sm,clocks.max.sm,utilization.gpu,temperature.gpu", "--format=csv"],
+    ["--query-gpu=index,power.draw,power.limit,clocks.sm,clocks.max.sm,utilization.gpu", "--format=csv"],
+    ["--query-gpu=name,compute_cap", "--format=csv,noheader"],
+    ["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+    ["--query-gpu=index,pci.bus_id,utilization.gpu,power.draw,memory.used", "--format=csv,noheader,nounits"],
+]
+"""The queries the probes send (orchestrator/probes/gpu.py, power.py, autotune.py, scripts/node.py, engine.py,
+_quiet.py), answered at staging so that even their first, concurrent calls are read from the cache; any other
+query is answered by the Python fake and kept."""
+
+
+def _fake_module() -> dict:
+    ns: dict = {"__name__": "fake_nvidia_smi"}
+    exec(compile(FAKE_NVIDIA_SMI_PY, ".nvidia-smi.py", "exec"), ns)
+    return ns
+
+
+_FAKE: dict = {}
+
+
+def install_fake_nvidia_smi(bindir: Path, name: str = "nvidia-smi") -> None:
+    """Write the fake nvidia-smi (FAKE_NVIDIA_SMI as `name`, its Python part) into bindir and answer the probes'
+    queries into its cache from nvidia-smi.json (read once more here): call it whenever nvidia-smi.json changes."""
+    (bindir / ".nvidia-smi.py").write_text(FAKE_NVIDIA_SMI_PY)
+    exe = bindir / name
     exe.write_text(FAKE_NVIDIA_SMI.replace("{python}", sys.executable))
     exe.chmod(0o755)
-    return smi["gpus"]
+    shutil.rmtree(bindir / ".nvidia-smi.cache", ignore_errors=True)
+    fake = _FAKE or _FAKE.update(_fake_module()) or _FAKE
+    spec = json.loads((bindir / "nvidia-smi.json").read_text())
+    for args in PRERENDERED:
+        try:
+            rc, text, _err, moving = fake["answer"](spec, args)
+        except (OSError, KeyError, ValueError):  # the fake fails the same way when asked: leave it to say so
+            continue
+        if rc == 0 and not moving:
+            fake["keep"](str(bindir), args, text)
 
 
 def _dist(site: Path, name: str, version: str) -> None:

@@ -16,6 +16,7 @@ from orchestrator.probes.cache_formats import (
 )
 from orchestrator.probes.results import AutotuneReport, CacheFile, CacheLocation, CacheState
 from orchestrator.probes.runner import ProbeUnavailable, run_script
+from orchestrator.probes.session import shared
 
 
 def _spelling(fmt: str, device_name: str) -> str:
@@ -151,13 +152,18 @@ def report_from_output(
 
 
 async def gpu_identity(host: Host) -> tuple[str | None, str | None]:
-    """Name and compute capability of GPU 0 via one nvidia-smi query (None, None without one)."""
-    res = await host.run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"], timeout_s=30)
-    if not res.ok or not res.stdout.strip():
-        return None, None
-    first = res.stdout.strip().splitlines()[0]
-    name, _, cc = first.rpartition(",")
-    return (name.strip() or None), (cc.strip() or None)
+    """Name and compute capability of GPU 0 via one nvidia-smi query (None, None without one); static facts, so
+    the kernel and autotune inventories of a run share one query (probes/session.py)."""
+
+    async def query() -> tuple[str | None, str | None]:
+        res = await host.run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"], timeout_s=30)
+        if not res.ok or not res.stdout.strip():
+            return None, None
+        first = res.stdout.strip().splitlines()[0]
+        name, _, cc = first.rpartition(",")
+        return (name.strip() or None), (cc.strip() or None)
+
+    return await shared(host, ("gpu_identity",), query)
 
 
 async def collect_autotune_caches(

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import anyio
+
 from orchestrator.hosts.base import Host
 from orchestrator.probes import nvidia_smi
 from orchestrator.probes.results import GpuInventory
+from orchestrator.probes.session import shared
 
 QUERY_ARGV = ["nvidia-smi", f"--query-gpu={nvidia_smi.QUERY_FIELDS}", "--format=csv"]
 XML_ARGV = ["nvidia-smi", "-q", "-x"]
 TOPO_ARGV = ["nvidia-smi", "topo", "-m"]
+INVENTORY_KEY = ("gpu_inventory",)
+"""The host's inventory in its probe session (probes/session.py): the tools and the prefetch share it."""
 
 
 def inventory_from_outputs(xml: str | None, query_csv: str | None, topo: str | None) -> GpuInventory:
@@ -39,8 +44,15 @@ async def collect_gpu_inventory(host: Host) -> GpuInventory:
     reason = nvidia_smi.no_gpu_reason(xml_res.stdout, xml_res.stderr)
     if reason:
         return GpuInventory(host=host.name, available=False, commands=commands[:1], reason=f"nvidia-smi: {reason}")
-    query_res = await host.run(QUERY_ARGV, timeout_s=60)
-    topo_res = await host.run(TOPO_ARGV, timeout_s=60)
+    got = {}
+
+    async def run(argv: list[str]) -> None:
+        got[argv[1]] = await host.run(argv, timeout_s=60)
+
+    async with anyio.create_task_group() as tg:  # side by side: each is a round trip and an NVML start
+        tg.start_soon(run, QUERY_ARGV)
+        tg.start_soon(run, TOPO_ARGV)
+    query_res, topo_res = got[QUERY_ARGV[1]], got[TOPO_ARGV[1]]
     xml = xml_res.stdout if xml_res.ok else None
     query = query_res.stdout if query_res.ok else None
     if xml is None and query is None:
@@ -54,3 +66,9 @@ async def collect_gpu_inventory(host: Host) -> GpuInventory:
     inv.host = host.name
     inv.commands = commands
     return inv
+
+
+async def gpu_inventory(host: Host) -> GpuInventory:
+    """The inventory as a reading of this moment, shared by every caller of the moment (the prongs and the GPU
+    specs and roofline tools ask within a second of each other: one set of nvidia-smi runs serves them all)."""
+    return await shared(host, INVENTORY_KEY, lambda: collect_gpu_inventory(host), once=True)

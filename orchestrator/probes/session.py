@@ -3,7 +3,11 @@
 Within a run, several agents ask for the same probes (the kernel prong and the generalist both want `python_env`;
 the kernel inventory, the autotune inventory and the Python environment all need the interpreter that the
 `discover` script finds). `shared(host, key, factory)` runs `factory` once per (host, key): a caller that comes
-while it runs waits for it, a later one gets a copy of its result. `prefetch(run)` starts the read-only probes the
+while it runs waits for it, a later one gets a copy of its result. A live reading (`once`: GPU inventory, power,
+node health, the engine's /metrics, the resource account) serves the callers of one moment: those that ask while
+it is taken and up to `READING_FRESH_S` after it ended get a copy of it; a later caller takes a new reading. Four
+prongs asking for `gpu_inventory` within a second ran `nvidia-smi -q -x`, `--query-gpu` and `topo -m` four times
+each, side by side on the GPUs' driver, for four copies of one moment's values. `prefetch(run)` starts the read-only probes the
 offline plans call with their default arguments as soon as the host is connected, so that what the prongs then ask
 for is under way or done; the probes' own wall time is in each model's `probe_s`.
 
@@ -30,6 +34,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+READING_FRESH_S = 2.0
+"""How long after it ended a live reading still serves a new caller (a run's prongs ask within a second or two of
+each other; the account's and the power sampler's own windows are what watches the host over time)."""
+
+
 UNFILLED: Any = object()
 """What a `fill` factory returns for a key it did not fill after all: the next caller runs that probe itself."""
 
@@ -45,32 +54,42 @@ class _Slot:
         """Someone got this result (or is running the probe for themselves)."""
         self.abandoned = False
         """The run that started it was cancelled before it finished: the next caller starts it again."""
+        self.ended: float | None = None
+        """time.monotonic() when it finished (a live reading serves new callers for READING_FRESH_S after)."""
+
+    def stale(self, fresh_s: float) -> bool:
+        """A reading someone took that ended more than fresh_s ago: the next caller takes a new one. (One nobody took
+        yet, a prefetch's, waits for its first caller however old.)"""
+        return self.taken and self.ended is not None and time.monotonic() - self.ended > fresh_s
 
 
 class ProbeSession:
     """The shared probe results of one host (see the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fresh_s: float = READING_FRESH_S) -> None:
         self.slots: dict[Hashable, _Slot] = {}
+        self.fresh_s = fresh_s
+        """How long a finished live reading serves new callers (READING_FRESH_S)."""
 
     async def shared(self, key: Hashable, factory: Callable[[], Awaitable[T]], *, once: bool = False,
                      prefetch: bool = False) -> T:
         """factory's result for this key, run at most once at a time; with `once` (live readings: power, clocks)
-        a result is handed out to one caller only, and the next caller runs the probe again. A `prefetch` run
-        leaves its result for the next caller."""
+        a result serves the callers that ask while it runs and up to `fresh_s` after it ended, and a later caller
+        runs the probe again. A `prefetch` run leaves its result for the next caller. Every caller gets its own
+        copy."""
         while True:
             slot = self.slots.get(key)
-            if slot is None or slot.abandoned or (once and slot.taken):
+            if slot is None or slot.abandoned or (once and slot.stale(self.fresh_s)):
                 break
             if prefetch:
                 return slot.result  # already there or under way: nothing to start (a prefetch drops its result)
             await slot.done.wait()
-            if slot.abandoned or (once and slot.taken):
+            if slot.abandoned:
                 continue
             slot.taken = True
             if slot.error is not None:
                 raise slot.error
-            return slot.result if once else _copy(slot.result)  # a once-result has one owner: no copy
+            return _copy(slot.result)
         slot = _Slot()
         slot.taken = not prefetch
         self.slots[key] = slot
@@ -83,10 +102,10 @@ class ProbeSession:
         if isinstance(result, ProbeModel) and result.probe_s is None:
             result.probe_s = round(time.monotonic() - started, 4)
         slot.result = result
+        slot.ended = time.monotonic()
         slot.done.set()
-        # the slot keeps the result for the callers to come: they get copies, unless it is a once-result (taken by
-        # this caller, or left by a prefetch that drops what it is returned)
-        return result if once or prefetch else _copy(result)
+        # the slot keeps the result for the callers to come: they get copies (a prefetch drops what it is returned)
+        return result if prefetch else _copy(result)
 
 
     def _failed(self, key: Hashable, slot: _Slot, exc: BaseException) -> None:
@@ -98,6 +117,7 @@ class ProbeSession:
                 del self.slots[key]
         else:
             slot.error = exc
+            slot.ended = time.monotonic()
         slot.done.set()
 
     async def fill(self, keys: list[Hashable], factory: Callable[[], Awaitable[dict[Hashable, Any]]], *,
@@ -110,7 +130,7 @@ class ProbeSession:
         for key in keys:
             slot = self.slots.get(key)
             key_once = once if isinstance(once, bool) else key in once
-            if slot is None or slot.abandoned or (key_once and slot.taken):
+            if slot is None or slot.abandoned or (key_once and slot.stale(self.fresh_s)):
                 mine[key] = self.slots[key] = _Slot()
         if not mine:
             return
@@ -135,6 +155,7 @@ class ProbeSession:
                 if isinstance(result, ProbeModel) and result.probe_s is None:
                     result.probe_s = round(time.monotonic() - started, 4)
                 slot.result = result
+            slot.ended = time.monotonic()
             slot.done.set()
 
 

@@ -49,9 +49,9 @@ class GpuSpecs(Tool):
             on = ctx.host()
         except ToolFailure as exc:
             raise ToolFailure(f"{exc}; pass gpu=<name>") from None
-        from orchestrator.probes.gpu import collect_gpu_inventory
+        from orchestrator.probes.gpu import gpu_inventory
 
-        inv = await collect_gpu_inventory(on)
+        inv = await gpu_inventory(on)
         host = on.name
         if not inv.available:
             raise ToolFailure(f"could not list GPUs on {host}: {inv.reason or 'unavailable'}")
@@ -99,14 +99,14 @@ class Roofline(Tool):
             obs = ctx.inputs.parsed_observations()
             name = obs.gpu.name if obs and obs.gpu and obs.gpu.name else None
         if name is None:
-            from orchestrator.probes.gpu import collect_gpu_inventory
+            from orchestrator.probes.gpu import gpu_inventory
 
             try:
                 on = ctx.host()
             except ToolFailure:
                 on = None  # no host: the observations or the arguments must name the GPU
             if on is not None:
-                inv = await collect_gpu_inventory(on)
+                inv = await gpu_inventory(on)
                 name = inv.gpus[0].name if inv.available and inv.gpus else None
         if name is None:
             raise ToolFailure("no GPU known: none on the host and no gpu.name in the observations")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes.autotune import collect_autotune_caches, expert_shape_from_observations
-from orchestrator.probes.gpu import collect_gpu_inventory
+from orchestrator.probes.gpu import INVENTORY_KEY, collect_gpu_inventory, gpu_inventory
 from orchestrator.probes.kernels import collect_kernel_inventory
 from orchestrator.probes.logscan import scan_logs
 from orchestrator.probes.results import ProbeModel
@@ -37,10 +37,6 @@ POWER_INTERVAL_S = 0.5
 
 
 # --- shared probe calls: one run per host and arguments (probes/session.py); the prefetch uses the same keys ---------
-
-
-def _gpu_inventory(host: Host) -> Any:
-    return shared(host, ("gpu_inventory",), lambda: collect_gpu_inventory(host), once=True)
 
 
 def _power(host: Host, duration_s: float, interval_s: float, *, prefetch: bool = False) -> Any:
@@ -73,7 +69,7 @@ def default_probe_calls(inputs: "RunInputs", settings: "Settings", host: Host, t
     if python and name_refusal(python) is not None:  # the tools refuse it (and record why): nothing to prefetch
         tools = tools - {"python_env", "autotune_caches", "kernel_inventory"}
     if "gpu_inventory" in tools:
-        calls.append(lambda: start(host, ("gpu_inventory",), lambda: collect_gpu_inventory(host), once=True))
+        calls.append(lambda: start(host, INVENTORY_KEY, lambda: collect_gpu_inventory(host), once=True))
     if "power_sample" in tools:
         calls.append(lambda: _power(host, settings.power_sample_s, POWER_INTERVAL_S, prefetch=True))
     if "python_env" in tools:
@@ -130,7 +126,7 @@ class GpuInventoryTool(Tool):
 
     async def run(self, args: GpuInventoryInput, ctx: ToolContext) -> ToolOutput:
         host = ctx.host()
-        inv = await _gpu_inventory(host)
+        inv = await gpu_inventory(host)
         return _output(inv, summarize_gpus(inv), host)
 
 

@@ -59,6 +59,7 @@ async def test_a_failing_part_fails_alone(staged):
 async def test_the_tools_take_what_the_survey_left_once(staged):
     s, host = staged()
     host = Counting(host)
+    session.session_of(host).fresh_s = 0.0  # a snapshot's moment ends when it is taken
     await survey(host, [])
     assert len(host.calls) == 1
     first = await node.node_health(host, [])
@@ -66,7 +67,7 @@ async def test_the_tools_take_what_the_survey_left_once(staged):
     interp = await interpreter.resolve(host)
     assert len(host.calls) == 1, host.calls  # all three came from the survey
     assert first.available and report.host == host.name and interp.path
-    again = await node.node_health(host, [])  # a snapshot goes to one caller: the next one looks again
+    again = await node.node_health(host, [])  # a snapshot past its moment: the next caller looks again
     assert len(host.calls) == 2 and again.available
     await node.node_health(host, ["/var/log/other.log"])  # other arguments: its own probe
     assert len(host.calls) == 3
@@ -108,7 +109,7 @@ async def _quiet(aw):
 
 
 async def test_a_key_the_combined_probe_failed_raises_to_its_caller_only():
-    s = session.ProbeSession()
+    s = session.ProbeSession(fresh_s=0.0)
     ran = []
 
     async def combined():

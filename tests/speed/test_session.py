@@ -1,4 +1,4 @@
-"""Probes share one run per host and arguments, start early, and never hand a live reading to two callers."""
+"""Probes share one run per host and arguments, start early, and share a live reading only among the callers of one moment."""
 
 from __future__ import annotations
 
@@ -45,17 +45,65 @@ async def test_concurrent_callers_share_one_run_and_get_copies():
     assert other.python_version == "3.2"
 
 
-async def test_a_live_reading_goes_to_one_caller():
-    s = ProbeSession()
+async def test_a_live_reading_serves_the_callers_of_its_moment_each_with_its_own_copy():
+    s = ProbeSession(fresh_s=5.0)
     calls, factory = _counting()
+    got = []
+
+    async def ask():
+        got.append(await s.shared(("gpu_inventory",), factory, once=True))
+
+    async with anyio.create_task_group() as tg:  # four prongs at once
+        for _ in range(4):
+            tg.start_soon(ask)
+    got.append(await s.shared(("gpu_inventory",), factory, once=True))  # one just after: the same moment
+    assert len(calls) == 1 and {g.python_version for g in got} == {"3.1"}
+    got[0].packages["x"] = "1"
+    assert all(g.packages == {} for g in got[1:])
+
+
+async def test_a_live_reading_older_than_its_moment_is_taken_again():
+    s = ProbeSession(fresh_s=0.05)
+    calls, factory = _counting(delay=0.01)
     first = await s.shared(("power",), factory, once=True)
+    await anyio.sleep(0.1)
     second = await s.shared(("power",), factory, once=True)
     assert (first.python_version, second.python_version) == ("3.1", "3.2")
+    assert len(calls) == 2
+
+
+async def test_an_untaken_prefetch_serves_its_first_caller_however_old_and_then_ages():
+    s = ProbeSession(fresh_s=0.05)
+    calls, factory = _counting(delay=0.01)
+    await s.shared(("power",), factory, once=True, prefetch=True)
+    await anyio.sleep(0.1)  # a model turn later
+    assert (await s.shared(("power",), factory, once=True)).python_version == "3.1"
+    await anyio.sleep(0.1)
+    assert (await s.shared(("power",), factory, once=True)).python_version == "3.2"
+
+
+async def test_a_failed_reading_is_tried_again_once_its_moment_is_over():
+    s = ProbeSession(fresh_s=0.05)
+    tries = []
+
+    async def flaky():
+        tries.append(1)
+        if len(tries) == 1:
+            raise RuntimeError("nvidia-smi timed out")
+        return PythonEnv(python_version="3.9")
+
+    with pytest.raises(RuntimeError):
+        await s.shared(("gpu_inventory",), flaky, once=True)
+    with pytest.raises(RuntimeError):  # the same moment: the same answer
+        await s.shared(("gpu_inventory",), flaky, once=True)
+    await anyio.sleep(0.1)
+    assert (await s.shared(("gpu_inventory",), flaky, once=True)).python_version == "3.9"
 
 
 async def test_a_prefetched_reading_waits_for_its_first_caller():
     host = Host()
     calls, factory = _counting(delay=0.1)
+    session_of(host).fresh_s = 0.0  # every later caller takes a new reading
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: start(host, ("power",), factory, once=True))

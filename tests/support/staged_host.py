@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import sys
+import time
 import uuid
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -50,18 +51,19 @@ Legend:
 """
 
 FAKE_NVIDIA_SMI = r'''#!/bin/sh
-# Fake nvidia-smi (tests): what the Python fake beside it printed before for the same arguments, from its cache;
-# anything else (and arguments with a slash, or none) goes to the Python fake. Staging clears the cache.
-case "$*" in
+# Fake nvidia-smi (tests): `-q -x` is the staged XML file; another query the Python fake beside it answered before
+# comes from its cache while that is newer than nvidia-smi.json; anything else (arguments with a slash, or none)
+# goes to the Python fake.
+{xml}case "$*" in
 */*|"") ;;
-*) [ -f "${0%/*}/.nvidia-smi.cache/$*" ] && exec cat "${0%/*}/.nvidia-smi.cache/$*" ;;
+*) [ "${0%/*}/.nvidia-smi.cache/$*" -nt "${0%/*}/nvidia-smi.json" ] && exec cat "${0%/*}/.nvidia-smi.cache/$*" ;;
 esac
 exec {python} -IS "${0%/*}/.nvidia-smi.py" "$@"
 '''
 """The fake `nvidia-smi` on a staged host's PATH: a shell front that serves a repeated query from
 `.nvidia-smi.cache` (a Python start costs ~20 ms, `cat` ~2; a case asks the same few queries about 20 times) and
 runs FAKE_NVIDIA_SMI_PY (`.nvidia-smi.py`) for anything else. Whatever writes `nvidia-smi.json` calls
-`install_fake_nvidia_smi`, which also empties the cache."""
+`install_fake_nvidia_smi`; a test that edits the XML or the JSON afterwards is answered from the edit."""
 
 FAKE_NVIDIA_SMI_PY = r'''"""Fake nvidia-smi for tests: answers from nvidia-smi.json beside it (formats copied from real captures); an
 answer that exits 0 and does not move with time is kept in .nvidia-smi.cache for the shell front (FAKE_NVIDIA_SMI)."""
@@ -345,7 +347,7 @@ def _stage_nvidia_smi(variant: str, bindir: Path, datadir: Path) -> list[dict[st
 
 
 PRERENDERED = [
-    ["-q", "-x"], ["topo", "-m"], ["nvlink", "-s"], ["nvlink", "-e"], ["-L"],
+    ["topo", "-m"], ["nvlink", "-s"], ["nvlink", "-e"], ["-L"],
     ["--query-gpu=index,name,pci.bus_id,driver_version,compute_cap,memory.total,memory.used,power.draw,power.limit,"
      "clocks.sm,clocks.max.sm,utilization.gpu,temperature.gpu", "--format=csv"],
     ["--query-gpu=index,power.draw,power.limit,clocks.sm,clocks.max.sm,utilization.gpu", "--format=csv"],
@@ -370,13 +372,20 @@ _FAKE: dict = {}
 def install_fake_nvidia_smi(bindir: Path, name: str = "nvidia-smi") -> None:
     """Write the fake nvidia-smi (FAKE_NVIDIA_SMI as `name`, its Python part) into bindir and answer the probes'
     queries into its cache from nvidia-smi.json (read once more here): call it whenever nvidia-smi.json changes."""
+    spec_file = bindir / "nvidia-smi.json"
+    spec = json.loads(spec_file.read_text())
+    xml = spec.get("xml")
+    xml_line = "" if spec.get("no_devices") or not xml or "'" in xml else f"[ \"$*\" = \"-q -x\" ] && exec cat '{xml}'\n"
     (bindir / ".nvidia-smi.py").write_text(FAKE_NVIDIA_SMI_PY)
     exe = bindir / name
-    exe.write_text(FAKE_NVIDIA_SMI.replace("{python}", sys.executable))
+    exe.write_text(FAKE_NVIDIA_SMI.replace("{python}", sys.executable).replace("{xml}", xml_line))
     exe.chmod(0o755)
     shutil.rmtree(bindir / ".nvidia-smi.cache", ignore_errors=True)
+    # the answers below must be newer than the spec (`-nt`), and file times tick in milliseconds: date the spec a
+    # second back, so that only a later edit of it is newer than they are
+    back = time.time() - 1.0
+    os.utime(spec_file, (back, back))
     fake = _FAKE or _FAKE.update(_fake_module()) or _FAKE
-    spec = json.loads((bindir / "nvidia-smi.json").read_text())
     for args in PRERENDERED:
         try:
             rc, text, _err, moving = fake["answer"](spec, args)

@@ -28,9 +28,10 @@ def _stuck_agents(d):
     return d
 
 
-def _popen(*args, tmp_path):
+def _popen(*args, tmp_path, **env):
     return subprocess.Popen([sys.executable, "-m", "orchestrator.cli", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=cli_env(tmp_path, PATH=blocking_path(tmp_path)))
+                            stderr=subprocess.PIPE, text=True,
+                            env=cli_env(tmp_path, PATH=blocking_path(tmp_path), **env))
 
 
 def _interrupt_a_stuck_run(tmp_path, transcript):
@@ -70,14 +71,16 @@ def test_ctrl_c_before_any_transcript_says_there_is_nothing_to_resume(tmp_path):
     srv.listen(1)
     port = srv.getsockname()[1]
     transcript = tmp_path / "t.jsonl"
+    # the handshake would wait 120 s for the server's banner: Ctrl-C must end it, not wait for it (it waited the
+    # whole banner timeout, 15 s by default, in the thread that runs the handshake)
     proc = _popen("why is FP4 slow", "--offline", "--host", f"nobody@127.0.0.1:{port}", "--transcript", transcript,
-                  "--no-progress", tmp_path=tmp_path)
+                  "--no-progress", tmp_path=tmp_path, INVESTIGATE_SSH_CONNECT_TIMEOUT_S="120")
     try:
         srv.settimeout(30)
         conn, _ = srv.accept()
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)  # well under the banner timeout
         conn.close()
     finally:
         proc.kill()

@@ -22,13 +22,22 @@ environment's .pth files as the SSH user, and the environment may be another use
 directories as files (scripts/_sitepath.py)."""
 
 
+def with_params(source: str, params: dict[str, Any]) -> str:
+    """The source to send on stdin with params ahead of it, as the script's argv[1] (the JSON the scripts read).
+
+    On stdin, not on the command line: a command line of plain words reaches the login shell as it is, where JSON
+    had to travel hex-encoded and be decoded by an `awk` on the host, a process per probe; and the parameters (log
+    paths, the packages looked for) are not shown to the host's other users by `ps`."""
+    return "import sys; sys.argv[1:] = [%r]\n" % json.dumps(params) + source
+
+
 async def run_script(
     host: Host, python: str, name: str, params: dict[str, Any], *, timeout_s: float = 120.0, isolated: bool = False
 ) -> dict[str, Any]:
-    """Send scripts/<name>.py to `python -` with params as JSON on argv[1]; return the JSON it printed.
-    `isolated`: run it as `python -I -S -` (see ISOLATED)."""
+    """Send scripts/<name>.py to `python -` with params as JSON in its argv[1] (`with_params`); return the JSON it
+    printed. `isolated`: run it as `python -I -S -` (see ISOLATED)."""
     result = await host.run(
-        [python, *(ISOLATED if isolated else []), "-", json.dumps(params)], stdin=scripts.load(name),
+        [python, *(ISOLATED if isolated else []), "-"], stdin=with_params(scripts.load(name), params),
         timeout_s=timeout_s, max_output=8_000_000
     )
     return parse_script_output(name, script_stdout(result, f"{name} probe", host, python, timeout_s))
@@ -55,8 +64,9 @@ async def run_bundle(
     names = tuple(name for name, _ in parts)
     label = "+".join(names)
     result = await host.run(
-        [python, *(ISOLATED if isolated else []), "-", json.dumps({"parts": [[n, p] for n, p in parts]})],
-        stdin=scripts.bundle(names), timeout_s=timeout_s, max_output=8_000_000 * len(parts),
+        [python, *(ISOLATED if isolated else []), "-"],
+        stdin=with_params(scripts.bundle(names), {"parts": [[n, p] for n, p in parts]}), timeout_s=timeout_s,
+        max_output=8_000_000 * len(parts),
     )
     outer = parse_script_output(label, script_stdout(result, f"{label} probes", host, python, timeout_s))
     out: dict[str, dict[str, Any] | ProbeUnavailable] = {}

@@ -47,3 +47,25 @@ async def test_probes_over_ssh_match_probes_over_local(tmp_path, sshd_factory): 
     for a, b in zip(local, remote):
         assert a == b, a["kind"]
     assert remote[0]["gpus"][0]["name"] == RTX_PRO_6000 and remote[4]["matches"][0]["line_no"] == 2
+
+
+async def test_a_probes_parameters_travel_on_stdin_and_its_command_line_is_plain_words(tmp_path, sshd_factory):
+    """JSON on the command line cannot pass a login shell as it is: it went hex-encoded and an `awk` on the host
+    decoded it, a process per probe, and `ps` showed the parameters (log paths) to the host's other users."""
+    from orchestrator.hosts.ssh import remote_command
+    from orchestrator.probes.runner import run_script
+    from support.staged_host import CountingHost
+
+    s = stage_host(tmp_path)
+    log = tmp_path / "it's a log; $HOME `id`.log"
+    log.write_text("x\nGPU does not have native support for FP4\n")
+    sshd = sshd_factory(env=s.env)
+    host = CountingHost(await open_host(sshd.alias, ssh_config=str(sshd.ssh_config), settings=Settings()))
+    params = {"paths": [str(log)], "signatures": [{"id": "fp4", "pattern": "native support for FP4"}]}
+    try:
+        got = await run_script(host, "python3", "logscan", params, timeout_s=30, isolated=True)
+    finally:
+        await host.aclose()
+    assert host.calls == [["python3", "-I", "-S", "-"]]
+    assert remote_command(host.calls[0], 30, stdin=True).endswith(" i l python3 -I -S -")  # plain words: no decoding
+    assert got["files"] == [str(log)] and got["matches"][0]["line_no"] == 2  # the script read its parameters

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import sys
 import threading
 from collections import OrderedDict
@@ -309,13 +310,55 @@ class _ByteLRU:
 _CACHE = _ByteLRU(CACHE_BYTES)
 
 
+class _CleanDigests:
+    """Digests of long strings that redaction leaves as they are (what it returned, or a text with nothing to
+    redact): a run redacts each tool output three or four times (the tool's result, its recorded event, the next
+    model request's fingerprint and its recorded event), and a 16 MB log scanned for ~35 secret shapes costs a
+    second each time, a BLAKE2b digest of it 20 ms. Only 16-byte digests are kept, never a text; bounded in count."""
+
+    def __init__(self, max_entries: int = 4096):
+        self.max_entries = max_entries
+        self._d: OrderedDict[bytes, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def digest(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def known(self, digest: bytes) -> bool:
+        with self._lock:
+            if digest not in self._d:
+                return False
+            self._d.move_to_end(digest)
+            return True
+
+    def add(self, digest: bytes) -> None:
+        with self._lock:
+            self._d[digest] = None
+            self._d.move_to_end(digest)
+            while len(self._d) > self.max_entries:
+                self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+
+_CLEAN = _CleanDigests()
+
+
 def redact(text: str) -> str:
     """Replace every secret shape in text with a marker; idempotent.
 
     Most strings hold no secret-shaped substring: cheap literal checks (and cheap regexes) decide which patterns
     run at all, so redacting every event of a run costs little (bench/fanout.py)."""
     if len(text) > CACHED_CHARS:
-        return _redact(text)
+        digest = _CLEAN.digest(text)
+        if _CLEAN.known(digest):
+            return text
+        out = _redact(text)
+        _CLEAN.add(digest if out is text else _CLEAN.digest(out))  # redaction's output is its own fixed point
+        return out
     done = _CACHE.get(text)
     if done is None:
         done = _redact(text)

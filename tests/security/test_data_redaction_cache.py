@@ -69,3 +69,29 @@ def test_the_least_recently_used_strings_leave_first(monkeypatch):
     assert cache.get("k099" + "x" * 200) == "v99"
     cache.put("huge", "y" * 20_000)  # larger than the whole cache: not kept, nothing evicted for it
     assert cache.get("huge") is None and cache.get("k099" + "x" * 200) == "v99"
+
+
+def test_a_long_output_redaction_already_passed_is_recognised_by_its_digest(monkeypatch):
+    """A run redacts each tool output three or four times (result, event, fingerprint, model-call event): the second
+    time a long text's digest answers; a text that still holds a secret is redacted every time."""
+    from orchestrator import redact as redact_mod
+
+    scans = []
+    real = redact_mod._redact
+    monkeypatch.setattr(redact_mod, "_redact", lambda t: scans.append(len(t)) or real(t))
+    secret = "line with password=hunter2secret in it\n" + "GPU 0 util 98 % power 330 W\n" * 5000
+    once = redact(secret)
+    assert "hunter2secret" not in once and len(scans) == 1
+    assert redact(once) is once and len(scans) == 1  # its own output: known, not scanned again
+    assert redact(secret) == once and len(scans) == 2  # the secret-bearing text itself is never taken as clean
+    clean = "GPU 1 util 97 % power 331 W\n" * 5000
+    assert redact(clean) is clean and redact(clean) is clean and len(scans) == 3
+    assert redact(clean + "token=ghp_" + "a" * 36) != clean + "token=ghp_" + "a" * 36  # one more character: scanned
+
+
+def test_the_digests_of_clean_outputs_are_bounded_and_hold_no_text():
+    from orchestrator import redact as redact_mod
+
+    held = _held_bytes(lambda: [redact(f"{i:06d} " + "GPU 0 util 98 % " * 300) for i in range(6000)])
+    assert len(redact_mod._CLEAN._d) <= redact_mod._CLEAN.max_entries
+    assert held < 2_000_000, f"{held / 1e6:.1f} MB kept"  # 4096 digests of 16 bytes, not 6000 texts of 4.8 KB

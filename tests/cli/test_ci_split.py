@@ -1,4 +1,4 @@
-"""Issue 25 item 6: `.ci/run` runs the suite in a parallel pass (`-n auto --dist loadgroup -m "not serial"`) and a serial
+"""Issue 25 item 6: `.ci/run` runs the suite in a parallel pass (`-n <cores + 1> --dist loadgroup -m "not serial"`) and a serial
 one (`-m serial`); tests/conftest.py marks the wall-clock-bound modules serial, and nothing else, and keeps every
 module on one worker except the scenario modules, whose cases spread."""
 
@@ -25,7 +25,8 @@ def test_the_wall_clock_bound_modules_run_in_the_serial_pass_and_the_others_in_t
 
 def test_ci_runs_both_passes_with_pytest_as_the_runner():
     ci = (ROOT / ".ci" / "run").read_text()
-    assert 'python3 -m pytest -q -n auto --dist loadgroup -m "not serial"' in ci
+    assert 'python3 -m pytest -q -n "$workers" --dist loadgroup -m "not serial"' in ci
+    assert "workers=$(( $(nproc) + 1 ))" in ci
     assert "python3 -m pytest -q -m serial" in ci
 
 

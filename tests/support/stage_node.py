@@ -43,7 +43,7 @@ Per-GPU edits: name, power_limit_w, default_power_limit_w, max_power_limit_w, po
 
 from __future__ import annotations
 
-import copy
+import functools
 import json
 import os
 import subprocess
@@ -287,20 +287,32 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]) -> str:
-    """`nvidia-smi -q -x` for the spec: the real H200 capture, one <gpu> per GPU, values edited in place."""
-    load = spec.get("load", True)
+@functools.lru_cache(maxsize=2)
+def _capture_parts(load: bool) -> tuple[str, str, str, str]:
+    """The H200 capture (under load or idle) as (text before the root, the root without its <gpu>, one <gpu>, one
+    <process_info>), each as text: parsed once per process, copied by parsing the text again."""
     src = NODE_DATA / "h200" / ("smi-qx-load.xml" if load else "smi-qx-idle.xml")
     text = src.read_text()
     head = text[: text.index("<nvidia_smi_log>")]
     root = ET.fromstring(text[len(head):])
     template = root.find("gpu")
     assert template is not None
-    proc_template = copy.deepcopy(template.find("processes/process_info"))
-    if proc_template is None:  # the idle capture has none: take the load capture's
-        load_root = ET.fromstring((NODE_DATA / "h200" / "smi-qx-load.xml").read_text().split("\n", 2)[2])
-        proc_template = copy.deepcopy(load_root.find("gpu/processes/process_info"))
+    proc = template.find("processes/process_info")
+    if proc is None:  # the idle capture has none: take the load capture's
+        proc = ET.fromstring(_capture_parts(True)[3])
     root.remove(template)
+    return (head, ET.tostring(root, encoding="unicode"), ET.tostring(template, encoding="unicode"),
+            ET.tostring(proc, encoding="unicode"))
+
+
+def _capture(load: bool) -> tuple[str, ET.Element, str, str]:
+    head, root_text, template_text, proc_text = _capture_parts(load)
+    return head, ET.fromstring(root_text), template_text, proc_text
+
+
+def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]) -> str:
+    """`nvidia-smi -q -x` for the spec: the real H200 capture, one <gpu> per GPU, values edited in place."""
+    head, root, template_text, proc_text = _capture(bool(spec.get("load", True)))
     model = spec.get("model", "h200")
     count = int(spec.get("count", 1))
     nvswitch = _nvlink(spec) is not None and count >= 4
@@ -314,7 +326,7 @@ def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]
     every = gpu_edits(spec.get("all") or {}, "all")
     last_tail = None
     for i in range(count):
-        gpu = copy.deepcopy(template)
+        gpu = ET.fromstring(template_text)  # a fresh copy (the C parser; copy.deepcopy was most of staging's time)
         bid = bus_id(i, count)
         gpu.set("id", bid)
         _set(gpu, "pci/pci_bus_id", bid)
@@ -332,7 +344,7 @@ def node_xml(spec: dict[str, Any], pids: dict[int, list[tuple[int, str, float]]]
         mine = pids.get(i, [])
         procs.text = "\n\t\t\t" if mine else "\n\t\t"
         for j, (pid, pname, mem) in enumerate(mine):
-            p = copy.deepcopy(proc_template)
+            p = ET.fromstring(proc_text)
             _set(p, "pid", str(pid))
             _set(p, "process_name", pname)
             _set(p, "used_memory", f"{mem:.0f} MiB")

@@ -313,8 +313,9 @@ _CACHE = _ByteLRU(CACHE_BYTES)
 class _CleanDigests:
     """Digests of long strings that redaction leaves as they are (what it returned, or a text with nothing to
     redact): a run redacts each tool output three or four times (the tool's result, its recorded event, the next
-    model request's fingerprint and its recorded event), and a 16 MB log scanned for ~35 secret shapes costs a
-    second each time, a BLAKE2b digest of it 20 ms. Only 16-byte digests are kept, never a text; bounded in count."""
+    model request's fingerprint and its recorded event): an 18.6 MB log with a secret on every line took 8.3 s to
+    redact, and 27 ms the next time, by its BLAKE2b digest. Only 16-byte digests are kept, never a text; bounded in
+    count."""
 
     def __init__(self, max_entries: int = 4096):
         self.max_entries = max_entries

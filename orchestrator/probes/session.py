@@ -7,9 +7,9 @@ while it runs waits for it, a later one gets a copy of its result. A live readin
 node health, the engine's /metrics, the resource account) serves the callers of one moment: those that ask while
 it is taken and up to `READING_FRESH_S` after it ended get a copy of it; a later caller takes a new reading. Four
 prongs asking for `gpu_inventory` within a second ran `nvidia-smi -q -x`, `--query-gpu` and `topo -m` four times
-each, side by side on the GPUs' driver, for four copies of one moment's values. `prefetch(run)` starts the read-only probes the
-offline plans call with their default arguments as soon as the host is connected, so that what the prongs then ask
-for is under way or done; the probes' own wall time is in each model's `probe_s`.
+each, side by side on the GPUs' driver, for four copies of one moment's values. `prefetch(run)` starts the
+read-only probes the offline plans call with their default arguments as soon as the host is connected, so that
+what the prongs then ask for is under way or done; the probes' own wall time is in each model's `probe_s`.
 
 Separately, `ListingCache` keeps what the kernel inventory read out of each shared object (the sm_XX images in its
 fatbin) in this process's memory, keyed by host and path and served only while the file keeps the same size and

@@ -1,4 +1,5 @@
-"""Probes share one run per host and arguments, start early, and share a live reading only among the callers of one moment."""
+"""Probes share one run per host and arguments, start early, and share a live reading among the callers of one
+moment only."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ async def test_an_untaken_prefetch_serves_its_first_caller_however_old_and_then_
 
 
 async def test_a_failed_reading_is_tried_again_once_its_moment_is_over():
-    s = ProbeSession(fresh_s=0.05)
+    s = ProbeSession(fresh_s=0.3)
     tries = []
 
     async def flaky():
@@ -96,7 +97,7 @@ async def test_a_failed_reading_is_tried_again_once_its_moment_is_over():
         await s.shared(("gpu_inventory",), flaky, once=True)
     with pytest.raises(RuntimeError):  # the same moment: the same answer
         await s.shared(("gpu_inventory",), flaky, once=True)
-    await anyio.sleep(0.1)
+    await anyio.sleep(0.4)
     assert (await s.shared(("gpu_inventory",), flaky, once=True)).python_version == "3.9"
 
 

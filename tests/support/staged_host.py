@@ -1,14 +1,15 @@
 """A staged GPU host in a temp dir: fake `nvidia-smi` built from real captures, a HOME with caches in real formats,
 a site-packages with dist-info metadata, and the environment to run probes under.
 
-Formats come from tests/probes/data (real H200 captures; see the READMEs there). The fake nvidia-smi is a Python
-script that answers `-q -x`, `--query-gpu=... --format=csv[,noheader][,nounits]`, `topo -m` and `-L` from a JSON
-spec written beside it. `StagedHost.wrap(host)` runs every command under the staged environment (`env K=V ... argv`),
+Formats come from tests/probes/data (real H200 captures; see the READMEs there). The fake nvidia-smi (a shell front
+over answers rendered at staging, and a Python script for the rest) answers `-q -x`, `--query-gpu=...
+--format=csv[,noheader][,nounits]`, `topo -m`, `nvlink -s/-e` and `-L` from a JSON spec written beside it. `StagedHost.wrap(host)` runs every command under the staged environment (`env K=V ... argv`),
 which works the same for a local host and over SSH.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -350,27 +351,25 @@ def _stage_nvidia_smi(variant: str, bindir: Path, datadir: Path) -> list[dict[st
     return smi["gpus"]
 
 
-PRERENDERED = [
-    ["topo", "-m"], ["nvlink", "-s"], ["nvlink", "-e"], ["-L"],
-    ["--query-gpu=index,name,pci.bus_id,driver_version,compute_cap,memory.total,memory.used,power.draw,power.limit,"
-     "clocks.sm,clocks.max.sm,utilization.gpu,temperature.gpu", "--format=csv"],
-    ["--query-gpu=index,power.draw,power.limit,clocks.sm,clocks.max.sm,utilization.gpu", "--format=csv"],
-    ["--query-gpu=name,compute_cap", "--format=csv,noheader"],
-    ["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
-    ["--query-gpu=index,pci.bus_id,utilization.gpu,power.draw,memory.used", "--format=csv,noheader,nounits"],
-]
-"""The queries the probes send (orchestrator/probes/gpu.py, power.py, autotune.py, scripts/node.py, engine.py,
-_quiet.py), answered at staging so that even their first, concurrent calls are read from the cache; any other
-query is answered by the Python fake and kept."""
+def _prerendered() -> list[list[str]]:
+    """The queries the probes send, answered at staging so that even their first, concurrent calls are read from
+    the cache (`-q -x` is the front's own `cat`): the GPU inventory's and the power sampler's from their own argv
+    (orchestrator/probes/gpu.py, power.py), the ones the host-side scripts build (scripts/node.py, engine.py,
+    _quiet.py; probes/autotune.py) as they write them. Any other query is answered by the Python fake and kept."""
+    from orchestrator.probes import gpu, power
+
+    return [gpu.TOPO_ARGV[1:], gpu.QUERY_ARGV[1:], ["--query-gpu=" + power.FIELDS, "--format=csv"],
+            ["nvlink", "-s"], ["nvlink", "-e"], ["-L"], ["--query-gpu=name,compute_cap", "--format=csv,noheader"],
+            ["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+            ["--query-gpu=index,pci.bus_id,utilization.gpu,power.draw,memory.used", "--format=csv,noheader,nounits"]]
 
 
+@functools.lru_cache(maxsize=1)
 def _fake_module() -> dict:
+    """FAKE_NVIDIA_SMI_PY's functions (`answer`, `keep`), for rendering at staging."""
     ns: dict = {"__name__": "fake_nvidia_smi"}
     exec(compile(FAKE_NVIDIA_SMI_PY, ".nvidia-smi.py", "exec"), ns)
     return ns
-
-
-_FAKE: dict = {}
 
 
 def install_fake_nvidia_smi(bindir: Path, name: str = "nvidia-smi") -> None:
@@ -389,8 +388,8 @@ def install_fake_nvidia_smi(bindir: Path, name: str = "nvidia-smi") -> None:
     # second back, so that only a later edit of it is newer than they are
     back = time.time() - 1.0
     os.utime(spec_file, (back, back))
-    fake = _FAKE or _FAKE.update(_fake_module()) or _FAKE
-    for args in PRERENDERED:
+    fake = _fake_module()
+    for args in _prerendered():
         try:
             rc, text, _err, moving = fake["answer"](spec, args)
         except (OSError, KeyError, ValueError):  # the fake fails the same way when asked: leave it to say so

@@ -62,6 +62,15 @@ def test_the_pattern_matches_every_real_line(rec):
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=_ids)
+def test_the_pattern_matches_the_line_of_every_release_recorded(rec):
+    rx = _compiled(rec["entry"], rec["pattern"])
+    for version, rel in (rec.get("releases") or {}).items():
+        assert VERSIONED.match(rel["source"]), f"{_ids(rec)} at {version}: {rel['source']} is not pinned"
+        missed = [line for line in rel.get("lines", []) if not rx.search(line)]
+        assert not missed, f"{_ids(rec)} misses the line {rec['library']} {version} prints: {missed}"
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=_ids)
 def test_the_pattern_matches_no_near_miss(rec):
     rx = _compiled(rec["entry"], rec["pattern"])
     hit = [line for line in rec["near_misses"] if rx.search(line)]

@@ -26,6 +26,7 @@ from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries
 from orchestrator.hosts.base import Host
 from orchestrator.models.select import select_backend
 from orchestrator.observations import Observations, load_observations, parse_observations
+from orchestrator.prongs import check_inputs
 from orchestrator.redact import scrub_text
 from orchestrator.resume import agents_from, confirm_resume, inputs_from, settings_from
 from orchestrator.run import HostOpener, InvestigationResult, Run
@@ -131,15 +132,7 @@ async def investigate(
         if (why := name_refusal(python)) is not None:
             raise InputError(why)
     traces, baseline_traces = list(traces), list(baseline_traces)
-    if baseline_traces and not traces:
-        raise InputError("--baseline-trace needs --trace: pass the trace to compare with the baseline")
-    if traces or baseline_traces:
-        from orchestrator.traces.inputs import TraceInputError, expand
-
-        try:
-            expand(traces + baseline_traces)
-        except TraceInputError as e:
-            raise InputError(str(e)) from None
+    check_inputs(traces=traces, baseline_traces=baseline_traces)  # each prong checks the inputs it reads
     settings = settings or load_settings()
     notices: list[str] = []
     if backend is None:

@@ -12,6 +12,7 @@ report sections) plus its agent definition in `agents/`. Its record says what it
 | `rules`         | the rules (`analysis.rules.RULES`), in this order                 |
 | `html`, `markdown`, `terminal` | the report sections (`render.html`, `render.diagnosis`, `investigate show`) |
 | `inputs`, `check` | the run inputs the prong reads, and the check they pass before any work |
+| `follow_up`     | the offline lead's second round (`models.offline`): steps planned from the first round's evidence |
 
 The parts are named as `"package.module:attribute"` references and imported on first use, like the host openers
 (`hosts.entry`): reading the records imports none of the parts, so every composition point may read them without an
@@ -55,6 +56,11 @@ class Prong:
     check: Ref | None = None
     """A function of those inputs' values (keyword arguments named after the fields) that raises `InputError` with
     one line naming the problem and the fix; the entry points call it before any work."""
+    follow_up: Ref | None = None
+    """A second round: a function `(EvidenceView) -> list[agentdefs.PlanStep]` over the evidence of the first round
+    (the lead's plan), returning the lead's next calls (usually `task` steps that start an agent with a brief
+    naming what to read next), or [] when the first round settles it. The offline lead makes every prong's steps
+    in one message, then synthesizes over both rounds."""
 
     def parts(self, field: str) -> list[Any]:
         """The objects a reference field names (`tools`, `probe_models`, `rules`), imported."""

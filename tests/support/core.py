@@ -69,3 +69,13 @@ async def run_lead(agents: Path, backend: Backend, *, transcript: Path | None | 
                    agents=load_agents([agents]), registry=registry or core_registry(), transcript=transcript) as run:
         await run.investigate()
     return run.result
+
+
+def chase_first_sleep(view) -> list:
+    """A prong's second round (`Prong.follow_up`) for tests: once a `sleep` labelled `first` was recorded, start the
+    `chaser` agent; nothing otherwise."""
+    from orchestrator.agentdefs import PlanStep
+
+    if any(e.data and e.data.get("label") == "first" for e in view.of_kind("sleep")):
+        return [PlanStep(tool="task", args={"agent": "chaser", "brief": "chase what the first round found"})]
+    return []

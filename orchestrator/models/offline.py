@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from orchestrator.agentdefs import AgentDef
-from orchestrator.context import RunInputs, RunView
+from orchestrator.context import RunView
+from orchestrator.inputs import RunInputs
 from orchestrator.messages import Block, ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 
 _PLACEHOLDER = re.compile(r"\{run\.([a-z_]+)\}")

@@ -89,7 +89,7 @@ def test_a_prong_the_lead_already_starts_is_not_started_twice():
 
 
 def test_task_tool_does_not_offer_a_prong_whose_input_was_not_given():
-    from orchestrator.context import RunInputs
+    from orchestrator.inputs import RunInputs
     from orchestrator.tools.task import TaskTool
 
     class Shape:
@@ -122,7 +122,7 @@ async def test_a_prongs_follow_up_is_the_offline_leads_second_round(monkeypatch)
     from support.core import core_registry
 
     from orchestrator import prongs
-    from orchestrator.context import RunInputs
+    from orchestrator.inputs import RunInputs
     from orchestrator.events import AgentStarted, ToolCall
     from orchestrator.models.offline import OfflineBackend
     from orchestrator.run import Run

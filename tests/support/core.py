@@ -8,7 +8,8 @@ import anyio
 from pydantic import BaseModel, Field
 
 from orchestrator.agentdefs import load_agents
-from orchestrator.context import Backend, RunInputs
+from orchestrator.models.base import Backend
+from orchestrator.inputs import RunInputs
 from orchestrator.run import InvestigationResult, Run
 from orchestrator.settings import Settings
 from orchestrator.tools.task import TaskTool

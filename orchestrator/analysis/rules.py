@@ -811,7 +811,7 @@ def what_fits(v: EvidenceView) -> list[Finding]:
 
 from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
 from orchestrator.analysis.references import reference_rule  # noqa: E402  (published reference throughput)
-from orchestrator.analysis.trace_rules import trace_findings  # noqa: E402  (profiles given with --trace)
+from orchestrator.prongs import parts as _prong_parts  # noqa: E402
 from orchestrator.analysis.settings_rules import settings_rule  # noqa: E402  (the settings audit, issue 27)
 
 
@@ -822,7 +822,7 @@ RULES: list[Rule] = [
     what_fits, engine_work,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
     reference_rule,  # the user's throughput against published figures (analysis/references.py)
-    trace_findings,  # profiles (analysis/trace_rules.py)
+    *_prong_parts("rules"),  # each prong's rules, in the order of orchestrator.prongs.PRONGS
     settings_rule,  # non-default settings and changed defaults (analysis/settings_rules.py)
 ]
 

@@ -19,13 +19,16 @@ from typing import Any, Callable, Iterable
 import anyio
 
 from orchestrator.agentdefs import load_agents
-from orchestrator.context import Backend, RunInputs
+from orchestrator.models.base import Backend
+from orchestrator.context import ResynthExecutor
+from orchestrator.inputs import RunInputs
 from orchestrator.errors import InputError
 from orchestrator.events import AgentFinished, Event
 from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries_from_dests, load_hosts_file, open_hosts
 from orchestrator.hosts.base import Host
 from orchestrator.models.select import select_backend
 from orchestrator.observations import Observations, load_observations, parse_observations
+from orchestrator.prongs import check_inputs
 from orchestrator.redact import scrub_text
 from orchestrator.resume import agents_from, confirm_resume, inputs_from, settings_from
 from orchestrator.run import HostOpener, InvestigationResult, Run
@@ -131,15 +134,7 @@ async def investigate(
         if (why := name_refusal(python)) is not None:
             raise InputError(why)
     traces, baseline_traces = list(traces), list(baseline_traces)
-    if baseline_traces and not traces:
-        raise InputError("--baseline-trace needs --trace: pass the trace to compare with the baseline")
-    if traces or baseline_traces:
-        from orchestrator.traces.inputs import TraceInputError, expand
-
-        try:
-            expand(traces + baseline_traces)
-        except TraceInputError as e:
-            raise InputError(str(e)) from None
+    check_inputs(traces=traces, baseline_traces=baseline_traces)  # each prong checks the inputs it reads
     settings = settings or load_settings()
     notices: list[str] = []
     if backend is None:
@@ -189,8 +184,8 @@ async def replay(
     if backend is None:
         backend = select_backend(offline=offline, model=model, settings=own)[0] if resynth else ReplayBackend(old)
     async with Run(inputs=inputs, settings=settings, backend=backend, agents=agents_from(old), registry=registry,
-                   transcript=transcript, progress=progress, reuse=old if resynth else None, acts=False,
-                   executor=None if resynth else ReplayExecutor(old)) as run:
+                   transcript=transcript, progress=progress, reuse=old if resynth else None,
+                   executor=ResynthExecutor() if resynth else ReplayExecutor(old)) as run:
         await run.investigate()
     result = run.result
     if not resynth and result.diagnosis is not None:

@@ -200,16 +200,9 @@ def _check_agents(agents: List[Path]) -> None:
 
 def _check_traces(trace: List[str], baseline: List[str]) -> None:
     """--trace / --baseline-trace name readable traces (checked before any work; exit 2 with one line)."""
-    if baseline and not trace:
-        raise BadInput("--baseline-trace needs --trace: pass the trace to compare with the baseline")
-    if not trace:
-        return
-    from orchestrator.traces.inputs import TraceInputError, expand
+    from orchestrator.prongs import check_inputs  # the trace prong's own check
 
-    try:
-        expand(list(trace) + list(baseline))
-    except TraceInputError as e:
-        raise BadInput(str(e)) from None
+    check_inputs(traces=list(trace), baseline_traces=list(baseline))
 
 
 def _missing_local_logs(logs: List[str], host: Optional[str]) -> list[str]:

@@ -19,7 +19,9 @@ from typing import Any, Awaitable, Callable, Iterable, ParamSpec, TypeVar
 import anyio
 
 from orchestrator.agentdefs import load_agents
-from orchestrator.context import Backend, RunInputs
+from orchestrator.models.base import Backend
+from orchestrator.context import ResynthExecutor
+from orchestrator.inputs import RunInputs
 from orchestrator.errors import InputError
 from orchestrator.events import AgentFinished, Event
 from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries_from_dests, load_hosts_file, open_hosts
@@ -190,8 +192,8 @@ async def replay(
     if backend is None:
         backend = select_backend(offline=offline, model=model, settings=own)[0] if resynth else ReplayBackend(old)
     async with Run(inputs=inputs, settings=settings, backend=backend, agents=agents_from(old), registry=registry,
-                   transcript=transcript, progress=progress, reuse=old if resynth else None, acts=False,
-                   executor=None if resynth else ReplayExecutor(old)) as run:
+                   transcript=transcript, progress=progress, reuse=old if resynth else None,
+                   executor=ResynthExecutor() if resynth else ReplayExecutor(old)) as run:
         await run.investigate()
     result = run.result
     if not resynth and result.diagnosis is not None:

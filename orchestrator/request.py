@@ -148,8 +148,6 @@ class RunRequest(BaseModel):
             raise InputError("--host, --hosts, --slurm and --k8s are host sources that exclude each other; pass one")
         if (self.k8s_namespace or self.k8s_container) and not self.k8s:
             raise InputError("--namespace and --container go with --k8s SELECTOR; pass --k8s too")
-        if self.baseline_traces and not self.traces:
-            raise InputError("--baseline-trace needs --trace: pass the trace to compare with the baseline")
         if self.measure_wait is not None and not self.measure:
             raise InputError("--measure-wait goes with --measure; pass --measure too, or drop --measure-wait")
         from orchestrator.validate import check_baselines
@@ -192,13 +190,9 @@ class RunRequest(BaseModel):
             if (why := name_refusal(self.python)) is not None:
                 raise InputError(f"--python {self.python!r} refused: {why.split(' refused: ', 1)[-1]}; pass the "
                                  "serving interpreter (e.g. --python /opt/venv/bin/python3)")
-        if self.traces:
-            from orchestrator.traces.inputs import TraceInputError, expand
+        from orchestrator.prongs import check_inputs  # each prong checks the inputs it reads (the traces)
 
-            try:
-                expand(self.traces + self.baseline_traces)
-            except TraceInputError as e:
-                raise InputError(str(e)) from None
+        check_inputs(traces=self.traces, baseline_traces=self.baseline_traces)
         if isinstance(self.transcript, Path):
             check_writable(self.transcript, "--transcript", "transcript")
 

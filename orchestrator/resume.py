@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from orchestrator.agentdefs import AgentDef, load_agents
-from orchestrator.context import RunContext, RunInputs
+from orchestrator.context import RunContext
+from orchestrator.inputs import RunInputs
 from orchestrator.errors import InputError
 from orchestrator.events import AgentFinished, AgentStarted, ModelCall, Notice, RunStarted, ToolCall, ToolResult
 from orchestrator.evidence import Evidence

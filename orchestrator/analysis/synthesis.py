@@ -126,7 +126,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
             parts.append(f"(The decode roofline alone would say {moe.bound}-bound: {moe.short or moe.title}; the "
                          f"fault above comes first.)")
         return _as_bound(setter.bound, "unknown"), " ".join(parts), setter
-    # A profile (analysis/trace_rules.py) is the ground truth of where a step's time went: it sets the bound.
+    # A profile (prongs/trace/rules.py) is the ground truth of where a step's time went: it sets the bound.
     traced = [f for f in findings if f.id.startswith("trace-step-account") and f.bound]
     if traced:
         return _as_bound(traced[0].bound, "unknown"), traced[0].short or traced[0].claim, traced[0]

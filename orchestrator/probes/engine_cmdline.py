@@ -21,7 +21,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-import yaml
 
 from orchestrator.probes.engine_models import EngineName
 
@@ -333,15 +332,29 @@ def parse_flags(kind: str, argv: list[str]) -> tuple[dict[str, Setting], str | N
 
 
 def _yaml_settings(kind: str, text: str, path: str) -> dict[str, Setting]:
-    """Settings from a config YAML: vLLM/SGLang --config (keys = flag names), TensorRT-LLM extra options."""
+    """Settings from a config YAML: vLLM/SGLang --config (keys = flag names), TensorRT-LLM extra options.
+
+    The text is the host's: parsed within orchestrator.safeload's bounds (an alias bomb or deep nesting is refused,
+    not expanded), at most CONFIG_MAX_SETTINGS keys read; a value that does not convert ends the reading (what was
+    read before it is kept)."""
+    from orchestrator.limits import CONFIG_MAX_SETTINGS
+    from orchestrator.safeload import SafeLoadError, load_yaml
+
     try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
+        data = load_yaml(text, source=f"config file {path}", fast=True) or {}
+    except SafeLoadError:
         return {}
     if not isinstance(data, dict):
         return {}
     src = f"config file {path}"
     out: dict[str, Setting] = {}
+    try:
+        return _yaml_settings_of(kind, dict(list(data.items())[:CONFIG_MAX_SETTINGS]), src, out)
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError):
+        return out
+
+
+def _yaml_settings_of(kind: str, data: dict[str, Any], src: str, out: dict[str, Setting]) -> dict[str, Setting]:
     if kind in ("vllm", "sglang"):
         argv = []
         for k, v in data.items():

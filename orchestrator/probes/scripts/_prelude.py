@@ -1,6 +1,8 @@
 # --- prelude (orchestrator/probes/scripts/_prelude.py): helpers every probe script shares, sent ahead of each one ---
 # stdlib only, Python >= 3.8, read-only. One reviewed copy instead of drifting ones: a script never redefines these
 # names (tests/probes/test_probe_scripts.py checks it).
+import errno
+import fnmatch
 import os
 
 # A server is recognized by its entry point, not by a word anywhere in its command line (grep, editors, tests).
@@ -130,6 +132,162 @@ def log_lines(path, max_bytes, skipped):
                 return
             no += 1
             yield no, line.decode("utf-8", "replace")
+
+
+# --- reading a host file: the one way every probe script opens a file on the host --------------------------------
+# A path may come from another user (a served process's command line or environment names it): opened once without
+# following a link to someone else's file, only a regular file (a FIFO blocks whoever opens it, opening some devices
+# has effects), only what the process that named it could read itself, never a credential location, never more than
+# the bytes asked for. CREDENTIAL_LOCATIONS (kind, match) is orchestrator/hosts/credentials.yaml, the host policy's
+# list, written after this prelude when it is sent (scripts.load).
+import stat
+
+
+def credential_location(path):
+    """The credential location (hosts/credentials.yaml) path is, as a short phrase, or None."""
+    norm = os.path.normpath(path)
+    if norm.startswith("//"):
+        norm = "/" + norm.lstrip("/")
+    parts = [p for p in norm.split("/") if p]
+    base = parts[-1] if parts else ""
+    slashed = "/" + "/".join(parts) + "/"
+    for kind, match, what in CREDENTIAL_LOCATIONS:
+        if ((kind == "dir" and "/" + match + "/" in slashed) or (kind == "suffix" and slashed.endswith("/" + match + "/"))
+                or (kind == "name" and base == match) or (kind == "glob" and fnmatch.fnmatchcase(base, match))
+                or (kind == "path" and norm.startswith(match))):
+            return what
+    return None
+
+
+def proc_creds(pid):
+    """(uid, gids) the kernel checks file access of process pid against (its filesystem uid and gid, and its
+    supplementary groups, from /proc/PID/status); None when they cannot be read (the process is gone)."""
+    uid, gids = None, set()
+    try:
+        with open("/proc/%d/status" % int(pid), "rb") as f:
+            for line in f.read(1 << 16).decode("ascii", "replace").splitlines():
+                key, _, rest = line.partition(":")
+                if key == "Uid":
+                    uid = int(rest.split()[3])
+                elif key == "Gid":
+                    gids.add(int(rest.split()[3]))
+                elif key == "Groups":
+                    gids.update(int(g) for g in rest.split())
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if uid is None else (uid, frozenset(gids))
+
+
+def _has_acl(path):
+    try:
+        return bool(os.getxattr(path, "system.posix_acl_access"))
+    except (OSError, AttributeError):
+        return False
+
+
+def may_access(st, creds, bit, path):
+    """Whether a process of creds (uid, gids) has permission `bit` (4 read, 1 search) on the file of stat st at path
+    (a name that reaches the same inode: /proc/self/fd/N). The owner's and others' mode bits are exact; the group's
+    are trusted only without a POSIX ACL (with one, they are its mask, not the owning group's right). Root may."""
+    uid, gids = creds
+    if uid == 0:
+        return True
+    if st.st_uid == uid:
+        return bool(st.st_mode & (bit << 6))
+    if st.st_gid in gids and st.st_mode & (bit << 3) and not _has_acl(path):
+        return True
+    return bool(st.st_mode & bit)
+
+
+def _search_refused(real, creds):
+    """Why a process of creds could not reach the file at real (a directory above it it may not search), or None."""
+    d = os.path.dirname(real)
+    while True:
+        try:
+            st = os.stat(d)
+        except OSError as exc:
+            return "%s: %s" % (d, exc.strerror or exc)
+        if not may_access(st, creds, 1, d):
+            return "its directory %s may not be searched by uid %d (owner uid %d, mode %o)" % (
+                d, creds[0], st.st_uid, stat.S_IMODE(st.st_mode))
+        if d == "/":
+            return None
+        d = os.path.dirname(d)
+
+
+def open_host_file(path, creds=None, resolve=False):
+    """A read descriptor on the regular file at path; OSError with a one-line reason otherwise.
+
+    - The name is opened as O_PATH with O_NOFOLLOW (nothing is opened for reading yet: a FIFO, a device or a directory
+      is refused by fstat), then that inode reopened through /proc/self/fd: what was checked is what is read.
+    - A final symlink is followed only to a file of the link's own owner (a Hugging Face snapshot's config.json links
+      to its blob, a ConfigMap's file to its ..data): another user's link to root's file is refused. `resolve`: the
+      path is the investigating user's own choice (a --log path): its links are resolved first.
+    - creds (uid, gids), when the path came from a process (proc_creds): the file is read only if that process could
+      read it itself: the file's owner and mode, and search permission on every directory above it.
+    - Credential locations (hosts/credentials.yaml) are refused, by the name given and by where it leads.
+    """
+    if resolve:
+        path = os.path.realpath(path)
+    why = credential_location(path)
+    if why:
+        raise OSError("a credential location (%s): not read" % why)
+    o_path = getattr(os, "O_PATH", 0)
+    flags = (o_path or (os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)) | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW)
+        link = os.fstat(fd) if stat.S_ISLNK(os.fstat(fd).st_mode) else None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:  # without O_PATH, O_NOFOLLOW on a link fails with ELOOP
+            raise
+        fd, link = -1, os.lstat(path)
+    try:
+        if link is not None:
+            if resolve:
+                raise OSError("changed into a symlink while it was opened: not read")
+            if fd >= 0:
+                os.close(fd)
+                fd = -1
+            fd = os.open(path, flags)
+        st = os.fstat(fd)
+        name = "/proc/self/fd/%d" % fd
+        try:
+            real = os.readlink(name)
+        except OSError:
+            real, name = os.path.realpath(path), path
+        # in this order, so that a refusal tells the process's user nothing they could not find out themselves
+        if creds is not None and creds[0] != 0:
+            refused = _search_refused(real, creds)
+            if refused:
+                raise OSError(refused + ": not read")
+            if not may_access(st, creds, 4, name):
+                raise OSError("not readable by uid %d, whose process named it (owner uid %d, mode %o): not read"
+                              % (creds[0], st.st_uid, stat.S_IMODE(st.st_mode)))
+        if link is not None and st.st_uid != link.st_uid and link.st_uid != 0:
+            raise OSError("a symlink to another user's file: not followed")
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError("not a regular file (a FIFO, device, socket or directory): not opened")
+        why = credential_location(real) if real.startswith("/") else None
+        if why:
+            raise OSError("leads to a credential location (%s): not read" % why)
+        if not o_path:
+            fd, keep = -1, fd
+            return keep
+        got = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        if (os.fstat(got).st_ino, os.fstat(got).st_dev) != (st.st_ino, st.st_dev):
+            os.close(got)
+            raise OSError("changed while it was opened: not read")
+        return got
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def read_host_file(path, limit, creds=None, resolve=False):
+    """(bytes, truncated) of the regular file at path, at most limit bytes (open_host_file says what is refused)."""
+    with os.fdopen(open_host_file(path, creds, resolve), "rb") as f:
+        data = f.read(limit + 1)
+    return data[:limit], len(data) > limit
 
 
 # --- end of prelude ---------------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 from orchestrator import knowledge
 from orchestrator.analysis.roofline import gemm_roofline
 from orchestrator.probes.engine import engine_report
-from orchestrator.probes.host_traces import HostTraces, fetch, profiler_dirs
-from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
+from orchestrator.prongs.trace.host import HostTraces, fetch, profiler_dirs
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 from orchestrator.traces.analyze import analyze
 from orchestrator.traces.inputs import HOST_PREFIX, TraceInputError
 from orchestrator.traces.kineto import TraceFormatError
@@ -121,7 +121,3 @@ class TraceAnalysis(Tool):
         for a in report.ranks:
             a.steps = a.steps[:MAX_STEP_ROWS]
         return ToolOutput(text=report_text(report), data=report.model_dump(mode="json"), untrusted=True)
-
-
-def register(registry: ToolRegistry) -> None:
-    registry.add(TraceAnalysis())

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from orchestrator.agentdefs import AgentDef
-from orchestrator.context import RunView
+from orchestrator.context import RunMode, RunView
 from orchestrator.events import ModelCall, ToolResult
 from orchestrator.messages import Message, ModelRequest, ModelResponse, ToolSpec, ToolUseBlock
 from orchestrator.models.base import ReplayDivergence
@@ -73,7 +73,7 @@ class ReplayExecutor:
     """The executor of an exact replay: every tool call is answered with the result the transcript recorded for
     it (by agent id and call id), except the orchestration tools, which run (`live`)."""
 
-    replays = True
+    mode: RunMode = "replay"
 
     def __init__(self, transcript: Transcript):
         self.results: dict[tuple[str, str], ToolResult] = {

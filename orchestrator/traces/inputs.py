@@ -93,7 +93,7 @@ def expand(paths: list[str]) -> list[tuple[Path, str]]:
             if rest and not rest.startswith("/"):
                 raise TraceInputError(f"trace {raw}: a path on the host must be absolute (host:/path/to/profiler_dir), "
                                       "or `host:` alone for the serving processes' profiler directories")
-            continue  # read on the host by the trace tool (probes/host_traces.py), not here
+            continue  # read on the host by the trace tool (prongs/trace/host.py), not here
         if any(c in raw for c in "*?["):
             hits = sorted(Path(p) for p in globmod.glob(raw) if Path(p).is_file())
             if not hits:

@@ -15,7 +15,7 @@ from orchestrator.api import investigate
 from orchestrator.events import ToolResult
 from orchestrator.hosts import open_host
 from orchestrator.probes.engine import collect_engine_report
-from orchestrator.probes.host_traces import fetch, profiler_dirs
+from orchestrator.prongs.trace.host import fetch, profiler_dirs
 from orchestrator.settings import Settings
 from orchestrator.traces.model import TraceReport
 from support.stage_engine import start_engines

@@ -67,7 +67,7 @@ def test_nesting_60k_deep_in_the_header_is_one_line_and_exit_2_in_bounded_memory
 _READ_IN_CHILD = """
 import json, sys, anyio
 from orchestrator.traces.kineto import read_kineto, TraceFormatError
-from orchestrator.tools.trace import analyze_in_child
+from orchestrator.prongs.trace.tool import analyze_in_child
 from orchestrator.errors import ToolFailure
 out = {}
 try:
@@ -351,7 +351,7 @@ def _workers() -> list[int]:
 
 async def test_a_cancelled_analysis_stops_its_child_at_once(tmp_path):
     """A deadline or Ctrl-C cancels the tool: the analysis ran in an abandoned thread for up to 3,600 s."""
-    from orchestrator.tools.trace import analyze_in_child
+    from orchestrator.prongs.trace.tool import analyze_in_child
 
     p = _slow_trace(tmp_path / "rank0.json.gz")
     seen: list[list[int]] = []
@@ -373,7 +373,7 @@ async def test_a_cancelled_analysis_stops_its_child_at_once(tmp_path):
 async def test_a_child_past_its_memory_bound_is_one_line(tmp_path, monkeypatch):
     from orchestrator import limits
     from orchestrator.errors import ToolFailure
-    from orchestrator.tools.trace import analyze_in_child
+    from orchestrator.prongs.trace.tool import analyze_in_child
 
     p = tmp_path / "rank0.json.gz"  # 80k distinct names of 1,000 characters: 80 MB once read, 250 kB of gzip
     with gzip.open(p, "wb", compresslevel=1) as g:

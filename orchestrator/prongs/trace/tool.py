@@ -12,11 +12,12 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel, Field, ValidationError
 
+import orchestrator
 from orchestrator import knowledge, limits
 from orchestrator.analysis.roofline import gemm_roofline
 from orchestrator.probes.engine import engine_report
-from orchestrator.probes.host_traces import HostTraces, fetch, profiler_dirs
-from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
+from orchestrator.prongs.trace.host import HostTraces, fetch, profiler_dirs
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 from orchestrator.traces import worker
 from orchestrator.traces.inputs import HOST_PREFIX
 from orchestrator.traces.model import TraceReport
@@ -51,7 +52,7 @@ def place_on_roofline(report: TraceReport) -> None:
             g.bound = r.bound
 
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_PACKAGE_ROOT = str(Path(orchestrator.__file__).resolve().parents[1])
 _WORKER = ("import sys; sys.path.insert(0, sys.argv[1]); from orchestrator.traces.worker import main; "
            "sys.exit(main())")
 
@@ -170,7 +171,3 @@ class TraceAnalysis(Tool):
         for a in report.ranks:
             a.steps = a.steps[:MAX_STEP_ROWS]
         return ToolOutput(text=report_text(report), data=report.model_dump(mode="json"), untrusted=True)
-
-
-def register(registry: ToolRegistry) -> None:
-    registry.add(TraceAnalysis())

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from orchestrator import knowledge
 from orchestrator.analysis.roofline import gemm_roofline
 from orchestrator.probes.engine import engine_report
-from orchestrator.prongs.trace.host import HostTraces, fetch, profiler_dirs
+from orchestrator.prongs.trace.host import HostTraces, TraceDir, copy_error, fetch, profiler_dirs
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 from orchestrator.traces.analyze import analyze
 from orchestrator.traces.inputs import HOST_PREFIX, TraceInputError
@@ -54,13 +54,13 @@ async def _from_host(paths: list[str], ctx: ToolContext, dest: Path) -> HostTrac
     """Copy the newest trace per rank from the host's profiler directories (`host:PATH`, or `host:` for the serving
     processes' own: their VLLM_TORCH_PROFILER_DIR / --profiler-config / SGLANG_TORCH_PROFILER_DIR)."""
     host = ctx.host()
-    dirs: list[tuple[str, str]] = []
+    dirs: list[TraceDir] = []
     for p in paths:
         if not p.startswith(HOST_PREFIX):
             continue
         rest = p[len(HOST_PREFIX):]
         if rest:
-            dirs.append((rest, "--trace"))
+            dirs.append(TraceDir(rest, "--trace"))
         else:
             engines = (await engine_report(host, [], metrics=False)).engines
             dirs += profiler_dirs(engines)
@@ -107,7 +107,7 @@ class TraceAnalysis(Tool):
                 report = await anyio.to_thread.run_sync(lambda: analyze(local, baseline or None, args.include_host),
                                                         abandon_on_cancel=True)
             except (TraceInputError, TraceFormatError, NsysFormatError) as e:
-                raise ToolFailure(str(e)) from None
+                raise ToolFailure(copy_error(str(e), (found, base_found))) from None
         where = {t.local: f"{f.host}:{t.path}" for f in (found, base_found) if f for t in f.traces if t.local}
         if where:  # cite the host's files, not the copies (removed by now)
             for a in [*report.ranks, *report.baseline]:

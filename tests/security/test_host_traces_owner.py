@@ -25,7 +25,7 @@ NAME = "dp0_pp0_tp0_rank0.1764600000000000000.pt.trace.json"
 
 def _trace(canary: str) -> str:
     """A Kineto-looking file that yajl refuses at a comment, quoting the text around it in its error."""
-    return '{"traceEvents": [{"name": "x", "ph": "X", "ts": 1, "dur": 2}], "breakglass": "%s" // rotate\n}' % canary
+    return '{"traceEvents": [{"name": "x", "ph": "X", "ts": 1, "dur": 2, "breakglass": "%s" // rotate\n}]}' % canary
 
 
 @pytest.mark.parametrize("named", ["root_dir", "root_file", "tenant_dir"])

@@ -227,6 +227,7 @@ def read(root: Path, rel: str) -> str | None:
 def vllm_envs(text: str, path: str) -> list[dict]:
     tree = ast.parse(text)
     lines = text.splitlines()
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     typed: dict[str, tuple[str, Any]] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
@@ -254,8 +255,90 @@ def vllm_envs(text: str, path: str) -> list[dict]:
                     break
             type_, default = typed.get(k.value, ("str", raw))
             out.append(entry(k.value, "env", type_, default, comments_above(lines, k.lineno), path, k.lineno,
-                             raw_default=raw if isinstance(raw, str) else None))
+                             raw_default=raw if isinstance(raw, str) else None, parser=vllm_parser(v, funcs)))
     return out
+
+
+def _strs(node: ast.AST) -> list[str] | None:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return None
+
+
+def _getenv_chain(node: ast.AST) -> tuple[bool, bool, bool]:
+    """(an os.getenv/os.environ.get call at the bottom, .strip() applied, .lower() applied) of `x[.strip()][.lower()]`."""
+    strip = lower = False
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("strip", "lower"):
+        strip |= node.func.attr == "strip"
+        lower |= node.func.attr == "lower"
+        node = node.func.value
+    ok = isinstance(node, ast.Call) and ast.unparse(node.func) in ("os.getenv", "os.environ.get", "getenv") or \
+        isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ"
+    return ok, strip, lower
+
+
+def vllm_parser(value: ast.AST, funcs: dict[str, ast.FunctionDef] | None = None) -> dict[str, Any]:
+    """How vllm/envs.py turns a variable's string into its value, from the variable's lambda (the parse the settings
+    layer applies: orchestrator/knowledge/envparse.py `vllm_env`): `int_bool` bool(int(v)), `int`, `float`, `in` /
+    `eq` / `ne` (with `.strip()` / `.lower()`), `map` ({"1": True, "0": False}.get(v)), `choices` (env_with_choices),
+    `str` / `lower` / `upper`, else `expr` (kept as given, with the source)."""
+    body = value.body if isinstance(value, ast.Lambda) else value
+    if isinstance(body, ast.Name) and funcs and body.id in funcs:  # a named function: its return expression
+        ret = [n.value for n in ast.walk(funcs[body.id]) if isinstance(n, ast.Return) and n.value is not None]
+        if len(ret) == 1:
+            body = ret[0]
+    if isinstance(body, ast.IfExp) and isinstance(body.test, ast.Compare) and \
+            isinstance(body.test.ops[0], ast.In) and ast.unparse(body.test.comparators[0]) == "os.environ":
+        body = body.body  # `int(os.getenv(X, "0")) if "X" in os.environ else None`
+    src = ast.unparse(value)[:200]
+    name = _call_name(body) if isinstance(body, ast.Call) else ""
+    if name == "bool" and isinstance(body, ast.Call) and body.args and _call_name(body.args[0]) == "int" and \
+            isinstance(body.args[0], ast.Call) and len(body.args[0].args) == 1 and \
+            _getenv_chain(body.args[0].args[0])[0]:
+        return {"kind": "int_bool"}
+    while name == "int" and isinstance(body, ast.Call) and len(body.args) == 1 and _call_name(body.args[0]) == "int":
+        body = body.args[0]  # int(int(os.getenv(...)))
+    if name in ("int", "float") and isinstance(body, ast.Call) and len(body.args) == 1 and \
+            _getenv_chain(body.args[0])[0]:
+        return {"kind": name}
+    if name == "maybe_convert_bool":
+        return {"kind": "int_bool"}
+    if name == "maybe_convert_int":
+        return {"kind": "int"}
+    if name in ("env_with_choices", "env_list_with_choices", "env_set_with_choices") and isinstance(body, ast.Call):
+        choices = _strs(body.args[2]) if len(body.args) > 2 else _strs(_kw(body, "choices") or ast.Constant(None))
+        cs = _kw(body, "case_sensitive")
+        out: dict[str, Any] = {"kind": "choices" if name == "env_with_choices" else "expr", "src": src}
+        if choices is not None and name == "env_with_choices":
+            out["choices"] = choices
+            out["case_sensitive"] = not (isinstance(cs, ast.Constant) and cs.value is False)
+        elif name == "env_with_choices":
+            out["kind"] = "expr"
+        return out
+    if isinstance(body, ast.Compare) and len(body.ops) == 1:
+        ok, strip, lower = _getenv_chain(body.left)
+        rhs = body.comparators[0]
+        if ok and isinstance(body.ops[0], ast.In) and _strs(rhs) is not None:
+            return {"kind": "in", "values": _strs(rhs), "strip": strip, "lower": lower}
+        if ok and isinstance(body.ops[0], (ast.Eq, ast.NotEq)) and isinstance(rhs, ast.Constant) \
+                and isinstance(rhs.value, str):
+            return {"kind": "eq" if isinstance(body.ops[0], ast.Eq) else "ne", "value": rhs.value, "strip": strip,
+                    "lower": lower}
+    if isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute) and body.func.attr == "get" and \
+            isinstance(body.func.value, ast.Dict) and body.args:
+        ok, strip, lower = _getenv_chain(body.args[0])
+        keys = [k.value if isinstance(k, ast.Constant) else None for k in body.func.value.keys]
+        vals = [v.value if isinstance(v, ast.Constant) else None for v in body.func.value.values]
+        if ok and all(isinstance(k, str) for k in keys):
+            return {"kind": "map", "map": dict(zip(keys, vals)), "strip": strip, "lower": lower}
+    ok, strip, lower = _getenv_chain(body)
+    if ok:
+        return {"kind": "lower" if lower else "str"}
+    if isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute) and body.func.attr == "upper" and \
+            _getenv_chain(body.func.value)[0]:
+        return {"kind": "upper"}
+    return {"kind": "expr", "src": src}
 
 
 def vllm_cli(root: Path) -> list[dict]:
@@ -720,6 +803,10 @@ def build_project(project: str, src: Path) -> dict:
                 s["versions"].append(v)
             if not s["defaults"] or s["defaults"][-1][1] != e["default"]:
                 s["defaults"].append([v, e["default"]])
+            if "parser" in e:
+                pts = s.setdefault("parsers", [])
+                if not pts or pts[-1][1] != e["parser"]:
+                    pts.append([v, e["parser"]])
             for k in ("type", "help", "flag", "aliases", "env", "flag_of", "raw_default", "section", "required"):
                 if e.get(k) not in (None, "", []):
                     s[k] = e[k]

@@ -224,15 +224,17 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
           findings: list[Finding] | None = None) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
             for r in results if r.status != "ok"]
-    # the same probe run by two agents (gpu_inventory by the specs and node prongs) is one gap naming both results
-    unavailable: dict[tuple[str, str, str], list[str]] = {}
+    # the same probe run by two agents (gpu_inventory by the specs and node prongs) is one gap naming both results,
+    # and probes stopped for one reason (an interpreter --python names that is not there) one gap naming them all
+    unavailable: dict[tuple[str, str], dict[str, list[str]]] = {}
     for ev, m in view.unavailable():
-        unavailable.setdefault((m.kind, m.host, m.reason or "unavailable"), []).append(ev.id)
-    for (kind, host, reason), ids in unavailable.items():
-        gaps.append(Gap(what=f"probe {kind} on {host} ({', '.join(dict.fromkeys(ids))})", why=reason))
+        unavailable.setdefault((m.host, m.reason or "unavailable"), {}).setdefault(m.kind, []).append(ev.id)
+    for (host, reason), kinds in unavailable.items():
+        ids = ", ".join(dict.fromkeys(i for got in kinds.values() for i in got))
+        gaps.append(Gap(what=f"probe{'s' if len(kinds) > 1 else ''} {', '.join(kinds)} on {host} ({ids})", why=reason))
     for ev in evidence:
         if ev.is_error:
-            gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
+            gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt() or "error"))
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
     gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
     # a measurement taken beside another workload is not the GPU's own: it limits what this diagnosis can say

@@ -74,9 +74,11 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n:,} bytes"
 
 
-def check_baselines(bench: list[Path], baseline: list[Path], logs: list[str], baseline_log: list[Path]) -> None:
+def check_baselines(bench: list[Path], baseline: list[Path], logs: list[str], baseline_log: list[Path], *,
+                    read: bool = True) -> None:
     """`--baseline` / `--baseline-log` (the run before) go with the run now (`--bench` / `--log`) and name another file:
-    InputError naming the option and the fix. The files themselves are read (and refused) by their loaders."""
+    InputError naming the option and the fix. `read=False`: only how the options go together (no file is looked
+    at). The files themselves are read (and refused) by their loaders."""
     if baseline and not bench:
         raise InputError("--baseline is the benchmark run before; pass the run after with --bench AFTER.json too")
     if baseline_log and not logs:
@@ -84,6 +86,8 @@ def check_baselines(bench: list[Path], baseline: list[Path], logs: list[str], ba
                          "--log AFTER.log too")
     if len(baseline) > 1 or len(baseline_log) > 1:
         raise InputError("--baseline and --baseline-log take one file each (the run before); pass one")
+    if not read:
+        return
     for b in baseline:
         check_input_file(b, "--baseline", "pass the benchmark result file of the run before")
     for b in baseline_log:

@@ -21,9 +21,6 @@ import os
 import re
 import sys
 
-SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api[-_]?key|credentials?|auth|cookie|"
-                         r"private[-_]key)$", re.I)
-MASK = "<redacted on host>"
 
 # How each engine is started. (kind, how): module prefixes after `-m`, script basenames in argv[0..1].
 ENGINE_MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
@@ -73,33 +70,11 @@ def engine_kind(argv):
     return None
 
 
-def mask_argv(argv):
-    """Values of secret-looking flags (--api-key, --hf-token, ...) replaced on the host."""
-    out = []
-    skip = False
-    for a in argv:
-        if skip:
-            out.append(MASK)
-            skip = False
-            continue
-        name, eq, _ = a.partition("=")
-        if SECRET_FLAG.match(name):
-            if eq:
-                out.append(name + "=" + MASK)
-            else:
-                out.append(a)
-                skip = True
-            continue
-        out.append(a)
-    return out
-
-
 def read_environ(pid):
     """(allowlisted env, PORT/HOST hints) of a process; the rest of its environment never leaves this function."""
     env, hints = {}, {}
     try:
-        with open("/proc/%s/environ" % pid, "rb") as f:
-            raw = f.read()
+        raw = read_host_file("/proc/%s/environ" % pid, 1 << 20)[0]
     except OSError:
         return None, hints
     for item in raw.split(b"\0"):
@@ -168,11 +143,7 @@ def scan_processes(params, my_tag):
     for pid in sorted(pids, key=int):
         if int(pid) == os.getpid():
             continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-        except OSError:
-            continue
+        argv = proc_argv(pid)
         if not argv:
             continue
         kind = engine_kind(argv)

@@ -21,9 +21,6 @@ import os
 import re
 import sys
 
-SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api[-_]?key|credentials?|auth|cookie|"
-                         r"private[-_]key)$", re.I)
-MASK = "<redacted on host>"
 ENGINE_MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
            ("tensorrt_llm.commands.serve", "trtllm"), ("text_generation_server", "tgi"))
 ENGINE_SCRIPTS = {"vllm": "vllm", "trtllm-serve": "trtllm", "text-generation-launcher": "tgi",
@@ -52,25 +49,6 @@ def engine_of(argv):
 def keep(name, value, allowed):
     """Whether a variable may leave the host: its name is a known setting and nothing about it looks secret."""
     return name in allowed and not SECRET_NAME.search(name) and not SECRET_VALUE.search(value) and len(value) < 4096
-
-
-def mask(argv):
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            out.append(MASK)
-            skip = False
-            continue
-        name, eq, value = a.partition("=")
-        if SECRET_FLAG.match(name):
-            if eq:
-                out.append(name + "=" + MASK)
-            else:
-                out.append(a)
-                skip = True
-            continue
-        out.append(MASK if SECRET_VALUE.search(a) else a)
-    return out
 
 
 def flag_value(argv, names):
@@ -214,22 +192,6 @@ def parse_yaml(text):
     return data
 
 
-def masked(value, depth=0):
-    """A kept value with secret-looking keys' values and secret-looking strings masked, bounded in size."""
-    if depth > 8:
-        return MASK
-    if isinstance(value, dict):
-        return dict((str(k)[:200], MASK if SECRET_FLAG.match("--" + str(k)) or SECRET_NAME.search(str(k))
-                     else masked(v, depth + 1)) for k, v in list(value.items())[:200])
-    if isinstance(value, list):
-        return [masked(v, depth + 1) for v in value[:200]]
-    if isinstance(value, str):
-        return MASK if SECRET_VALUE.search(value) else value[:2000]
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return str(value)  # JSON has no NaN or infinity
-    return value
-
-
 def read_config(path, limit, creds, known):
     """What a served process's config file says, as it leaves the host: {"text": JSON of its known settings,
     "dropped": n, "truncated": bool} or {"error": why}."""
@@ -248,8 +210,7 @@ def read_config(path, limit, creds, known):
         return {"error": "not parsed on the host: not valid JSON or YAML"}
     if not isinstance(doc, dict):
         return {"error": "not a mapping of settings"}
-    kept = dict((str(k)[:200], MASK if SECRET_FLAG.match("--" + str(k)) or SECRET_NAME.search(str(k)) else masked(v))
-                for k, v in doc.items() if norm_key(k) in known)
+    kept = mask_value(dict((k, v) for k, v in doc.items() if norm_key(k) in known))
     return {"text": json.dumps(kept), "dropped": len(doc) - len(kept), "truncated": False}
 
 
@@ -259,25 +220,12 @@ def version_of(engine, exe, pythonpath):
         return None
     dirs = [p for p in (pythonpath or "").split(":") if p]
     if exe:
-        prefix = os.path.dirname(os.path.dirname(exe))
-        lib = os.path.join(prefix, "lib")
-        try:
-            for d in sorted(os.listdir(lib)):
-                if d.startswith("python"):
-                    dirs.append(os.path.join(lib, d, "site-packages"))
-                    dirs.append(os.path.join(lib, d, "dist-packages"))
-        except OSError:
-            pass
-    for d in dirs:
-        try:
-            names = os.listdir(d)
-        except OSError:
-            continue
-        for n in names:
-            m = re.match(r"^" + pkg + r"-([^-]+)\.dist-info$", n)
-            if m:
-                return m.group(1)
-    return None
+        lib = os.path.join(os.path.dirname(os.path.dirname(exe)), "lib")
+        for d in listdir(lib):
+            if d.startswith("python"):
+                dirs += [os.path.join(lib, d, "site-packages"), os.path.join(lib, d, "dist-packages")]
+    found = distributions(dirs, wanted=(dist_key(pkg),)).get(dist_key(pkg))
+    return found["version"] if found else None
 
 
 def model_arg(engine, argv):
@@ -305,18 +253,13 @@ def scan(params):
     for pid in pids:
         if int(pid) == os.getpid():
             continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-        except OSError:
-            continue
+        argv = proc_argv(pid)
         engine = engine_of(argv) if argv else None
         if engine is None:
             continue
         env, tag, pythonpath, readable = {}, None, None, True
         try:
-            with open("/proc/%s/environ" % pid, "rb") as f:
-                raw = f.read()
+            raw = read_host_file("/proc/%s/environ" % pid, 1 << 20)[0]
         except OSError:
             raw, readable = b"", False
         for item in raw.split(b"\0"):
@@ -350,7 +293,7 @@ def scan(params):
                     p = os.path.join(full, name)
                     if os.path.lexists(p):
                         files[os.path.join(model, name)] = dict(read_config(p, limit, creds, known), role=name)
-        found.append({"pid": int(pid), "ppid": ppid, "engine": engine, "argv": mask(argv)[:400], "env": env,
+        found.append({"pid": int(pid), "ppid": ppid, "engine": engine, "argv": mask_argv(argv)[:400], "env": env,
                       "env_readable": readable, "version": version_of(engine, exe, pythonpath), "files": files})
     pids_found = {p["pid"] for p in found}
     return [p for p in found if p["ppid"] not in pids_found][:8]

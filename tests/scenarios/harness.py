@@ -20,6 +20,7 @@ from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
 from orchestrator.api import InvestigationResult, investigate
 from orchestrator.diagnosis import Diagnosis, SubmittedDiagnosis
+from orchestrator.analysis import relevance
 from orchestrator.analysis.relevance import symptoms_of
 from orchestrator.events import ToolResult
 from orchestrator.evidence import Evidence
@@ -160,13 +161,18 @@ def fired(result: InvestigationResult, observations: dict[str, Any] | None,
     return fired_entries(findings_of(result, observations) if found is None else found)
 
 
-def off_symptom(case: Case, d: Diagnosis, found: list[Finding]) -> list[str]:
+def off_symptom(case: Case, d: Diagnosis | SubmittedDiagnosis, found: list[Finding],
+                evidence: list[Evidence] | None = None) -> list[str]:
     """Ranked causes that cannot explain the case's symptom: each cause's finding (by title) states what it can
-    explain (`relevance.symptoms_of`), judged against the case's own `symptom:`, not the question parser's reading.
-    Target: none."""
+    explain (`relevance.symptoms_of`), judged against the case's own `symptom:`, not the question parser's reading,
+    through the paths the evidence shows from one symptom to another (`relevance.with_paths`: where requests queue,
+    what limits throughput sets time to first token). Target: none."""
     want = case.symptoms
     if not want:
         return []
+    obs = Observations.model_validate(case.observations) if case.observations else None
+    reading = relevance.with_paths(relevance.Asked(frozenset(want), certain=frozenset(want)),  # type: ignore[arg-type]
+                                   EvidenceView(evidence or [], obs), found)
     by_title: dict[str, Finding] = {}
     for f in found:
         by_title.setdefault(f.title or f.id or f.category, f)
@@ -175,7 +181,7 @@ def off_symptom(case: Case, d: Diagnosis, found: list[Finding]) -> list[str]:
         f = by_title.get(c.title)
         if f is None:
             continue  # an agent's own finding: no statement to check
-        if not want & set(symptoms_of(f)):
+        if not reading.stated(f):
             out.append(f"{c.title} (explains {', '.join(symptoms_of(f)) or 'nothing stated'}; asked {', '.join(sorted(want))})")
     return out
 
@@ -301,7 +307,7 @@ def judge(case: Case, path: Path, d: Diagnosis | SubmittedDiagnosis, evidence: l
     found = findings_over(evidence, case.observations)
     outcome.fired, areas = fired_entries(found)
     outcome.failures = check(case, d, outcome.words, outcome.fired, areas)
-    outcome.off_symptom = off_symptom(case, d, found)
+    outcome.off_symptom = off_symptom(case, d, found, evidence)
     outcome.failures += [f"ranked cause cannot explain the asked symptom: {x}" for x in outcome.off_symptom]
     contradiction = bound_contradiction(d, found)
     if contradiction:

@@ -220,7 +220,7 @@ def may_access(st, creds, bit, path):
     return bool(st.st_mode & bit)
 
 
-def _search_refused(real, creds):
+def search_refused(real, creds):
     """Why a process of creds could not reach the file at real (a directory above it it may not search), or None."""
     d = os.path.dirname(real)
     while True:
@@ -242,7 +242,7 @@ def unreachable(path, creds):
     if creds is None or creds[0] == 0:
         return None
     real = os.path.realpath(path)
-    why = _search_refused(real, creds)
+    why = search_refused(real, creds)
     if why:
         return why
     try:
@@ -300,7 +300,7 @@ def open_host_file(path, creds=None, resolve=False):
             real, name = os.path.realpath(path), path
         # in this order, so that a refusal tells the process's user nothing they could not find out themselves
         if creds is not None and creds[0] != 0:
-            refused = _search_refused(real, creds)
+            refused = search_refused(real, creds)
             if refused:
                 raise OSError(refused + ": not read")
             if not may_access(st, creds, 4, name):

@@ -28,10 +28,13 @@ def test_a_key_without_network_fails_fast_and_its_transcript_replays(tmp_path):
     assert proc.returncode == 1, proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
     assert "cannot reach" in line and "--offline" in line, line
-    assert took < 10, took  # the back-off of five attempts took 13-15 s before any word
     events = [json.loads(x) for x in transcript.read_text().splitlines()[1:]]
-    assert [e["type"] for e in events if e["type"] == "model_error"] == ["model_error"]
-    assert sum(len(e.get("attempts", [])) for e in events if e["type"] == "model_error") == 2
+    (error,) = [e for e in events if e["type"] == "model_error"]
+    # five attempts and their back-off (13-15 s) before any word; now one retry after at most a second's wait (the
+    # wall time is checked loosely: the machine running the tests may be loaded)
+    assert len(error["attempts"]) == 2 and error["fatal"], error
+    assert sum(a.get("wait_s") or 0 for a in error["attempts"]) <= 1.5, error["attempts"]
+    assert took < 30, took
 
     exact = investigate("replay", transcript, tmp_path=tmp_path)  # no key, no network: answered from the file
     assert exact.returncode == 1, exact.stderr

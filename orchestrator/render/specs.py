@@ -137,12 +137,13 @@ def render_references(gpu: str, model: str, dtype: str | None = None, isl: int |
                       osl: int | None = None, concurrency: int | None = None) -> str:
     """`investigate reference`: the published figures nearest to a setup, each with its differences and source."""
     from orchestrator.analysis.references import Setup, match, precision_of, rows_table
+    from orchestrator.sanitize import sanitize
 
     spec = spec_or_raise(gpu)
     lookup = match(Setup(gpu=spec.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl,
                          concurrency=concurrency), n=8)
     if not lookup.matches:
-        return f"{spec.name} / {model}: {lookup.why_none}.\n"
+        return sanitize(f"{spec.name} / {model}: {lookup.why_none}.\n")  # the user's words: no terminal control
     lines = [f"Published output throughput for {spec.name} / {lookup.model_id}"
              f"{f' ({dtype})' if dtype else ''}, nearest first (tok/s per GPU; input tokens not counted):", ""]
     for row in rows_table(lookup):
@@ -156,4 +157,4 @@ def render_references(gpu: str, model: str, dtype: str | None = None, isl: int |
     methods = {r["source"]: r["method"] for r in rows_table(lookup)}
     lines.append("")
     lines += [f"  {sid}: {m}" for sid, m in methods.items() if m]
-    return "\n".join(lines) + "\n"
+    return sanitize("\n".join(lines) + "\n")  # the user's model name is echoed: no terminal control

@@ -6,6 +6,7 @@ every case.yaml; it returns a `CaseOutcome` whose `failures` list what the diagn
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,21 @@ from support.stagers import stage
 
 ROOT = Path(__file__).resolve().parent
 CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy", "account",
-           "heldout", "settings")
+           "heldout", "settings", "residual", "residual-blind")
+
+RESIDUAL_CLASSES = ("residual", "residual-blind")
+"""Cases written before the mechanism that reconciles the request account (issue 40) exists: not run by default (CI's
+time budget), run as expected failures with INVESTIGATE_RESIDUAL=1 and as ordinary tests that must pass with
+INVESTIGATE_RESIDUAL_STRICT=1 (README.md, "Residual cases")."""
+
+
+def residual_mode() -> str:
+    """How the residual classes run: `strict` (must pass), `xfail` (run, failures expected) or `off` (skipped)."""
+    if os.environ.get("INVESTIGATE_RESIDUAL_STRICT", "") not in ("", "0"):
+        return "strict"
+    if os.environ.get("INVESTIGATE_RESIDUAL", "") not in ("", "0"):
+        return "xfail"
+    return "off"
 
 
 class Expect(BaseModel):
@@ -75,6 +90,9 @@ class Case(BaseModel):
     scorecard counts ranked causes that cannot explain it."""
     stage: dict[str, Any] = Field(default_factory=dict)
     observations: dict[str, Any] | None = None
+    bench: list[str] = Field(default_factory=list)
+    """Benchmark result files of the case directory, read as `--bench FILE` reads them (orchestrator.benchresults)
+    and added to the observations' runs after those given inline."""
     measure: bool = False
     """Run with --measure (the GEMM and all-reduce probes; on a host without a GPU they say why not)."""
     measure_wait_s: float = 0.0
@@ -259,14 +277,26 @@ def check(case: Case, d: Diagnosis, words: str, entries: set[str], areas: dict[s
     return out
 
 
+def observations_of(case: Case, case_dir: Path) -> dict[str, Any] | None:
+    """The case's observations with its `bench:` files' runs added, as the CLI's `--bench` adds them."""
+    if not case.bench:
+        return case.observations
+    from orchestrator.benchresults import load_bench
+
+    obs = Observations.model_validate(case.observations or {})
+    obs.bench = [*obs.bench, *(r for name in case.bench for r in load_bench(case_dir / name))]
+    return obs.model_dump(exclude_none=True, exclude_defaults=True)
+
+
 async def run_case(path: Path, tmp: Path) -> CaseOutcome:
     case = load_case(path)
+    observations = observations_of(case, path.parent)
     ctx = stage(path.parent, tmp, case.stage)
     try:
         sshd = start_sshd(tmp, env=ctx.env)
         try:
             result = await investigate(case.question, host=sshd.alias, ssh_config=str(sshd.ssh_config),
-                                       observations=case.observations, logs=ctx.logs, offline=True, transcript=False,
+                                       observations=observations, logs=ctx.logs, offline=True, transcript=False,
                                        measure=case.measure,
                                        settings=Settings(power_sample_s=0.3, account_sample_s=1.0,
                                                          measure_wait_s=case.measure_wait_s, gemm_budget_s=20,
@@ -282,8 +312,8 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
         return outcome
     echoed = [ln for p in ctx.logs for ln in Path(p).read_text(errors="replace").splitlines()]
     outcome.words = diagnosis_words(result.diagnosis, echoed)
-    found = findings_of(result, case.observations)
-    outcome.fired, areas = fired(result, case.observations, found)
+    found = findings_of(result, observations)
+    outcome.fired, areas = fired(result, observations, found)
     outcome.failures = check(case, result.diagnosis, outcome.words, outcome.fired, areas)
     outcome.off_symptom = off_symptom(case, result.diagnosis, found)
     outcome.failures += [f"ranked cause cannot explain the asked symptom: {x}" for x in outcome.off_symptom]
@@ -291,7 +321,7 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
     if contradiction:
         outcome.failures.append(contradiction)
     # every case: no recommendation contradicts what the ranked causes measured (issue 30 item 6)
-    outcome.failures += [f"contradiction: {c}" for c in contradictions(result.diagnosis, case.observations)]
+    outcome.failures += [f"contradiction: {c}" for c in contradictions(result.diagnosis, observations)]
     # every case: each recommendation cites the source that says it, and the words carry no noise (issue 30 items 7, 8)
     outcome.failures += [f"citation: {c}" for c in citation_problems(result.diagnosis)]
     outcome.failures += [f"noise: {c}" for c in noise_problems(result.diagnosis)]

@@ -19,7 +19,7 @@ import anyio
 from pydantic import BaseModel
 
 from orchestrator.agentdefs import load_agents
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.events import AgentFinished
 from orchestrator.tools.task import TaskTool
 from orchestrator.models.doubles import DoublesBackend, ScriptedModel, call, respond

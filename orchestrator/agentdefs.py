@@ -42,6 +42,12 @@ class AgentDef(BaseModel):
     plan: list[PlanStep] = Field(default_factory=list)
     role: str = "subagent"
     """`lead` or `subagent`."""
+    brief: str | None = None
+    """A prong agent's brief: the lead's offline plan starts it with this brief (`{run.FIELD}` placeholders filled)
+    in the order of `orchestrator.prongs.PRONGS`. None: the lead's plan does not start it (a `general` agent)."""
+    joins: str | None = None
+    """`run.FIELD`: the prong joins a run only when that input is given (its plan step is left out, and the `task`
+    tool does not offer it, otherwise)."""
     prompt: str = ""
     """The system prompt (the file's body, with `{{include NAME}}` fragments from prompts/ expanded)."""
     source: str = ""
@@ -137,4 +143,25 @@ def load_agents(extra_dirs: Iterable[str | Path] | None = None) -> dict[str, Age
             agents[defn.name] = defn
     if "lead" not in agents:
         raise AgentDefError("no agent named 'lead' among the definitions; the built-in agents/ folder is missing")
+    agents["lead"] = with_prong_steps(agents)
     return agents
+
+
+def with_prong_steps(agents: dict[str, AgentDef]) -> AgentDef:
+    """The lead with a `task` step for each agent that carries a `brief`, in the order of the prongs' records
+    (`orchestrator.prongs.PRONGS`; agents no record names after them, by name): the standing prongs first, then
+    the lead's own steps, then the prongs that join on an input (`joins`), so that what an ordinary run asks and
+    the ids of its evidence do not depend on which optional prongs exist. A prong the lead's own plan already
+    starts is not started twice."""
+    from orchestrator.prongs import PRONGS
+
+    lead = agents["lead"]
+    started = {s.args.get("agent") for s in lead.plan if s.tool == "task"}
+    order = [p.agent for p in PRONGS if p.agent]
+    names = [n for n in order if n in agents] + sorted(n for n in agents if n not in order)
+    steps = [PlanStep(tool="task", args={"agent": n, "brief": a.brief}, when=a.joins)
+             for n in names if (a := agents[n]).brief and a.role != "lead" and n not in started]
+    if not steps:
+        return lead
+    plan = [s for s in steps if not s.when] + lead.plan + [s for s in steps if s.when]
+    return lead.model_copy(update={"plan": plan})

@@ -9,16 +9,13 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, Protocol
 
 from orchestrator.errors import ToolFailure
 from orchestrator.evidence import EvidenceStore
-from orchestrator.hosts.entry import HostEntry
 from orchestrator.findings import AgentResult
+from orchestrator.inputs import RunInputs
 from orchestrator.messages import Usage
-from orchestrator.observations import Observations
 from orchestrator.settings import Settings
 
 if TYPE_CHECKING:
@@ -26,38 +23,16 @@ if TYPE_CHECKING:
     from orchestrator.hosts.base import Host
     from orchestrator.evidence import Evidence
     from orchestrator.messages import ToolUseBlock
-    from orchestrator.models.base import Model
+    from orchestrator.models.base import Backend
     from orchestrator.tools.base import ExecutedCall, ToolRegistry
     from orchestrator.transcript import Recorder
 
 
-class RunInputs(BaseModel):
-    """Inputs an offline plan may refer to as `{run.FIELD}`."""
-
-    question: str
-    host: str = "local"
-    observations: dict[str, Any] | None = None
-    logs: list[str] = Field(default_factory=list)
-    python: str | None = None
-    measure: bool = False
-    ssh_config: str | None = None
-    hosts: list[HostEntry] = Field(default_factory=list)
-    """Every host of a multi-host run (several `--host`, `--hosts`, `--slurm`, `--k8s`), in order, with the error of
-    each one that could not be used; empty for a one-host run. `host` is then the first usable one (the primary)."""
-    slurm: str | None = None
-    """The `--slurm` nodelist or partition, when Slurm is the host source."""
-    traces: list[str] = Field(default_factory=list)
-    """`--trace` paths on this machine (files, directories of per-rank traces, globs): the trace prong reads them."""
-    baseline_traces: list[str] = Field(default_factory=list)
-    """`--baseline-trace` paths: the trace the `--trace` ones are diffed against."""
-
-    @property
-    def usable_hosts(self) -> list[str]:
-        """Names of the hosts a plan step with `foreach: hosts` fans out over (the unusable ones are gaps)."""
-        return [h.name for h in self.hosts if not h.error]
-
-    def parsed_observations(self) -> Observations | None:
-        return Observations.model_validate(self.observations) if self.observations else None
+RunMode = Literal["live", "replay", "resynth"]
+"""How a run answers its tool calls, the one switch of a replay: `live` runs every tool; `replay` (an exact replay)
+answers each call with the result the transcript recorded and starts again the subagents it started; `resynth` (a
+re-synthesis) runs only the tools that reach no host, network or GPU (`Tool.acts` False) and starts no subagent
+the transcript has no finished result for. A replay of either kind never acts."""
 
 
 class Executor(Protocol):
@@ -65,31 +40,27 @@ class Executor(Protocol):
     (orchestrator.models.replay.ReplayExecutor), hands back the result the transcript recorded."""
 
     @property
-    def replays(self) -> bool:
-        """Whether answers come from a recording (a subagent the recording started is started again)."""
-        ...
+    def mode(self) -> RunMode: ...
 
     async def answer(self, agent_id: str, use: "ToolUseBlock",
                      live: Callable[[], Awaitable["ExecutedCall"]]) -> "ExecutedCall": ...
 
 
 class LiveExecutor:
-    """Every tool call runs (within `RunContext.acts`): the executor of every run but an exact replay."""
+    """Every tool call runs: the executor of an investigation and of a resume."""
 
-    replays = False
+    mode: RunMode = "live"
 
     async def answer(self, agent_id: str, use: "ToolUseBlock",
                      live: Callable[[], Awaitable["ExecutedCall"]]) -> "ExecutedCall":
         return await live()
 
 
-class Backend(Protocol):
-    """Makes the model of each agent, and nothing else: tool calls are the run's `Executor`'s."""
+class ResynthExecutor(LiveExecutor):
+    """A re-synthesis: only the tools that act on nothing run (the loop refuses the others); the recorded subagents'
+    results stand in for the ones the run would start."""
 
-    @property
-    def name(self) -> str: ...
-
-    def model_for(self, defn: "AgentDef", agent_id: str, run: "RunView") -> "Model": ...
+    mode: RunMode = "resynth"
 
 
 Spawner = Callable[["AgentContext", str, str], Awaitable[AgentResult]]
@@ -132,11 +103,14 @@ class RunContext:
     """The recorded events of each reusable subagent, copied into the new transcript when reused."""
     spawner: "Spawner | None" = None
     """How a `task` call starts a subagent (orchestrator.fanout.spawn; the run hands it in)."""
-    acts: bool = True
-    """False in a replay: no tool that reaches a host, the network or the GPU runs (`Tool.acts`) and no subagent
-    without a recorded result starts; a transcript is evidence to display, never a plan to execute."""
     executor: Executor = field(default_factory=LiveExecutor)
-    """What answers the tool calls: the live tools, or the transcript of an exact replay."""
+    """What answers the tool calls, and so whether the run acts (`RunMode`): the live tools, the pure tools only (a
+    re-synthesis), or the transcript of an exact replay. A transcript is evidence to display, never a plan to
+    execute."""
+    on_evidence: Callable[["Evidence"], None] | None = None
+    """Called with each result as it is recorded, while the other calls are still out: the run hands in the
+    analysis's precompute (`orchestrator.analysis.precompute`), so a fleet comparison waiting for its slowest host
+    finds the others' facts ready."""
     _ordinals: itertools.count = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -33,7 +33,7 @@ async def spawn(ctx: AgentContext, agent: str, brief: str) -> AgentResult:
     reused = run.reuse.get(agent_id)
     if reused is not None and reused.status == "ok":
         return _reuse(ctx, agent_id, reused)
-    if not run.acts and not run.executor.replays:
+    if run.executor.mode == "resynth":
         # a re-synthesis works from what was recorded: it starts no subagent that would need a live model and tools
         # (an exact replay does start them: their answers and tool results come from the recording)
         raise ToolFailure(f"not run: subagent {agent_id} has no finished result in the transcript, and a replay never "

@@ -17,7 +17,6 @@ from typing import Any
 
 import anyio
 
-from orchestrator import analysis
 from orchestrator.agentdefs import AgentDef
 from orchestrator.context import AgentContext, CallInfo, RunContext
 from orchestrator.events import AgentFinished, AgentStarted, AgentStatus, ModelCall, ModelError, ToolCall, ToolResult
@@ -33,7 +32,8 @@ from orchestrator.messages import (
     ToolUseBlock,
     Usage,
 )
-from orchestrator.models.base import ModelCallError, ReplayDivergence, RunAbort
+from orchestrator.models.base import ModelCallError, ReplayDivergence
+from orchestrator.errors import RunAbort
 from orchestrator.redact import redact
 from orchestrator.sanitize import fold, strip_hidden
 from orchestrator.tools.base import ExecutedCall, ToolOutput, execute
@@ -339,7 +339,7 @@ class AgentRunner:
             response = await self.model.complete(request)
         except ModelCallError as exc:
             self.run_ctx.recorder.emit(ModelError(run_id=self.run_ctx.run_id, agent_id=self.agent_id, turn=turn,
-                                                  error=str(exc), attempts=exc.attempts))
+                                                  error=str(exc), attempts=exc.attempts, fatal=exc.fatal))
             raise
         s.turns = turn
         s.usage = s.usage + response.usage
@@ -377,7 +377,7 @@ class AgentRunner:
         results: list[ToolResultBlock | None] = [None] * len(uses)
 
         async def live(use: ToolUseBlock, info: CallInfo) -> ExecutedCall:
-            if not run.acts and getattr(self.tools.get(use.name), "acts", True):
+            if run.executor.mode != "live" and getattr(self.tools.get(use.name), "acts", True):
                 # a replay never acts: a recorded (or re-synthesized) plan cannot reach a host or the network
                 return ExecutedCall(ToolOutput(text=f"not run: {use.name} reaches a host or the network, and "
                                                "a replay never acts", is_error=True), False, 0.0)
@@ -428,7 +428,8 @@ class AgentRunner:
         ev = Evidence(id=info.evidence_id, agent_id=self.agent_id, tool=use.name, args=use.input, host=out.host,
                       text=out.text, data=out.data, is_error=out.is_error)
         run.evidence.add(ev)
-        analysis.prepare(ev)  # while the other calls are still out (a fleet waits for its slowest host)
+        if run.on_evidence is not None:
+            run.on_evidence(ev)
         content = fence(out.text, tool=use.name, host=out.host, evidence_id=info.evidence_id, untrusted=out.untrusted)
         return ToolResultBlock(tool_use_id=use.id, content=content, is_error=out.is_error)
 

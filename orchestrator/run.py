@@ -32,10 +32,14 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Union, cast
 import anyio
 
 from orchestrator.agentdefs import AgentDef, load_agents
+from orchestrator.analysis import precompute
 from orchestrator.assemble import assemble
-from orchestrator.context import Backend, Executor, LiveExecutor, RunContext, RunInputs
+from orchestrator.context import Executor, LiveExecutor, RunContext
+from orchestrator.models.base import Backend
+from orchestrator.inputs import RunInputs
 from orchestrator.diagnosis import Diagnosis, SubmittedDiagnosis
 from orchestrator.errors import InputError
+from orchestrator.evidence import Evidence
 from orchestrator.events import DiagnosisSubmitted, Event, Notice, RunFinished, RunStarted, RunStatus
 from orchestrator.fanout import spawn
 from orchestrator.hosts.multi import HostSet
@@ -90,10 +94,11 @@ class Run:
     `transcript`: a path, None for a new file under the user state directory, or False for none.
     `host`: an opened `Host` or `HostSet`, or an async callable that opens one on entry; None for a run with no host
     (a replay). `settings`, `agents` and `registry` default to the configured settings, the installed agents and
-    the default tools. `reuse`: an earlier transcript whose finished subagents are reused (resume). `acts=False`
-    (a replay): only pure tools run and only recorded subagents are reused, nothing new is started. `executor`
-    answers the tool calls: the tools themselves by default, or `models.replay.ReplayExecutor` (an exact replay:
-    the results the transcript recorded). `notices` are recorded after `run_started`. `progress` is called with
+    the default tools. `reuse`: an earlier transcript whose finished subagents are reused (resume). `executor`
+    answers the tool calls and so sets the run's mode (`context.RunMode`): the tools themselves by default,
+    `context.ResynthExecutor` (a re-synthesis: only pure tools run, only recorded subagents are reused, nothing new
+    is started) or `models.replay.ReplayExecutor` (an exact replay: the results the transcript recorded).
+    `on_evidence` is called with each result as it is recorded (default: the analysis's precompute). `notices` are recorded after `run_started`. `progress` is called with
     every event as it is recorded.
     """
 
@@ -111,8 +116,8 @@ class Run:
         reuse: Transcript | None = None,
         notices: Iterable[str] = (),
         run_id: str | None = None,
-        acts: bool = True,
         executor: Executor | None = None,
+        on_evidence: Callable[[Evidence], None] | None = precompute,
     ):
         if registry is None:
             from orchestrator.tools.registry import default_registry
@@ -136,7 +141,7 @@ class Run:
         self._host_arg = host
         self._progress = progress
         self._reuse = reuse
-        self._acts = acts
+        self._on_evidence = on_evidence
         self._host: Host | HostSet | None = None
         self._ctx: RunContext | None = None
         self._started = 0.0
@@ -208,8 +213,7 @@ class Run:
         self._ctx = RunContext(run_id=self.run_id, inputs=inputs, settings=settings, recorder=recorder,
                                registry=self.registry, agents=agents, backend=self.backend,
                                host=opened.primary if isinstance(opened, HostSet) else opened, hosts=hosts,
-                               spawner=spawn,
-                               acts=self._acts, executor=self.executor)
+                               spawner=spawn, executor=self.executor, on_evidence=self._on_evidence)
         self._started = time.monotonic()
         try:
             recorder.emit(RunStarted(

@@ -10,7 +10,7 @@ definitions): the cost of an input is bounded before and while it is parsed.
 - duplicate YAML mapping keys are refused naming the key and its line (the last one silently won).
 
 Every failure is a `SafeLoadError` (a ValueError) whose message is one line naming the file, the line where known,
-and the problem; callers add the fix.
+and the problem; callers add the fix. The bounds are orchestrator/limits.py's DOC_*.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ from typing import Any
 
 import yaml
 
-MAX_DEPTH = 64
-"""Nesting of lists and mappings; our formats use four."""
-MAX_NODES = 1_000_000
-"""Scalars, lists and mappings after alias expansion."""
-MAX_INT_DIGITS = 4300
-"""Python's own limit on int(str) (sys.get_int_max_str_digits default)."""
+from orchestrator import limits
+
+MAX_DEPTH = limits.DOC_MAX_DEPTH
+MAX_NODES = limits.DOC_MAX_NODES
+MAX_INT_DIGITS = limits.INT_MAX_DIGITS
 
 
 class SafeLoadError(ValueError):
@@ -190,8 +189,9 @@ def load_yaml(text: str, *, source: str, fast: bool = False) -> Any:
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SafeLoadError(f"{source} is not valid YAML{where} ({problem})") from None
-    except (ValueError, RecursionError) as exc:
-        raise SafeLoadError(f"{source} is not a usable YAML document ({' '.join(str(exc).split())[:120]})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        why = "out of memory" if isinstance(exc, MemoryError) else " ".join(str(exc).split())[:120]
+        raise SafeLoadError(f"{source} is not a usable YAML document ({why})") from None
 
 
 # ---------------------------------------------------------------------------------------------------------------

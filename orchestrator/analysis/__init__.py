@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from orchestrator.findings import Finding
     from orchestrator.observations import Observations
 
-__all__ = ["RULES", "Rule", "EvidenceView", "agent_findings", "prepare", "run_rules", "synthesize"]
+__all__ = ["RULES", "Rule", "EvidenceView", "agent_findings", "precompute", "run_rules", "synthesize"]
 
 _LAZY = {"EvidenceView": "orchestrator.analysis.evidence_view", "RULES": "orchestrator.analysis.rules",
          "Rule": "orchestrator.analysis.rules", "run_rules": "orchestrator.analysis.rules",
@@ -37,7 +37,7 @@ def agent_findings(agent_name: str, evidence: list[Evidence], observations: Obse
     return run_rules(EvidenceView(evidence, observations))
 
 
-def prepare(ev: Evidence) -> None:
+def precompute(ev: Evidence) -> None:
     """Work out, as a result is recorded, what every analysis of it will read: the parsed probe model, its facts and
     the facts the fleet comparison weighs (each kept with the evidence). A fleet's analysis runs when its slowest
     host has answered; what it needs from the hosts that answered earlier is then ready. A payload that does not
@@ -47,8 +47,8 @@ def prepare(ev: Evidence) -> None:
     from orchestrator.analysis import facts, fleet
 
     try:
-        facts.prepare(ev)
+        facts.precompute(ev)
         if ev.host:
-            fleet.prepare(ev)
+            fleet.precompute(ev)
     except Exception:  # the analysis meets the same problem and records it as a notice
         pass

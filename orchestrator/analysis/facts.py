@@ -250,8 +250,8 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
     return hosts
 
 
-def prepare(ev: Evidence) -> None:
-    """The evidence's facts as `gather` reads them (see analysis.prepare)."""
+def precompute(ev: Evidence) -> None:
+    """The evidence's facts as `gather` reads them (see analysis.precompute)."""
     _has_gpu_facts(ev)
 
 

@@ -231,8 +231,8 @@ def compared_facts(ev: Evidence) -> dict[str, tuple[FactValue, str]]:
     return {k: (v, ev.id) for k, v in evidence_facts(ev).items() if _rule_for(k)[0] > 0}
 
 
-def prepare(ev: Evidence) -> None:
-    """The evidence's compared facts as `host_facts` reads them (see analysis.prepare)."""
+def precompute(ev: Evidence) -> None:
+    """The evidence's compared facts as `host_facts` reads them (see analysis.precompute)."""
     ev.derived("fleet_facts", compared_facts)
 
 

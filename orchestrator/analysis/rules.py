@@ -592,8 +592,9 @@ def _inventory_clocks(v: EvidenceView) -> tuple[float, float, list[str], str] | 
 
 
 def other_workloads(v: EvidenceView) -> list[Finding]:
-    """GPUs that only another workload holds (no serving engine among their processes): name it with its memory and
-    the load seen while sampling, and say that load is not the workload asked about (analysis/node_view.py)."""
+    """GPUs that only another workload holds, where the evidence shows two workloads (node_view.other_workloads): name
+    it with its memory, the load seen while sampling and the evidence that it is not the user's, and say that load is
+    not the workload asked about."""
     from orchestrator.analysis.node_view import other_workloads as held
 
     out = []
@@ -601,8 +602,8 @@ def other_workloads(v: EvidenceView) -> list[Finding]:
         out.append(Finding(
             id=f"other-workload-gpu-{w.gpu}", category="node", confidence=0.85, evidence=w.evidence,
             title=f"Another workload holds GPU {w.gpu}: {', '.join(p.name or '?' for p in w.processes)}",
-            claim=(f"{w.says()}: no serving engine is among the GPU's processes, so this load is that other "
-                   f"workload's, not the one asked about; anything measured on this GPU now shares it."),
+            claim=(f"{w.says()}: this load is another workload's, not the one asked about, since {w.why}; anything "
+                   f"measured on this GPU now shares it."),
             recommendations=[f"Find what runs there (`nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,"
                              f"used_memory --format=csv`, `ps -o pid,args -p {w.processes[0].pid}`); stop or move it "
                              f"before serving or measuring on GPU {w.gpu}, or measure with `--measure-wait`."],
@@ -810,18 +811,19 @@ def what_fits(v: EvidenceView) -> list[Finding]:
 
 from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
 from orchestrator.analysis.references import reference_rule  # noqa: E402  (published reference throughput)
-from orchestrator.analysis.trace_rules import trace_findings  # noqa: E402  (profiles given with --trace)
+from orchestrator.prongs import parts as _prong_parts  # noqa: E402
 from orchestrator.analysis.settings_rules import settings_rule  # noqa: E402  (the settings audit, issue 27)
+from orchestrator.analysis.bench_rules import bench_without_gpu  # noqa: E402  (a bench with no GPU to judge it by)
 
 
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, other_workloads, power_vs_limit,
     catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs,
-    what_fits, engine_work,
+    what_fits, engine_work, bench_without_gpu,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
     reference_rule,  # the user's throughput against published figures (analysis/references.py)
-    trace_findings,  # profiles (analysis/trace_rules.py)
+    *_prong_parts("rules"),  # each prong's rules, in the order of orchestrator.prongs.PRONGS
     settings_rule,  # non-default settings and changed defaults (analysis/settings_rules.py)
 ]
 

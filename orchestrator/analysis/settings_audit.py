@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
-
-import yaml
+from typing import Any, Iterator
 
 from orchestrator.knowledge import settings as kb
 from orchestrator.probes.settings_models import ProcessSettings
@@ -116,10 +114,14 @@ def _argv_settings(project: str, argv: list[str]) -> tuple[list[tuple[kb.Setting
 
 
 def _config_settings(project: str, path: str, text: str) -> list[tuple[kb.SettingDoc, Any, str]]:
-    """A --config YAML (vLLM / SGLang: keys are the flags' field names)."""
+    """A --config YAML (vLLM / SGLang: keys are the flags' field names). The text is the host's (recorded, and read
+    again by `show` and `report`): parsed within orchestrator.safeload's bounds, so an alias bomb or deep nesting is
+    left out in milliseconds instead of expanded."""
+    from orchestrator.safeload import SafeLoadError, load_yaml
+
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
+        data = load_yaml(text, source=f"config file {path}", fast=True)
+    except SafeLoadError:
         return []
     if not isinstance(data, dict):
         return []
@@ -133,13 +135,22 @@ def _config_settings(project: str, path: str, text: str) -> list[tuple[kb.Settin
 
 def _flat(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     """YAML keys as dotted names (TensorRT-LLM's `kv_cache_config.enable_block_reuse`), nested dicts flattened; a
-    dict-valued key is also given whole (vLLM's `compilation-config: {...}`)."""
+    dict-valued key is also given whole (vLLM's `compilation-config: {...}`). At most CONFIG_MAX_SETTINGS names and
+    DOC_MAX_DEPTH levels (iterative: a dict reached through many aliases is walked once per name, within the cap)."""
+    from orchestrator.limits import CONFIG_MAX_SETTINGS, DOC_MAX_DEPTH
+
     out: list[tuple[str, Any]] = []
-    for k, v in data.items():
-        key = f"{prefix}{k}"
-        out.append((key, v))
-        if isinstance(v, dict):
-            out += _flat(v, key + ".")
+    stack: list[tuple[str, Iterator[tuple[Any, Any]]]] = [(prefix, iter(data.items()))]
+    while stack and len(out) < CONFIG_MAX_SETTINGS:
+        pre, items = stack[-1]
+        item = next(items, None)
+        if item is None:
+            stack.pop()
+            continue
+        key = f"{pre}{item[0]}"
+        out.append((key, item[1]))
+        if isinstance(item[1], dict) and len(stack) < DOC_MAX_DEPTH:
+            stack.append((key + ".", iter(item[1].items())))
     return out
 
 

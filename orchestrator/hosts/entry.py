@@ -13,14 +13,25 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Awaitable, Callable, Literal, Union
+from typing import Annotated, Awaitable, Callable, Union
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from orchestrator.hosts.base import Host, HostError
 from orchestrator.settings import Settings
 
-Via = Literal["ssh", "local", "slurm", "k8s"]
+
+
+def known_via(via: str) -> str:
+    """`via` names a registered opener (`register_opener` adds one): refused when an entry is read otherwise."""
+    if via not in _OPENERS:
+        raise ValueError(f"no way to reach a host via {via!r}; known: {', '.join(sorted(_OPENERS))}")
+    return via
+
+
+Via = Annotated[str, AfterValidator(known_via)]
+"""How a host is reached: the name of an opener in the registry below (`ssh`, `local`, `slurm`, `k8s`, or one a
+`register_opener` call added)."""
 ROLE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 """Roles are short lower-case words: prefill, decode, router, replica, ..."""
 

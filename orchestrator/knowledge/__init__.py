@@ -294,6 +294,68 @@ def xid_rows() -> tuple[dict[str, Any], ...]:
     return tuple(dict(x) for x in _load("xids.yaml"))
 
 
+class XidRow(_Strict):
+    """One row of NVIDIA's machine-readable Xid table (xid_table.yaml, NVSentinel's xiderrorsmapping.csv)."""
+
+    code: int
+    mnemonic: str
+    action: str
+    """NVIDIA's immediate action (RESET_GPU, RESTART_APP, IGNORE, WORKFLOW_NVLINK5_ERR, ...)."""
+    fatal: bool
+
+
+XID_TABLE_SOURCE = ("https://github.com/NVIDIA/NVSentinel/blob/6f8b0fcfa8e502bdda78fabf96facef729a9285b/distros/"
+                    "kubernetes/nvsentinel/charts/gpu-health-monitor/xiderrorsmapping.csv")
+
+FATAL_XID_CLASSES = ("fatal", "memory", "nvlink", "hardware")
+"""The classes counted as a fault of the GPU (the node facts' fatal counts, the catalog's fatal Xid signal)."""
+
+
+@lru_cache(maxsize=None)
+def xid_table() -> dict[int, XidRow]:
+    """NVIDIA's whole Xid table by code (xid_table.yaml: code, mnemonic, immediate action, FATAL/NONFATAL)."""
+    rows = _load("xid_table.yaml")["rows"]
+    return {int(r[0]): XidRow(code=int(r[0]), mnemonic=str(r[1]).strip(), action=str(r[2]).strip(),
+                              fatal=str(r[3]).strip().upper() == "FATAL") for r in rows}
+
+
+def xid_table_class(row: XidRow) -> str:
+    """The class of a code xids.yaml does not curate, read from NVIDIA's table alone: its FATAL/NONFATAL column and
+    its immediate action. FATAL rows are faults of the GPU: `nvlink` for the NVLink workflows, `memory` for the
+    ECC-DBE workflow, `fatal` otherwise (reset, reboot, report). NONFATAL rows are `app` (RESTART_APP, CHECK_UVM:
+    restart the application), `sympathetic` (WORKFLOW_XID_45: follows another Xid) or `info` (IGNORE, and 154's
+    "follow the guidance of another Xid")."""
+    a = row.action.upper()
+    if row.fatal:
+        if a.startswith("WORKFLOW_NVLINK"):
+            return "nvlink"
+        if a == "WORKFLOW_XID_48":
+            return "memory"
+        return "fatal"
+    if a in ("RESTART_APP", "CHECK_UVM"):
+        return "app"
+    if a == "WORKFLOW_XID_45":
+        return "sympathetic"
+    return "info"
+
+
+@lru_cache(maxsize=None)
+def xid_classes() -> dict[int, tuple[str, bool]]:
+    """Every code either table knows -> (class, counted as a GPU fault): xids.yaml's curated class first, else the
+    class read from NVIDIA's table. A code in neither is unknown (absent here) and states no cause."""
+    out = {code: (xid_table_class(row), row.fatal) for code, row in xid_table().items()}
+    for r in xid_rows():
+        out[int(r["code"])] = (str(r["class"]), bool(r["fatal"]) or r["class"] == "hardware")
+    return out
+
+
+def xid_codes(*classes: str) -> list[int]:
+    """Codes of the given classes (`fatal` alone: every code counted as a GPU fault, curated or from the table)."""
+    if classes == ("fatal",):
+        return sorted(c for c, (_, fault) in xid_classes().items() if fault)
+    return sorted(c for c, (k, _) in xid_classes().items() if k in classes)
+
+
 @lru_cache(maxsize=None)
 def price_rows() -> dict[str, Any]:
     """knowledge/prices.yaml as read (orchestrator/pricing.py validates it into its price table)."""

@@ -55,6 +55,21 @@ _LITERAL_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 _FACT_OPS = tuple(f"{op}_fact" for op in _LITERAL_OPS)
 
 
+_TABLE_REF = re.compile(r"\{xid:([a-z,]+)\}")
+
+
+def expand_tables(pattern: str) -> str:
+    """A log pattern with `{xid:CLASS[,CLASS]}` replaced by the alternation of the Xid codes of those classes
+    (knowledge.xid_codes: xids.yaml's curated rows, then NVIDIA's whole table; `fatal` is every code counted as a
+    fault of the GPU), so a code list is never written by hand beside the table it comes from."""
+    from orchestrator import knowledge
+
+    def codes(m: re.Match[str]) -> str:
+        return "|".join(str(c) for c in knowledge.xid_codes(*m.group(1).split(",")))
+
+    return _TABLE_REF.sub(codes, pattern)
+
+
 class CatalogError(ValueError):
     """A catalog entry that does not validate; the message is one line naming file, entry and field."""
 
@@ -124,9 +139,11 @@ class Signal(_Strict):
     """Overrides the entry's bound when this signal fired (a fault on the path the workload uses: a PCIe link
     trained low between the GPUs of a TP group bounds it by communication)."""
 
-    @field_validator("log")
+    @field_validator("log", mode="before")
     @classmethod
     def _regex(cls, v: str | None) -> str | None:
+        if isinstance(v, str):
+            v = expand_tables(v)
         if v is not None:
             try:
                 re.compile(v, re.IGNORECASE)

@@ -1,4 +1,5 @@
-"""The `Model` protocol: the one seam between the agent loop and whatever answers it.
+"""The `Model` protocol: the one seam between the agent loop and whatever answers it; `Backend`, which makes one
+per agent.
 
 A backend knows nothing of tools, hosts or transcripts: it gets a `ModelRequest` and returns a `ModelResponse`.
 Recording, limits and tool execution belong to the loop.
@@ -8,15 +9,15 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from orchestrator.messages import ModelRequest, ModelResponse
-from orchestrator.errors import InputError
+from orchestrator.errors import InputError, RunAbort
 
-
-class RunAbort(Exception):
-    """An error that must stop the whole run, not just one agent: it passes through tool and agent boundaries."""
+if TYPE_CHECKING:
+    from orchestrator.agentdefs import AgentDef
+    from orchestrator.context import RunView
 
 
 class ModelCallError(Exception):
@@ -70,3 +71,12 @@ class Model(Protocol):
     """Model id as recorded in the transcript."""
 
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+class Backend(Protocol):
+    """Makes the model of each agent, and nothing else: tool calls are the run's `Executor`'s."""
+
+    @property
+    def name(self) -> str: ...
+
+    def model_for(self, defn: "AgentDef", agent_id: str, run: "RunView") -> Model: ...

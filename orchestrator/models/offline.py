@@ -2,7 +2,8 @@
 
 Each agent's first turn calls every step of its declared `plan` in one message (so they run concurrently through
 the real tools); its next turn submits what the analysis rules make of the evidence it gathered. The lead's plan
-dispatches the prongs with `task`; its synthesis is `analysis.synthesize` over the whole run's evidence.
+dispatches the prongs with `task`; when a prong plans a second round from what the first found (`Prong.follow_up`),
+the lead's second turn makes those calls; its synthesis is `analysis.synthesize` over the whole run's evidence.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import re
 from typing import Any
 
 from orchestrator.agentdefs import AgentDef
-from orchestrator.context import RunInputs, RunView
+from orchestrator.context import RunView
+from orchestrator.inputs import RunInputs
 from orchestrator.messages import Block, ModelRequest, ModelResponse, TextBlock, ToolUseBlock, Usage
 
 _PLACEHOLDER = re.compile(r"\{run\.([a-z_]+)\}")
@@ -62,12 +64,31 @@ class OfflineModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         steps = [s for s in self.defn.plan if _usable(s.when, self.run.inputs)]
         if request.turn == 1 and steps and not request.final:
-            calls = [(s.tool, args) for s in steps for args in _expand(s, self.run.inputs)]
-            blocks: list[Block] = [ToolUseBlock(id=self._id(1, i), name=tool, input=args)
-                                   for i, (tool, args) in enumerate(calls)]
-            return ModelResponse(content=[TextBlock(text=f"Running my plan: {len(blocks)} tool calls."), *blocks],
-                                 stop_reason="tool_use", model=self.name, usage=Usage(calls=1))
+            return self._calls(1, steps, "Running my plan")
+        if request.turn == 2 and self.defn.role == "lead" and steps and not request.final:
+            again = [s for s in self._second_round() if _usable(s.when, self.run.inputs)]
+            if again:
+                return self._calls(2, again, "Second round, from what the first one found")
         return self._submit(request)
+
+    def _calls(self, turn: int, steps: list[Any], why: str) -> ModelResponse:
+        calls = [(s.tool, args) for s in steps for args in _expand(s, self.run.inputs)]
+        blocks: list[Block] = [ToolUseBlock(id=self._id(turn, i), name=tool, input=args)
+                               for i, (tool, args) in enumerate(calls)]
+        return ModelResponse(content=[TextBlock(text=f"{why}: {len(blocks)} tool calls."), *blocks],
+                             stop_reason="tool_use", model=self.name, usage=Usage(calls=1))
+
+    def _second_round(self) -> list[Any]:
+        """Each prong's follow-up steps (`Prong.follow_up`) over the evidence of the first round, in prong order."""
+        from orchestrator import prongs
+        from orchestrator.analysis.evidence_view import EvidenceView
+        from orchestrator.prong import load
+
+        hooks = [load(p.follow_up) for p in prongs.PRONGS if p.follow_up]
+        if not hooks:
+            return []
+        view = EvidenceView(self.run.evidence(), self.run.inputs.parsed_observations(), question=self.run.question)
+        return [step for hook in hooks for step in hook(view)]
 
     def _submit(self, request: ModelRequest) -> ModelResponse:
         from orchestrator import analysis

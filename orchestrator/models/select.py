@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from orchestrator.context import Backend
+from orchestrator.models.base import Backend
 from orchestrator.errors import InputError
 from orchestrator.settings import Settings
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 from orchestrator.probes.results import ProbeModel
 
 if TYPE_CHECKING:
-    from orchestrator.context import RunInputs
+    from orchestrator.inputs import RunInputs
     from orchestrator.hosts.base import Host
     from orchestrator.settings import Settings
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.observations import load_observations
 from orchestrator.probes.results import ProbeModel
 from orchestrator.settings import load_settings

@@ -3,6 +3,7 @@ variable name in the settings knowledge base) and return what the serving proces
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from orchestrator.hosts.base import Host
@@ -16,8 +17,18 @@ MAX_FILE_BYTES = 65536
 
 
 def settings_params() -> dict[str, Any]:
-    """The script's parameters: the allowlist travels with it, so the filter runs on the host."""
-    return {"env_names": kb.env_names(), "max_file_bytes": MAX_FILE_BYTES}
+    """The script's parameters: the allowlists travel with it, so the filters run on the host (environment variables
+    by name; config files parsed there, only their keys that are known settings leave)."""
+    return {"env_names": kb.env_names(), "config_keys": config_keys(), "max_file_bytes": MAX_FILE_BYTES}
+
+
+@functools.lru_cache(maxsize=1)
+def config_keys() -> list[str]:
+    """Every name a config file's key may carry for a known setting (field names, flags and their aliases), in the
+    form the probe compares them (`max_num_seqs`)."""
+    names = {n.strip().lstrip("-").replace("-", "_").lower() for p in kb.projects() for d in kb.settings_of(p)
+             if d.kind in ("cli", "config", "generation") for n in (d.name, d.flag, *d.aliases) if n}
+    return sorted(names)
 
 
 def settings_from(host_name: str, data: dict[str, Any] | ProbeUnavailable) -> SettingsReport:

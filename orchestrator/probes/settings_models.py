@@ -11,6 +11,9 @@ from orchestrator.probes.results import ProbeModel
 
 class SettingsFile(BaseModel):
     text: str | None = None
+    """The file's known settings as JSON text, parsed on the host (never the file's own text)."""
+    dropped: int = 0
+    """Keys of the file that are not known settings: left on the host."""
     error: str | None = None
     truncated: bool = False
     role: str = ""

@@ -394,9 +394,9 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
 
     p.append(settings_html(events, known))
 
-    from orchestrator.render.trace import trace_html  # profiles given with --trace: per-step bars, top kernels
+    from orchestrator.prongs import sections  # each prong's own section (the trace's per-step bars, top kernels)
 
-    p.append(trace_html(events, known))
+    p += [section(events, d, known) for section in sections("html")]
 
     if d.recommendations:
         p.append('<h2 id="recommendations">Recommendations</h2><ul>')

@@ -16,11 +16,11 @@ from pydantic import BaseModel, ValidationError
 
 from orchestrator.errors import ToolFailure  # noqa: F401  (re-exported: tools raise it from here)
 from orchestrator.messages import ToolSpec
-from orchestrator.models.base import RunAbort
+from orchestrator.errors import RunAbort
 from orchestrator.redact import redact
 
 if TYPE_CHECKING:
-    from orchestrator.context import RunInputs
+    from orchestrator.inputs import RunInputs
     from orchestrator.findings import AgentResult
     from orchestrator.hosts.base import Host
     from orchestrator.settings import Settings
@@ -121,8 +121,8 @@ class Tool:
     timeout_s: ClassVar[float | None] = None
     """Per-call timeout; None takes the run's default tool timeout."""
     acts: ClassVar[bool] = True
-    """True: the tool reaches a host, the network or the GPU. A replay (`RunContext.acts` False) never runs such a
-    tool: only the pure ones (knowledge lookups, arithmetic, the submit tools) run there."""
+    """True: the tool reaches a host, the network or the GPU. A replay (`context.RunMode` other than `live`) never
+    runs such a tool: only the pure ones (knowledge lookups, arithmetic, the submit tools) run there."""
     on_host: ClassVar[bool] = False
     """The tool looks at a host: in a multi-host run its schema offers `host` (any tool accepts it, see
     `split_host_arg`)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.events import PolicyRefusal
 from orchestrator.settings import Settings
 from orchestrator.tools.base import ToolFailure

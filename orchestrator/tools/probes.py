@@ -29,7 +29,7 @@ from orchestrator.render.summaries import (
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
 if TYPE_CHECKING:
-    from orchestrator.context import RunInputs
+    from orchestrator.inputs import RunInputs
     from orchestrator.settings import Settings
 
 POWER_INTERVAL_S = 0.5

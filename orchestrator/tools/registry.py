@@ -1,4 +1,5 @@
-"""The default tool registry: the orchestration tools plus every tool module's `register`."""
+"""The default tool registry: the orchestration tools, every tool module's `register`, and each prong's tools
+(`orchestrator.prongs.PRONGS`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
 
 
 def default_registry() -> ToolRegistry:
-    from orchestrator.tools import (account, benchmarks, engine, fetch, fleet, knowledge, node, probes, settings, shell,
-                                    trace)
+    from orchestrator.prongs import parts
+    from orchestrator.tools import account, benchmarks, engine, fetch, fleet, knowledge, node, probes, settings, shell
 
     reg = ToolRegistry()
     for tool in (TaskTool(), SubmitFindings(), SubmitDiagnosis()):
         reg.add(tool)
-    for module in (shell, probes, node, knowledge, fetch, benchmarks, engine, fleet, account, trace, settings):
+    for module in (shell, probes, node, knowledge, fetch, benchmarks, engine, fleet, account, settings):
         module.register(reg)
+    for tool in parts("tools"):
+        reg.add(tool())
     return reg

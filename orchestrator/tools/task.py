@@ -29,8 +29,10 @@ class TaskTool(Tool):
     timeout_s = 24 * 3600.0  # the subagent's own wall-time limit governs; this only bounds a runaway
 
     def prepare(self, spec: ToolSpec, run: RunShape) -> ToolSpec:
-        """`agent` names the loaded subagents as an enum: a model need not guess names."""
-        return with_agent_names(spec, [n for n, a in run.agents.items() if a.role != "lead"])
+        """`agent` names the loaded subagents as an enum: a model need not guess names. A prong that joins on an
+        input the run was not given (its definition's `joins: run.FIELD`) is not offered."""
+        return with_agent_names(spec, [n for n, a in run.agents.items() if a.role != "lead"
+                                       and (not a.joins or getattr(run.inputs, a.joins.removeprefix("run."), None))])
 
     async def run(self, args: TaskInput, ctx: ToolContext) -> ToolOutput:
         result = await ctx.spawn(args.agent, args.brief)

@@ -184,7 +184,7 @@ def test_oom_kills_in_the_containers_memory_events_go_with_its_memory():
 
 
 async def test_the_roofline_tool_gives_a_dense_model_its_floors_instead_of_refusing():
-    from orchestrator.context import RunInputs
+    from orchestrator.inputs import RunInputs
     from orchestrator.tools.knowledge import Roofline, RooflineInput
     from orchestrator.tools.mock import MockToolContext
 

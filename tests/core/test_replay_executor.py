@@ -52,7 +52,7 @@ class CountingExecutor(ReplayExecutor):
 async def _replay(path: Path, executor) -> tuple:
     old = read_transcript(path)
     async with Run(inputs=inputs_from(old), settings=settings_from(old, Settings()), backend=ReplayBackend(old),
-                   agents=agents_from(old), registry=core_registry(), transcript=False, acts=False,
+                   agents=agents_from(old), registry=core_registry(), transcript=False,
                    executor=executor) as run:
         await run.investigate()
     return run.result

@@ -11,7 +11,7 @@ import pytest
 
 from orchestrator.agentdefs import load_agents
 from orchestrator.api import InputError
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.events import RunFinished, RunStarted
 from orchestrator.hosts.base import HostError
 from orchestrator.hosts.mock import FindRequest, MockHost, ReadRequest

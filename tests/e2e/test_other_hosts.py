@@ -12,7 +12,7 @@ from support.staged_host import stage_host
 
 from orchestrator.api import normalize_observations
 from orchestrator.agentdefs import load_agents
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.events import ToolResult
 from orchestrator.hosts.local import LocalHost
 from orchestrator.models.offline import OfflineBackend

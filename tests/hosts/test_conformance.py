@@ -208,3 +208,15 @@ async def test_hosts_are_opened_through_the_opener_registry(monkeypatch):
     with pytest.raises(HostError, match="no way to reach a host via 'nope'; known: .*k8s, local, slurm, ssh"):
         opener_for("nope")
     assert opener_for("slurm").__module__ == "orchestrator.hosts.slurm"  # imported on first use
+
+
+def test_a_via_is_whatever_the_opener_registry_accepts(monkeypatch):
+    from pydantic import ValidationError
+
+    from orchestrator.hosts.entry import _OPENERS, HostEntry, register_opener
+
+    monkeypatch.setattr("orchestrator.hosts.entry._OPENERS", dict(_OPENERS))
+    with pytest.raises(ValidationError, match="no way to reach a host via 'pigeon'; known: k8s, local, slurm, ssh"):
+        HostEntry(name="a", dest="box-a", via="pigeon")
+    register_opener("pigeon", "somewhere:open_entry")  # a fifth transport, registered from outside the package
+    assert HostEntry(name="a", dest="box-a", via="pigeon").via == "pigeon"

@@ -110,7 +110,7 @@ def test_cli_bad_hosts_file_is_one_line_exit_2(tmp_path):
 def test_host_tools_offer_the_host_argument_only_in_multi_host_runs():
     from types import SimpleNamespace
 
-    from orchestrator.context import RunInputs
+    from orchestrator.inputs import RunInputs
     from orchestrator.hosts.entry import HostEntry
     from orchestrator.tools.registry import default_registry
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.knowledge.catalog import catalog
+from orchestrator.knowledge.catalog import catalog, expand_tables
 
 DATA = Path(__file__).with_name("real_lines.yaml")
 RECORDS = yaml.safe_load(DATA.read_text(encoding="utf-8"))
@@ -29,7 +29,7 @@ def _compiled(entry_id: str, pattern: str) -> re.Pattern[str]:
     entry = catalog().get(entry_id)
     assert entry is not None, f"real_lines.yaml names an entry the catalog does not have: {entry_id}"
     for s in entry.signals:
-        if s.log == pattern:
+        if s.log == expand_tables(pattern):
             rx = s.compiled()
             assert rx is not None
             return rx
@@ -41,7 +41,7 @@ def _ids(rec: dict) -> str:
 
 
 def test_every_log_signal_has_a_real_line_and_a_near_miss():
-    have = {(r["entry"], r["pattern"]) for r in RECORDS if r.get("lines") and r.get("near_misses")}
+    have = {(r["entry"], expand_tables(r["pattern"])) for r in RECORDS if r.get("lines") and r.get("near_misses")}
     missing = [f"{e}: {p}" for e, p in _signals() if (e, p) not in have]
     assert not missing, "log signals with no real line / near miss in tests/knowledge/real_lines.yaml:\n" + "\n".join(missing)
 
@@ -59,6 +59,15 @@ def test_the_pattern_matches_every_real_line(rec):
     rx = _compiled(rec["entry"], rec["pattern"])
     missed = [line for line in rec["lines"] if not rx.search(line)]
     assert not missed, f"{_ids(rec)} misses the library's real line(s): {missed}"
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=_ids)
+def test_the_pattern_matches_the_line_of_every_release_recorded(rec):
+    rx = _compiled(rec["entry"], rec["pattern"])
+    for version, rel in (rec.get("releases") or {}).items():
+        assert VERSIONED.match(rel["source"]), f"{_ids(rec)} at {version}: {rel['source']} is not pinned"
+        missed = [line for line in rel.get("lines", []) if not rx.search(line)]
+        assert not missed, f"{_ids(rec)} misses the line {rec['library']} {version} prints: {missed}"
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=_ids)

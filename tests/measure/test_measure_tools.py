@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.hosts.local import LocalHost
 from orchestrator.settings import Settings
 from orchestrator.tools.base import ToolRegistry, execute

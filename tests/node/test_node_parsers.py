@@ -102,6 +102,28 @@ def test_xid_table_covers_the_issue_codes():
     assert table[79].klass == "fatal" and table[13].klass == "app" and table[45].klass == "sympathetic"
 
 
+def test_codes_xids_yaml_does_not_curate_take_nvidias_table_and_unknown_codes_stay_unknown():
+    """Audit #35: NVSentinel's table says 46/110/136/143 are FATAL (RESET_GPU) and 152/153/157/161 IGNORE, 159
+    CHECK_UVM (NONFATAL); a code in no table states no cause (the old rule made >= 144 fatal and the rest app)."""
+    lines = [(i, f"NVRM: Xid (PCI:0000:18:00): {c}, pid=1, name=python3, x")
+             for i, c in enumerate((46, 110, 136, 143, 152, 153, 157, 159, 161, 160, 480))]
+    got = {e.code: e.klass for e in parse_xids(lines, [])}
+    assert got == {46: "fatal", 110: "fatal", 136: "fatal", 143: "fatal", 152: "info", 153: "info", 157: "info",
+                   159: "app", 161: "info", 160: "fatal", 480: "unknown"}
+    ev = {e.code: e for e in parse_xids(lines, [])}
+    assert ev[480].meaning is None and ev[480].action is None
+    assert ev[46].mnemonic == "ROBUST_CHANNEL_GPU_TIMEOUT_ERROR" and (ev[46].action or "").startswith("RESET_GPU")
+
+
+def test_the_whole_nvidia_xid_table_is_loaded():
+    from orchestrator import knowledge
+
+    table = knowledge.xid_table()
+    assert sorted(table) == list(range(1, 163))
+    assert (table[136].action, table[136].fatal) == ("RESET_GPU", True)
+    assert (table[159].action, table[159].fatal) == ("CHECK_UVM", False)
+
+
 def test_lspci_downgraded_link_and_acs():
     text = ("15:01.0 PCI bridge: Broadcom / LSI PEX890xx PCIe Gen 5 Switch (rev b0)\n"
             "\t\tLnkCap:\tPort #1, Speed 32GT/s, Width x16, ASPM not supported\n"

@@ -1,6 +1,6 @@
 """The probe tools on a run's host: compact text, the model as data, untrusted, errors as tool errors."""
 
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.hosts.base import HostLost
 from orchestrator.hosts.local import LocalHost
 from orchestrator.probes.results import parse_probe

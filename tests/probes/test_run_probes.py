@@ -1,6 +1,6 @@
 """`run_probes` (for `investigate probe`) and the interpreter choice."""
 
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.hosts.local import LocalHost
 from orchestrator.probes import run_probes
 from orchestrator.probes.interpreter import choose

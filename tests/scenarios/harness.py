@@ -6,6 +6,7 @@ every case.yaml; it returns a `CaseOutcome` whose `failures` list what the diagn
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
 from orchestrator.api import InvestigationResult, investigate
-from orchestrator.diagnosis import Diagnosis
+from orchestrator.diagnosis import Diagnosis, SubmittedDiagnosis
+from orchestrator.analysis import relevance
 from orchestrator.analysis.relevance import symptoms_of
 from orchestrator.events import ToolResult
 from orchestrator.evidence import Evidence
@@ -155,27 +157,39 @@ def evidence_of(result: InvestigationResult) -> list[Evidence]:
                      is_error=e.is_error) for e in result.events if isinstance(e, ToolResult)]
 
 
-def findings_of(result: InvestigationResult, observations: dict[str, Any] | None) -> list[Finding]:
-    """The rules' findings over the run's evidence (what the synthesis ranked from)."""
+def findings_over(evidence: list[Evidence], observations: dict[str, Any] | None) -> list[Finding]:
+    """The rules' findings over a run's evidence (what the synthesis ranked from)."""
     obs = Observations.model_validate(observations) if observations else None
-    return run_rules(EvidenceView(evidence_of(result), obs))
+    return run_rules(EvidenceView(evidence, obs))
+
+
+def findings_of(result: InvestigationResult, observations: dict[str, Any] | None) -> list[Finding]:
+    return findings_over(evidence_of(result), observations)
+
+
+def fired_entries(found: list[Finding]) -> tuple[set[str], dict[str, str]]:
+    """Catalog entry ids whose findings the evidence supports, and their areas."""
+    return {f.entry for f in found if f.entry}, {f.entry: f.category for f in found if f.entry}
 
 
 def fired(result: InvestigationResult, observations: dict[str, Any] | None,
           found: list[Finding] | None = None) -> tuple[set[str], dict[str, str]]:
     """Catalog entry ids whose findings the run's evidence supports, and their areas."""
-    found = findings_of(result, observations) if found is None else found
-    ids = {f.entry for f in found if f.entry}
-    return ids, {f.entry: f.category for f in found if f.entry}
+    return fired_entries(findings_of(result, observations) if found is None else found)
 
 
-def off_symptom(case: Case, d: Diagnosis, found: list[Finding]) -> list[str]:
+def off_symptom(case: Case, d: Diagnosis | SubmittedDiagnosis, found: list[Finding],
+                evidence: list[Evidence] | None = None) -> list[str]:
     """Ranked causes that cannot explain the case's symptom: each cause's finding (by title) states what it can
-    explain (`relevance.symptoms_of`), judged against the case's own `symptom:`, not the question parser's reading.
-    Target: none."""
+    explain (`relevance.symptoms_of`), judged against the case's own `symptom:`, not the question parser's reading,
+    through the paths the evidence shows from one symptom to another (`relevance.with_paths`: where requests queue,
+    what limits throughput sets time to first token). Target: none."""
     want = case.symptoms
     if not want:
         return []
+    obs = Observations.model_validate(case.observations) if case.observations else None
+    reading = relevance.with_paths(relevance.Asked(frozenset(want), certain=frozenset(want)),  # type: ignore[arg-type]
+                                   EvidenceView(evidence or [], obs), found)
     by_title: dict[str, Finding] = {}
     for f in found:
         by_title.setdefault(f.title or f.id or f.category, f)
@@ -184,7 +198,7 @@ def off_symptom(case: Case, d: Diagnosis, found: list[Finding]) -> list[str]:
         f = by_title.get(c.title)
         if f is None:
             continue  # an agent's own finding: no statement to check
-        if not want & set(symptoms_of(f)):
+        if not reading.stated(f):
             out.append(f"{c.title} (explains {', '.join(symptoms_of(f)) or 'nothing stated'}; asked {', '.join(sorted(want))})")
     return out
 
@@ -213,6 +227,12 @@ class CaseOutcome:
     fired: set[str] = field(default_factory=set)
     off_symptom: list[str] = field(default_factory=list)
     """Ranked causes that cannot explain the case's symptom (target: none; a case with one fails)."""
+    ranked: list[str] = field(default_factory=list)
+    """The ranked causes' titles."""
+    held: list[str] = field(default_factory=list)
+    """The case's `expect.causes` that a ranked cause matches."""
+    before: list[str] | None = None
+    """The ranked causes' titles as recorded in ranked.json (None: the case is not recorded there)."""
 
     @property
     def passed(self) -> bool:
@@ -277,6 +297,76 @@ def check(case: Case, d: Diagnosis, words: str, entries: set[str], areas: dict[s
     return out
 
 
+RANKED = ROOT / "ranked.json"
+"""The recorded ranked causes of every corpus case (`{"<class>/<id>": {"ranked": [titles], "held": [regexes]}}`):
+`held` are the case's `expect.causes` that a ranked cause (title and explanation) matched when it was recorded. A
+change to relevance or ranking that moves one of them out of the ranked causes (to also noticed, or away) fails the
+case; `INVESTIGATE_RANKED_RECORD=1` records the cases a session runs again (tests/support/scorecard.py)."""
+
+
+def ranked_baseline() -> dict[str, dict[str, list[str]]]:
+    try:
+        return json.loads(RANKED.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _ranked_texts(d: Diagnosis | SubmittedDiagnosis) -> list[str]:
+    return [f"{c.title}. {c.explanation}" for c in d.causes]
+
+
+def judge(case: Case, path: Path, d: Diagnosis | SubmittedDiagnosis, evidence: list[Evidence],
+          echoed: list[str], baseline: dict[str, dict[str, list[str]]] | None = None) -> CaseOutcome:
+    """Every check of a case on a diagnosis and the evidence it was written from (run_case after staging and
+    investigating; tests/support/rescore.py on recorded evidence)."""
+    outcome = CaseOutcome(case, path)
+    outcome.words = diagnosis_words(d, echoed)
+    found = findings_over(evidence, case.observations)
+    outcome.fired, areas = fired_entries(found)
+    outcome.failures = check(case, d, outcome.words, outcome.fired, areas)
+    outcome.off_symptom = off_symptom(case, d, found, evidence)
+    outcome.failures += [f"ranked cause cannot explain the asked symptom: {x}" for x in outcome.off_symptom]
+    contradiction = bound_contradiction(d, found)
+    if contradiction:
+        outcome.failures.append(contradiction)
+    # every case: no recommendation contradicts what the ranked causes measured (issue 30 item 6)
+    outcome.failures += [f"contradiction: {c}" for c in contradictions(d, case.observations)]
+    # every case: each recommendation cites the source that says it, and the words carry no noise (issue 30 items 7, 8)
+    outcome.failures += [f"citation: {c}" for c in citation_problems(d)]
+    outcome.failures += [f"noise: {c}" for c in noise_problems(d)]
+    flags = re.IGNORECASE | re.DOTALL
+    ranked = _ranked_texts(d)
+    outcome.ranked = [c.title for c in d.causes]
+    outcome.held = [p for p in case.expect.causes if any(re.search(p, t, flags) for t in ranked)]
+    if baseline is None:  # a corpus case is held to its recorded ranking; a copy (planted evidence removed) is not
+        baseline = ranked_baseline() if path.resolve().is_relative_to(ROOT) else {}
+    before = baseline.get(case_key(case))
+    if before is not None:
+        outcome.before = list(before.get("ranked", []))
+        lost = [p for p in before.get("held", []) if p in case.expect.causes and p not in outcome.held]
+        outcome.failures += [f"ranking lost the expected finding {p!r}: ranked before {outcome.before}, now "
+                             f"{outcome.ranked}" for p in lost]
+    return outcome
+
+
+def case_key(case: Case) -> str:
+    return f"{case.class_}/{case.id}"
+
+
+def _dump(case: Case, result: InvestigationResult, echoed: list[str]) -> None:
+    """With INVESTIGATE_CASE_DUMP=DIR, the case's question, observations, evidence and diagnosis as
+    DIR/<class>__<id>.json: what the synthesis ran on, so a change to relevance or ranking can be replayed over the
+    corpus without staging it again (tests/support/rescore.py)."""
+    out = os.environ.get("INVESTIGATE_CASE_DUMP")
+    if not out:
+        return
+    Path(out).mkdir(parents=True, exist_ok=True)
+    doc = {"id": case.id, "class": case.class_, "question": case.question, "observations": case.observations,
+           "evidence": [e.model_dump(mode="json") for e in evidence_of(result)], "echoed": echoed,
+           "diagnosis": result.diagnosis.model_dump(mode="json") if result.diagnosis else None}
+    (Path(out) / f"{case.class_}__{case.id}.json").write_text(json.dumps(doc))
+
+
 def observations_of(case: Case, case_dir: Path) -> dict[str, Any] | None:
     """The case's observations with its `bench:` files' runs added, as the CLI's `--bench` adds them."""
     if not case.bench:
@@ -290,13 +380,13 @@ def observations_of(case: Case, case_dir: Path) -> dict[str, Any] | None:
 
 async def run_case(path: Path, tmp: Path) -> CaseOutcome:
     case = load_case(path)
-    observations = observations_of(case, path.parent)
+    case.observations = observations_of(case, path.parent)  # what the run and every check see, bench files included
     ctx = stage(path.parent, tmp, case.stage)
     try:
         sshd = start_sshd(tmp, env=ctx.env)
         try:
             result = await investigate(case.question, host=sshd.alias, ssh_config=str(sshd.ssh_config),
-                                       observations=observations, logs=ctx.logs, offline=True, transcript=False,
+                                       observations=case.observations, logs=ctx.logs, offline=True, transcript=False,
                                        measure=case.measure,
                                        settings=Settings(power_sample_s=0.3, account_sample_s=1.0,
                                                          measure_wait_s=case.measure_wait_s, gemm_budget_s=20,
@@ -306,23 +396,8 @@ async def run_case(path: Path, tmp: Path) -> CaseOutcome:
     finally:
         for cleanup in ctx.cleanups:  # processes a stager started (staged engines)
             cleanup()
-    outcome = CaseOutcome(case, path)
-    if result.status != "ok" or result.diagnosis is None:
-        outcome.failures.append(f"run {result.status}: {result.error}")
-        return outcome
     echoed = [ln for p in ctx.logs for ln in Path(p).read_text(errors="replace").splitlines()]
-    outcome.words = diagnosis_words(result.diagnosis, echoed)
-    found = findings_of(result, observations)
-    outcome.fired, areas = fired(result, observations, found)
-    outcome.failures = check(case, result.diagnosis, outcome.words, outcome.fired, areas)
-    outcome.off_symptom = off_symptom(case, result.diagnosis, found)
-    outcome.failures += [f"ranked cause cannot explain the asked symptom: {x}" for x in outcome.off_symptom]
-    contradiction = bound_contradiction(result.diagnosis, found)
-    if contradiction:
-        outcome.failures.append(contradiction)
-    # every case: no recommendation contradicts what the ranked causes measured (issue 30 item 6)
-    outcome.failures += [f"contradiction: {c}" for c in contradictions(result.diagnosis, observations)]
-    # every case: each recommendation cites the source that says it, and the words carry no noise (issue 30 items 7, 8)
-    outcome.failures += [f"citation: {c}" for c in citation_problems(result.diagnosis)]
-    outcome.failures += [f"noise: {c}" for c in noise_problems(result.diagnosis)]
-    return outcome
+    _dump(case, result, echoed)
+    if result.status != "ok" or result.diagnosis is None:
+        return CaseOutcome(case, path, failures=[f"run {result.status}: {result.error}"])
+    return judge(case, path, result.diagnosis, evidence_of(result), echoed)

@@ -14,6 +14,7 @@ from harness import RESIDUAL_CLASSES, discover, failed_outcome, residual_mode, r
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
                                                    reason="OpenSSH sshd not installed")]
 
+
 def _marked(path):
     """A residual-class case as its mode says (harness.residual_mode): skipped, an expected failure, or plain."""
     if path.parent.parent.name not in RESIDUAL_CLASSES:
@@ -31,13 +32,14 @@ def _marked(path):
 CASES = [_marked(p) for p in discover()]
 SCORE = "scenario"
 """The user property each case's report carries for the scorecard (tests/support/scorecard.py): its class, id, whether
-it passed and its off-symptom causes. A report property, not a module list, so the scorecard also adds up the cases
+it passed, its off-symptom causes, and its ranked causes now and as recorded in ranked.json. A report property, not a module list, so the scorecard also adds up the cases
 that pytest-xdist's workers ran."""
 
 
 def _score(request, outcome) -> None:
     request.node.user_properties.append(
-        (SCORE, (outcome.case.class_, outcome.case.id, outcome.passed, list(getattr(outcome, "off_symptom", [])))))
+        (SCORE, (outcome.case.class_, outcome.case.id, outcome.passed, list(getattr(outcome, "off_symptom", [])),
+                 {"ranked": list(outcome.ranked), "held": list(outcome.held), "before": outcome.before})))
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")

@@ -10,10 +10,14 @@ settings, an extra agent_def key, hosts that are not a list: exit 2 with one lin
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the fuzz helpers
+from fuzz.bounded import json_out, run_bounded  # noqa: E402
 
 from orchestrator.cli import main
 from orchestrator.observations import ObservationsError, load_observations
@@ -154,3 +158,86 @@ def test_a_4000_digit_usage_count_is_shown_not_a_traceback(tmp_path, capsys):
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr()
     assert "Traceback" not in out.err and "9.99e" in out.out
+
+
+# --- a served process's config file, parsed here (engine_config, settings_audit, and again by show/report) ----------
+
+CONFIG_BOMB = "max-num-seqs: 7\n" + "l0: &l0 {" + ", ".join(f"k{j}: x" for j in range(10)) + "}\n" + "".join(
+    f"l{i}: &l{i} {{" + ", ".join(f"k{j}: *l{i - 1}" for j in range(10)) + "}\n" for i in range(1, 10)) + \
+    "compilation-config: *l9\n"
+"""The red team's shape: 10 levels of 10 mapping aliases under a key the audit knows, 10^10 keys once walked, under
+a kilobyte."""
+CONFIG_DEEP = "max-num-seqs: 7\ncompilation-config: " + "[" * 20000 + "]" * 20000 + "\n"
+
+_AUDIT = """
+import json, sys, time
+from orchestrator.analysis.settings_audit import audit_process
+from orchestrator.probes.engine_cmdline import effective_config
+from orchestrator.probes.settings_models import ProcessSettings, SettingsFile
+out = {}
+for name in sys.argv[1:]:
+    text = open(name).read()
+    argv = ["vllm", "serve", "/m", "--config", "/srv/serve.yaml"]
+    started = time.monotonic()
+    settings, _ = effective_config("vllm", argv, config_files={"/srv/serve.yaml": text})
+    audit = audit_process(ProcessSettings(pid=1, engine="vllm", version="0.32.0", argv=argv,
+                                          files={"/srv/serve.yaml": SettingsFile(text=text, role="--config")}))
+    out[name] = {"s": time.monotonic() - started, "config": settings["max_num_seqs"].source if "max_num_seqs" in settings else "",
+                 "audit": [nd.name for nd in audit.nondefaults]}
+print(json.dumps(out))
+"""
+
+
+def test_a_served_configs_alias_bomb_or_deep_nesting_is_left_out_in_bounded_time_and_memory(tmp_path):
+    """S1: the engine configuration and the settings audit parse the host's --config within safeload's bounds; with
+    plain yaml.safe_load the bomb ran this child out of its 1 GiB (MemoryError) and 20k-deep nesting raised
+    RecursionError."""
+    bomb, deep, plain = tmp_path / "bomb.yaml", tmp_path / "deep.yaml", tmp_path / "plain.yaml"
+    bomb.write_text(CONFIG_BOMB)
+    deep.write_text(CONFIG_DEEP)
+    plain.write_text("max-num-seqs: 7\n")
+    assert len(CONFIG_BOMB) < 1100
+    got = json_out(run_bounded(_AUDIT, mem_mb=1024, timeout_s=60, args=[str(bomb), str(deep), str(plain)]))
+    assert got[str(plain)]["config"].startswith("config file") and got[str(plain)]["audit"] == ["--max-num-seqs"]
+    for f in (bomb, deep):  # refused whole: its max-num-seqs is not believed either
+        assert got[str(f)]["s"] < 2 and not got[str(f)]["config"].startswith("config file"), got
+        assert got[str(f)]["audit"] == [], got
+
+
+def _seed_with_settings_text(text: str) -> list[str]:
+    """The seed transcript with a settings_audit result whose --config text is `text` (as the host returned it)."""
+    from orchestrator.probes.settings_models import ProcessSettings, SettingsFile, SettingsReport
+
+    report = SettingsReport(host="gpu-box", processes=[ProcessSettings(
+        pid=7, engine="vllm", version="0.32.0", argv=["vllm", "serve", "/m", "--config", "/srv/serve.yaml"],
+        files={"/srv/serve.yaml": SettingsFile(text=text, role="--config")})])
+    out = []
+    for line in SEED.read_text().splitlines():
+        out.append(line)
+        ev = json.loads(line)
+        if ev.get("type") == "tool_result" and ev.get("tool") == "observations":
+            out.append(json.dumps({**ev, "seq": ev["seq"], "tool": "settings_audit", "call_id": ev["call_id"] + "-s",
+                                   "evidence_id": ev["evidence_id"] + "9", "content": "settings",
+                                   "data": report.model_dump(mode="json")}))
+    return out
+
+
+_RENDER = """
+import sys
+from orchestrator.cli import main
+path, out = sys.argv[1], sys.argv[2]
+for args in (["report", path, "-o", out + ".html"], ["report", path, "-o", out + ".md"], ["show", path]):
+    rc = main(args)
+    assert rc == 0, (args, rc)
+"""
+
+
+@pytest.mark.parametrize("kind", ["alias-bomb", "deep-20k"])
+def test_show_and_report_of_a_recorded_hostile_config_render_in_bounded_memory(tmp_path, kind):
+    """S1 and m7: `report` and `show` audit the recorded text again; a bomb took 3.9 GB there, deep nesting gave a
+    RecursionError traceback."""
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(_seed_with_settings_text(CONFIG_BOMB if kind == "alias-bomb" else CONFIG_DEEP)) + "\n")
+    res = run_bounded(_RENDER, mem_mb=1536, timeout_s=120, args=[str(path), str(tmp_path / "r")])
+    assert res.rc == 0 and "Traceback" not in res.err, res.err[-3000:]
+    assert (tmp_path / "r.html").exists() and (tmp_path / "r.md").exists()

@@ -7,7 +7,7 @@ from orchestrator.probes import scripts
 
 def _keep_env():
     ns: dict = {}
-    exec(compile(scripts.environ(), "_environ.py", "exec"), ns)
+    exec(compile(scripts.prelude() + scripts.environ(), "_environ.py", "exec"), ns)  # its patterns are the prelude's
     return ns["keep_env"]
 
 

@@ -8,7 +8,8 @@ import anyio
 from pydantic import BaseModel, Field
 
 from orchestrator.agentdefs import load_agents
-from orchestrator.context import Backend, RunInputs
+from orchestrator.models.base import Backend
+from orchestrator.inputs import RunInputs
 from orchestrator.run import InvestigationResult, Run
 from orchestrator.settings import Settings
 from orchestrator.tools.task import TaskTool
@@ -69,3 +70,13 @@ async def run_lead(agents: Path, backend: Backend, *, transcript: Path | None | 
                    agents=load_agents([agents]), registry=registry or core_registry(), transcript=transcript) as run:
         await run.investigate()
     return run.result
+
+
+def chase_first_sleep(view) -> list:
+    """A prong's second round (`Prong.follow_up`) for tests: once a `sleep` labelled `first` was recorded, start the
+    `chaser` agent; nothing otherwise."""
+    from orchestrator.agentdefs import PlanStep
+
+    if any(e.data and e.data.get("label") == "first" for e in view.of_kind("sleep")):
+        return [PlanStep(tool="task", args={"agent": "chaser", "brief": "chase what the first round found"})]
+    return []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.settings import Settings
 from orchestrator.tools.mock import MockToolContext
 from orchestrator.tools.registry import default_registry

@@ -106,7 +106,7 @@ def web():
 
 async def run_fetch(url: str, **settings):
     """Call the `fetch` tool once, as a run would; (its output, the PolicyRefusal events it recorded)."""
-    from orchestrator.context import RunInputs
+    from orchestrator.inputs import RunInputs
     from orchestrator.settings import Settings
     from orchestrator.tools.base import execute
     from orchestrator.tools.fetch import FetchTool

@@ -200,7 +200,7 @@ def test_a_directory_of_sglang_rank_files_skips_the_merged_copy(tmp_path):
 
 
 def test_prefill_gemms_from_recorded_shapes_sit_on_the_h200_roofline():
-    from orchestrator.tools.trace import place_on_roofline
+    from orchestrator.prongs.trace.tool import place_on_roofline
 
     r = analyze([str(DATA / "prefill_eager.json.gz")])
     place_on_roofline(r)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
+from orchestrator.hosts.policy import credential_rules
+
 
 ENVIRON_READERS = frozenset({"node", "engine", "settings"})
 """Scripts that read other processes' environments: sent with `_environ.py`, the one allowlist of what may leave."""
@@ -46,9 +48,12 @@ def bundle(names: tuple[str, ...]) -> str:
         "SOURCES)\n"
 
 
+@functools.lru_cache(maxsize=1)
 def prelude() -> str:
-    """The helpers every probe script shares (`_prelude.py`)."""
-    return _read("_prelude")
+    """The helpers every probe script shares (`_prelude.py`), with the host policy's credential locations
+    (hosts/credentials.yaml) as the literal its file reader refuses."""
+    rules = tuple((r.kind, r.match, r.what) for r in credential_rules())
+    return _read("_prelude") + "\n\nCREDENTIAL_LOCATIONS = %r\n" % (rules,)
 
 
 def environ() -> str:

@@ -19,12 +19,8 @@ Prints {"engines": [...], "logs": [...], "launches": [...], "python3": sys.execu
 import json
 import os
 import re
-import stat
 import sys
 
-SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api[-_]?key|credentials?|auth|cookie|"
-                         r"private[-_]key)$", re.I)
-MASK = "<redacted on host>"
 
 # How each engine is started. (kind, how): module prefixes after `-m`, script basenames in argv[0..1].
 ENGINE_MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
@@ -74,33 +70,11 @@ def engine_kind(argv):
     return None
 
 
-def mask_argv(argv):
-    """Values of secret-looking flags (--api-key, --hf-token, ...) replaced on the host."""
-    out = []
-    skip = False
-    for a in argv:
-        if skip:
-            out.append(MASK)
-            skip = False
-            continue
-        name, eq, _ = a.partition("=")
-        if SECRET_FLAG.match(name):
-            if eq:
-                out.append(name + "=" + MASK)
-            else:
-                out.append(a)
-                skip = True
-            continue
-        out.append(a)
-    return out
-
-
 def read_environ(pid):
     """(allowlisted env, PORT/HOST hints) of a process; the rest of its environment never leaves this function."""
     env, hints = {}, {}
     try:
-        with open("/proc/%s/environ" % pid, "rb") as f:
-            raw = f.read()
+        raw = read_host_file("/proc/%s/environ" % pid, 1 << 20)[0]
     except OSError:
         return None, hints
     for item in raw.split(b"\0"):
@@ -124,37 +98,14 @@ def flag_value(argv, names):
     return None
 
 
-def open_regular(path):
-    """A read descriptor on the regular file path names (symlinks followed: a server's config may be one), opened
-    without ever opening anything else: the name as O_PATH, the descriptor fstat-ed, then that inode reopened through
-    /proc/self/fd. A FIFO (an open that blocks), a device (opening some has effects) or a directory raises OSError."""
-    o_path = getattr(os, "O_PATH", 0)
-    fd = os.open(path, (o_path or (os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)) | os.O_CLOEXEC)
+def read_text(path, limit, creds=None):
+    """(text, note) of a file an engine's command line names, read as the engine's process could read it (the
+    prelude's read_host_file); (None, why) when it is not read."""
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError("not a regular file (a FIFO, device, socket or directory): not opened")
-        if not o_path:
-            fd, keep = -1, fd
-            return keep
-        got = os.open("/proc/self/fd/%d" % fd, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        if (os.fstat(got).st_ino, os.fstat(got).st_dev) != (st.st_ino, st.st_dev):
-            os.close(got)
-            raise OSError("changed while it was opened: not read")
-        return got
-    finally:
-        if fd >= 0:
-            os.close(fd)
-
-
-def read_text(path, limit):
-    try:
-        with os.fdopen(open_regular(path), "rb") as f:
-            data = f.read(limit + 1)
+        data, truncated = read_host_file(path, limit, creds)
     except OSError as exc:
         return None, str(exc.strerror or exc)
-    text = data[:limit].decode("utf-8", "replace")
-    return text, ("truncated at %d bytes" % limit if len(data) > limit else None)
+    return data.decode("utf-8", "replace"), ("truncated at %d bytes" % limit if truncated else None)
 
 
 def fetch_metrics(port, paths, timeout_s, limit):
@@ -192,11 +143,7 @@ def scan_processes(params, my_tag):
     for pid in sorted(pids, key=int):
         if int(pid) == os.getpid():
             continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-        except OSError:
-            continue
+        argv = proc_argv(pid)
         if not argv:
             continue
         kind = engine_kind(argv)
@@ -206,11 +153,16 @@ def scan_processes(params, my_tag):
         if my_tag is not None and hints.get("tag") != my_tag:
             continue  # a staged test host sees only the engines staged for it
         exe, cwd, ppid = proc_identity(pid)
+        creds = proc_creds(pid)
+        if creds is None:
+            continue  # gone meanwhile: nothing it named is read
         engines.append({"pid": int(pid), "ppid": ppid, "kind": kind, "argv": mask_argv(argv)[:400], "exe": exe,
-                        "cwd": cwd, "env": env, "env_readable": env is not None, "port_hint": hints.get("port")})
+                        "cwd": cwd, "env": env, "env_readable": env is not None, "port_hint": hints.get("port"),
+                        "creds": creds})
     # Keep the top process of each engine (workers re-exec with the same argv under the server).
     pids = {e["pid"] for e in engines}
     engines = [e for e in engines if e["ppid"] not in pids]
+    creds = dict((e["pid"], e.pop("creds")) for e in engines)
     for e in engines[:8]:
         argv = e["argv"]
         port = flag_value(argv, ["--port", "-p"]) or e.pop("port_hint", None) or DEFAULT_PORTS[e["kind"]]
@@ -225,7 +177,7 @@ def scan_processes(params, my_tag):
             path = flag_value(argv, [flag])
             if path:
                 full = path if os.path.isabs(path) or not e.get("cwd") else os.path.join(e["cwd"], path)
-                text, note = read_text(full, int(params.get("max_config_bytes", 65536)))
+                text, note = read_text(full, int(params.get("max_config_bytes", 65536)), creds[e["pid"]])
                 configs[path] = {"text": text, "note": note}
         e["config_files"] = configs
         if params.get("metrics", True):
@@ -260,7 +212,7 @@ def scan_files(params):
         path = os.path.expanduser(raw)
         entry = {"path": raw, "lines": [], "total": 0, "truncated": False}
         try:
-            fd = open_regular(path)
+            fd = open_host_file(path, resolve=True)
         except OSError:
             entry["missing"] = True
             logs.append(entry)

@@ -7,7 +7,7 @@ sys.path.insert(0, os.getcwd())
 
 import anyio  # noqa: E402
 
-from orchestrator.context import RunInputs  # noqa: E402
+from orchestrator.inputs import RunInputs  # noqa: E402
 from orchestrator.hosts.local import LocalHost  # noqa: E402
 from orchestrator.probes import run_probes  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402

@@ -76,7 +76,7 @@ def _legend() -> str:
     return "<p>" + "".join(f'<span class="swatch" style="background:{c}"></span>{_e(n)}' for n, c in items) + "</p>"
 
 
-def trace_html(events: Iterable[Any] | None, known: set[str] | None = None) -> str:
+def trace_html(events: Iterable[Any] | None, diagnosis: Any = None, known: set[str] | None = None) -> str:
     """The trace section ('' when the run read no trace)."""
     reports = _reports(events or ())
     if not reports:

@@ -1,4 +1,4 @@
-"""Each result's facts are worked out as it is recorded (`analysis.prepare`): a fleet's analysis, which runs once the
+"""Each result's facts are worked out as it is recorded (`analysis.precompute`, which the run hands the loop): a fleet's analysis, which runs once the
 slowest host has answered, finds the earlier hosts' facts ready; what it concludes does not change."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from orchestrator import analysis
 from orchestrator.agentdefs import load_agents
 from orchestrator.analysis import signals
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.context import RunInputs
+from orchestrator.inputs import RunInputs
 from orchestrator.models.doubles import DoublesBackend, ScriptedModel, call, respond
 from orchestrator.run import Run
 from orchestrator.settings import Settings
@@ -22,10 +22,10 @@ def _kept(e) -> set[str]:
     return set(e.__pydantic_private__["_derived"])
 
 
-def test_prepare_keeps_the_facts_every_analysis_reads_and_changes_no_finding():
+def test_precompute_keeps_the_facts_every_analysis_reads_and_changes_no_finding():
     prepared = seed_evidence()
     for e in prepared:
-        analysis.prepare(e)
+        analysis.precompute(e)
     inv = next(e for e in prepared if e.tool == "gpu_inventory")
     assert {"probe_model", "model_facts", "probe_facts", "fleet_facts"} <= _kept(inv)
     assert not _kept(next(e for e in prepared if e.kind == "observations"))
@@ -35,7 +35,7 @@ def test_prepare_keeps_the_facts_every_analysis_reads_and_changes_no_finding():
 
 def test_a_payload_that_does_not_fit_is_left_for_the_view_to_report():
     bad = ev("ev-1.9", tool="gpu_inventory", data={"kind": "gpu_inventory", "gpus": "not a list"})
-    analysis.prepare(bad)  # no exception
+    analysis.precompute(bad)  # no exception
     view = EvidenceView([bad])
     assert any("ev-1.9" in what for what, _ in view.notices)
     assert signals.gather(view) == {}
@@ -52,7 +52,7 @@ class _Inventory(Tool):
         return ToolOutput(text="8 GPUs", data=inventory().model_dump(mode="json"), host="gpu-box")
 
 
-async def test_the_loop_prepares_each_result_as_it_is_recorded(tmp_path):
+async def test_the_run_precomputes_each_result_as_it_is_recorded(tmp_path):
     registry = core_registry()
     registry.add(_Inventory())
     model = ScriptedModel([respond(call("inventory"), call("inventory")),

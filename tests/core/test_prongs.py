@@ -1,0 +1,155 @@
+"""The prong records (orchestrator/prongs/): each part they name exists, and every composition point takes what
+PRONGS hands it: the tool registry, the rules, the report sections, the input checks and the lead's plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.agentdefs import AgentDef, PlanStep, load_agents, with_prong_steps
+from orchestrator.errors import InputError
+from orchestrator.prong import Prong, load
+from orchestrator.prongs import PRONGS, check_inputs, sections
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_part_a_prong_names_exists():
+    for p in PRONGS:
+        for field in ("tools", "probe_models", "rules"):
+            assert all(x is not None for x in p.parts(field)), (p.name, field)
+        for renderer in ("html", "markdown", "terminal"):
+            if getattr(p, renderer):
+                assert callable(p.section(renderer)), (p.name, renderer)
+        if p.check:
+            assert callable(load(p.check))
+
+
+def test_a_bad_reference_names_itself():
+    with pytest.raises(ValueError, match="not 'package.module:attribute'"):
+        load("orchestrator.prongs.trace.tool.TraceAnalysis")
+
+
+def test_each_prong_folder_has_one_record_in_prongs():
+    folders = sorted(d.name for d in (ROOT / "orchestrator" / "prongs").iterdir()
+                     if d.is_dir() and (d / "__init__.py").exists())
+    assert sorted(p.name for p in PRONGS) == folders
+    assert len({p.name for p in PRONGS}) == len(PRONGS)
+
+
+def test_the_agent_a_prong_names_is_a_built_in_definition():
+    agents = load_agents()
+    for p in PRONGS:
+        if p.agent:
+            assert p.agent in agents, p.name
+
+
+def test_composition_points_take_each_prongs_parts():
+    from orchestrator.analysis.rules import RULES
+    from orchestrator.tools.registry import default_registry
+
+    reg = default_registry()
+    for p in PRONGS:
+        for tool in p.parts("tools"):
+            assert isinstance(reg.get(tool.name), tool), (p.name, tool.name)
+        for rule in p.parts("rules"):
+            assert rule in RULES, (p.name, rule)
+    assert len(sections("html")) == sum(1 for p in PRONGS if p.html)
+
+
+def test_a_prongs_input_check_runs_before_any_work(tmp_path):
+    with pytest.raises(InputError, match="--baseline-trace needs --trace"):
+        check_inputs(traces=[], baseline_traces=[str(tmp_path / "base.json")])
+    with pytest.raises(InputError):
+        check_inputs(traces=[str(tmp_path / "missing.json")], baseline_traces=[])
+    check_inputs(traces=[], baseline_traces=[])  # nothing given: nothing to check
+
+
+def _agent(name: str, **kw) -> AgentDef:
+    return AgentDef(name=name, description=name, **kw)
+
+
+def test_lead_plan_puts_standing_prongs_then_its_own_steps_then_joining_prongs():
+    order = [p.agent for p in PRONGS if p.agent]
+    joining = order[-1]
+    agents = {"lead": _agent("lead", role="lead", plan=[PlanStep(tool="observations")]),
+              joining: _agent(joining, brief="look at {run.traces}", joins="run.traces"),
+              "zz-user": _agent("zz-user", brief="a user's own prong"),
+              "general": _agent("general")}
+    plan = with_prong_steps(agents).plan
+    assert [(s.tool, s.args.get("agent"), s.when) for s in plan] == [
+        ("task", "zz-user", None), ("observations", None, None), ("task", joining, "run.traces")]
+
+
+def test_a_prong_the_lead_already_starts_is_not_started_twice():
+    agents = {"lead": _agent("lead", role="lead", plan=[PlanStep(tool="task", args={"agent": "p", "brief": "x"})]),
+              "p": _agent("p", brief="y")}
+    assert len(with_prong_steps(agents).plan) == 1
+
+
+def test_task_tool_does_not_offer_a_prong_whose_input_was_not_given():
+    from orchestrator.inputs import RunInputs
+    from orchestrator.tools.task import TaskTool
+
+    class Shape:
+        def __init__(self, inputs):
+            self.inputs = inputs
+            self.agents = {"lead": _agent("lead", role="lead"), "always": _agent("always"),
+                           "traced": _agent("traced", joins="run.traces")}
+
+    tool = TaskTool()
+    enum = lambda inputs: tool.prepare(tool.spec(), Shape(inputs)).input_schema["properties"]["agent"]["enum"]
+    assert enum(RunInputs(question="q")) == ["always"]
+    assert enum(RunInputs(question="q", traces=["t.json"])) == ["always", "traced"]
+
+
+def test_a_prong_record_is_data_only():
+    """Reading the records imports none of their parts (a command that needs no prong pays for none)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, orchestrator.prongs as p; "
+            "print(sorted(m for m in sys.modules if m.startswith('orchestrator.prongs.') and m.count('.') > 2))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    assert all(isinstance(p, Prong) for p in PRONGS)
+
+
+async def test_a_prongs_follow_up_is_the_offline_leads_second_round(monkeypatch):
+    """The lead's first round finds something; the prong's follow-up starts an agent to chase it; the diagnosis
+    comes after both rounds."""
+    from support.core import core_registry
+
+    from orchestrator import prongs
+    from orchestrator.inputs import RunInputs
+    from orchestrator.events import AgentStarted, ToolCall
+    from orchestrator.models.offline import OfflineBackend
+    from orchestrator.run import Run
+    from orchestrator.settings import Settings
+
+    chase = Prong(name="chase", follow_up="support.core:chase_first_sleep")
+    monkeypatch.setattr(prongs, "PRONGS", (*prongs.PRONGS, chase))
+    agents = {"lead": _agent("lead", role="lead", tools=["task", "sleep"],
+                             plan=[PlanStep(tool="sleep", args={"label": "first"})]),
+              "chaser": _agent("chaser", tools=["sleep"], plan=[PlanStep(tool="sleep", args={"label": "chased"})])}
+
+    async def run(agents):
+        async with Run(inputs=RunInputs(question="q"), settings=Settings(prefetch_probes=False),
+                       backend=OfflineBackend(), agents=agents, registry=core_registry(), transcript=False) as r:
+            await r.investigate()
+        return r.result
+
+    result = await run(agents)
+    assert result.status == "ok"
+    assert [e.name for e in result.events if isinstance(e, AgentStarted)] == ["lead", "chaser"]
+    lead_calls = [(e.turn, e.tool) for e in result.events if isinstance(e, ToolCall) and e.agent_id == "lead"]
+    assert lead_calls == [(1, "sleep"), (2, "task"), (3, "submit_diagnosis")]
+    # nothing to chase: no second round, the lead submits at its second turn as before
+    quiet = {**agents, "lead": replace_plan(agents["lead"], "nothing")}
+    result = await run(quiet)
+    assert [e.name for e in result.events if isinstance(e, AgentStarted)] == ["lead"]
+
+
+def replace_plan(lead: AgentDef, label: str) -> AgentDef:
+    return lead.model_copy(update={"plan": [PlanStep(tool="sleep", args={"label": label})]})

@@ -62,6 +62,10 @@ SAMPLES = [
     ("high-entropy", "2026-11-30 12:00:00 INFO MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDsplit", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDsplit"),
     ("long-hex", "TORCH_EXTRA=9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928", "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928"),
     ("pem-private-key", '{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvgIBADANJsonEscapedKeyBody\\n-----END PRIVATE KEY-----\\n"}', "MIIEvgIBADANJsonEscapedKeyBody"),
+    # round three: a bare token as a URL's user name; a random query value is no path segment
+    ("url-credentials", "HTTPS_PROXY=http://ProxyBareTok3n9x@proxy.internal:3128", "ProxyBareTok3n9x"),
+    ("url-credentials", "SGLANG_ENDPOINT=https://RteamBareToken0007@api.internal/v1", "RteamBareToken0007"),
+    ("high-entropy", "POST https://hooks.internal/v1/push?ts=1&sig=Q8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO ok", "Q8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO"),
 ]
 
 # Secrets in a process's command line and in allowlisted environment values, as the probes read them from /proc

@@ -214,20 +214,29 @@ def growth(rx: re.Pattern[str], pump: str) -> float | None:
     return t_huge / t_small
 
 
+def _bounded_growth(rx: re.Pattern[str], pump: str) -> float | None:
+    """growth(), with a search past BUDGET_S counted as unbounded growth."""
+    signal.setitimer(signal.ITIMER_REAL, BUDGET_S)
+    try:
+        return growth(rx, pump)
+    except _Slow:
+        return float("inf")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def super_linear(pattern: str, flags: int) -> str | None:
     """Why `pattern` grows faster than its input, or None."""
     rx = re.compile(pattern, flags)
     old = signal.signal(signal.SIGALRM, _on_alarm)
     try:
         for pump in pumps(pattern, flags):
-            signal.setitimer(signal.ITIMER_REAL, BUDGET_S)
-            try:
-                ratio = growth(rx, pump)
-            except _Slow:
-                return f"a search of {pump!r} repeated ran past {BUDGET_S} s"
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+            ratio = _bounded_growth(rx, pump)
+            if ratio is not None and LIMIT < ratio < float("inf"):  # again: a busy machine's caches can spoil one round
+                ratio = min(ratio, _bounded_growth(rx, pump) or 0.0)
             if ratio is not None and ratio > LIMIT:
+                if ratio == float("inf"):
+                    return f"a search of {pump!r} repeated ran past {BUDGET_S} s"
                 return (f"{pump!r} repeated: {HUGE // SMALL}x the text took {ratio:.1f}x the time "
                         f"(linear: {HUGE // SMALL}x, quadratic: {(HUGE // SMALL) ** 2}x)")
     finally:

@@ -20,6 +20,21 @@ def spec_or_raise(name: str) -> knowledge.GpuSpec:
     return spec
 
 
+def specs_for(name: str) -> list[knowledge.GpuSpec]:
+    """The GPU a name denotes, or every part a short name stands for ("H100": the SXM, PCIe and NVL parts), as
+    `investigate specs` resolves it; an unknown name is UnknownGpu naming the closest ones."""
+    spec = knowledge.gpu_spec(name)
+    if spec is not None:
+        return [spec]
+    family = knowledge.gpu_family(name)
+    return family or [spec_or_raise(name)]
+
+
+def _family_header(name: str, specs: list[knowledge.GpuSpec]) -> str:
+    return (f"{name!r} stands for {len(specs)} GPUs ({', '.join(g.name for g in specs)}); each below "
+            f"(name one to see it alone).\n\n") if len(specs) > 1 else ""
+
+
 def gpu_table(specs: Iterable[knowledge.GpuSpec]) -> str:
     """One line per GPU with its headline dense peaks (n/v: not verified; -: no native MMA for the dtype)."""
 
@@ -98,12 +113,26 @@ def render_specs(name: str) -> str:
 
 
 def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
-    """Where one GEMM sits on a GPU's roofline."""
+    """Where one GEMM sits on a GPU's roofline (on each part a short name like "H100" stands for)."""
+    specs = specs_for(gpu)
+    if len(specs) == 1:
+        return _roofline_one(specs[0], gpu, dtype, m, n, k)
+    blocks, skipped = [], []
+    for s in specs:
+        try:
+            blocks.append(_roofline_one(s, s.name, dtype, m, n, k))
+        except UnknownGpu as exc:
+            skipped.append(str(exc))
+    if not blocks:
+        raise UnknownGpu(skipped[0])
+    return _family_header(gpu, specs) + "\n".join(blocks) + "".join(f"  ({x})\n" for x in skipped)
+
+
+def _roofline_one(s: knowledge.GpuSpec, gpu: str, dtype: str, m: int, n: int, k: int) -> str:
     # imported here: `specs` (and the CLI's start-up) need none of it
     from orchestrator.analysis.moe_inputs import compute_peak, weight_only
     from orchestrator.analysis.roofline import UnknownDtype, gemm_roofline
 
-    s = spec_or_raise(gpu)
     caps = knowledge.arch_caps(s.cc)
     peak, tensor = compute_peak(s, caps, dtype)
     if weight_only(caps, dtype) and s.tflops.get("bf16"):
@@ -135,10 +164,17 @@ def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
 
 def render_references(gpu: str, model: str, dtype: str | None = None, isl: int | None = None,
                       osl: int | None = None, concurrency: int | None = None) -> str:
-    """`investigate reference`: the published figures nearest to a setup, each with its differences and source."""
+    """`investigate reference`: the published figures nearest to a setup, each with its differences and source (for
+    each part a short name like "H100" stands for)."""
+    specs = specs_for(gpu)
+    parts = [_references_one(s, model, dtype, isl, osl, concurrency) for s in specs]
+    return _family_header(gpu, specs) + "\n".join(parts)
+
+
+def _references_one(spec: knowledge.GpuSpec, model: str, dtype: str | None, isl: int | None, osl: int | None,
+                    concurrency: int | None) -> str:
     from orchestrator.analysis.references import Setup, match, precision_of, rows_table
 
-    spec = spec_or_raise(gpu)
     lookup = match(Setup(gpu=spec.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl,
                          concurrency=concurrency), n=8)
     if not lookup.matches:

@@ -157,8 +157,8 @@ def test_roofline_and_reference_take_a_short_name_as_specs_does():
     from orchestrator.render.specs import render_references, render_roofline
 
     out = render_roofline("H100", "bf16", 4096, 4096, 4096)
-    assert "'H100' stands for 3 GPUs" in out and out.count("GEMM M=4096") == 3
-    assert "NVIDIA H100 PCIe" in render_references("H100", "llama-3.1-70b", "fp8")
+    assert "'H100' stands for 3 GPUs" in out and "NVIDIA H100 PCIe" in out and "NVIDIA H100 NVL" in out
+    assert "NVIDIA H100 80GB HBM3" in render_references("H100", "llama-3.1-70b", "fp8")
     assert render_roofline("NVIDIA H200", "bf16", 1, 4096, 4096).startswith("GEMM M=1")
 
 

@@ -76,11 +76,14 @@ class Interrupted(Exception):
 def _stdout():
     from rich.console import Console
 
+    from orchestrator.sanitize import sanitized
+
     class Stdout(Console):
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError  # rich would exit 1; main() ends quietly with 0 (the reader stopped, nothing failed)
 
-    return Stdout(file=sys.stdout, soft_wrap=False)
+    # whatever a renderer prints on it, no terminal control from the text reaches the user's terminal
+    return sanitized(Stdout(file=sys.stdout, soft_wrap=False))
 
 
 def _shown(text: object) -> str:
@@ -274,6 +277,26 @@ def _new_transcript_path(transcript: Optional[Path], question: str) -> tuple[Pat
     return path, run_id
 
 
+def _recorded(path: Path) -> Path:
+    """A TRANSCRIPT argument: the file named, or else a transcript shipped with the package named by its file name,
+    with or without `.jsonl` or `transcripts/` (a wheel keeps them inside the package, where `transcripts/X.jsonl`
+    from the README is no path)."""
+    if path.exists() or str(path) == "-":
+        return path
+    from orchestrator.agentdefs import builtin_dir
+
+    shipped = builtin_dir("transcripts")
+    for name in (path.name, path.name + ".jsonl"):
+        if (shipped / name).is_file() and (len(path.parts) == 1 or path.parent.name == "transcripts"):
+            return shipped / name
+    if len(path.parts) == 1 or path.parent.name == "transcripts":
+        names = ", ".join(sorted(p.stem for p in shipped.glob("*.jsonl")))
+        if names:
+            raise BadInput(f"transcript {path} not found; the shipped examples are {names} "
+                           "(e.g. `investigate replay seed-rtx-pro-6000-fp4`)")
+    return path
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # commands
 
@@ -350,6 +373,7 @@ def replay_cmd(
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html"),
     no_progress: bool = typer.Option(True, "--no-progress/--progress"),
 ) -> None:
+    transcript_path = _recorded(transcript_path)
     from orchestrator.validate import check_backend_choice
 
     check_backend_choice(model, offline)
@@ -401,6 +425,7 @@ def resume_cmd(
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html", help="also write a self-contained HTML report"),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
+    transcript_path = _recorded(transcript_path)
     # the caller's own inputs first (checked as an investigation's), then what the transcript says, confirmed
     _inputs(ssh_config=ssh_config, python=python, logs=log, model=model, offline=offline or None,
              agents_dirs=agents, transcript=transcript)
@@ -449,6 +474,7 @@ def _confirm_recorded(old, path: Path, *, yes: bool) -> None:
 @app.command("show", short_help="Timeline of a transcript: agents, tools with timings, usage.", help="Timeline of a transcript: agents, their tools with timings, usage.")
 def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
              as_json: bool = typer.Option(False, "--json")) -> None:
+    transcript_path = _recorded(transcript_path)
     from orchestrator.render.timeline import build_timeline, render_timeline
     from orchestrator.transcript import iter_transcript
 
@@ -511,6 +537,7 @@ def _show_fleet(events) -> None:
 @app.command("report", short_help="Write a transcript's diagnosis as HTML (or Markdown: -o X.md).", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")
 def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
                output: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="the .html (or .md) file to write")) -> None:
+    transcript_path = _recorded(transcript_path)
     _check_writable(output, "-o", "report")
     fmt = _report_format(output, "-o")
     from pydantic import ValidationError
@@ -649,11 +676,10 @@ def reference_cmd(
     if as_json:
         import json
 
-        from orchestrator.analysis.references import Setup, match, precision_of, rows_table
-        from orchestrator.render.specs import spec_or_raise
+        from orchestrator.analysis.references import rows_table
+        from orchestrator.render.specs import reference_lookup
 
-        spec = spec_or_raise(gpu)
-        lk = match(Setup(gpu=spec.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl), n=8)
+        spec, lk, _ = reference_lookup(gpu, model, dtype, isl, osl)
         sys.stdout.write(json.dumps({"gpu": spec.name, "model_id": lk.model_id, "why_none": lk.why_none,
                                      "rows": rows_table(lk)}, indent=1) + "\n")
         return

@@ -116,9 +116,11 @@ class RunRequest(BaseModel):
             near = difflib.get_close_matches(unknown[0], list(cls.model_fields), n=1)
             raise InputError(f"unknown keyword {unknown[0]!r}" + (f"; did you mean {near[0]!r}?" if near else
                                                                   f"; the keywords are {', '.join(cls.model_fields)}"))
-        from orchestrator.validate import check_question
+        from orchestrator.validate import check_question, check_scope
 
-        return cls._checked(check_question(question), fields)
+        q = check_question(question)
+        check_scope(q)  # a question the tool cannot answer is said so, not answered with performance boilerplate
+        return cls._checked(q, fields)
 
     @classmethod
     def inputs(cls, **fields: Any) -> "RunRequest":

@@ -341,6 +341,129 @@ def vllm_parser(value: ast.AST, funcs: dict[str, ast.FunctionDef] | None = None)
     return {"kind": "expr", "src": src}
 
 
+def _tier_condition(test: ast.AST, ccs: dict[str, str]) -> dict[str, Any]:
+    """A get_batch_defaults branch condition as data: `device_memory >= N * GiB_bytes` -> min_gib, `"a100" not in
+    device_name` -> not_names, `not is_gb10` (is_gb10 = is_device_capability((12, 1))) -> not_ccs; anything else ->
+    unparsed (the probe then says the default is unknown)."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    out: dict[str, Any] = {}
+    for p in parts:
+        if isinstance(p, ast.Compare) and len(p.ops) == 1 and ast.unparse(p.left) == "device_memory" and \
+                isinstance(p.ops[0], ast.GtE):
+            m = re.fullmatch(r"(\d+) \* GiB_bytes", ast.unparse(p.comparators[0]))
+            if m:
+                out["min_gib"] = int(m.group(1))
+                continue
+        if isinstance(p, ast.Compare) and len(p.ops) == 1 and isinstance(p.ops[0], ast.NotIn) and \
+                ast.unparse(p.comparators[0]) == "device_name" and isinstance(p.left, ast.Constant):
+            out.setdefault("not_names", []).append(str(p.left.value))
+            continue
+        if isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not) and isinstance(p.operand, ast.Name) and \
+                p.operand.id in ccs:
+            out.setdefault("not_ccs", []).append(ccs[p.operand.id])
+            continue
+        out.setdefault("unparsed", []).append(ast.unparse(p))
+    return out
+
+
+def _server_value(body: list[ast.stmt], var: str) -> int | None:
+    """The OPENAI_API_SERVER entry of `var = {UsageContext.LLM_CLASS: .., UsageContext.OPENAI_API_SERVER: ..}`."""
+    for st in body:
+        if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name) and st.targets[0].id == var and \
+                isinstance(st.value, ast.Dict):
+            for k, v in zip(st.value.keys, st.value.values):
+                if k is not None and ast.unparse(k).endswith("OPENAI_API_SERVER") and isinstance(v, ast.Constant):
+                    return int(v.value)
+    return None
+
+
+def vllm_batch_defaults(text: str, path: str) -> dict[str, Any] | None:
+    """EngineArgs.get_batch_defaults: the API server's max_num_batched_tokens / max_num_seqs per GPU tier, in
+    branch order (the first tier whose condition holds applies; the last has no condition)."""
+    tree = ast.parse(text)
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "get_batch_defaults"), None)
+    if fn is None:
+        return None
+    ccs: dict[str, str] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Call) and \
+                ast.unparse(n.value.func).endswith("is_device_capability") and n.value.args:
+            try:
+                cc = ast.literal_eval(n.value.args[0])
+                ccs[n.targets[0].id] = f"{cc[0]}.{cc[1]}"
+            except (ValueError, TypeError, IndexError):
+                pass
+    head = next((n for n in fn.body if isinstance(n, ast.If) and "device_memory" in ast.unparse(n.test)), None)
+    if head is None:
+        return None
+    tiers: list[dict[str, Any]] = []
+    node: ast.AST | None = head
+    while node is not None:
+        if isinstance(node, ast.If):
+            body, cond = node.body, _tier_condition(node.test, ccs)
+            nxt = node.orelse[0] if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If) else None
+            rest = node.orelse if nxt is None else None
+        else:
+            body, cond, nxt, rest = node, {}, None, None  # type: ignore[assignment]
+        tiers.append({"when": cond, "max_num_batched_tokens": _server_value(body, "default_max_num_batched_tokens"),
+                      "max_num_seqs": _server_value(body, "default_max_num_seqs")})
+        if nxt is not None:
+            node = nxt
+        elif rest:
+            tiers.append({"when": {}, "max_num_batched_tokens": _server_value(rest, "default_max_num_batched_tokens"),
+                          "max_num_seqs": _server_value(rest, "default_max_num_seqs")})
+            node = None
+        else:
+            node = None
+    return {"source": f"{path}:{head.lineno}", "tiers": tiers}
+
+
+def vllm_cudagraph_default(text: str, path: str) -> dict[str, Any] | None:
+    """VllmConfig._set_cudagraph_sizes: the largest CUDA-graph capture size when none is given, as
+    min(max_num_seqs x decode_query_len x factor, cap), cap per compute-capability family, and whether it is then
+    capped by max_num_batched_tokens."""
+    tree = ast.parse(text)
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_set_cudagraph_sizes"), None)
+    if fn is None:
+        return None
+    out: dict[str, Any] = {"source": f"{path}:{fn.lineno}", "factor": None, "caps": [],
+                           "min_batched_tokens": False}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.IfExp) and isinstance(n.test, ast.Call) and \
+                ast.unparse(n.test.func).endswith("is_device_capability_family") and n.test.args and \
+                isinstance(n.body, ast.Constant) and isinstance(n.orelse, ast.Constant) and not out["caps"]:
+            fam = ast.literal_eval(n.test.args[0])
+            out["caps"] = [{"when": {"cc_major": int(fam) // 10}, "value": n.body.value}, {"when": {}, "value": n.orelse.value}]
+            out["source"] = f"{path}:{n.lineno}"
+        if isinstance(n, ast.Call) and _call_name(n) == "min" and len(n.args) == 2:
+            a, b = (ast.unparse(x) for x in n.args)
+            m = re.search(r"max_num_seqs \* decode_query_len \* (\d+)$", a)
+            if m and out["factor"] is None:
+                out["factor"] = int(m.group(1))
+                if isinstance(n.args[1], ast.Constant) and not out["caps"]:
+                    out["caps"] = [{"when": {}, "value": n.args[1].value}]
+                    out["source"] = f"{path}:{n.lineno}"
+            if a == "max_num_tokens" and b == "max_cudagraph_capture_size":
+                out["min_batched_tokens"] = True
+    return out if out["factor"] and out["caps"] else None
+
+
+def vllm_computed(root: Path) -> dict[str, Any]:
+    """Defaults vLLM computes at start-up (not a literal of any field): the batch tiers and the CUDA-graph cap."""
+    out: dict[str, Any] = {}
+    text = read(root, "vllm/engine/arg_utils.py")
+    if text:
+        b = vllm_batch_defaults(text, "vllm/engine/arg_utils.py")
+        if b:
+            out["batch_defaults"] = b
+    text = read(root, "vllm/config/vllm.py")
+    if text:
+        c = vllm_cudagraph_default(text, "vllm/config/vllm.py")
+        if c:
+            out["cudagraph_max"] = c
+    return out
+
+
 def vllm_cli(root: Path) -> list[dict]:
     configs: dict[str, dict[str, dict[str, Any]]] = {}
     cfg_files = sorted((root / "vllm/config").glob("*.py")) + ([root / "vllm/config.py"]
@@ -824,8 +947,14 @@ def build_project(project: str, src: Path) -> dict:
             s["present_in"] = vs  # gaps: removed and re-added
         rows.append(s)
     provenance = (Path(base / "PROVENANCE").read_text().strip() if (base / "PROVENANCE").is_file() else "")
-    return {"project": project, "label": spec["label"], "versions": versions, "count": len(rows),
-            "provenance": provenance, "settings": rows}
+    out = {"project": project, "label": spec["label"], "versions": versions, "count": len(rows),
+           "provenance": provenance}
+    if project == "vllm":
+        computed = {v: vllm_computed(base / v) for v in versions}
+        if any(computed.values()):
+            out["computed"] = computed
+    out["settings"] = rows
+    return out
 
 
 def build(src: Path, out: Path, projects: Iterable[str] | None = None, check: bool = True) -> dict[str, int]:

@@ -20,6 +20,7 @@ from orchestrator.probes.interpreter import discover
 from orchestrator.probes.node import collect_node_health
 from orchestrator.probes.settings import collect_settings
 from orchestrator.settings import Settings
+from security_corpus import HOST_ARGV_SAMPLES, HOST_ENV_SAMPLES
 
 M = "<redacted on host>"
 
@@ -49,6 +50,18 @@ PRELUDE = _ns(scripts.prelude(), scripts.environ())
 ])
 def test_secrets_in_a_command_line_are_masked_on_the_host(argv, want):
     assert PRELUDE["mask_argv"](argv) == want
+
+
+@pytest.mark.parametrize("shape, argv, secret", HOST_ARGV_SAMPLES, ids=[s[0] for s in HOST_ARGV_SAMPLES])
+def test_the_corpus_command_lines_leave_no_secret(shape, argv, secret):
+    masked = PRELUDE["mask_argv"](argv)
+    assert secret not in " ".join(masked) and len(masked) == len(argv), masked
+
+
+@pytest.mark.parametrize("shape, name, value, secret", HOST_ENV_SAMPLES, ids=[s[1] for s in HOST_ENV_SAMPLES])
+def test_the_corpus_environment_values_stay_on_the_host(shape, name, value, secret):
+    settings = _ns(scripts.load("settings").rsplit("\nmain()", 1)[0])
+    assert not PRELUDE["keep_env"](name, value) and not settings["keep"](name, value, {name})
 
 
 def test_ordinary_settings_keep_their_values():

@@ -188,6 +188,22 @@ def default_at(doc: SettingDoc, version: str | None) -> tuple[Any, str | None]:
     return chosen[1], at
 
 
+def computed_defaults(project: str, version: str | None) -> tuple[dict[str, Any], str | None]:
+    """Defaults the program computes at start-up, harvested per release (vLLM's get_batch_defaults tiers and
+    CUDA-graph cap: `<project>.json` `computed`), at the nearest harvested release at or below `version` (the newest
+    when unknown or newer, the oldest when older): (the computed defaults, the release they were read from)."""
+    data = project_data(project).get("computed") or {}
+    if not data:
+        return {}, None
+    versions = sorted(data, key=_vkey)
+    if not version:
+        at = versions[-1]
+    else:
+        vk = _vkey(version)
+        at = max((v for v in versions if _vkey(v) <= vk), key=_vkey, default=versions[0])
+    return dict(data[at]), at
+
+
 def is_computed(default: Any) -> bool:
     return isinstance(default, dict) and "expr" in default
 

@@ -3,6 +3,7 @@
 # names (tests/probes/test_probe_scripts.py checks it).
 import errno
 import fnmatch
+import json
 import os
 import re
 
@@ -220,7 +221,7 @@ def may_access(st, creds, bit, path):
     return bool(st.st_mode & bit)
 
 
-def _search_refused(real, creds):
+def search_refused(real, creds):
     """Why a process of creds could not reach the file at real (a directory above it it may not search), or None."""
     d = os.path.dirname(real)
     while True:
@@ -242,7 +243,7 @@ def unreachable(path, creds):
     if creds is None or creds[0] == 0:
         return None
     real = os.path.realpath(path)
-    why = _search_refused(real, creds)
+    why = search_refused(real, creds)
     if why:
         return why
     try:
@@ -300,7 +301,7 @@ def open_host_file(path, creds=None, resolve=False):
             real, name = os.path.realpath(path), path
         # in this order, so that a refusal tells the process's user nothing they could not find out themselves
         if creds is not None and creds[0] != 0:
-            refused = _search_refused(real, creds)
+            refused = search_refused(real, creds)
             if refused:
                 raise OSError(refused + ": not read")
             if not may_access(st, creds, 4, name):
@@ -438,6 +439,182 @@ def mask_value(value, depth=0):
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return str(value)  # JSON has no NaN or infinity
     return value
+
+
+# --- a config file a served process names, parsed here: its text never leaves the host (settings, engine) ------------
+YAML_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9_]*)$")
+YAML_BASED = re.compile(r"^([-+]?)0(?:([0-7_]+)|x([0-9a-fA-F_]+)|b([01_]+))$")
+YAML_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?$|^[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?$")
+YAML_BOOL = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
+MAX_NODES, MAX_DEPTH = 20000, 32
+
+
+class NotPlain(ValueError):
+    """YAML beyond plain mappings, lists and scalars (anchors, aliases, tags, multi-line flow): not read here."""
+
+
+def yaml_scalar(text):
+    """A plain or quoted YAML scalar as PyYAML's safe_load resolves the common cases (YAML 1.1 booleans, ints,
+    floats, nulls); a flow list or mapping only when it is JSON."""
+    t = text.strip()
+    if not t or t in ("~", "null", "Null", "NULL"):
+        return None
+    if t[0] in "&*!|>%@`":
+        raise NotPlain("anchors, aliases, tags and block scalars are not read on the host")
+    if t[0] == '"':
+        if not t.endswith('"') or len(t) < 2:
+            raise NotPlain("an unterminated quoted value")
+        return json.loads(t)
+    if t[0] == "'":
+        if not t.endswith("'") or len(t) < 2:
+            raise NotPlain("an unterminated quoted value")
+        return t[1:-1].replace("''", "'")
+    if t[0] in "[{":
+        try:
+            return json.loads(t)
+        except ValueError:
+            pass
+        inner = t[1:-1]
+        if t[-1] != "]}"[t[0] == "{"] or any(c in inner for c in "[]{}\"'"):
+            raise NotPlain("a flow collection that is neither JSON nor flat")
+        items = [x.strip() for x in inner.split(",") if x.strip()]
+        if t[0] == "[":
+            return [yaml_scalar(x) for x in items]
+        pairs = [yaml_key(x) for x in items]
+        if None in pairs:
+            raise NotPlain("a flow mapping that is not `key: value` pairs")
+        return dict((k, yaml_scalar(v)) for k, v in pairs)
+    if t in ("yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On",
+             "ON", "off", "Off", "OFF"):
+        return YAML_BOOL[t.lower()]
+    if YAML_INT.match(t):
+        return int(t.replace("_", ""))
+    m = YAML_BASED.match(t)
+    if m:
+        digits, base = [(d, b) for d, b in zip(m.group(2, 3, 4), (8, 16, 2)) if d is not None][0]
+        return (-1 if m.group(1) == "-" else 1) * int(digits.replace("_", ""), base)
+    if YAML_FLOAT.match(t):
+        return float(t.replace("_", ""))
+    return t
+
+
+def yaml_key(body):
+    """(key, the rest of the line) of a `key: value` line of a block mapping, else None. By hand, not a regex: a
+    line of host text is read once whatever its shape."""
+    if body[:1] in ("'", '"'):
+        end = body.find(body[0], 1)
+        if end < 0:
+            return None
+        key, after = body[1:end], body[end + 1:].lstrip(" ")
+        if not after.startswith(":"):
+            return None
+        rest = after[1:]
+    else:
+        if not body or body[0] in "#{[&*!|>%@`" or body == "-" or body.startswith("- "):
+            return None
+        i = body.find(": ")
+        if i < 0:
+            if not body.endswith(":"):
+                return None
+            i = len(body) - 1
+        key, rest = body[:i].rstrip(), body[i + 1:]
+    if rest and not rest[0].isspace():
+        return None  # `a:b` is a plain scalar, not a mapping
+    return key, rest.strip()
+
+
+def strip_comment(line):
+    """The line without a trailing ` # comment` outside quotes."""
+    quote = None
+    for i, c in enumerate(line):
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def parse_yaml(text):
+    """The plain YAML of a served config (block mappings and lists of scalars or mappings, quoted and plain scalars,
+    JSON flow values), bounded in nodes and depth; NotPlain for anything else (an alias could not be a bomb here)."""
+    lines = []
+    for raw in text.splitlines():
+        line = strip_comment(raw)
+        if not line.strip() or line.strip() in ("---", "..."):
+            continue
+        body = line.lstrip(" ")
+        if body.startswith("\t"):
+            raise NotPlain("tab indentation")
+        lines.append([len(line) - len(body), body])
+    nodes = [0]
+
+    def block(i, indent, depth):
+        if depth > MAX_DEPTH:
+            raise NotPlain("nested deeper than %d" % MAX_DEPTH)
+        if lines[i][1] == "-" or lines[i][1].startswith("- "):
+            return seq(i, indent, depth)
+        return mapping(i, indent, depth)
+
+    def value_after(i, indent, rest, depth, item=False):
+        """The value of a key (or of a list item) whose line ends at rest: inline, or the block under it (i is the
+        next line; a key's list may sit at the key's own indentation, an item's sibling there is not its value)."""
+        nodes[0] += 1
+        if nodes[0] > MAX_NODES:
+            raise NotPlain("more than %d values" % MAX_NODES)
+        if rest:
+            return yaml_scalar(rest), i
+        if i < len(lines) and (lines[i][0] > indent or (not item and lines[i][0] == indent and (
+                lines[i][1] == "-" or lines[i][1].startswith("- ")))):
+            return block(i, lines[i][0], depth + 1)
+        return None, i
+
+    def mapping(i, indent, depth):
+        out = {}
+        while i < len(lines) and lines[i][0] == indent:
+            kv = yaml_key(lines[i][1])
+            if kv is None:
+                raise NotPlain("line not a `key: value` (multi-line values are not read on the host)")
+            out[kv[0]], i = value_after(i + 1, indent, kv[1], depth)
+        if i < len(lines) and lines[i][0] > indent:
+            raise NotPlain("unexpected indentation")
+        return out, i
+
+    def seq(i, indent, depth):
+        out = []
+        while i < len(lines) and lines[i][0] == indent and (lines[i][1] == "-" or lines[i][1].startswith("- ")):
+            rest = lines[i][1][1:].lstrip(" ")
+            if rest and (yaml_key(rest) or rest == "-" or rest.startswith("- ")):
+                # `- key: value` (a mapping) or `- - x` (a list) whose lines sit where `key` or the inner `-` does
+                lines[i] = [indent + len(lines[i][1]) - len(rest), rest]
+                item, i = block(i, lines[i][0], depth + 1)
+            else:
+                item, i = value_after(i + 1, indent, rest, depth, item=True)
+            out.append(item)
+        return out, i
+
+    if not lines:
+        return None
+    data, i = block(0, lines[0][0], 0)
+    if i != len(lines):
+        raise NotPlain("unexpected indentation")
+    return data
+
+
+def parse_config(text):
+    """A served config (JSON, or the plain YAML of parse_yaml) as a dict; ValueError (NotPlain for YAML beyond plain
+    mappings) with the reason otherwise."""
+    try:
+        doc = json.loads(text) if text.lstrip()[:1] in ("{", "[") else parse_yaml(text)
+    except NotPlain:
+        raise
+    except (ValueError, RecursionError):
+        raise ValueError("not valid JSON or YAML") from None
+    if not isinstance(doc, dict):
+        raise ValueError("not a mapping of settings")
+    return doc
 
 
 # --- installed distributions, read as files (their METADATA headers): pyenv, caches, settings -----------------------

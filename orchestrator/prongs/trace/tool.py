@@ -16,7 +16,7 @@ import orchestrator
 from orchestrator import knowledge, limits
 from orchestrator.analysis.roofline import gemm_roofline
 from orchestrator.probes.engine import engine_report
-from orchestrator.prongs.trace.host import HostTraces, fetch, profiler_dirs
+from orchestrator.prongs.trace.host import HostTraces, TraceDir, copy_error, fetch, profiler_dirs
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 from orchestrator.traces import worker
 from orchestrator.traces.inputs import HOST_PREFIX
@@ -102,13 +102,13 @@ async def _from_host(paths: list[str], ctx: ToolContext, dest: Path) -> HostTrac
     """Copy the newest trace per rank from the host's profiler directories (`host:PATH`, or `host:` for the serving
     processes' own: their VLLM_TORCH_PROFILER_DIR / --profiler-config / SGLANG_TORCH_PROFILER_DIR)."""
     host = ctx.host()
-    dirs: list[tuple[str, str]] = []
+    dirs: list[TraceDir] = []
     for p in paths:
         if not p.startswith(HOST_PREFIX):
             continue
         rest = p[len(HOST_PREFIX):]
         if rest:
-            dirs.append((rest, "--trace"))
+            dirs.append(TraceDir(rest, "--trace"))
         else:
             engines = (await engine_report(host, [], metrics=False)).engines
             dirs += profiler_dirs(engines)
@@ -154,11 +154,8 @@ class TraceAnalysis(Tool):
             where = {t.local: f"{f.host}:{t.path}" for f in (found, base_found) if f for t in f.traces if t.local}
             try:
                 report = await analyze_in_child(local, baseline or None, args.include_host)
-            except ToolFailure as e:  # name the host's file, not the temporary copy
-                msg = str(e)
-                for copy, on_host in where.items():
-                    msg = msg.replace(copy, on_host)
-                raise ToolFailure(msg) from None
+            except ToolFailure as e:  # the host's file named, not the temporary copy; no quote of another's file
+                raise ToolFailure(copy_error(str(e), (found, base_found))) from None
         if where:  # cite the host's files, not the copies (removed by now)
             for a in [*report.ranks, *report.baseline]:
                 a.source = where.get(a.source, a.source)

@@ -136,7 +136,7 @@ def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
 def render_references(gpu: str, model: str, dtype: str | None = None, isl: int | None = None,
                       osl: int | None = None, concurrency: int | None = None) -> str:
     """`investigate reference`: the published figures nearest to a setup, each with its differences and source."""
-    from orchestrator.analysis.references import Setup, match, precision_of, rows_table
+    from orchestrator.prongs.reference.rules import Setup, match, precision_of, rows_table
 
     spec = spec_or_raise(gpu)
     lookup = match(Setup(gpu=spec.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl,

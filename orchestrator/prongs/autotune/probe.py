@@ -7,7 +7,7 @@ from typing import Any
 from orchestrator import knowledge
 from orchestrator.hosts.base import Host
 from orchestrator.probes import interpreter
-from orchestrator.probes.cache_formats import (
+from orchestrator.prongs.autotune.cache_formats import (
     PARSERS,
     CacheContext,
     device_file_name,

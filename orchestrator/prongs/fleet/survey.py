@@ -20,7 +20,10 @@ from collections.abc import Hashable
 from typing import Any
 
 from orchestrator.hosts.base import CommandResult, Host
-from orchestrator.probes import engine, interpreter, kernels, node, pyenv
+from orchestrator.probes import interpreter, pyenv
+from orchestrator.prongs.kernel_research import probe as kernels
+from orchestrator.prongs.node_health import probe as node
+from orchestrator.prongs.serving_engine import probe as engine
 from orchestrator.probes.runner import ProbeUnavailable, parse_script_output, run_bundle, script_stdout
 from orchestrator.probes.session import UNFILLED, fill, session_of
 

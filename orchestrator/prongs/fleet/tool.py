@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 
 
 class NoInput(BaseModel):
@@ -77,8 +77,3 @@ class SlurmNodesTool(Tool):
             lines.append("job env: " + " ".join(f"{k}={v}" for k, v in env.items()))
         data = {"kind": "slurm_nodes", "nodes": states, "job": job, "env": env}
         return ToolOutput(text="\n".join(lines) or "no node records", data=data, untrusted=True, host="slurm")
-
-
-def register(registry: ToolRegistry) -> None:
-    for tool in (FleetHostsTool(), SlurmNodesTool()):
-        registry.add(tool)

@@ -7,7 +7,7 @@ from typing import Any
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes import interpreter
-from orchestrator.probes.autotune import gpu_identity
+from orchestrator.prongs.autotune.probe import gpu_identity
 from orchestrator.probes.results import KernelInventory, LibraryKernels
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.session import LISTINGS, shared

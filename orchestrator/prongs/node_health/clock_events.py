@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from orchestrator.knowledge import clock_event_reasons
-from orchestrator.probes.node_models import GpuHealth, NodeHealth
+from orchestrator.prongs.node_health.models import GpuHealth, NodeHealth
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from orchestrator.probes.node_kernel import worst
-from orchestrator.probes.node_models import FactValue, GpuHealth, NodeHealth
-from orchestrator.probes.node_smi import GEN_OF_SPEED, same_pci
+from orchestrator.prongs.node_health.kernel_log import worst
+from orchestrator.prongs.node_health.models import FactValue, GpuHealth, NodeHealth
+from orchestrator.prongs.node_health.smi import GEN_OF_SPEED, same_pci
 
 # Reasons that mean something holds the clocks down (idle, app clocks and sync boost are not throttles, and neither is
 # SW power cap alone: a busy H200 at its default 700 W limit shows it; the lowered limit is the fault, not the cap).

@@ -11,8 +11,8 @@ import re
 
 from pydantic import BaseModel
 
-from orchestrator.probes.node_models import GpuHealth, XidEvent
-from orchestrator.probes.node_smi import same_pci
+from orchestrator.prongs.node_health.models import GpuHealth, XidEvent
+from orchestrator.prongs.node_health.smi import same_pci
 
 XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)(?: GPU-I:\d+)?(?: GPU-CI:\d+)?\): (\d+)\b")
 """With MIG the driver adds the GPU / compute instance inside the parenthesis (kernel_rc.c XID_PRINT_WITH_ATTR)."""

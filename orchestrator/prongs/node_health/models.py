@@ -260,7 +260,7 @@ class NodeHealth(ProbeModel):
         return next((g for g in self.gpus if g.index == index), None)
 
     def facts(self) -> dict[str, FactValue]:
-        from orchestrator.probes.node_facts import node_facts
+        from orchestrator.prongs.node_health.facts import node_facts
 
         return node_facts(self)
 

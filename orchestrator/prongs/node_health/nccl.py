@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.probes.node_models import NcclLine, NcclSummary
+from orchestrator.prongs.node_health.models import NcclLine, NcclSummary
 
 CHANNEL = re.compile(r"Channel \d+(?:/\d+)?\s*:\s*\d+\[[^\]]*\]\s*->\s*\d+\[[^\]]*\]\s*(?:\[\w+\]\s*)?via (\S+(?: pointer)?)")
 VERSION = re.compile(r"NCCL version ([0-9][\w.+\-]*)")

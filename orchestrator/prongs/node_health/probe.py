@@ -11,12 +11,12 @@ from typing import Any
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes import nvidia_smi
-from orchestrator.probes.node_kernel import parse_xids
-from orchestrator.probes.node_models import (
+from orchestrator.prongs.node_health.kernel_log import parse_xids
+from orchestrator.prongs.node_health.models import (
     NcclLine, NodeGap, NodeHealth, RdmaDevice, ServingProcess,
 )
-from orchestrator.probes.node_nccl import summarize_nccl
-from orchestrator.probes.node_smi import gpus_from_fields, nvlink_changes, parse_health_xml, parse_lspci, parse_nvlink
+from orchestrator.prongs.node_health.nccl import summarize_nccl
+from orchestrator.prongs.node_health.smi import gpus_from_fields, nvlink_changes, parse_health_xml, parse_lspci, parse_nvlink
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.session import shared
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orchestrator.probes.node_models import GpuHealth, NvLink, PciLink
+from orchestrator.prongs.node_health.models import GpuHealth, NvLink, PciLink
 from orchestrator.probes.nvidia_smi import NvidiaSmiParseError
 from orchestrator.probes.scripts import _smi
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.node import node_health
+from orchestrator.prongs.node_health.probe import node_health
 from orchestrator.render.summaries import summarize_node
-from orchestrator.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 
 
 class NodeHealthInput(BaseModel):
@@ -34,7 +34,3 @@ class NodeHealthTool(Tool):
         node = await node_health(host, args.logs or list(ctx.inputs.logs))
         return ToolOutput(text=summarize_node(node), data=node.model_dump(mode="json"), untrusted=True,
                           host=host.name)
-
-
-def register(registry: ToolRegistry) -> None:
-    registry.add(NodeHealthTool())

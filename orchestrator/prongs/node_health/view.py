@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.probes.node_models import GpuProcess, NodeHealth
+from orchestrator.prongs.node_health.models import GpuProcess, NodeHealth
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView

@@ -160,7 +160,7 @@ def _gpus_from_engine(v: EvidenceView) -> tuple[int | None, str | None, str | No
         if eng is None:
             continue
         deg = 1
-        for key in ("tp", "pp", "dp"):  # the engine table's normalized keys (probes/engine_cmdline.py)
+        for key in ("tp", "pp", "dp"):  # the engine table's normalized keys (prongs/serving_engine/cmdline.py)
             val = eng.value(key)
             if isinstance(val, (int, float)) and val >= 1:
                 deg *= int(val)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
-from orchestrator.probes.engine_models import EngineInstance, EngineReport
+from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
@@ -383,3 +383,8 @@ def startup_phases(v: "EvidenceView") -> Finding | None:
 
 def engine_work_findings(v: "EvidenceView") -> list[Finding]:
     return [f for f in (speculation_overhead(v), prefix_never_hits(v), startup_phases(v)) if f]
+
+
+def engine_work(v: "EvidenceView") -> list[Finding]:
+    """Engine work that returns nothing: rejected speculative drafts, a prefix cache that never hits."""
+    return engine_work_findings(v)

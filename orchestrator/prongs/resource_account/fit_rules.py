@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from orchestrator.analysis.kv_rules import intended_dtype, kv_findings
-from orchestrator.analysis.serving import shape_from_name, shape_from_observations
+from orchestrator.prongs.serving_engine.kv_rules import intended_dtype, kv_findings
+from orchestrator.prongs.serving_engine.floors import shape_from_name, shape_from_observations
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
-from orchestrator.probes.account_models import ResourceAccount
-from orchestrator.probes.engine_models import EngineReport
+from orchestrator.prongs.resource_account.models import ResourceAccount
+from orchestrator.prongs.serving_engine.models import EngineReport
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
@@ -122,3 +122,8 @@ def _weight_findings(v: "EvidenceView") -> list[Finding]:
                   "CUDA graphs.", short=f"weights {per_gpu / GIB:,.1f} GiB per GPU of {gpu_mem / GIB:,.0f} GiB.",
             numbers=numbers, symptoms=["cost", "throughput"]))
     return out
+
+
+def what_fits(v: "EvidenceView") -> list[Finding]:
+    """Weight bytes against GPU memory x the parallel degree and against what nvidia-smi shows in use."""
+    return fit_findings(v)

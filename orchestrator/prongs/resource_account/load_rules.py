@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from orchestrator.analysis.queue_rules import queue_state
+from orchestrator.prongs.serving_engine.queue_rules import queue_state
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
 from orchestrator.observations import BenchResult
-from orchestrator.probes.engine_models import EngineReport
+from orchestrator.prongs.serving_engine.models import EngineReport
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
@@ -390,3 +390,9 @@ def runs_compared(v: "EvidenceView") -> Finding | None:
                    informational=True, title=f"{len(runs)} benchmark runs compared", claim=claim,
                    short=f"{len(runs)} benchmark runs compared.", numbers=numbers[:12],
                    symptoms=["throughput", "ttft", "itl", "regression"])
+
+
+def load_runs(v: "EvidenceView") -> list[Finding]:
+    """Every benchmark run used and compared with the others, and what the measurement itself says (a TTFT that is
+    the whole request, runs of different output lengths, a TTFT spent mostly outside the engine)."""
+    return [f for f in (runs_compared(v), ttft_is_whole_request(v), unequal_outputs(v), ttft_outside_engine(v)) if f]

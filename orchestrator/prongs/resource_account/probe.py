@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.hosts.base import Host
-from orchestrator.probes.account_models import AccountGap, GpuBusy, HostAccount, ProcessAccount, ResourceAccount
+from orchestrator.prongs.resource_account.models import AccountGap, GpuBusy, HostAccount, ProcessAccount, ResourceAccount
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.session import shared
 

@@ -1,4 +1,4 @@
-"""Where the time goes: the resource account (probes/account.py) turned into findings, and the bound it sets.
+"""Where the time goes: the resource account (prongs/resource_account/probe.py) turned into findings, and the bound it sets.
 
 The USE method (https://www.brendangregg.com/usemethod.html): for every resource its utilization, saturation and
 errors, and the saturated one is the bound. The GPU is the bound only when the GPUs are busy over the window; when
@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestrator.analysis.load_rules import burst_queue, client_limited, flat_throughput
-from orchestrator.analysis.queue_rules import BOUNDS_BATCH, engine_queue
+from orchestrator.prongs.resource_account.load_rules import burst_queue, client_limited, flat_throughput
+from orchestrator.prongs.serving_engine.queue_rules import BOUNDS_BATCH, engine_queue
 from orchestrator.diagnosis import Bound, Number
 from orchestrator.findings import Finding, Symptom
-from orchestrator.probes.account_models import ProcessAccount, ResourceAccount, ThreadAccount
+from orchestrator.prongs.resource_account.models import ProcessAccount, ResourceAccount, ThreadAccount
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
@@ -666,7 +666,7 @@ def _turns(a: Account) -> Finding | None:
 
 
 def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
-    """The engine's own queue (analysis/queue_rules.py): what bounds its batch, or no request reaching it."""
+    """The engine's own queue (prongs/serving_engine/queue_rules.py): what bounds its batch, or no request reaching it."""
     return engine_queue(v, a.busy, a.ev)
 
 
@@ -792,7 +792,7 @@ def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:
         return None, []
     sat = next((f for f in (rule(a) for rule in SATURATION) if f), None)
     if a.busy >= GPU_BUSY_PCT:
-        from orchestrator.analysis.kv_rules import kv_findings
+        from orchestrator.prongs.serving_engine.kv_rules import kv_findings
 
         q = engine_queue(v, a.busy, a.ev)
         held = q if q is not None and q.id in BOUNDS_BATCH else \
@@ -802,7 +802,7 @@ def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:
             return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window while {held.short.rstrip('.')}: "
                     "the extra time is waiting for a place in the batch, not GPU work."), \
                 list(dict.fromkeys([a.ev, *held.evidence]))
-        from orchestrator.analysis.engine_work_rules import prefix_never_hits, speculation_overhead
+        from orchestrator.prongs.resource_account.engine_work_rules import prefix_never_hits, speculation_overhead
 
         redo = prefix_never_hits(v) or speculation_overhead(v)
         if redo is not None and not redo.informational:
@@ -837,3 +837,8 @@ def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] 
     elif setter.short and setter.short not in reasoning:
         reasoning += " " + setter.short[:1].upper() + setter.short[1:]
     return bound, reasoning.strip(), setter
+
+
+def resource_account(v: "EvidenceView") -> list[Finding]:
+    """Where the time goes: the GPUs' busy share over a window and the saturated resource."""
+    return account_findings(v)

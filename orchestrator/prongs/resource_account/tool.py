@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.account import account_key, collect_account, resource_account
-from orchestrator.probes.account_models import ResourceAccount
+from orchestrator.prongs.resource_account.probe import account_key, collect_account, resource_account
+from orchestrator.prongs.resource_account.models import ResourceAccount
 from orchestrator.probes.session import start
-from orchestrator.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from orchestrator.hosts.base import Host
@@ -87,7 +87,3 @@ class ResourceAccountTool(Tool):
 def prefetch_call(host: "Host", sample_s: float) -> Any:
     """Start the default account of the run's host now (orchestrator.prefetch): its window then overlaps the rest."""
     return start(host, account_key(sample_s), lambda: collect_account(host, sample_s), once=True)
-
-
-def register(registry: ToolRegistry) -> None:
-    registry.add(ResourceAccountTool())

@@ -1,5 +1,5 @@
 """What fits where, the KV cache and the weights' dtype: KV bytes per token and per sequence from the model's attention
-shape (analysis/kv_fit.py) against what is left of GPU memory after the weights, and the weights' measured memory
+shape (prongs/serving_engine/kv_fit.py) against what is left of GPU memory after the weights, and the weights' measured memory
 against their bytes at the intended dtype; every finding shows its arithmetic.
 
 Inputs: the model's shape (the observations' model block, else the config.json the settings audit read from the model
@@ -7,7 +7,7 @@ directory, else the parameter count in its name), the engine's effective setting
 --max-model-len, --gpu-memory-utilization / --mem-fraction-static, --quantization) and its own startup lines: vLLM
 "GPU KV cache size: N tokens", "Available KV cache memory: X GiB", "Model loading took X GiB"; SGLang "KV Cache is
 allocated. #tokens: N", "max_total_num_tokens=N", "Load weight end. ... mem usage=X GB" (formats in
-probes/engine_logs.py). The load offered: a benchmark's concurrency and its input + output tokens per request. Pure.
+prongs/serving_engine/logs.py). The load offered: a benchmark's concurrency and its input + output tokens per request. Pure.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import knowledge
-from orchestrator.analysis.kv_fit import KvShape, kv_bytes_per_element, kv_shape, sequences
-from orchestrator.analysis.serving import ModelShape, shape_from_name, shape_from_observations
+from orchestrator.prongs.serving_engine.kv_fit import KvShape, kv_bytes_per_element, kv_shape, sequences
+from orchestrator.prongs.serving_engine.floors import ModelShape, shape_from_name, shape_from_observations
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
 from orchestrator.observations import ModelInfo
-from orchestrator.probes.account_models import ResourceAccount
-from orchestrator.probes.engine_models import EngineInstance, EngineReport
-from orchestrator.probes.settings_models import SettingsReport
+from orchestrator.prongs.resource_account.models import ResourceAccount
+from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
+from orchestrator.prongs.settings_audit.models import SettingsReport
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
@@ -115,7 +115,7 @@ def intended_dtype(v: "EvidenceView", prim: EngineInstance | None, name: str | N
     q = (obs_model.quantization if obs_model and obs_model.quantization else None) or \
         (str(prim.value("quantization")) if prim and prim.value("quantization") else None)
     if not q:
-        from orchestrator.analysis.serving_rules import weight_dtype
+        from orchestrator.prongs.serving_engine.rules import weight_dtype
 
         q = weight_dtype(v, prim, name)[0]
     try:

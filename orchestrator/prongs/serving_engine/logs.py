@@ -33,8 +33,8 @@ import ast
 import re
 from typing import Any, Iterable, Literal, NamedTuple, Union
 
-from orchestrator.probes.engine_cmdline import Setting
-from orchestrator.probes.engine_models import LogState
+from orchestrator.prongs.serving_engine.cmdline import Setting
+from orchestrator.prongs.serving_engine.models import LogState
 
 RX_VERSION = [re.compile(r"vLLM API server version ([0-9][\w.+-]*)"),
               re.compile(r"Initializing a V1 LLM engine \(v([0-9][\w.+-]*)\)"),

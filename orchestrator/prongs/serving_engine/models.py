@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.engine_metrics import MetricSummary
+from orchestrator.prongs.serving_engine.metrics import MetricSummary
 from orchestrator.probes.results import LogSkip, ProbeModel
 
 EngineName = Literal["vllm", "sglang", "trtllm", "tgi"]
@@ -46,7 +46,7 @@ class EngineMetricsScrape(BaseModel):
 
 
 class LogState(BaseModel):
-    """What the engine's own log lines show (see orchestrator/probes/engine_logs.py)."""
+    """What the engine's own log lines show (see orchestrator/prongs/serving_engine/logs.py)."""
 
     selected_backend: str | None = None
     selected_line: str | None = None
@@ -122,7 +122,7 @@ class EngineInstance(BaseModel):
 
     @property
     def label(self) -> str:
-        from orchestrator.probes.engine_cmdline import ENGINE_LABEL
+        from orchestrator.prongs.serving_engine.cmdline import ENGINE_LABEL
 
         return ENGINE_LABEL.get(self.name, self.name) + (f" {self.version}" if self.version else "")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from orchestrator.hosts.base import Host
-from orchestrator.probes.engine_cmdline import Setting, effective_config, engine_kind, split_command
-from orchestrator.probes.engine_logs import parse_log_lines
-from orchestrator.probes.engine_metrics import parse_metrics
-from orchestrator.probes.engine_models import (
+from orchestrator.prongs.serving_engine.cmdline import Setting, effective_config, engine_kind, split_command
+from orchestrator.prongs.serving_engine.logs import parse_log_lines
+from orchestrator.prongs.serving_engine.metrics import parse_metrics
+from orchestrator.prongs.serving_engine.models import (
     EngineInstance, EngineLogLine, EngineMetricsScrape, EngineReport, LogState, SettingValue,
 )
 from orchestrator.probes.results import MAX_LOG_BYTES, LogSkip

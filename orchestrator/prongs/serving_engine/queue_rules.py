@@ -6,7 +6,7 @@ Read from (names as the engines expose them): vLLM `vllm:num_requests_running`, 
 vllm/v1/metrics/loggers.py), `vllm:num_preemptions_total`; SGLang `sglang:num_running_reqs`, `sglang:num_queue_reqs`,
 `sglang:token_usage` (0-1, python/sglang/srt/metrics/collector.py); TGI `tgi_batch_current_size`, `tgi_queue_size`;
 and the stats lines (vLLM "Running: N reqs, Waiting: M reqs, GPU KV cache usage: X%", V0 "Pending: M reqs";
-SGLang "Decode batch. #running-req: N, ... token usage: U, ... #queue-req: Q"), parsed in probes/engine_logs.py.
+SGLang "Decode batch. #running-req: N, ... token usage: U, ... #queue-req: Q"), parsed in prongs/serving_engine/logs.py.
 
 - waiting > 0 with the KV cache (nearly) full: the KV cache bounds the batch; new requests wait for blocks to free.
 - waiting > 0 with the KV cache far from full and running at the engine's request limit: the request limit does.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
-from orchestrator.probes.engine_models import EngineReport
+from orchestrator.prongs.serving_engine.models import EngineReport
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView

@@ -2,7 +2,7 @@
 measured latency percentiles (TTFT, ITL/TPOT) drawn against the roofline floor of their phase.
 
 Pure functions of recorded events (the engine_config tool's results, the observations' benchmark runs) and the
-diagnosis's numbers (the floors from analysis/serving_rules.py). The renderers (render/html.py, the show command)
+diagnosis's numbers (the floors from prongs/serving_engine/rules.py). The renderers (render/html.py, the show command)
 call `engine_html` / `render_engine_terminal` through one-line hooks.
 """
 
@@ -12,7 +12,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from orchestrator.probes.engine_models import EngineReport
+from orchestrator.prongs.serving_engine.models import EngineReport
 from orchestrator.render.summaries import config_rows
 
 PHASES = (("prefill", "TTFT", "ttft"), ("decode", "ITL", "itl"))
@@ -209,7 +209,7 @@ def engine_markdown(events: Iterable[Any], diagnosis: Any, esc) -> list[str]:
     return out
 
 
-def render_engine_terminal(events: Iterable[Any], console, diagnosis: Any = None) -> None:
+def render_engine_terminal(events: Iterable[Any], diagnosis: Any, console) -> None:
     """The engine configuration tables and latency percentiles vs floor, as rich tables (nothing when none)."""
     from rich.markup import escape
     from rich.table import Table

@@ -1,5 +1,5 @@
 """Rules over serving evidence: measured TTFT / ITL (benchmark results, else the engine's /metrics histograms)
-against the roofline floor of the model on this GPU at the measured batch (arithmetic in analysis/serving.py).
+against the roofline floor of the model on this GPU at the measured batch (arithmetic in prongs/serving_engine/floors.py).
 
 Prefill and decode are judged apart; each finding says which phase it is, what bounds it and how far above its
 floor it runs. The question's phase (TTFT vs ITL words) orders them.
@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.analysis.account_rules import GPU_BUSY_PCT, gpus_busy, serving_gpus, where_time_went
+from orchestrator.prongs.resource_account.rules import GPU_BUSY_PCT, gpus_busy, serving_gpus, where_time_went
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.load_rules import engine_ttft_instead, ttft_whole
-from orchestrator.analysis.serving import (
+from orchestrator.prongs.resource_account.load_rules import engine_ttft_instead, ttft_whole
+from orchestrator.prongs.serving_engine.floors import (
     FAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
     shape_from_observations,
 )
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
-from orchestrator.probes.engine_metrics import MetricSummary
-from orchestrator.probes.engine_models import EngineInstance, EngineReport
+from orchestrator.prongs.serving_engine.metrics import MetricSummary
+from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
 
 # Weight storage -> (roofline dtype for bytes, tensor dtype for the compute peak).
 _WEIGHTS = {"fp8": ("fp8", "fp8"), "fp8_w8a8": ("fp8", "fp8"), "modelopt": ("fp8", "fp8"), "nvfp4": ("nvfp4", "fp4"),

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.engine import engine_report
+from orchestrator.prongs.serving_engine.probe import engine_report
 from orchestrator.render.summaries import summarize_engines
-from orchestrator.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 
 
 class EngineConfigInput(BaseModel):
@@ -35,7 +35,3 @@ class EngineConfigTool(Tool):
         paths = args.paths or list(ctx.inputs.logs)
         r = await engine_report(host, paths, metrics=args.metrics)
         return ToolOutput(text=summarize_engines(r), data=r.model_dump(mode="json"), untrusted=True, host=host.name)
-
-
-def register(registry: ToolRegistry) -> None:
-    registry.add(EngineConfigTool())

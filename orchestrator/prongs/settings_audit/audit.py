@@ -1,6 +1,6 @@
 """The settings audit: what each serving process was told to do, against the defaults of its version (issue 27).
 
-Pure: a `ProcessSettings` (probes/settings_models.py) and the settings knowledge base (knowledge/settings) in, the
+Pure: a `ProcessSettings` (prongs/settings_audit/models.py) and the settings knowledge base (knowledge/settings) in, the
 list of settings that differ from their default out, each with where the value came from, the version whose default
 it was compared with, and the curated effect when the value has one.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from orchestrator.knowledge import settings as kb
-from orchestrator.probes.settings_models import ProcessSettings
+from orchestrator.prongs.settings_audit.models import ProcessSettings
 
 _BOOL_WORDS = {"true": True, "false": False, "1": True, "0": False}
 

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from orchestrator.findings import Symptom
 from orchestrator.observations import BenchResult, Latency
-from orchestrator.probes.engine_logs import (RX_ARGS_NAMESPACE, RX_ENGINE_CONFIG, RX_NON_DEFAULT, RX_SERVER_ARGS,
+from orchestrator.prongs.serving_engine.logs import (RX_ARGS_NAMESPACE, RX_ENGINE_CONFIG, RX_NON_DEFAULT, RX_SERVER_ARGS,
                                              RX_VERSION, _kv_pairs)
 
 WORSE_PCT = 5.0

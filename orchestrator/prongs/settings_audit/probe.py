@@ -10,7 +10,7 @@ from orchestrator.hosts.base import Host
 from orchestrator.knowledge import settings as kb
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.session import shared
-from orchestrator.probes.settings_models import ProcessSettings, SettingsReport
+from orchestrator.prongs.settings_audit.models import ProcessSettings, SettingsReport
 
 TIMEOUT_S = 60.0
 MAX_FILE_BYTES = 65536

@@ -11,8 +11,8 @@ import html
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from orchestrator.analysis.settings_audit import audit_process
-from orchestrator.probes.settings_models import SettingsReport
+from orchestrator.prongs.settings_audit.audit import audit_process
+from orchestrator.prongs.settings_audit.models import SettingsReport
 
 COLUMNS = ("setting", "value", "default", "from", "effect", "source")
 
@@ -59,7 +59,7 @@ def _e(s: object) -> str:
     return html.escape(str(s), quote=True)
 
 
-def settings_html(events: Iterable[Any] | None, known: set[str] | None = None) -> str:
+def settings_html(events: Iterable[Any] | None, diagnosis: Any = None, known: set[str] | None = None) -> str:
     """The report's non-default settings section ('' when no serving process was audited)."""
     tables = settings_tables(events or [])
     if not tables:
@@ -82,7 +82,7 @@ def settings_html(events: Iterable[Any] | None, known: set[str] | None = None) -
     return "".join(p)
 
 
-def settings_markdown(events: Iterable[Any], esc) -> list[str]:
+def settings_markdown(events: Iterable[Any], diagnosis: Any, esc) -> list[str]:
     """The non-default settings tables as Markdown (the Markdown report's counterpart of `settings_html`); []
     when no serving process was audited."""
     tables = settings_tables(events)
@@ -101,7 +101,7 @@ def settings_markdown(events: Iterable[Any], esc) -> list[str]:
     return out
 
 
-def render_settings_terminal(events: Iterable[Any], console) -> None:
+def render_settings_terminal(events: Iterable[Any], diagnosis: Any, console) -> None:
     """The non-default settings tables, as rich tables (nothing when no process was audited)."""
     from rich.markup import escape
     from rich.table import Table

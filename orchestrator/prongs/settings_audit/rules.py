@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.analysis import compare
+from orchestrator.prongs.settings_audit import before_after as compared
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.settings_audit import NonDefault, ProcessAudit, audit_process, upgrade_in
+from orchestrator.prongs.settings_audit.audit import NonDefault, ProcessAudit, audit_process, upgrade_in
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding, Symptom
 from orchestrator.knowledge import settings as kb
-from orchestrator.probes.engine_models import EngineReport
-from orchestrator.probes.settings_models import SettingsReport
+from orchestrator.prongs.serving_engine.models import EngineReport
+from orchestrator.prongs.settings_audit.models import SettingsReport
 
 _SYMPTOM_WORDS: list[tuple[Symptom, str]] = [
     ("ttft", r"\bttft\b|time to first|first token|prefill|prompt processing"),
@@ -120,7 +120,7 @@ def two_hosts(v: EvidenceView) -> tuple[str, str, str, str, list[str]] | None:
     return project, old, new, f"the hosts ({where})", [ev for _, _, ev in seen.values()]
 
 
-def two_logs(v: EvidenceView) -> tuple[compare.LogSnapshot, compare.LogSnapshot, list[str]] | None:
+def two_logs(v: EvidenceView) -> tuple[compared.LogSnapshot, compared.LogSnapshot, list[str]] | None:
     """The run before's log (`--baseline-log`) and the run now's (`--log`, read by the engine probe), parsed."""
     oe = v.observations_evidence
     if oe is None or oe[1].baseline_log is None:
@@ -129,8 +129,8 @@ def two_logs(v: EvidenceView) -> tuple[compare.LogSnapshot, compare.LogSnapshot,
     for e, r in v.probes("engine_config"):
         assert isinstance(r, EngineReport)
         if r.lines:
-            after = compare.log_snapshot((ln.line for ln in r.lines), r.log_files[0] if r.log_files else "--log")
-            return compare.log_snapshot(base.lines, base.source or "--baseline-log"), after, [oe[0].id, e.id]
+            after = compared.log_snapshot((ln.line for ln in r.lines), r.log_files[0] if r.log_files else "--log")
+            return compared.log_snapshot(base.lines, base.source or "--baseline-log"), after, [oe[0].id, e.id]
     return None
 
 
@@ -197,7 +197,7 @@ def _log_changes(v: EvidenceView, asked: set[Symptom]) -> list[Finding]:
     if logs is None:
         return []
     before, after, cites = logs
-    changes = compare.setting_changes(before, after)
+    changes = compared.setting_changes(before, after)
     if not changes:
         return []
     project = kb.ENGINE_PROJECT.get(after.project or "") or after.project
@@ -234,10 +234,10 @@ def _log_changes(v: EvidenceView, asked: set[Symptom]) -> list[Finding]:
     return out
 
 
-def _bench_comparison(v: EvidenceView) -> compare.BenchComparison | None:
+def _bench_comparison(v: EvidenceView) -> compared.BenchComparison | None:
     oe = v.observations_evidence
-    pair = compare.bench_pair(oe[1].bench) if oe else None
-    return compare.compare_bench(*pair) if pair else None
+    pair = compared.bench_pair(oe[1].bench) if oe else None
+    return compared.compare_bench(*pair) if pair else None
 
 
 def before_after(v: EvidenceView, asked: set[Symptom]) -> tuple[str, list[Number], str | None]:

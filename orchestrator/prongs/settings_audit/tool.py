@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from orchestrator.analysis.settings_audit import audit_process
+from orchestrator.prongs.settings_audit.audit import audit_process
 from orchestrator.knowledge import settings as kb
-from orchestrator.probes.settings import settings_report
-from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
+from orchestrator.prongs.settings_audit.probe import settings_report
+from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 
 
 class SettingsAuditInput(BaseModel):
@@ -80,8 +80,3 @@ class SettingDocTool(Tool):
                          + (f"\n  effect ({eff.direction}; {', '.join(eff.symptoms)}): {eff.effect} "
                             f"[{', '.join(eff.source)}]" if eff else ""))
         return ToolOutput(text="\n".join(lines), data={"settings": [d.model_dump() for d in docs[:6]]})
-
-
-def register(registry: ToolRegistry) -> None:
-    registry.add(SettingsAuditTool())
-    registry.add(SettingDocTool())

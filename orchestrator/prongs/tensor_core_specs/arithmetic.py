@@ -1,6 +1,6 @@
 """Arithmetic of the measurement probes: GEMM FLOPs, bytes, roofline fractions; all-reduce bandwidth; per-token times.
 
-Pure functions over numbers and the models of `probes/measure_models.py`; no I/O. Units: times in seconds unless a
+Pure functions over numbers and the models of `prongs/tensor_core_specs/models.py`; no I/O. Units: times in seconds unless a
 name says ms, bandwidth in bytes/s unless a name says GB/s or TB/s (decimal: 10^9, 10^12).
 """
 
@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from orchestrator import knowledge
-from orchestrator.probes.measure_models import ClockSample, CommPoint, CommSweep, GemmPoint, GemmSweep, Peaks
+from orchestrator.prongs.tensor_core_specs.models import ClockSample, CommPoint, CommSweep, GemmPoint, GemmSweep, Peaks
 
 OUTPUT_BYTES = 2.0
 """Every timed GEMM writes bf16 (fp8/fp4 GEMMs too: `out_dtype=torch.bfloat16`); fp32 on the CPU sanity path."""

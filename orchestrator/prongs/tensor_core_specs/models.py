@@ -1,8 +1,8 @@
 """Typed evidence of the measurement probes: a GEMM sweep and an all-reduce sweep.
 
-The fixed scripts (`probes/scripts/gemm_bench.py`, `comm_bench.py`) print the raw fields; `probes/benchmarks.py`
+The fixed scripts (`probes/scripts/gemm_bench.py`, `comm_bench.py`) print the raw fields; `prongs/tensor_core_specs/probe.py`
 validates them into these models and attaches the arithmetic (fractions of peak and of the roofline, bus bandwidth)
-from `probes/benchmark_math.py`. Fields the script or the arithmetic could not determine stay None.
+from `prongs/tensor_core_specs/arithmetic.py`. Fields the script or the arithmetic could not determine stay None.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ table), keyed by the dtypes the GEMM micro-benchmark times (`measurable` in know
 from __future__ import annotations
 
 from orchestrator import knowledge
-from orchestrator.probes.measure_models import Peaks
+from orchestrator.prongs.tensor_core_specs.models import Peaks
 
 
 def peaks_for(gpu_name: str | None) -> Peaks | None:

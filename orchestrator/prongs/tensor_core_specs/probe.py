@@ -12,12 +12,12 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from orchestrator.probes.benchmark_math import attach_comm_arithmetic, attach_gemm_arithmetic, tp_message_bytes
-from orchestrator.probes.measure_peaks import peaks_for
+from orchestrator.prongs.tensor_core_specs.arithmetic import attach_comm_arithmetic, attach_gemm_arithmetic, tp_message_bytes
+from orchestrator.prongs.tensor_core_specs.peaks import peaks_for
 from orchestrator.hosts.base import CommandResult, Host
 from orchestrator.observations import Observations
 from orchestrator.probes import scripts
-from orchestrator.probes.measure_models import CommSweep, GemmSweep, Peaks
+from orchestrator.prongs.tensor_core_specs.models import CommSweep, GemmSweep, Peaks
 from orchestrator.probes.results import GpuTopology
 from orchestrator.probes.nvidia_smi import NvidiaSmiParseError, parse_topo
 

@@ -7,10 +7,10 @@ Pure: evidence and observations in, findings out. A sweep that did not run yield
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator import knowledge
-from orchestrator.probes.benchmark_math import (
+from orchestrator.prongs.tensor_core_specs.arithmetic import (
     allreduce_seconds,
     dtype_of_quantization,
     ridge,
@@ -18,12 +18,15 @@ from orchestrator.probes.benchmark_math import (
     tokens_per_expert,
     tp_message_bytes,
 )
-from orchestrator.probes.measure_peaks import peaks_for
+from orchestrator.prongs.tensor_core_specs.peaks import peaks_for
 from orchestrator.evidence import Evidence
 from orchestrator.analysis.templates import entry_words
 from orchestrator.findings import Finding
 from orchestrator.observations import Observations, RunObservation
-from orchestrator.probes.measure_models import CommSweep, GemmPoint, GemmSweep, Peaks
+from orchestrator.prongs.tensor_core_specs.models import CommSweep, GemmPoint, GemmSweep, Peaks
+
+if TYPE_CHECKING:
+    from orchestrator.analysis.evidence_view import EvidenceView
 
 COMPARABLE = 2.0
 """All-reduce and GEMM time per step within this factor of each other are reported as comparable."""
@@ -129,7 +132,7 @@ def gemm_findings(eid: str, sweep: GemmSweep, obs: Observations | None) -> list[
 def _dtype_speedup_findings(eid: str, sweep: GemmSweep, obs: Observations | None, partial: str,
                             conf_cut: float) -> list[Finding]:
     """The narrower dtype against bf16 at the decode M: how much of its byte (and FLOP) advantage it delivers."""
-    from orchestrator.probes.benchmark_math import gemm_bytes
+    from orchestrator.prongs.tensor_core_specs.arithmetic import gemm_bytes
 
     narrow = next((d.name for d in knowledge.dtypes() if d.measurable and d.lowp
                    and any(p.dtype == d.name for p in sweep.points)), None)
@@ -336,3 +339,8 @@ def shared_gpu_finding(eid: str, sw: GemmSweep | CommSweep, what: str) -> list[F
         recommendations=["Measure again when the other process is gone, or let the probe wait for it: "
                          "`--measure --measure-wait 300`."],
         symptoms=["throughput", "itl", "ttft"], informational=True, data={"shared_gpu": True})]
+
+
+def measurements(v: "EvidenceView") -> list[Finding]:
+    """GEMM and all-reduce measurements (`--measure`) against their rooflines."""
+    return measure_findings(v.evidence, v.observations)

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from orchestrator.probes.benchmarks import run_comm_probe, run_gemm_probe
+from orchestrator.prongs.tensor_core_specs.probe import run_comm_probe, run_gemm_probe
 from orchestrator.render.summaries import comm_text, gemm_text
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 
 if TYPE_CHECKING:
-    from orchestrator.tools.base import ToolRegistry
+    pass
 
 
 class GemmInput(BaseModel):
@@ -74,8 +74,3 @@ class CommBenchmark(Tool):
                                   observations=ctx.inputs.parsed_observations(), budget_s=budget,
                                   measure_wait_s=ctx.settings.measure_wait_s, params={"require_gpu": True})
         return ToolOutput(text=comm_text(sw), data=sw.model_dump(mode="json"), untrusted=True, host=host.name)
-
-
-def register(registry: "ToolRegistry") -> None:
-    registry.add(GemmBenchmark())
-    registry.add(CommBenchmark())

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator import knowledge
 from orchestrator.analysis.roofline import gemm_roofline
-from orchestrator.probes.engine import engine_report
+from orchestrator.prongs.serving_engine.probe import engine_report
 from orchestrator.prongs.trace.host import HostTraces, fetch, profiler_dirs
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 from orchestrator.traces.analyze import analyze

@@ -14,7 +14,7 @@ import asyncio
 import concurrent.futures
 import functools
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable, ParamSpec, TypeVar
 
 import anyio
 
@@ -28,14 +28,14 @@ from orchestrator.hosts.multi import HostEntry, HostSet, HostsFileError, entries
 from orchestrator.hosts.base import Host
 from orchestrator.models.select import select_backend
 from orchestrator.observations import Observations, load_observations, parse_observations
-from orchestrator.prongs import check_inputs
 from orchestrator.redact import scrub_text
+from orchestrator.request import RunRequest
 from orchestrator.resume import agents_from, confirm_resume, inputs_from, settings_from
 from orchestrator.run import HostOpener, InvestigationResult, Run
 from orchestrator.settings import Settings, load_settings
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.transcript import Transcript, read_transcript
-from orchestrator.validate import check_backend_choice, check_question
+from orchestrator.validate import check_backend_choice
 
 __all__ = ["InputError", "InvestigationResult", "Run", "investigate", "investigate_sync", "load_transcript",
            "normalize_observations", "replay", "replay_sync", "resume", "select_backend"]
@@ -66,37 +66,32 @@ def _host_opener(host: str | None, ssh_config: str | None, settings: Settings,
     return open_
 
 
-async def _host_entries(host: str | list[str] | None, hosts_file: str | Path | None, slurm: str | None,
-                        k8s: str | None, k8s_namespace: str | None, k8s_container: str | None,
-                        settings: Settings) -> list[HostEntry]:
+async def _host_entries(request: RunRequest, settings: Settings) -> list[HostEntry]:
     """The hosts of a multi-host run in the user's order; [] when the run has one `--host` (or none)."""
-    dests = [host] if isinstance(host, str) else list(host or [])
-    sources = sum(bool(x) for x in (len(dests) > 0, hosts_file, slurm, k8s))
-    if sources > 1:
-        raise InputError("--host, --hosts, --slurm and --k8s are host sources that exclude each other; pass one")
     try:
-        if hosts_file:
-            return load_hosts_file(hosts_file)
-        if len(dests) > 1:
-            return entries_from_dests(dests)
+        if request.hosts_file:
+            return load_hosts_file(request.hosts_file)
+        if len(request.host) > 1:
+            return entries_from_dests(request.host)
     except HostsFileError as exc:
         raise InputError(str(exc)) from None
-    if slurm:
+    if request.slurm:
         from orchestrator.hosts.slurm import slurm_entries
 
-        return await slurm_entries(slurm, settings)
-    if k8s:
+        return await slurm_entries(request.slurm, settings)
+    if request.k8s:
         from orchestrator.hosts.k8s import k8s_entries
 
-        return await k8s_entries(k8s, settings, namespace=k8s_namespace, container=k8s_container)
+        return await k8s_entries(request.k8s, settings, namespace=request.k8s_namespace,
+                                 container=request.k8s_container)
     return []
 
 
 async def investigate(
-    question: str,
+    question: str | RunRequest | None = None,
     *,
     host: str | list[str] | None = None,
-    ssh_config: str | None = None,
+    ssh_config: str | Path | None = None,
     python: str | None = None,
     observations: Any = None,
     hosts_file: str | Path | None = None,
@@ -107,49 +102,62 @@ async def investigate(
     logs: Iterable[str] = (),
     traces: Iterable[str] = (),
     baseline_traces: Iterable[str] = (),
+    bench: Iterable[str | Path] = (),
+    baseline: str | Path | None = None,
+    baseline_log: str | Path | None = None,
     model: str | None = None,
     offline: bool | None = None,
-    backend: Backend | None = None,
     agents_dirs: Iterable[str | Path] = (),
     measure: bool = False,
+    sample_s: float | None = None,
+    measure_wait: float | None = None,
     transcript: str | Path | None | bool = None,
+    run_id: str | None = None,
+    backend: Backend | None = None,
     settings: Settings | None = None,
     registry: ToolRegistry | None = None,
     progress: Callable[[Event], None] | None = None,
-    run_id: str | None = None,
 ) -> InvestigationResult:
     """Investigate a question about inference performance; returns the diagnosis-bearing result.
 
+    The keywords are the fields of `orchestrator.request.RunRequest` (each named after its `investigate` option:
+    `logs` for `--log`, `bench` for `--bench`, `sample_s` for `--sample-s`, ...), checked once before anything runs
+    (InputError, one line); or pass a `RunRequest` built with `RunRequest.of(...)` as the first argument.
     `transcript`: a path, None for a new file under the user state directory, or False for none.
     `run_id`: the run's id (default: a new one); the CLI picks it to name the transcript before the run starts.
     `backend`: a backend object (e.g. `DoublesBackend`) overriding the choice by key/`offline`/`model`.
     Several hosts: `host=[...]`, `hosts_file=` (one destination per line, or YAML with roles), `slurm=` (a nodelist or
     partition, probed through `srun`) or `k8s=` (a pod label selector, probed through `kubectl exec`).
     """
-    question = check_question(question)
-    check_backend_choice(model, offline)
-    if python is not None:
-        from orchestrator.probes.interpreter import name_refusal
+    if isinstance(question, RunRequest):
+        request = question
+    else:
+        given = locals()
+        request = RunRequest.of(question, **{k: given[k] for k in RunRequest.model_fields if k != "question"})
+    return await run_request(request, backend=backend, settings=settings, registry=registry, progress=progress)
 
-        if (why := name_refusal(python)) is not None:
-            raise InputError(why)
-    traces, baseline_traces = list(traces), list(baseline_traces)
-    check_inputs(traces=traces, baseline_traces=baseline_traces)  # each prong checks the inputs it reads
-    settings = settings or load_settings()
+
+async def run_request(request: RunRequest, *, backend: Backend | None = None, settings: Settings | None = None,
+                      registry: ToolRegistry | None = None,
+                      progress: Callable[[Event], None] | None = None) -> InvestigationResult:
+    """Run one checked request (`RunRequest.of`) under the given or configured settings and backend."""
+    settings = request.settings_over(settings or load_settings())
     notices: list[str] = []
     if backend is None:
-        backend, notice = select_backend(offline=offline, model=model, settings=settings)
+        backend, notice = select_backend(offline=request.offline, model=request.model, settings=settings)
         if notice:
             notices.append(notice)
-    entries = await _host_entries(host, hosts_file, slurm, k8s, k8s_namespace, k8s_container, settings)
-    single = None if entries else (host if isinstance(host, str) or host is None else next(iter(host), None))
-    inputs = RunInputs(question=scrub_text(question), host=single or "local",
-                       observations=normalize_observations(observations), logs=list(logs), python=python,
-                       measure=measure, ssh_config=ssh_config, hosts=entries, slurm=slurm,
-                       traces=traces, baseline_traces=baseline_traces)
-    async with Run(inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
-                   registry=registry, transcript=transcript, host=_host_opener(single, ssh_config, settings, entries),
-                   progress=progress, notices=notices, run_id=run_id) as run:
+    entries = await _host_entries(request, settings)
+    single = None if entries else next(iter(request.host), None)
+    ssh_config = str(request.ssh_config) if request.ssh_config else None
+    inputs = RunInputs(question=scrub_text(request.question), host=single or "local",
+                       observations=normalize_observations(request.observations), logs=list(request.logs),
+                       python=request.python, measure=request.measure, ssh_config=ssh_config, hosts=entries,
+                       slurm=request.slurm, traces=list(request.traces), baseline_traces=list(request.baseline_traces))
+    async with Run(inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(request.agents_dirs)),
+                   registry=registry, transcript=request.transcript,
+                   host=_host_opener(single, ssh_config, settings, entries), progress=progress, notices=notices,
+                   run_id=request.run_id) as run:
         await run.investigate()
     return run.result
 
@@ -199,9 +207,10 @@ async def replay(
 async def resume(
     path: str | Path,
     *,
-    question: str | None,
+    question: str | None = None,
     host: str | list[str] | None = None,
-    ssh_config: str | None = None,
+    accept_recorded: bool = False,
+    ssh_config: str | Path | None = None,
     python: str | None = None,
     logs: Iterable[str] = (),
     model: str | None = None,
@@ -216,25 +225,23 @@ async def resume(
 ) -> InvestigationResult:
     """Finish an interrupted run: subagents that finished are reused as evidence, the rest are planned afresh.
 
-    A resume acts only on what the caller gives: `question` and `host` name the recorded run's question and hosts
-    again (InputError, before anything runs, when they are missing or are not the recorded hosts); `ssh_config`,
-    `python`, `logs`, the backend, the settings and the agent definitions (`agents_dirs` over the installed ones)
-    are the caller's own. Nothing of the transcript's settings, inputs, agent definitions or plans is executed; its
-    observations (data) are kept. A run that finished with a diagnosis has nothing to resume: InputError (replay
-    it instead)."""
+    A resume acts only on what the caller confirms: `question` and `host` name the recorded run's question and hosts
+    again, or `accept_recorded=True` takes them from the transcript (the caller has shown them to whoever confirmed:
+    `investigate resume` does, or asks for --yes). InputError, before anything runs, when they are missing or are
+    not the recorded hosts. `ssh_config`, `python`, `logs`, the backend, the settings and the agent definitions
+    (`agents_dirs` over the installed ones) are the caller's own, checked as `investigate` checks them. Nothing of
+    the transcript's settings, inputs, agent definitions or plans is executed; its observations (data) are kept. A
+    run that finished with a diagnosis has nothing to resume: InputError (replay it instead)."""
     old = read_transcript(path)
     recorded = inputs_from(old)
     given = [host] if isinstance(host, str) else list(host or [])
-    question, dests = confirm_resume(old, question, given)
-    if python is not None:
-        from orchestrator.probes.interpreter import name_refusal
-
-        if (why := name_refusal(python)) is not None:
-            raise InputError(why)
+    question, dests = confirm_resume(old, question, given, accept_recorded=accept_recorded)
+    request = RunRequest.of(question, host=dests, ssh_config=ssh_config, python=python, logs=logs, model=model,
+                            offline=offline, agents_dirs=agents_dirs, transcript=transcript, run_id=run_id)
     settings = settings or load_settings()
     notices: list[str] = []
     if backend is None:
-        backend, notice = select_backend(offline=offline, model=model, settings=settings)
+        backend, notice = select_backend(offline=request.offline, model=request.model, settings=settings)
         if notice:
             notices.append(notice)
     entries: list[HostEntry] = []
@@ -242,12 +249,13 @@ async def resume(
         roles = {e.dest: e.role for e in recorded.hosts}  # labels, data only
         entries = [e.model_copy(update={"role": roles.get(e.dest)}) for e in entries_from_dests(dests)]
     single = None if entries else next(iter(dests), None)
-    inputs = RunInputs(question=scrub_text(question), host=single or "local",
-                       observations=normalize_observations(recorded.observations), logs=list(logs), python=python,
-                       ssh_config=ssh_config, hosts=entries)
-    async with Run(inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(agents_dirs)),
-                   registry=registry, transcript=transcript, host=_host_opener(single, ssh_config, settings, entries),
-                   progress=progress, notices=notices, reuse=old, run_id=run_id) as run:
+    ssh = str(request.ssh_config) if request.ssh_config else None
+    inputs = RunInputs(question=scrub_text(request.question), host=single or "local",
+                       observations=normalize_observations(recorded.observations), logs=list(request.logs),
+                       python=request.python, ssh_config=ssh, hosts=entries)
+    async with Run(inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(request.agents_dirs)),
+                   registry=registry, transcript=request.transcript, host=_host_opener(single, ssh, settings, entries),
+                   progress=progress, notices=notices, reuse=old, run_id=request.run_id) as run:
         await run.investigate()
     return run.result
 
@@ -255,6 +263,22 @@ async def resume(
 def load_transcript(path: str | Path, *, strict: bool = False) -> Transcript:
     """Read a transcript for analysis (e.g. in a notebook); damaged lines become `warnings` unless strict."""
     return read_transcript(path, strict=strict)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _blocking(fn: Callable[P, Awaitable[R]]) -> Callable[P, R]:
+    """The blocking twin of an async entry point: the same signature (`inspect.signature` and type checkers see the
+    async one's keywords), run to completion by `_sync`."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        result: R = _sync(fn, *args, **kwargs)
+        return result
+
+    return run
 
 
 def _sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -269,38 +293,8 @@ def _sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return pool.submit(anyio.run, call).result()
 
 
-def investigate_sync(
-    question: str,
-    *,
-    host: str | list[str] | None = None,
-    ssh_config: str | None = None,
-    python: str | None = None,
-    observations: Any = None,
-    hosts_file: str | Path | None = None,
-    slurm: str | None = None,
-    k8s: str | None = None,
-    k8s_namespace: str | None = None,
-    k8s_container: str | None = None,
-    logs: Iterable[str] = (),
-    traces: Iterable[str] = (),
-    baseline_traces: Iterable[str] = (),
-    model: str | None = None,
-    offline: bool | None = None,
-    backend: Backend | None = None,
-    agents_dirs: Iterable[str | Path] = (),
-    measure: bool = False,
-    transcript: str | Path | None | bool = None,
-    settings: Settings | None = None,
-    registry: ToolRegistry | None = None,
-    progress: Callable[[Event], None] | None = None,
-    run_id: str | None = None,
-) -> InvestigationResult:
-    """`investigate` for plain scripts and notebooks (inside Jupyter's running loop too); the same keywords."""
-    return _sync(investigate, question, host=host, ssh_config=ssh_config, python=python, observations=observations,
-                 hosts_file=hosts_file, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
-                 k8s_container=k8s_container, logs=logs, traces=traces, baseline_traces=baseline_traces, model=model,
-                 offline=offline, backend=backend, agents_dirs=agents_dirs, measure=measure, transcript=transcript,
-                 settings=settings, registry=registry, progress=progress, run_id=run_id)
+investigate_sync = _blocking(investigate)
+"""`investigate` for plain scripts and notebooks (inside Jupyter's running loop too); the same keywords."""
 
 
 def replay_sync(

@@ -22,7 +22,7 @@ import sys
 def _fast_path(argv: list[str]) -> int | None:
     """`investigate specs GPU`, the most common quick look-up, without typer (which builds a pydantic adapter per
     parameter): start-up cost. None: not this command, go through typer."""
-    if len(argv) != 2 or argv[0] != "specs" or argv[1].startswith("-"):
+    if len(argv) != 2 or argv[0] != "specs" or argv[1].startswith("-") or not argv[1].strip():
         return None
     # pydantic otherwise scans every installed distribution for plugins on its first model (~15 ms); none matters
     # to printing a spec sheet, and this process ends right after
@@ -76,7 +76,11 @@ class Interrupted(Exception):
 def _stdout():
     from rich.console import Console
 
-    return Console(file=sys.stdout, soft_wrap=False)
+    class Stdout(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError  # rich would exit 1; main() ends quietly with 0 (the reader stopped, nothing failed)
+
+    return Stdout(file=sys.stdout, soft_wrap=False)
 
 
 def _shown(text: object) -> str:
@@ -99,36 +103,22 @@ def _scrub(model):
     return scrub_model(model)
 
 
-def _check_python(python: Optional[str]) -> None:
-    """--python names an interpreter (python, python3, python3.N; absolute or on PATH), nothing else."""
-    from orchestrator.probes.interpreter import name_refusal
-
-    why = name_refusal(python) if python is not None else None
-    if why is not None:
-        raise BadInput(f"--python {python!r} refused: {why.split(' refused: ', 1)[-1]}; pass the serving "
-                       "interpreter (e.g. --python /opt/venv/bin/python3)")
-
-
 # ---------------------------------------------------------------------------------------------------------------
-# input checks: all of them run before any work
+# input checks: all of them run before any work (an investigation's are `orchestrator.request.RunRequest`'s)
 
 
-def _check_text(path: Path, what: str) -> None:
-    """A file read as UTF-8 text later: say which one is not, rather than fail deep inside with no name."""
-    try:
-        path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{what} {path} is not UTF-8 text (byte {exc.start}); pass a UTF-8 text file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{what} {path} is a directory; pass a file") from None
-    except OSError:
-        pass  # the reader reports a missing or unreadable file in its own words
+def _request(question: Any, **fields: Any):
+    """The investigation's inputs, checked once (`RunRequest.of`); a bad one is exit 2 with its one line."""
+    from orchestrator.request import RunRequest
+
+    return RunRequest.of(question, **fields)
 
 
-def _check_question(question: str) -> str:
-    from orchestrator.validate import check_question
+def _inputs(**fields: Any):
+    """Inputs checked as an investigation's, for a command without a question (`probe`, `resume`)."""
+    from orchestrator.request import RunRequest
 
-    return check_question(question)
+    return RunRequest.inputs(**fields)
 
 
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
@@ -143,78 +133,18 @@ def _report_format(path: Path, option: str) -> str:
     return fmt
 
 
+def _check_report(report: Optional[Path], option: str = "--report") -> None:
+    if report is not None:
+        from orchestrator.request import check_writable
+
+        check_writable(report, option, "report")
+        _report_format(report, option)
+
+
 def _check_writable(path: Optional[Path], option: str, what: str) -> None:
-    """An output file we will write at the end: refuse now what cannot be written then (a missing folder, a
-    directory, no permission, a file system that takes no files such as /proc), so that nothing (a paid run)
-    happens first. The file is opened for appending, as the write will; one that did not exist is removed again."""
-    if path is None:
-        return
-    reason = None
-    if path.is_dir():
-        reason = "it is a directory"
-    elif path.parent.exists() and not path.parent.is_dir():
-        reason = f"{path.parent} is not a directory"
-    elif not path.parent.is_dir():
-        reason = f"folder {path.parent} does not exist"
-    elif path.exists() and not path.is_file():
-        reason = "it is not a regular file"
-    else:
-        existed = path.exists()
-        try:
-            with open(path, "a", encoding="utf-8"):
-                pass
-        except OSError as exc:
-            reason = (exc.strerror or str(exc)).lower()
-        else:
-            if not existed:
-                path.unlink(missing_ok=True)
-    if reason:
-        raise BadInput(f"cannot write the {what} {path}: {reason}; pass a writable path to {option}")
+    from orchestrator.request import check_writable
 
-
-def _check_ssh_config(ssh_config: Optional[Path]) -> Optional[str]:
-    if ssh_config is None:
-        return None
-    if not ssh_config.is_file():
-        raise BadInput(f"ssh config {ssh_config} not found; pass an existing file to --ssh-config")
-    return str(ssh_config)
-
-
-def _load_observations(observations: Optional[Path]):
-    """Parse and validate the observations now: a bad value is exit 2 before the run, naming the field."""
-    if observations is None:
-        return None
-    from orchestrator.observations import load_observations  # checks the file (kind, size, text) before parsing
-
-    return load_observations(observations)
-
-
-def _check_agents(agents: List[Path]) -> None:
-    from orchestrator.agentdefs import user_dirs
-
-    for d in user_dirs(agents):
-        if d.is_dir():
-            for f in sorted(d.glob("*.md")):
-                _check_text(f, "agent definition")
-
-
-def _check_traces(trace: List[str], baseline: List[str]) -> None:
-    """--trace / --baseline-trace name readable traces (checked before any work; exit 2 with one line)."""
-    from orchestrator.prongs import check_inputs  # the trace prong's own check
-
-    check_inputs(traces=list(trace), baseline_traces=list(baseline))
-
-
-def _missing_local_logs(logs: List[str], host: Optional[str]) -> list[str]:
-    """--log paths are read on the investigated host; on this machine we can tell up front which are missing."""
-    if host not in (None, "", "local", "localhost"):
-        return []
-    from orchestrator.validate import file_kind
-
-    for p in logs:
-        if (kind := file_kind(Path(p).expanduser())) is not None:  # /dev/zero never ends; a FIFO may never answer
-            raise BadInput(f"--log {p} is {kind}, not a log file; pass the server's log file")
-    return [p for p in logs if not Path(p).expanduser().is_file()]
+    check_writable(path, option, what)
 
 
 def _settings():
@@ -226,31 +156,14 @@ def _settings():
         raise BadInput(str(exc).splitlines()[0]) from None
 
 
+def _warn_missing_logs(request) -> None:
+    for p in request.missing_local_logs():
+        sys.stderr.write(f"warning: --log {_shown(p)} not found on this machine; it is listed under the diagnosis's "
+                         "gaps\n")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # running and printing
-
-
-def _with_bench(obs, bench: List[Path], baseline: Optional[List[Path]] = None):
-    """The observations with the --bench files' runs added (each file parsed, and refused, before the run); the
-    --baseline file's runs first, labelled `baseline` (the run before)."""
-    from orchestrator.benchresults import load_bench
-    from orchestrator.observations import Observations
-
-    before = [r.model_copy(update={"label": "baseline"}) for path in baseline or [] for r in load_bench(path)]
-    runs = [r for path in bench for r in load_bench(path)]
-    obs = obs if obs is not None else Observations()
-    obs.bench = [*before, *obs.bench, *runs]
-    return obs
-
-
-def _with_baseline_log(obs, path: Path):
-    """The observations with the --baseline-log's version and settings lines (read, and refused, before the run)."""
-    from orchestrator.baselines import load_baseline_log
-    from orchestrator.observations import Observations
-
-    obs = obs if obs is not None else Observations()
-    obs.baseline_log = load_baseline_log(path)
-    return obs
 
 
 def _progress(no_progress: bool):
@@ -265,15 +178,16 @@ _TRANSCRIPT: list[Any] = [None]
 """The transcript the running command writes: an interrupt that surfaces outside the run still names it."""
 
 
-def _run_with_progress(fn, no_progress: bool, *, transcript: Any = None, **kwargs):
+def _run_with_progress(fn, no_progress: bool, *, record: Any, **kwargs):
+    """`fn(progress=..., **kwargs)` to completion; `record`: the transcript it writes (an interrupt names it)."""
     import anyio
 
-    _TRANSCRIPT[0] = transcript
+    _TRANSCRIPT[0] = record
     progress = _progress(no_progress)
     try:
-        return anyio.run(lambda: fn(progress=progress, transcript=transcript, **kwargs))
+        return anyio.run(lambda: fn(progress=progress, **kwargs))
     except KeyboardInterrupt:
-        raise Interrupted(_interrupted_line(transcript)) from None
+        raise Interrupted(_interrupted_line(record)) from None
     finally:
         if progress is not None:
             progress.close()
@@ -281,14 +195,17 @@ def _run_with_progress(fn, no_progress: bool, *, transcript: Any = None, **kwarg
 
 def _interrupted() -> str:
     """What to say about a Ctrl-C, wherever it surfaced: the run's transcript and how to resume, if one was started."""
-    return _interrupted_line(_TRANSCRIPT[0]) if _TRANSCRIPT[0] is not None else "interrupted"
+    if _TRANSCRIPT[0] is not None:
+        return _interrupted_line(_TRANSCRIPT[0])
+    return _SIGNALLED[0] + " (SIGTERM)" if _SIGNALLED else "interrupted"
 
 
 def _interrupted_line(transcript: Any) -> str:
+    what = _SIGNALLED[0] + " (SIGTERM)" if _SIGNALLED else "interrupted"
     if isinstance(transcript, (str, Path)) and Path(transcript).is_file() and Path(transcript).stat().st_size:
-        return (f"interrupted; transcript: {transcript}; continue with `investigate resume {transcript}` "
+        return (f"{what}; transcript: {transcript}; continue with `investigate resume {transcript}` "
                 "(finished subagents are reused)")
-    return "interrupted before a transcript was started; nothing to resume, run the command again"
+    return f"{what} before a transcript was started; nothing to resume, run the command again"
 
 
 def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: bool = True) -> None:
@@ -300,7 +217,11 @@ def _emit_result(result, *, as_json: bool, report: Optional[Path], no_progress: 
     diagnosis = _scrub(result.diagnosis) if result.diagnosis is not None else None
     if diagnosis is not None:
         if as_json:
-            sys.stdout.write(diagnosis.model_dump_json(indent=2) + "\n")
+            import json
+
+            doc = diagnosis.model_dump(mode="json")
+            doc.setdefault("also_noticed", [])  # one shape for a consumer, empty or not
+            sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         else:
             from orchestrator.render.diagnosis import render_terminal
 
@@ -346,7 +267,31 @@ def _new_transcript_path(transcript: Optional[Path], question: str) -> tuple[Pat
     from orchestrator.transcript import default_path
 
     run_id = uuid.uuid4().hex
-    return (transcript if transcript is not None else default_path(question, run_id)), run_id
+    if transcript is not None:
+        return transcript, run_id
+    path = default_path(question, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)  # the state folder is ours to make (the writer would, later)
+    return path, run_id
+
+
+def _recorded(path: Path) -> Path:
+    """A TRANSCRIPT argument: the file named, or else a transcript shipped with the package named by its file name,
+    with or without `.jsonl` or `transcripts/` (a wheel keeps them inside the package, where `transcripts/X.jsonl`
+    from the README is no path)."""
+    if path.exists() or str(path) == "-":
+        return path
+    from orchestrator.agentdefs import builtin_dir
+
+    shipped = builtin_dir("transcripts")
+    for name in (path.name, path.name + ".jsonl"):
+        if (shipped / name).is_file() and (len(path.parts) == 1 or path.parent.name == "transcripts"):
+            return shipped / name
+    if len(path.parts) == 1 or path.parent.name == "transcripts":
+        names = ", ".join(sorted(p.stem for p in shipped.glob("*.jsonl")))
+        if names:
+            raise BadInput(f"transcript {path} not found; the shipped examples are {names} "
+                           "(e.g. `investigate replay seed-rtx-pro-6000-fp4`)")
+    return path
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -398,55 +343,20 @@ def ask(
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress display on stderr"),
 ) -> None:
     # every input first: nothing runs (nothing is paid for) before all of them are known to be usable
-    question = _check_question(question)
-    from orchestrator.validate import check_backend_choice
-
-    check_backend_choice(model, offline)
-    ssh = _check_ssh_config(ssh_config)
-    if hosts_file is not None and not hosts_file.is_file():
-        raise BadInput(f"hosts file {hosts_file} not found; pass an existing file to --hosts")
-    if (k8s_namespace or k8s_container) and not k8s:
-        raise BadInput("--namespace and --container go with --k8s SELECTOR; pass --k8s too")
-    obs = _load_observations(observations)
-    from orchestrator.validate import check_baselines
-
-    check_baselines(bench, baseline, log, baseline_log)
-    if bench:
-        obs = _with_bench(obs, bench, baseline)
-    if baseline_log:
-        obs = _with_baseline_log(obs, baseline_log[0])
-    _check_agents(agents)
-    _check_python(python)
-    _check_traces(trace, baseline_trace)
-    _check_writable(report, "--report", "report")
-    if report is not None:
-        _report_format(report, "--report")
-    _check_writable(transcript, "--transcript", "transcript")
+    request = _request(question, host=host, hosts_file=hosts_file, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
+                       k8s_container=k8s_container, ssh_config=ssh_config, python=python, observations=observations,
+                       logs=log, traces=trace, baseline_traces=baseline_trace, bench=bench, baseline=baseline,
+                       baseline_log=baseline_log, model=model, offline=offline or None, agents_dirs=agents,
+                       measure=measure, sample_s=sample_s, measure_wait=measure_wait, transcript=transcript)
+    _check_report(report)
     settings = _settings()
-    if sample_s is not None:
-        if not 0 < sample_s <= 60:
-            raise BadInput(f"--sample-s {sample_s:g} is out of range; pass a window between 0 and 60 seconds")
-        settings = settings.model_copy(update={"account_sample_s": float(sample_s)})
-    if measure_wait is not None:
-        if not measure:
-            raise BadInput("--measure-wait goes with --measure; pass --measure too, or drop --measure-wait")
-        if not 0 <= measure_wait <= 3600:
-            raise BadInput(f"--measure-wait {measure_wait:g} is out of range; pass 0 to 3600 seconds")
-        settings = settings.model_copy(update={"measure_wait_s": float(measure_wait)})
-    local = not (host or hosts_file or slurm or k8s)
-    for p in _missing_local_logs(log, None if local else "remote"):
-        sys.stderr.write(f"warning: --log {_shown(p)} not found on this machine; it is listed under the diagnosis's gaps\n")
+    _warn_missing_logs(request)
 
-    from orchestrator.api import investigate
+    from orchestrator.api import run_request
 
-    path, run_id = _new_transcript_path(transcript, question)
-    result = _run_with_progress(
-        investigate, no_progress, question=question, host=(host[0] if len(host) == 1 else host or None),
-        hosts_file=str(hosts_file) if hosts_file else None, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
-        k8s_container=k8s_container, ssh_config=ssh, python=python, observations=obs, logs=log, model=model,
-        traces=trace, baseline_traces=baseline_trace, offline=offline or None, agents_dirs=agents, measure=measure, transcript=path, settings=settings,
-        run_id=run_id,
-    )
+    path, run_id = _new_transcript_path(transcript, request.question)
+    request = request.model_copy(update={"transcript": path, "run_id": run_id})
+    result = _run_with_progress(run_request, no_progress, record=path, request=request, settings=settings)
     _emit_result(result, as_json=as_json, report=report, no_progress=no_progress)
 
 
@@ -460,18 +370,17 @@ def replay_cmd(
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html"),
     no_progress: bool = typer.Option(True, "--no-progress/--progress"),
 ) -> None:
+    transcript_path = _recorded(transcript_path)
     from orchestrator.validate import check_backend_choice
 
     check_backend_choice(model, offline)
-    _check_writable(report, "--report", "report")
-    if report is not None:
-        _report_format(report, "--report")
+    _check_report(report)
     _check_writable(transcript, "--transcript", "transcript")
     _check_not_cut_off(transcript_path, exact=not (model or offline))
     from orchestrator.api import replay
 
-    result = _run_with_progress(replay, no_progress, path=transcript_path, model=model, offline=offline or None,
-                                transcript=transcript or False)
+    result = _run_with_progress(replay, no_progress, record=transcript, path=transcript_path, model=model,
+                                offline=offline or None, transcript=transcript or False)
     _emit_result(result, as_json=as_json, report=report)
 
 
@@ -491,10 +400,12 @@ def _check_not_cut_off(path: Path, *, exact: bool) -> None:
 
 
 @app.command("resume", short_help="Finish an interrupted run, re-using the subagents that had finished.",
-             help="Finish an interrupted run, re-using every subagent that had finished. It acts only on "
-             "what you name again: the question (--question) and the recorded hosts (--host).")
+             help="Finish an interrupted run, re-using every subagent that had finished. The recorded question and "
+             "hosts are shown and asked for confirmation (--yes: without asking, e.g. from a script); or name them "
+             "again with --question and --host.")
 def resume_cmd(
     transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="resume with the recorded question and hosts without asking"),
     question: Optional[str] = typer.Option(None, "--question", metavar="TEXT",
                                            help="the recorded question, confirmed (or reworded)"),
     host: List[str] = typer.Option([], "--host", metavar="DEST", help="each host the run was recorded on, named "
@@ -511,33 +422,56 @@ def resume_cmd(
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE.html", help="also write a self-contained HTML report"),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
-    if model and offline:
-        raise BadInput("--model and --offline exclude each other; pass one")
-    ssh = _check_ssh_config(ssh_config)
-    _check_agents(agents)
-    _check_python(python)
-    _check_writable(report, "--report", "report")
-    if report is not None:
-        _report_format(report, "--report")
-    _check_writable(transcript, "--transcript", "transcript")
+    transcript_path = _recorded(transcript_path)
+    # the caller's own inputs first (checked as an investigation's), then what the transcript says, confirmed
+    _inputs(ssh_config=ssh_config, python=python, logs=log, model=model, offline=offline or None,
+             agents_dirs=agents, transcript=transcript)
+    _check_report(report)
     settings = _settings()
     from orchestrator.api import resume
     from orchestrator.resume import confirm_resume
     from orchestrator.transcript import read_transcript
 
+    old = read_transcript(transcript_path)
+    accept = question is None and not host
+    if accept:
+        _confirm_recorded(old, transcript_path, yes=yes)
     # the question and hosts the user confirmed, checked before anything runs; nothing else comes from the file
-    question, _ = confirm_resume(read_transcript(transcript_path), question, list(host))
-    question = _check_question(question)
-    path, run_id = _new_transcript_path(transcript, question)
-    result = _run_with_progress(resume, no_progress, path=transcript_path, question=question, host=list(host),
-                                ssh_config=ssh, python=python, logs=log, model=model, offline=offline or None,
-                                agents_dirs=agents, settings=settings, transcript=path, run_id=run_id)
+    confirmed, dests = confirm_resume(old, question, list(host), accept_recorded=accept)
+    path, run_id = _new_transcript_path(transcript, confirmed)
+    result = _run_with_progress(resume, no_progress, record=path, path=transcript_path, question=confirmed,
+                                host=dests, ssh_config=ssh_config, python=python, logs=log, model=model,
+                                offline=offline or None, agents_dirs=agents, settings=settings, transcript=path,
+                                run_id=run_id)
     _emit_result(result, as_json=as_json, report=report, no_progress=no_progress)
+
+
+def _confirm_recorded(old, path: Path, *, yes: bool) -> None:
+    """Show the recorded question and hosts (data someone wrote: shown, never obeyed) and have them confirmed: at a
+    terminal by answering y, otherwise by --yes; BadInput (one line that shows them) when neither."""
+    from orchestrator.resume import quoted, recorded_target
+
+    question, dests = recorded_target(old)
+    where = ", ".join(quoted(d) for d in dests) if dests else "this machine"
+    named = " ".join(["--question", quoted(question), *(f"--host {quoted(d)}" for d in dests)])
+    if not yes and not sys.stdin.isatty():
+        raise BadInput(f"{_shown(path)} was recorded on {where}, asking {quoted(question)}; stdin is not a terminal "
+                       f"to confirm them: pass --yes to resume with them (`investigate resume --yes {_shown(path)}`), "
+                       f"or name them again with {named}")
+    sys.stderr.write(f"resume {_shown(path)}: question {quoted(question)}, on {where}\n")
+    if yes:
+        return
+    sys.stderr.write("Resume with this question and these hosts? [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise RunFailedExit("not resumed (not confirmed); nothing was run")
 
 
 @app.command("show", short_help="Timeline of a transcript: agents, tools with timings, usage.", help="Timeline of a transcript: agents, their tools with timings, usage.")
 def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
              as_json: bool = typer.Option(False, "--json")) -> None:
+    transcript_path = _recorded(transcript_path)
     from orchestrator.render.timeline import build_timeline, render_timeline
     from orchestrator.transcript import iter_transcript
 
@@ -600,6 +534,7 @@ def _show_fleet(events) -> None:
 @app.command("report", short_help="Write a transcript's diagnosis as HTML (or Markdown: -o X.md).", help="Write a transcript's diagnosis as one self-contained HTML file (or Markdown: -o X.md).")
 def report_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
                output: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="the .html (or .md) file to write")) -> None:
+    transcript_path = _recorded(transcript_path)
     _check_writable(output, "-o", "report")
     fmt = _report_format(output, "-o")
     from pydantic import ValidationError
@@ -649,12 +584,11 @@ def probe_cmd(
     comm: bool = typer.Option(False, "--comm", help="run only the all-reduce benchmark (loads the GPU)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    ssh = _check_ssh_config(ssh_config)
-    _load_observations(observations)
-    _check_python(python)
+    request = _inputs(host=host, ssh_config=ssh_config, python=python, observations=observations, logs=log)
     settings = _settings()
-    for p in _missing_local_logs(log, host):
+    for p in request.missing_local_logs():
         sys.stderr.write(f"warning: --log {_shown(p)} not found on this machine\n")
+    ssh = str(ssh_config) if ssh_config else None
     import anyio
 
     from orchestrator.probes.probe_command import probe_main
@@ -739,11 +673,10 @@ def reference_cmd(
     if as_json:
         import json
 
-        from orchestrator.prongs.reference.rules import Setup, match, precision_of, rows_table
-        from orchestrator.render.specs import spec_or_raise
+        from orchestrator.prongs.reference.rules import rows_table
+        from orchestrator.render.specs import reference_lookup
 
-        spec = spec_or_raise(gpu)
-        lk = match(Setup(gpu=spec.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl), n=8)
+        spec, lk, _ = reference_lookup(gpu, model, dtype, isl, osl)
         sys.stdout.write(json.dumps({"gpu": spec.name, "model_id": lk.model_id, "why_none": lk.why_none,
                                      "rows": rows_table(lk)}, indent=1) + "\n")
         return
@@ -817,19 +750,87 @@ def _version() -> str:
     return f"investigate {__version__}"
 
 
+def _refuse_empty_values(command, args: list[str]) -> None:
+    """An option given an empty value (`--host "$HOST"` with HOST unset) is bad input naming the option: typer would
+    take "" as this machine, or as the path "." (a directory). Positional arguments: an empty TRANSCRIPT or GPU too
+    (an empty question is refused with its own words)."""
+    sub = getattr(command, "commands", {}).get(args[0]) if args else None
+    if sub is None:
+        return
+    # typer may vendor its own click: parameters are told apart by their kind's name, not by class
+    takes = {o: p for p in sub.params if p.param_type_name == "option" and not p.is_flag and not p.count
+             for o in (*p.opts, *p.secondary_opts)}
+    arguments = [p for p in sub.params if p.param_type_name == "argument"]
+    positional = 0
+    i = 1
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            break
+        name, eq, value = a.partition("=")
+        if a.startswith("-") and eq and name in takes:
+            if not value.strip():
+                raise BadInput(f"{name} is empty (an unset shell variable?); {_fill(takes[name], name)}")
+        elif a in takes:
+            if i + 1 < len(args) and not args[i + 1].strip():
+                raise BadInput(f"{a} is empty (an unset shell variable?); {_fill(takes[a], a)}")
+            i += 1
+        elif not a.startswith("-") or a == "-":
+            if not a.strip() and args[0] != "ask" and positional < len(arguments):
+                meta = arguments[positional].metavar or arguments[positional].name.upper()
+                raise BadInput(f"the {meta} argument is empty (an unset shell variable?); pass a {meta.lower()}")
+            positional += 1
+        i += 1
+
+
+def _fill(param, option: str) -> str:
+    """What to pass instead of an empty value: the request's own words where it has them."""
+    from orchestrator.request import EMPTY_FIX, OPTIONS
+
+    field = next((f for f, o in OPTIONS.items() if o == option), None)
+    if field in EMPTY_FIX:
+        return EMPTY_FIX[field]
+    meta = param.metavar or "a value"
+    return f"pass {meta} to {option}" + ("" if param.required else f", or leave {option} out")
+
+
+_SIGNALLED: list[str] = []
+"""How the run was stopped from outside, when it was (SIGTERM: "terminated"); empty for Ctrl-C."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    """SIGTERM (a scheduler's or `timeout`'s stop) is handled as Ctrl-C is: the run is cancelled, its transcript
+    closed with what finished, and the resume hint printed; the exit code says which signal (143)."""
+    import signal
+
+    _SIGNALLED[:] = ["terminated"]
+    signal.raise_signal(signal.SIGINT)
+
+
+def _interrupt_code() -> int:
+    return 143 if _SIGNALLED else 130
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     fast = _fast_path(argv)
     if fast is not None:
         return fast
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         if argv[:1] in (["--version"], ["-V"]):
             sys.stdout.write(_version() + "\n")
             return 0
-        rv = app(args=_route(argv), prog_name="investigate", standalone_mode=False)
+        args = _route(argv)
+        command = typer.main.get_command(app)
+        _refuse_empty_values(command, args)
+        rv = command.main(args=args, prog_name="investigate", standalone_mode=False)
         if rv == 130:  # typer turns KeyboardInterrupt (Ctrl-C) into exit code 130 and returns it
             sys.stderr.write(f"investigate: {_shown(_interrupted())}\n")
-            return 130
+            return _interrupt_code()
         if isinstance(rv, int) and not isinstance(rv, bool):
             return rv
     except click_exc.NoArgsIsHelpError:
@@ -841,10 +842,16 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except typer.Abort:  # click's word for a Ctrl-C that surfaced outside the run
         sys.stderr.write(f"investigate: {_shown(_interrupted())}\n")
-        return 130
+        return _interrupt_code()
     except (KeyboardInterrupt, Interrupted) as exc:
         sys.stderr.write(f"investigate: {_one_line(exc) or _interrupted()}\n")
-        return 130
+        return _interrupt_code()
+    except BrokenPipeError:
+        # the reader stopped reading (`investigate show T | head`): nothing failed; the rest of the output goes
+        # nowhere instead of failing again when Python flushes stdout at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except RunFailedExit as exc:
         sys.stderr.write(f"investigate: {_one_line(exc)}\n")
         return 1

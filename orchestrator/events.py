@@ -134,6 +134,8 @@ class ModelError(_Event):
     """One line: what failed (never the API key)."""
     attempts: list[dict[str, Any]] = Field(default_factory=list)
     """Every attempt: status code, error type, wait before retry."""
+    fatal: bool = False
+    """The failure stopped the whole run (a bad key, an API never reached); an exact replay stops it again."""
 
 
 class ToolCall(_Event):

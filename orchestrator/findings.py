@@ -21,7 +21,7 @@ ttft (time to first token, prefill), startup (start-up / model load / compile ti
 errors (crashes, hangs, failures), cost (money per token, GPUs needed)."""
 
 _TYPED_KEYS = ("title", "numbers", "informational", "secondary", "bound", "short", "rule", "entry", "severity",
-               "matched", "symptoms", "explains")
+               "matched", "symptoms", "explains", "static", "unmet")
 """Fields that older transcripts carried inside `data` (read back into the typed fields on load)."""
 
 
@@ -68,6 +68,12 @@ class Finding(BaseModel):
     explains: SkipJsonSchema[float | None] = Field(default=None, ge=0.0)
     """How much of the asked shortfall it explains where the evidence allows: a fraction of the step / request time
     (0-1), None when not quantified."""
+    static: SkipJsonSchema[bool] = False
+    """A property of the hardware or its layout that is the same before and after a change (how the GPUs are linked):
+    true, but it cannot explain a regression."""
+    unmet: SkipJsonSchema[str] = ""
+    """The condition under which this finding would matter that the evidence does not show (the served model is MoE):
+    said under also noticed with it, never ranked."""
     data: dict[str, Any] = Field(default_factory=dict)
     """Rule-specific extras (e.g. a measured ratio); nothing the synthesis relies on by magic key."""
 

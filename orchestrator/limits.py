@@ -36,7 +36,7 @@ TRACE_EVENT_MAX_BYTES = 1 << 20
 largest real events, CPU ops with thousands of inputs, ~100 kB)."""
 TRACE_HEADER_MAX_BYTES = 16 << 20
 """Bytes before `traceEvents` (the up-front `--trace` check reads only these)."""
-TRACE_READ_CHUNK = 1 << 20
+TRACE_READ_CHUNK = 256 << 10
 """Bytes read from a trace at a time."""
 TRACE_NAME_MAX_CHARS = 1024
 """A kernel, runtime-call or annotation name is cut here before it is kept or classified (C++ template kernel names

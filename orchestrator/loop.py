@@ -339,7 +339,7 @@ class AgentRunner:
             response = await self.model.complete(request)
         except ModelCallError as exc:
             self.run_ctx.recorder.emit(ModelError(run_id=self.run_ctx.run_id, agent_id=self.agent_id, turn=turn,
-                                                  error=str(exc), attempts=exc.attempts))
+                                                  error=str(exc), attempts=exc.attempts, fatal=exc.fatal))
             raise
         s.turns = turn
         s.usage = s.usage + response.usage

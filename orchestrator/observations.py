@@ -245,7 +245,10 @@ def load_observations(path: str | Path) -> Observations:
         raw = (load_json if p.suffix.lower() == ".json" else load_yaml)(text, source=f"observations file {p}")
     except SafeLoadError as exc:
         raise ObservationsError(f"{exc}; pass a YAML or JSON observations file to --observations") from None
-    return parse_observations(raw or {}, source=str(p))
+    if raw is None:  # nothing but blank lines or comments: the user meant to give something
+        raise ObservationsError(f"observations file {p} is empty; write what you measured in it (model, runs, gpu, "
+                                "notes) or leave --observations out")
+    return parse_observations(raw, source=str(p))
 
 
 MAX_OBSERVATIONS_BYTES = 2_000_000

@@ -94,11 +94,18 @@ def settings_from(t: Transcript, own: Settings) -> Settings:
                          "transcript is damaged or hostile: replay another one, or re-synthesize with --offline") from None
 
 
-def confirm_resume(t: Transcript, question: str | None, hosts: list[str]) -> tuple[str, list[str]]:
-    """The question and hosts a resume acts on: the ones the user named again, checked against the recording.
+def recorded_target(t: Transcript) -> tuple[str, list[str]]:
+    """The recorded run's question and hosts (none: this machine), as `investigate resume` shows them for
+    confirmation; InputError when the transcript cannot be resumed at all (finished, damaged, another host source)."""
+    rec = _resumable(t)
+    return rec.question, _recorded_dests(rec)
 
-    A resume continues the recorded run, so the hosts named must be the recorded ones (none: a run on this machine);
-    InputError (one line, saying what to pass) when the user named none, others, or no question."""
+
+def _recorded_dests(rec: RunInputs) -> list[str]:
+    return [e.dest for e in rec.hosts] if rec.hosts else ([] if rec.host == "local" else [rec.host])
+
+
+def _resumable(t: Transcript) -> RunInputs:
     from orchestrator.events import RunFinished
 
     rec = inputs_from(t)  # a damaged or hostile recording is refused as such first
@@ -110,7 +117,21 @@ def confirm_resume(t: Transcript, question: str | None, hosts: list[str]) -> tup
         kinds = sorted({e.via for e in rec.hosts} - {"ssh", "local"})
         raise InputError(f"{t.path} was recorded over {', '.join(kinds)}; resume reopens only hosts named with --host: "
                          "run the question again with the same host source")
-    recorded = [e.dest for e in rec.hosts] if rec.hosts else ([] if rec.host == "local" else [rec.host])
+    return rec
+
+
+def confirm_resume(t: Transcript, question: str | None, hosts: list[str], *,
+                   accept_recorded: bool = False) -> tuple[str, list[str]]:
+    """The question and hosts a resume acts on: the ones the user named again, or, with `accept_recorded`, the
+    recorded ones the user was shown and confirmed; checked against the recording.
+
+    A resume continues the recorded run, so the hosts named must be the recorded ones (none: a run on this machine);
+    InputError (one line, saying what to pass) when the user named none, others, or no question."""
+    rec = _resumable(t)
+    recorded = _recorded_dests(rec)
+    if accept_recorded:
+        question = question if question is not None and question.strip() else rec.question
+        hosts = hosts or list(recorded)
     shown = " ".join(f"--host {_arg(d)}" for d in recorded)
     if recorded and not hosts:
         raise InputError(f"{t.path} was recorded on {', '.join(map(_arg, recorded))}; resume acts only on hosts you "
@@ -124,6 +145,11 @@ def confirm_resume(t: Transcript, question: str | None, hosts: list[str]) -> tup
         raise InputError("resume acts only on what you confirm: pass the question again with --question "
                          f"{_arg(rec.question)}")
     return question.strip(), recorded
+
+
+def quoted(text: str, limit: int = 200) -> str:
+    """Recorded text as shown to the user: one shell argument (terminal controls removed, length bounded)."""
+    return _arg(text, limit)
 
 
 def _arg(text: str, limit: int = 200) -> str:

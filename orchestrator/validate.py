@@ -5,6 +5,7 @@ A leaf beside `errors.py`: it imports nothing heavier, so the CLI can run these 
 
 from __future__ import annotations
 
+import re
 import stat
 from pathlib import Path
 
@@ -74,9 +75,11 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n:,} bytes"
 
 
-def check_baselines(bench: list[Path], baseline: list[Path], logs: list[str], baseline_log: list[Path]) -> None:
+def check_baselines(bench: list[Path], baseline: list[Path], logs: list[str], baseline_log: list[Path], *,
+                    read: bool = True) -> None:
     """`--baseline` / `--baseline-log` (the run before) go with the run now (`--bench` / `--log`) and name another file:
-    InputError naming the option and the fix. The files themselves are read (and refused) by their loaders."""
+    InputError naming the option and the fix. `read=False`: only how the options go together (no file is looked
+    at). The files themselves are read (and refused) by their loaders."""
     if baseline and not bench:
         raise InputError("--baseline is the benchmark run before; pass the run after with --bench AFTER.json too")
     if baseline_log and not logs:
@@ -84,6 +87,8 @@ def check_baselines(bench: list[Path], baseline: list[Path], logs: list[str], ba
                          "--log AFTER.log too")
     if len(baseline) > 1 or len(baseline_log) > 1:
         raise InputError("--baseline and --baseline-log take one file each (the run before); pass one")
+    if not read:
+        return
     for b in baseline:
         check_input_file(b, "--baseline", "pass the benchmark result file of the run before")
     for b in baseline_log:
@@ -103,3 +108,44 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.exists() and b.exists() and a.samefile(b)
     except OSError:
         return a.resolve() == b.resolve()
+
+
+_QUALITY = re.compile(
+    r"gibberish|garbage|nonsense|incoherent|hallucinat|\baccura(?:cy|te)\b|\bquality\b|perplexity|"
+    r"\bwrong (?:outputs?|answers?|results?|tokens?)\b|\bbad (?:outputs?|answers?)\b|repeats? itself|repetitive|"
+    r"makes? no sense|\bcorrect(?:ness)?\b", re.IGNORECASE)
+"""What the model says (its quality), not how fast it says it."""
+_PERFORMANCE = re.compile(
+    r"slow|fast|speed|latency|throughput|tok(?:ens)?/s|tokens? (?:per|a) second|\bttft\b|\btpot\b|\bitl\b|"
+    r"first[- ]token|inter[- ]token|per[- ]token|\bprefill|\bdecod|\bqps\b|req(?:uests)?/s|time|takes?|took|"
+    r"\bseconds?\b|\bms\b|minutes?|hang|stuck|stall|crash|\boom\b|out of memory|memory|utili[sz]|\bbusy\b|idle|"
+    r"bound|bottleneck|batch|concurren|queue|scal|regress|drop|\bgpus?\b.*\b(?:use|usage)\b|power|clock|throttl|"
+    r"nccl|all-reduce|kernel|gemm|tflops|bandwidth|start[- ]?up|load(?:ing)?\b|warm[- ]?up|cost|price|\$|perf|"
+    r"health|wrong with|\bxid\b|\becc\b|faulty|broken|\bnans?\b|error|fail",
+    re.IGNORECASE)
+_PRICE = re.compile(r"^\W*(?:how much|what(?:'s| is| does| would)?(?: the)?|estimate)\b.{0,60}\b(?:cost|price)",
+                    re.IGNORECASE)
+_DIAGNOSTIC = re.compile(r"\bwhy\b|slow|\bhigh(?:er)?\b|expensive|\btoo\b|more than|reduce|lower|\bcut\b|doubled|"
+                         r"went up|increase", re.IGNORECASE)
+
+SCOPE = ("investigate answers performance questions about LLM inference on GPU hosts (throughput, latency, TTFT, "
+         "start-up time, GPU use, errors under load, cost per token)")
+
+
+def check_scope(question: str) -> None:
+    """InputError (one line saying what the tool answers) for a question it cannot answer: the quality of what the
+    model says, or a price estimate with nothing to diagnose. Anything that names a performance word is asked."""
+    if _QUALITY.search(question) and not _PERFORMANCE.search(_QUALITY.sub(" ", question)):
+        raise InputError(f"{SCOPE}; \"{_short(question)}\" is about what the model outputs, not how fast: check the "
+                         "quantized checkpoint against the original (e.g. lm-eval on both), then ask investigate why "
+                         "it is slow if it is")
+    if _PRICE.search(question) and not _DIAGNOSTIC.search(question):
+        raise InputError(f"{SCOPE}, not price estimates: `investigate reference --gpu GPU --model MODEL` gives "
+                         "published tokens/s per GPU (cost per million tokens = GPU $/hour / (tokens/s x 3600) x "
+                         "1,000,000); ask \"why is our cost per token high?\" with --host or --bench to have it "
+                         "diagnosed")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    s = " ".join(text.split())
+    return s if len(s) <= limit else s[:limit - 1] + "…"

@@ -227,6 +227,7 @@ def read(root: Path, rel: str) -> str | None:
 def vllm_envs(text: str, path: str) -> list[dict]:
     tree = ast.parse(text)
     lines = text.splitlines()
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     typed: dict[str, tuple[str, Any]] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
@@ -254,7 +255,212 @@ def vllm_envs(text: str, path: str) -> list[dict]:
                     break
             type_, default = typed.get(k.value, ("str", raw))
             out.append(entry(k.value, "env", type_, default, comments_above(lines, k.lineno), path, k.lineno,
-                             raw_default=raw if isinstance(raw, str) else None))
+                             raw_default=raw if isinstance(raw, str) else None, parser=vllm_parser(v, funcs)))
+    return out
+
+
+def _strs(node: ast.AST) -> list[str] | None:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return None
+
+
+def _getenv_chain(node: ast.AST) -> tuple[bool, bool, bool]:
+    """(an os.getenv/os.environ.get call at the bottom, .strip() applied, .lower() applied) of `x[.strip()][.lower()]`."""
+    strip = lower = False
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("strip", "lower"):
+        strip |= node.func.attr == "strip"
+        lower |= node.func.attr == "lower"
+        node = node.func.value
+    ok = isinstance(node, ast.Call) and ast.unparse(node.func) in ("os.getenv", "os.environ.get", "getenv") or \
+        isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ"
+    return ok, strip, lower
+
+
+def vllm_parser(value: ast.AST, funcs: dict[str, ast.FunctionDef] | None = None) -> dict[str, Any]:
+    """How vllm/envs.py turns a variable's string into its value, from the variable's lambda (the parse the settings
+    layer applies: orchestrator/knowledge/envparse.py `vllm_env`): `int_bool` bool(int(v)), `int`, `float`, `in` /
+    `eq` / `ne` (with `.strip()` / `.lower()`), `map` ({"1": True, "0": False}.get(v)), `choices` (env_with_choices),
+    `str` / `lower` / `upper`, else `expr` (kept as given, with the source)."""
+    body = value.body if isinstance(value, ast.Lambda) else value
+    if isinstance(body, ast.Name) and funcs and body.id in funcs:  # a named function: its return expression
+        ret = [n.value for n in ast.walk(funcs[body.id]) if isinstance(n, ast.Return) and n.value is not None]
+        if len(ret) == 1:
+            body = ret[0]
+    if isinstance(body, ast.IfExp) and isinstance(body.test, ast.Compare) and \
+            isinstance(body.test.ops[0], ast.In) and ast.unparse(body.test.comparators[0]) == "os.environ":
+        body = body.body  # `int(os.getenv(X, "0")) if "X" in os.environ else None`
+    src = ast.unparse(value)[:200]
+    name = _call_name(body) if isinstance(body, ast.Call) else ""
+    if name == "bool" and isinstance(body, ast.Call) and body.args and _call_name(body.args[0]) == "int" and \
+            isinstance(body.args[0], ast.Call) and len(body.args[0].args) == 1 and \
+            _getenv_chain(body.args[0].args[0])[0]:
+        return {"kind": "int_bool"}
+    while name == "int" and isinstance(body, ast.Call) and len(body.args) == 1 and _call_name(body.args[0]) == "int":
+        body = body.args[0]  # int(int(os.getenv(...)))
+    if name in ("int", "float") and isinstance(body, ast.Call) and len(body.args) == 1 and \
+            _getenv_chain(body.args[0])[0]:
+        return {"kind": name}
+    if name == "maybe_convert_bool":
+        return {"kind": "int_bool"}
+    if name == "maybe_convert_int":
+        return {"kind": "int"}
+    if name in ("env_with_choices", "env_list_with_choices", "env_set_with_choices") and isinstance(body, ast.Call):
+        choices = _strs(body.args[2]) if len(body.args) > 2 else _strs(_kw(body, "choices") or ast.Constant(None))
+        cs = _kw(body, "case_sensitive")
+        out: dict[str, Any] = {"kind": "choices" if name == "env_with_choices" else "expr", "src": src}
+        if choices is not None and name == "env_with_choices":
+            out["choices"] = choices
+            out["case_sensitive"] = not (isinstance(cs, ast.Constant) and cs.value is False)
+        elif name == "env_with_choices":
+            out["kind"] = "expr"
+        return out
+    if isinstance(body, ast.Compare) and len(body.ops) == 1:
+        ok, strip, lower = _getenv_chain(body.left)
+        rhs = body.comparators[0]
+        if ok and isinstance(body.ops[0], ast.In) and _strs(rhs) is not None:
+            return {"kind": "in", "values": _strs(rhs), "strip": strip, "lower": lower}
+        if ok and isinstance(body.ops[0], (ast.Eq, ast.NotEq)) and isinstance(rhs, ast.Constant) \
+                and isinstance(rhs.value, str):
+            return {"kind": "eq" if isinstance(body.ops[0], ast.Eq) else "ne", "value": rhs.value, "strip": strip,
+                    "lower": lower}
+    if isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute) and body.func.attr == "get" and \
+            isinstance(body.func.value, ast.Dict) and body.args:
+        ok, strip, lower = _getenv_chain(body.args[0])
+        keys = [k.value if isinstance(k, ast.Constant) else None for k in body.func.value.keys]
+        vals = [v.value if isinstance(v, ast.Constant) else None for v in body.func.value.values]
+        if ok and all(isinstance(k, str) for k in keys):
+            return {"kind": "map", "map": dict(zip(keys, vals)), "strip": strip, "lower": lower}
+    ok, strip, lower = _getenv_chain(body)
+    if ok:
+        return {"kind": "lower" if lower else "str"}
+    if isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute) and body.func.attr == "upper" and \
+            _getenv_chain(body.func.value)[0]:
+        return {"kind": "upper"}
+    return {"kind": "expr", "src": src}
+
+
+def _tier_condition(test: ast.AST, ccs: dict[str, str]) -> dict[str, Any]:
+    """A get_batch_defaults branch condition as data: `device_memory >= N * GiB_bytes` -> min_gib, `"a100" not in
+    device_name` -> not_names, `not is_gb10` (is_gb10 = is_device_capability((12, 1))) -> not_ccs; anything else ->
+    unparsed (the probe then says the default is unknown)."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    out: dict[str, Any] = {}
+    for p in parts:
+        if isinstance(p, ast.Compare) and len(p.ops) == 1 and ast.unparse(p.left) == "device_memory" and \
+                isinstance(p.ops[0], ast.GtE):
+            m = re.fullmatch(r"(\d+) \* GiB_bytes", ast.unparse(p.comparators[0]))
+            if m:
+                out["min_gib"] = int(m.group(1))
+                continue
+        if isinstance(p, ast.Compare) and len(p.ops) == 1 and isinstance(p.ops[0], ast.NotIn) and \
+                ast.unparse(p.comparators[0]) == "device_name" and isinstance(p.left, ast.Constant):
+            out.setdefault("not_names", []).append(str(p.left.value))
+            continue
+        if isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not) and isinstance(p.operand, ast.Name) and \
+                p.operand.id in ccs:
+            out.setdefault("not_ccs", []).append(ccs[p.operand.id])
+            continue
+        out.setdefault("unparsed", []).append(ast.unparse(p))
+    return out
+
+
+def _server_value(body: list[ast.stmt], var: str) -> int | None:
+    """The OPENAI_API_SERVER entry of `var = {UsageContext.LLM_CLASS: .., UsageContext.OPENAI_API_SERVER: ..}`."""
+    for st in body:
+        if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name) and st.targets[0].id == var and \
+                isinstance(st.value, ast.Dict):
+            for k, v in zip(st.value.keys, st.value.values):
+                if k is not None and ast.unparse(k).endswith("OPENAI_API_SERVER") and isinstance(v, ast.Constant):
+                    return int(v.value)
+    return None
+
+
+def vllm_batch_defaults(text: str, path: str) -> dict[str, Any] | None:
+    """EngineArgs.get_batch_defaults: the API server's max_num_batched_tokens / max_num_seqs per GPU tier, in
+    branch order (the first tier whose condition holds applies; the last has no condition)."""
+    tree = ast.parse(text)
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "get_batch_defaults"), None)
+    if fn is None:
+        return None
+    ccs: dict[str, str] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Call) and \
+                ast.unparse(n.value.func).endswith("is_device_capability") and n.value.args:
+            try:
+                cc = ast.literal_eval(n.value.args[0])
+                ccs[n.targets[0].id] = f"{cc[0]}.{cc[1]}"
+            except (ValueError, TypeError, IndexError):
+                pass
+    head = next((n for n in fn.body if isinstance(n, ast.If) and "device_memory" in ast.unparse(n.test)), None)
+    if head is None:
+        return None
+    tiers: list[dict[str, Any]] = []
+    node: ast.AST | None = head
+    while node is not None:
+        if isinstance(node, ast.If):
+            body, cond = node.body, _tier_condition(node.test, ccs)
+            nxt = node.orelse[0] if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If) else None
+            rest = node.orelse if nxt is None else None
+        else:
+            body, cond, nxt, rest = node, {}, None, None  # type: ignore[assignment]
+        tiers.append({"when": cond, "max_num_batched_tokens": _server_value(body, "default_max_num_batched_tokens"),
+                      "max_num_seqs": _server_value(body, "default_max_num_seqs")})
+        if nxt is not None:
+            node = nxt
+        elif rest:
+            tiers.append({"when": {}, "max_num_batched_tokens": _server_value(rest, "default_max_num_batched_tokens"),
+                          "max_num_seqs": _server_value(rest, "default_max_num_seqs")})
+            node = None
+        else:
+            node = None
+    return {"source": f"{path}:{head.lineno}", "tiers": tiers}
+
+
+def vllm_cudagraph_default(text: str, path: str) -> dict[str, Any] | None:
+    """VllmConfig._set_cudagraph_sizes: the largest CUDA-graph capture size when none is given, as
+    min(max_num_seqs x decode_query_len x factor, cap), cap per compute-capability family, and whether it is then
+    capped by max_num_batched_tokens."""
+    tree = ast.parse(text)
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_set_cudagraph_sizes"), None)
+    if fn is None:
+        return None
+    out: dict[str, Any] = {"source": f"{path}:{fn.lineno}", "factor": None, "caps": [],
+                           "min_batched_tokens": False}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.IfExp) and isinstance(n.test, ast.Call) and \
+                ast.unparse(n.test.func).endswith("is_device_capability_family") and n.test.args and \
+                isinstance(n.body, ast.Constant) and isinstance(n.orelse, ast.Constant) and not out["caps"]:
+            fam = ast.literal_eval(n.test.args[0])
+            out["caps"] = [{"when": {"cc_major": int(fam) // 10}, "value": n.body.value}, {"when": {}, "value": n.orelse.value}]
+            out["source"] = f"{path}:{n.lineno}"
+        if isinstance(n, ast.Call) and _call_name(n) == "min" and len(n.args) == 2:
+            a, b = (ast.unparse(x) for x in n.args)
+            m = re.search(r"max_num_seqs \* decode_query_len \* (\d+)$", a)
+            if m and out["factor"] is None:
+                out["factor"] = int(m.group(1))
+                if isinstance(n.args[1], ast.Constant) and not out["caps"]:
+                    out["caps"] = [{"when": {}, "value": n.args[1].value}]
+                    out["source"] = f"{path}:{n.lineno}"
+            if a == "max_num_tokens" and b == "max_cudagraph_capture_size":
+                out["min_batched_tokens"] = True
+    return out if out["factor"] and out["caps"] else None
+
+
+def vllm_computed(root: Path) -> dict[str, Any]:
+    """Defaults vLLM computes at start-up (not a literal of any field): the batch tiers and the CUDA-graph cap."""
+    out: dict[str, Any] = {}
+    text = read(root, "vllm/engine/arg_utils.py")
+    if text:
+        b = vllm_batch_defaults(text, "vllm/engine/arg_utils.py")
+        if b:
+            out["batch_defaults"] = b
+    text = read(root, "vllm/config/vllm.py")
+    if text:
+        c = vllm_cudagraph_default(text, "vllm/config/vllm.py")
+        if c:
+            out["cudagraph_max"] = c
     return out
 
 
@@ -720,6 +926,10 @@ def build_project(project: str, src: Path) -> dict:
                 s["versions"].append(v)
             if not s["defaults"] or s["defaults"][-1][1] != e["default"]:
                 s["defaults"].append([v, e["default"]])
+            if "parser" in e:
+                pts = s.setdefault("parsers", [])
+                if not pts or pts[-1][1] != e["parser"]:
+                    pts.append([v, e["parser"]])
             for k in ("type", "help", "flag", "aliases", "env", "flag_of", "raw_default", "section", "required"):
                 if e.get(k) not in (None, "", []):
                     s[k] = e[k]
@@ -737,8 +947,14 @@ def build_project(project: str, src: Path) -> dict:
             s["present_in"] = vs  # gaps: removed and re-added
         rows.append(s)
     provenance = (Path(base / "PROVENANCE").read_text().strip() if (base / "PROVENANCE").is_file() else "")
-    return {"project": project, "label": spec["label"], "versions": versions, "count": len(rows),
-            "provenance": provenance, "settings": rows}
+    out = {"project": project, "label": spec["label"], "versions": versions, "count": len(rows),
+           "provenance": provenance}
+    if project == "vllm":
+        computed = {v: vllm_computed(base / v) for v in versions}
+        if any(computed.values()):
+            out["computed"] = computed
+    out["settings"] = rows
+    return out
 
 
 def build(src: Path, out: Path, projects: Iterable[str] | None = None, check: bool = True) -> dict[str, int]:

@@ -47,11 +47,13 @@ QUOTE = re.compile(r"(investigate replay transcripts/seed-rtx-pro-6000-fp4\.json
 def update_readme(transcript: Path) -> None:
     """Quote the replayed verdict and the number of ranked causes in the README's Quick start."""
     from orchestrator.api import replay_sync
+    from orchestrator.render.diagnosis import said_once
 
     diagnosis = replay_sync(transcript).diagnosis
     assert diagnosis is not None, "the seed transcript replays to no diagnosis"
+    verdict = said_once(diagnosis)[0]  # as `investigate replay` prints it
     text = README.read_text(encoding="utf-8")
-    new, n = QUOTE.subn(lambda m: f"{m.group(1)}> {' '.join(diagnosis.verdict.split())}\n\n"
+    new, n = QUOTE.subn(lambda m: f"{m.group(1)}> {verdict}\n\n"
                                   f"followed by {len(diagnosis.causes)} ranked causes", text)
     if n != 1:
         raise SystemExit("record_seed: the README's quoted replay block was not found; update it by hand")

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Sequence, get_args
 from orchestrator.findings import Finding, Symptom
 
 if TYPE_CHECKING:
+    from orchestrator.analysis.evidence_view import EvidenceView
     from orchestrator.observations import Observations
 
 SYMPTOMS: tuple[Symptom, ...] = get_args(Symptom)
 
 _PATTERNS: tuple[tuple[Symptom, str], ...] = (
-    ("ttft", r"\bttft\b|time[- ]to[- ]first[- ]token|first[- ]token|\bprefill\b|prompt processing|long prompts?|"
+    ("ttft", r"\bttft\b|time[- ]to[- ]first[- ]token|(?:first|1st)[- ]token|\bprefill\b|prompt processing|long prompts?|"
              r"requests? (?:queue|wait)|slower to answer|first requests?"),
     ("itl", r"\bitl\b|\btpot\b|inter[- ]token|per[- ]token|time per output token|"
             r"token latency|streaming|\bdecod(?:e|es|ing)\b|tokens? arrive|gaps? between tokens|\bstutter|"
@@ -36,24 +37,32 @@ _PATTERNS: tuple[tuple[Symptom, str], ...] = (
                 r"compil(?:e|es|ing|ation) (?:time|again|on every)|"
                 r"recompil|before serving|\bboot\b|restarts? (?:take|takes|is slow|are slow)|time to ready|readiness|"
                 r"(?:become|becomes|get|gets|be) ready|"
-                r"\bload(?:s|ing)?\b.{0,40}\b(?:take|takes|took|times? out|timed out|minutes|hours)"),
+                r"\bload(?:s|ing)?\b.{0,40}\b(?:take|takes|took|times? out|timed out|minutes|hours)|"
+                r"\bloading\b.{0,15}\b(?:a )?(?:long time|forever|ages)"),
     ("regression", r"\bafter (?:we |an? |the )?(?:upgrad|updat|deploy|mov|switch|migrat|chang|reboot|bump|install|"
                    r"maintenance)|\bsince (?:we|the|upgrad|updat|yesterday|last|this)|regress|used to|\bgot slower|"
                    r"became slower|slower than (?:before|last|yesterday)|\bdropped\b|\bdoubled\b|\bhalved\b|"
                    r"went (?:down|up)|suddenly|this (?:morning|afternoon|week)|without a deploy|\bis down\b|"
                    r"compared to (?:before|last)|\bnew version|\brevert"),
     ("errors", r"crash|\bhangs?\b|\bhung\b|\bstuck\b|\bfail|\berrors?\b|\boom\b|out of memory|\bnans?\b|garbage|"
-               r"wrong (?:output|answer|result)|keeps? restarting|\bkilled\b|\bdie[sd]?\b|\bxid\b|segfault|illegal|"
+               r"(?:wrong|bad|incorrect) (?:outputs?|answers?|results?)|unresponsive|not responding|\bfreez\w*|"
+               r"keeps? restarting|\bkilled\b|\bdie[sd]?\b|\bxid\b|segfault|illegal|"
                r"exception|(?:won'?t|doesn'?t|can'?t|cannot|does not|will not) (?:start|launch|load)|refuses|"
-               r"is (?:it|the \w+) (?:healthy|broken|faulty)|unhealthy|\bbroken\b|\bfaulty\b|anything wrong|"
+               r"is (?:it|the(?: \w+){1,3}) (?:healthy|broken|faulty)|unhealthy|\bbroken\b|\bfaulty\b|anything wrong|"
                r"health ?check|before we put it"),
     ("cost", r"\bcosts?\b|\$|dollar|\bprice|cheaper|expensive|per million tokens|how many gpus|\btco\b"),
     ("throughput", r"throughput|tok(?:ens)?/s|tokens? (?:per|a) second|req(?:uests)?/s|requests? per second|\bqps\b|"
-                   r"\bscal(?:e|es|ing)\b|tflops|underperform|below (?:the )?(?:spec|peak|expected)|"
-                   r"spec sheet|bandwidth|all-reduce|all-gather|collectives|crawling|no faster|slower than|"
-                   r"\bslow(?:er|ness)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b"),
+                   r"\bscal(?:e|es|ing)\b|tflops|below (?:the )?(?:spec|peak)|"
+                   r"spec sheet|bandwidth|all-reduce|all-gather|collectives|(?<!memory )(?<!memory_)utili[sz]ation"),
 )
 _WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(sym, re.compile(p, re.IGNORECASE)) for sym, p in _PATTERNS]
+
+_GENERIC = re.compile(r"underperform|below (?:the )?expected|crawling|no faster|(?:barely|hardly|not much) faster|"
+                      r"slower than|\bslow(?:er|ness|ly|s)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed(?:s|up)?\b|"
+                      r"\bsluggish\b|\blag(?:s|gy)?\b|\bperform(?:s|ing)?\b.{0,12}\b(?:well|worse|badly|poorly|better)\b",
+                      re.IGNORECASE)
+"""Words that say something is slow without saying what: read as throughput, but uncertainly (a finding that explains
+per-token latency or time to first token is not demoted on their strength alone)."""
 
 _TAG = re.compile(r"^\s*(?:\[[^\]\n]{1,40}\]\s*:?\s*|(?:bug|misc\.? bug|question|feature|perf|performance|usage)\s*:\s*)+",
                   re.IGNORECASE)
@@ -70,7 +79,10 @@ processed, evaluated or recomputed) or by what it precedes ("until generation st
 to first token, never start-up, whatever the verb ("context load time before generation")."""
 
 _STARTUP_PHASE = re.compile(
-    r"\b(?:model|server|engine|pod|container|service|weights?|checkpoint|instance|worker)s?\b.{0,20}"
+    r"\b(?:slow|long|fast(?:er)?|speed(?: up)?|accelerat\w*|parallel\w*)\b.{0,15}\b(?:model|server|engine|weights?|"
+    r"checkpoint|module|graph|shard)s?\b.{0,15}\b(?:load(?:ing|s)?|launch(?:ing|es)?|boot(?:ing|s)?|start(?:ing|s)?)\b|"
+    r"\bload(?:ing|s)?\b.{0,12}\b(?:model|weights?|checkpoint|shard)s?\b.{0,12}\b(?:fast(?:er)?|slow(?:ly)?)\b|"
+    r"\b(?:model|server|engine|pod|container|service|weights?|checkpoint|instance|worker|module|graph|shard)s?\b.{0,20}"
     r"\b(?:start(?:ing|s)?|load(?:ing|s)?|boot(?:ing|s)?|launch(?:ing|es)?|initiali[sz](?:ing|ation|es)|"
     r"init)\b.{0,25}\b(?:long|slow(?:ly)?|ages|forever|minutes?|hours?|seconds?|time|speed)\b|"
     r"\b(?:model|server|engine|pod|container|service|instance|worker)s?\b.{0,20}\b(?:takes?|took|taking)\b.{0,25}"
@@ -89,7 +101,7 @@ _VERSION_PAIR = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+|\.\*)*\S*\s*(?:=>|->|\
 """Two versions set against each other ("0.6.0 => 0.6.3", "from 0.4 to 0.6", "0.10 vs 0.12")."""
 _CHANGE = re.compile(r"\b(?:new(?:er|est)?|latest|old(?:er)?|previous)\s+(?:\w+\s+)?versions?\b|\bdegradation\b|"
                      r"\b(?:upgrad\w*|downgrad\w*)\b|\bbecom\w* (?:slower|worse)|"
-                     r"\b(?:slower|faster|worse|better|higher|lower)\b.{0,40}\bthan\b.{0,20}" + r"v?\d+\.\d+",
+                     r"\b(?:slower|faster|worse|better|higher|lower)\b.{0,40}\bthan\b.{0,20}" + r"(?:v?\d+\.\d+|\bv\d+\b)",
                      re.IGNORECASE)
 """A regression named by its structure: two versions compared ("between 0.10.2 and 0.12.0", "v2.0.7 slower than
 v2.0.6", "0.6.0 => 0.6.3"), a newer or older version named, a degradation, an upgrade."""
@@ -118,13 +130,22 @@ def _before_after(observations: "Observations") -> bool:
              for b in observations.bench if b.label]
     return pairs(runs) or pairs(bench)
 
-_LATENCY = re.compile(r"\blatency\b|\bresponsive|\bsnappy\b", re.IGNORECASE)
+_LATENCY = re.compile(r"\blatency\b|\bresponsive|\bsnappy\b|\binference time\b|\bresponse times?\b|"
+                      r"\b(?:answer|respond|repl[iy])\w*\s+(?:\w+\s+)?slow(?:ly)?\b", re.IGNORECASE)
 """Latency without saying which: per-token latency and time to first token both."""
 
 _FINE = re.compile(r"\b(?:(?:per[- ]token|inter[- ]token|first[- ]token|token|decode|prefill|e2e|end[- ]to[- ]end)\s+)?"
                    r"(?:throughput|latency|performance|speed|ttft|itl|tpot|startup|decode|decoding|prefill)\s+"
                    r"(?:looks|is|seems|are|stays?|remains?)\s+(?:fine|ok|okay|good|normal|great|fast|quick|snappy)\b",
                    re.IGNORECASE)
+
+_WHETHER = re.compile(r"(?:make sure|ensure|check|verify|whether|\bif\b|know)\W+(?:\S+\W+){0,5}$", re.IGNORECASE)
+
+
+def _unless_asked(m: re.Match[str]) -> str:
+    """"Throughput is fine" said of the system is not asked about; "make sure the performance is ok" asks it."""
+    return m.group(0) if _WHETHER.search(m.string[max(0, m.start() - 60): m.start()]) else " "
+
 
 _SPECIFIC = ("ttft", "itl", "startup", "cost")
 """Symptoms that, when named, make a generic "slow" mean them rather than throughput."""
@@ -165,21 +186,47 @@ def symptoms_of(f: Finding) -> list[Symptom]:
 
 @dataclass(frozen=True)
 class Asked:
-    """What the question asks about: its symptoms (empty: none named, e.g. "is anything wrong with this box?") and
-    the subjects it names."""
+    """What the question asks about: its symptoms (empty: none named, e.g. "is anything wrong with this box?"), those
+    of them named for certain (by a specific word or by what the user measured and compares; the rest come from a
+    generic "slow"), the subjects it names, and the paths the evidence shows from one symptom to another."""
 
     symptoms: frozenset[Symptom] = frozenset()
     subjects: frozenset[str] = frozenset()
     text: str = field(default="", compare=False)
+    certain: frozenset[Symptom] = field(default=frozenset(), compare=False)
+    """The symptoms a specific word or the user's own figures name ("TTFT", "tok/s", runs at two TP degrees)."""
+    via: frozenset[tuple[Symptom, Symptom]] = field(default=frozenset({("itl", "throughput")}), compare=False)
+    """(a, b): the evidence shows how what explains a explains b too (requests queue: what limits throughput sets
+    time to first token)."""
+
+    @property
+    def uncertain(self) -> bool:
+        """Whether the reading rests on generic words alone ("why is it slow?"): no finding is demoted on its strength."""
+        return bool(self.symptoms) and not self.certain
 
     def explains(self, f: Finding) -> bool:
-        """Whether f can explain what was asked (a finding that states no symptom cannot, when one was asked)."""
+        """Whether f can explain what was asked: it states an asked symptom, or one the evidence links to an asked one,
+        or the reading is uncertain; a property that holds before and after cannot explain a regression; what holds
+        on every host of a kind is ranked only when the question is about it."""
         subject = about(f)
         if subject is not None:  # a cache that is not persisted costs start-up time, and nothing else
             return subject in self.subjects or (subject == "cache" and "startup" in self.symptoms)
         if not self.symptoms:
             return True
-        return bool(self.symptoms & set(symptoms_of(f)))
+        if f.static and self.symptoms <= {"regression", "throughput", "itl", "ttft", "cost"} and \
+                "regression" in self.certain:
+            return False  # the same before and after the change: it cannot be what changed
+        if self.stated(f):
+            return True
+        return self.uncertain and bool(set(symptoms_of(f)) & {"throughput", "itl", "ttft"})
+
+    def stated(self, f: Finding) -> bool:
+        """Whether f can explain a symptom the question names: it states one, or (a shortfall, not the other phase's
+        context) one the evidence links to it."""
+        mine = set(symptoms_of(f))
+        if not self.symptoms or self.symptoms & mine:
+            return True
+        return not f.secondary and not f.informational and any((a, b) in self.via for a in mine for b in self.symptoms)
 
     def words(self) -> str:
         """The asked symptoms as a reader says them ("time to first token", "throughput")."""
@@ -192,11 +239,12 @@ SAY: dict[Symptom, str] = {"throughput": "throughput", "itl": "per-token latency
 
 
 def asked(question: str, observations: "Observations | None" = None) -> Asked:
-    """The symptoms and subjects of a question (and of the observations' notes)."""
+    """The symptoms and subjects of a question (and of the observations' notes), and those of them named for certain:
+    by a specific word, or by what the observations measured and compare."""
     text = question
     if observations is not None and observations.notes:
         text += "\n" + str(observations.notes)
-    text = _FINE.sub(" ", _TAG.sub("", text))  # "throughput looks fine": not what is asked about
+    text = _FINE.sub(_unless_asked, _TAG.sub("", text))  # "throughput looks fine": not what is asked about
     found: set[Symptom] = set()
     if _PROMPT_PHASE.search(text):  # the prompt's processing: TTFT, and its verb ("load") no longer says start-up
         found.add("ttft")
@@ -209,15 +257,55 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
         found.add("itl")
     if _LOW_RATE.search(text):
         found.add("throughput")
-    if observations is not None and _before_after(observations):
-        found.add("regression")
     found |= {s for s, rx in _WORDS if rx.search(text)}
     if _LATENCY.search(text) and not found & {"ttft", "itl"}:
         found |= {"itl", "ttft"}
-    if found & set(_SPECIFIC) and "throughput" in found and not _WORDS[-1][1].search(
-            re.sub(r"\bslow(?:er|ness)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed\b|slower than", "", text)):
+    measured = measured_symptoms(observations) if observations is not None else set()
+    certain = set(found) | measured
+    generic = bool(_GENERIC.search(text))
+    if generic and not found & {"throughput", "ttft", "itl", "startup", "cost"}:
+        found.add("throughput")  # "slow" alone: a rate, uncertainly
+    found |= measured
+    if found & set(_SPECIFIC) and "throughput" in found and "throughput" not in certain:
         found.discard("throughput")  # "TTFT is slow": slow says how, not what
     if found & {"regression", "errors"} == found and len(found) == 2:
         found.discard("regression")  # "refuses to start since this morning": a failure, not a slowdown after a change
     subjects = frozenset(k for k, rx in _ABOUT.items() if rx.search(text))
-    return Asked(frozenset(found), subjects, text)
+    return Asked(frozenset(found), subjects, text, frozenset(certain & found))
+
+
+def measured_symptoms(observations: "Observations") -> set[Symptom]:
+    """What the user measured and compares, as symptoms: two runs of one shape under two labels (before and after) are
+    a regression; runs at different parallel layouts or concurrencies, with their rates, compare throughput; a
+    baseline benchmark or log against the current one is a regression."""
+    out: set[Symptom] = set()
+    if _before_after(observations) or observations.baseline_log is not None:
+        out.add("regression")
+    rated = [r for r in observations.runs if r.total_tok_s or r.output_tok_s]
+    if len({(r.tp, r.pp, r.ep, r.dp) for r in rated}) >= 2 or len({r.concurrency for r in rated}) >= 2:
+        out.add("throughput")
+    return out
+
+
+QUEUE_FINDINGS = ("account-engine-queue", "fit-kv-fewer-sequences-than-offered")
+"""Findings that show requests waiting in the engine's queue (prongs/serving_engine/queue_rules.py: `queue-*`, account_rules.py,
+fit_rules.py)."""
+
+
+def with_paths(a: Asked, view: "EvidenceView", findings: "Sequence[Finding]") -> Asked:
+    """The reading with the paths from one symptom to another that the evidence shows: a slower decode step is lower
+    throughput whatever the load; where requests wait in the engine's queue, what limits throughput or the decode
+    step also sets the time to first token (the queue drains at that rate)."""
+    via: set[tuple[Symptom, Symptom]] = {("itl", "throughput")}
+    waiting = any(f.id in QUEUE_FINDINGS or f.id.startswith("queue-") for f in findings)
+    for _ev, rep in view.probes("engine_config"):
+        for e in rep.engines:
+            if e.log is not None and (e.log.waiting_max or 0) > 0:
+                waiting = True
+            m = (e.metrics.metrics if e.metrics else {}) or {}
+            for name in ("vllm:num_requests_waiting", "sglang:num_queue_reqs"):
+                if name in m and (m[name].value or 0) > 0:
+                    waiting = True
+    if waiting:
+        via |= {("throughput", "ttft"), ("itl", "ttft")}
+    return Asked(a.symptoms, a.subjects, a.text, a.certain, frozenset(via))

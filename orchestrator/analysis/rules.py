@@ -592,8 +592,9 @@ def _inventory_clocks(v: EvidenceView) -> tuple[float, float, list[str], str] | 
 
 
 def other_workloads(v: EvidenceView) -> list[Finding]:
-    """GPUs that only another workload holds (no serving engine among their processes): name it with its memory and
-    the load seen while sampling, and say that load is not the workload asked about (prongs/node_health/view.py)."""
+    """GPUs that only another workload holds, where the evidence shows two workloads (prongs/node_health/view.py): name
+    it with its memory, the load seen while sampling and the evidence that it is not the user's, and say that load is
+    not the workload asked about."""
     from orchestrator.prongs.node_health.view import other_workloads as held
 
     out = []
@@ -601,8 +602,8 @@ def other_workloads(v: EvidenceView) -> list[Finding]:
         out.append(Finding(
             id=f"other-workload-gpu-{w.gpu}", category="node", confidence=0.85, evidence=w.evidence,
             title=f"Another workload holds GPU {w.gpu}: {', '.join(p.name or '?' for p in w.processes)}",
-            claim=(f"{w.says()}: no serving engine is among the GPU's processes, so this load is that other "
-                   f"workload's, not the one asked about; anything measured on this GPU now shares it."),
+            claim=(f"{w.says()}: this load is another workload's, not the one asked about, since {w.why}; anything "
+                   f"measured on this GPU now shares it."),
             recommendations=[f"Find what runs there (`nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,"
                              f"used_memory --format=csv`, `ps -o pid,args -p {w.processes[0].pid}`); stop or move it "
                              f"before serving or measuring on GPU {w.gpu}, or measure with `--measure-wait`."],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.analysis import relevance
+from orchestrator.analysis import relevance, served
 from orchestrator.prongs.node_health import view as node_view
 from orchestrator.prongs.node_health.clock_events import clock_events_answer
 from orchestrator.prongs.resource_account.rules import account_bound
@@ -225,15 +225,17 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
           findings: list[Finding] | None = None) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
             for r in results if r.status != "ok"]
-    # the same probe run by two agents (gpu_inventory by the specs and node prongs) is one gap naming both results
-    unavailable: dict[tuple[str, str, str], list[str]] = {}
+    # the same probe run by two agents (gpu_inventory by the specs and node prongs) is one gap naming both results,
+    # and probes stopped for one reason (an interpreter --python names that is not there) one gap naming them all
+    unavailable: dict[tuple[str, str], dict[str, list[str]]] = {}
     for ev, m in view.unavailable():
-        unavailable.setdefault((m.kind, m.host, m.reason or "unavailable"), []).append(ev.id)
-    for (kind, host, reason), ids in unavailable.items():
-        gaps.append(Gap(what=f"probe {kind} on {host} ({', '.join(dict.fromkeys(ids))})", why=reason))
+        unavailable.setdefault((m.host, m.reason or "unavailable"), {}).setdefault(m.kind, []).append(ev.id)
+    for (host, reason), kinds in unavailable.items():
+        ids = ", ".join(dict.fromkeys(i for got in kinds.values() for i in got))
+        gaps.append(Gap(what=f"probe{'s' if len(kinds) > 1 else ''} {', '.join(kinds)} on {host} ({ids})", why=reason))
     for ev in evidence:
         if ev.is_error:
-            gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt(200) or "error"))
+            gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt() or "error"))
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
     gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
     # a measurement taken beside another workload is not the GPU's own: it limits what this diagnosis can say
@@ -261,10 +263,19 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
             bound="unknown", bound_reasoning="No evidence shows the limiting resource.",
             gaps=gaps or [Gap(what="evidence", why=why)])
 
-    asked = relevance.asked(question, observations)
-    # Only what can explain the asked symptom is ranked (and may set the bound); the rest is said once, apart.
-    relevant = [f for f in findings if asked.explains(f)]
+    asked = relevance.with_paths(relevance.asked(question, observations), view, findings)
+    # Only what can explain the asked symptom is ranked (and may set the bound); the rest is said once, apart. A
+    # finding whose condition the evidence does not show (a MoE kernel's tuning for a model not known to be MoE) is
+    # said apart too.
+    relevant = [f for f in findings if asked.explains(f) and not f.unmet]
     bound, reasoning, setter = _bound(relevant)
+    not_serving = served.never_served(view, asked)
+    if not_serving is not None:
+        # no serving time to account for: no bound, whatever the GPUs or the host do meanwhile
+        bound = "unknown"
+        reasoning = (f"{_not_served_words(not_serving)}: {not_serving}, so there is no serving time to account for "
+                     f"and no bound is named." + (f" {sentence_case(_first_sentence(setter.short or setter.claim))}"
+                                                  if setter is not None else ""))
     causes_f = [f for f in relevant if not f.informational]
     # When the evidence puts the limit in communication or latency, per-GPU GEMM findings (roofline, kernels, tuning)
     # are true but not what limits throughput: rank them after the communication and power findings. A catalog
@@ -278,12 +289,14 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     uncapped = _caps_not_reached(causes_f)  # a batch cap the engine's own state shows it is far from
     causes_f = [f for f in causes_f if f not in uncapped]
     noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and _noticeable(f)]
+    noticed_f = [(f, _unmet_note(f) if f.unmet else note) for f, note in noticed_f]
     noticed_f += uncapped_notes(uncapped, findings)
     noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
     noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
                    "after the first five causes).") for f in causes_f[MAX_CAUSES:]]
     advised_f, causes_f = causes_f, causes_f[:MAX_CAUSES]  # every cause that explains the symptom keeps its advice
-    causes = [Cause(title=_title(f), explanation=f.claim, confidence=f.confidence, evidence=f.evidence) for f in causes_f]
+    causes = [Cause(title=_title(f), explanation=f.claim + _kept_note(f, asked), confidence=f.confidence,
+                    evidence=f.evidence) for f in causes_f]
     noticed_f.sort(key=lambda x: x[0].severity != "info")  # a health record to watch first, then the rest
     also = [Noticed(title=_title(f), note=note, evidence=f.evidence) for f, note in noticed_f]
 
@@ -306,7 +319,15 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
 
     hw = next((f for f in findings if f.id == "gpu-peaks"), None)
     lead = f"On {hw.claim.split(':')[0]}, " if hw else ""
-    if causes:
+    if not_serving is not None:  # said first, before the hardware and the causes
+        lead = f"{_not_served_words(not_serving)}" + (f" on {hw.claim.split(':')[0]}" if hw else "") + \
+            f": {not_serving}. "
+    if causes and not_serving is not None:
+        verdict = f"{lead}Ranked causes: " + " ".join(f"({i}) {_titled_number(f)};" for i, f in
+                                                       enumerate(causes_f[:4], 1)).rstrip(";") + "."
+        if recs:
+            verdict += f" Start with: {_strip_source(recs[0].action)}."
+    elif causes:
         limiter = (f"the primary limiter is {bound}: {_first_sentence(reasoning)}" if bound != "unknown"
                    else f"no GPU or host resource is the limit: {_first_sentence(reasoning)}"
                    if setter is not None and setter.id.startswith("account-") and setter.bound is None and reasoning
@@ -319,7 +340,8 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
         what = "the slowness" if not asked.symptoms or asked.symptoms & {"throughput", "itl", "ttft"} else asked.words()
-        verdict = ((f"{lead}no" if lead else "No") + f" cause of {what} is supported by the evidence. " + context).rstrip()
+        verdict = ((f"{lead}no" if lead and not_serving is None else f"{lead}No" if lead else "No")
+                   + f" cause of {what} is supported by the evidence. " + context).rstrip()
         if also:
             verdict += " Also noticed, not a cause here: " + "; ".join(a.title for a in also[:3]) + "."
     reference = next((f for f in relevant if f.id == "reference-throughput" and f.short), None)
@@ -377,16 +399,37 @@ def _why_not(f: Finding, asked: relevance.Asked) -> str:
     """One line: what f says, and why it is not a ranked cause here."""
     said = _first_sentence(f.short or f.claim).rstrip(".")
     subject = relevance.about(f)
-    if subject == "cache":
+    if f.static and "regression" in asked.symptoms:
+        why = "it is the same before and after the change, so it cannot explain the regression"
+    elif subject == "cache":
         why = f"it costs start-up time (tuning or compiling again at each start), not {asked.words()}"
     elif subject is not None:
         why = "true of every GPU of this architecture whatever the workload; the question is not about its kernels"
     else:
         can = ", ".join(relevance.SAY[s] for s in relevance.symptoms_of(f)) or "nothing measured here"
         why = f"it can explain {can}, not {asked.words()}"
-    if f.informational:
+    if f.informational and not f.static:
         why = _history_note(f)
     return f"{said} ({why})."
+
+
+def _not_served_words(why: str) -> str:
+    return "The engine has not served yet" if why.startswith("it is still loading") else "The engine never served"
+
+
+def _unmet_note(f: Finding) -> str:
+    """One line for a finding whose condition the evidence does not show: what it says, and on what it depends."""
+    return f"{_first_sentence(f.short or f.claim).rstrip('.')} (it matters only {f.unmet}; the evidence does not show that)."
+
+
+def _kept_note(f: Finding, asked: relevance.Asked) -> str:
+    """For a cause ranked although it states none of the asked symptoms (the question's symptom is uncertain): the
+    symptom it explains."""
+    if asked.stated(f):
+        return ""
+    can = ", ".join(relevance.SAY[s] for s in relevance.symptoms_of(f))
+    return (f" (It explains {can}; the question does not say for certain what is slow, so it stays ranked.)"
+            if can else "")
 
 
 def _history_note(f: Finding) -> str:

@@ -144,12 +144,24 @@ def known_types(target: SshTarget) -> list[str]:
     return list(dict.fromkeys(types))
 
 
-def _trust_hint(target: SshTarget) -> str:
+def _trust_hint(target: SshTarget, key: paramiko.PKey) -> str:
+    """How to trust the key by hand, as commands that reach the same host: for a destination that is no ssh config
+    alias (`user@host:port`, `host`), its port and user go on the `ssh` command line, which would otherwise connect
+    to port 22 as the local user."""
     port = f"-p {target.port} " if target.port != 22 else ""
     known = target.known_hosts_files[0]
     config = f"-F {shlex.quote(target.config_file)} " if target.config_file else ""  # the alias lives only there
-    return (f"if you trust it, add it with `ssh-keyscan {port}{shlex.quote(target.hostname)} >> {shlex.quote(known)}` "
-            f"(or connect once with `ssh {config}{shlex.quote(target.alias)}`), then retry")
+    # an alias with a HostName is a config block, which carries its port and user; otherwise name them
+    login = shlex.quote(target.alias) if target.hostname != target.alias else f"{port}{shlex.quote(f'{target.user}@{target.alias}')}"
+    return (f"compare its fingerprint with the host's own (`ssh-keygen -lf /etc/ssh/ssh_host_{_kind(key)}_key.pub` "
+            f"on it); if you trust it, add it with `ssh-keyscan {port}{shlex.quote(target.hostname)} >> "
+            f"{shlex.quote(known)}` (or connect once with `ssh {config}{login}`), then retry")
+
+
+def _kind(key: paramiko.PKey) -> str:
+    """The host key file's kind for a key type (sshd keeps one file per kind: ed25519, ecdsa, rsa)."""
+    name = key.get_name()
+    return "ed25519" if "ed25519" in name else "ecdsa" if "ecdsa" in name else "rsa" if "rsa" in name else "*"
 
 
 def _append(target: SshTarget, key: paramiko.PKey) -> None:
@@ -200,7 +212,7 @@ def verify(target: SshTarget, key: paramiko.PKey) -> None:
         return
     raise HostKeyRefused(
         f"host key for {name} is not known ({key.get_name()} {fingerprint(key)}, "
-        f"not in {', '.join(target.known_hosts_files)}); nothing was run. {_trust_hint(target)}"
+        f"not in {', '.join(target.known_hosts_files)}); nothing was run. {_trust_hint(target, key)}"
     )
 
 

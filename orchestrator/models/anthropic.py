@@ -49,6 +49,8 @@ FATAL_STATUS = {
 }
 GATE_STATUS = {429, 529}
 """Statuses that mean "the service wants everyone to slow down": they close the shared gate."""
+NEVER_REACHED_RETRIES = 1
+"""Retries of a connection error while no call of the run has reached the API yet (then the run stops, fatal)."""
 
 
 def resolve_model(name: str) -> str:
@@ -241,6 +243,7 @@ class AnthropicModel:
             try:
                 resp = await client.messages.create(**params)
             except anthropic.APIStatusError as exc:
+                backend.reached = True  # an HTTP answer: the network is there, whatever it said
                 status = exc.status_code
                 kind = _error_type(exc, backend.secret)
                 record: dict[str, Any] = {"attempt": len(attempts) + 1, "status": status, "error": kind}
@@ -277,6 +280,15 @@ class AnthropicModel:
                 kind = "timeout" if isinstance(exc, anthropic.APITimeoutError) else "connection_error"
                 record = {"attempt": len(attempts) + 1, "status": None, "error": kind}
                 attempts.append(record)
+                if not backend.reached and failures > min(settings.anthropic_max_retries, NEVER_REACHED_RETRIES):
+                    # the API was never reached in this run (no network, a proxy, a wrong ANTHROPIC_BASE_URL): a
+                    # minute of back-off would not bring it, and every agent would wait it out; stop the run
+                    raise ModelCallError(
+                        f"anthropic: cannot reach {backend.base_url_display} ({kind.replace('_', ' ')}, "
+                        f"{len(attempts)} attempts): no network, or a proxy or firewall in the way; run with --offline "
+                        "(the deterministic backend: no key, no network), or check ANTHROPIC_BASE_URL",
+                        attempts, fatal=True,
+                    ) from None
                 if failures > settings.anthropic_max_retries:
                     raise ModelCallError(
                         f"anthropic: {kind.replace('_', ' ')} to {backend.base_url_display} persisted after "
@@ -288,6 +300,7 @@ class AnthropicModel:
                 await anyio.sleep(wait)
                 continue
             gate.succeeded()
+            backend.reached = True
             response, raw = parse_response(resp, model=self.name, settings=settings)
             if raw is not None:
                 self._raw_assistant[_content_key(response.content)] = raw
@@ -330,6 +343,8 @@ class AnthropicBackend:
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self.gate = RateGate(settings.rate_gate_max_wait_s, base_s=settings.rate_gate_base_s)
         self._client: anthropic.AsyncAnthropic | None = None
+        self.reached = False
+        """Whether any call of this run got an HTTP answer (until one does, connection errors end the run fast)."""
 
     def __repr__(self) -> str:
         return f"AnthropicBackend(base_url={self.base_url_display!r})"
@@ -353,7 +368,10 @@ class AnthropicBackend:
             self._client = anthropic.AsyncAnthropic(
                 api_key=None if self._auth_token else self._secret,
                 auth_token=self._secret if self._auth_token else None,
-                base_url=self.base_url, max_retries=0, timeout=self.settings.model_timeout_s
+                base_url=self.base_url, max_retries=0,
+                # a connection that cannot be made in 10 s is not coming (a black-holed network): say so then,
+                # not after the whole model timeout
+                timeout=anthropic.Timeout(self.settings.model_timeout_s, connect=min(10.0, self.settings.model_timeout_s))
             )
         return self._client
 

@@ -20,9 +20,9 @@ from typing import Any, Awaitable, Callable
 
 from orchestrator.agentdefs import AgentDef
 from orchestrator.context import RunMode, RunView
-from orchestrator.events import ModelCall, ToolResult
+from orchestrator.events import ModelCall, ModelError, ToolResult
 from orchestrator.messages import Message, ModelRequest, ModelResponse, ToolSpec, ToolUseBlock
-from orchestrator.models.base import ReplayDivergence
+from orchestrator.models.base import ModelCallError, ReplayDivergence
 from orchestrator.tools.base import ExecutedCall, ToolOutput
 from orchestrator.transcript import Transcript, fingerprint
 
@@ -34,6 +34,8 @@ class _AgentRecord:
     calls: dict[int, ModelCall] = field(default_factory=dict)
     messages_at: dict[int, list[Message]] = field(default_factory=dict)
     """The full message list each recorded turn was asked with (rebuilt from the recorded deltas)."""
+    errors: dict[int, ModelError] = field(default_factory=dict)
+    """Turns whose call failed for good, as recorded."""
 
 
 def _short(obj: Any, limit: int = 160) -> str:
@@ -111,6 +113,10 @@ class ReplayModel:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         rec = self.record
+        if rec is not None and request.turn in rec.errors and request.turn not in rec.calls:
+            # the recorded call failed (no network, a bad key): the replay fails there too, as recorded
+            err = rec.errors[request.turn]
+            raise ModelCallError(err.error, list(err.attempts), fatal=err.fatal)
         if rec is None or request.turn not in rec.calls:
             have = sorted(rec.calls) if rec else []
             raise ReplayDivergence(f"replay diverged: agent {self.agent_id} turn {request.turn} was not recorded "
@@ -138,6 +144,8 @@ class ReplayBackend:
         self.records: dict[str, _AgentRecord] = {}
         running: dict[str, list[Message]] = {}
         for ev in transcript.events:
+            if isinstance(ev, ModelError):
+                self.records.setdefault(ev.agent_id, _AgentRecord()).errors[ev.turn] = ev
             if isinstance(ev, ModelCall):
                 rec = self.records.setdefault(ev.agent_id, _AgentRecord())
                 if ev.turn == 1 or not rec.calls:

@@ -53,6 +53,12 @@ class Interpreter:
     def server_cwds(self) -> list[str]:
         return [s["cwd"] for s in self.servers if s.get("cwd")]
 
+    @property
+    def server_pids(self) -> list[int]:
+        """The processes whose environment and working directories name the places read for them: the host
+        reads there only what every one of them could read."""
+        return [int(s["pid"]) for s in self.servers if s.get("pid")]
+
 
 def choose(python: str | None, discovered: dict[str, Any] | None) -> Interpreter:
     """Pure choice from the discover script's output."""

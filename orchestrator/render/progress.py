@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -86,8 +87,11 @@ class Progress:
             if row:
                 row.turns, row.usage = ev.turn, row.usage + ev.usage
             retries = f", {len(ev.attempts)} retries" if ev.attempts else ""
-            self._line(f"{ev.agent_id} turn {ev.turn}: {_tokens(ev.usage)} tokens{retries}"
-                       f" (run: {_tokens(self.total)} tokens, ${self.total.cost_usd:.4f})")
+            if self.total.total_tokens or self.total.cost_usd:
+                self._line(f"{ev.agent_id} turn {ev.turn}: {_tokens(ev.usage)} tokens{retries}"
+                           f" (run: {_tokens(self.total)} tokens, ${self.total.cost_usd:.4f})")
+            else:  # an offline (or replayed offline) run uses no tokens: no "0 tokens, $0.0000" on every line
+                self._line(f"{ev.agent_id} turn {ev.turn}{retries}")
         elif isinstance(ev, ModelError):
             self._line(f"{ev.agent_id} model call failed: {ev.error}")
         elif isinstance(ev, ToolCall):
@@ -112,21 +116,34 @@ class Progress:
             err = f": {ev.error}" if ev.error else ""
             self._line(f"{ev.agent_id} finished {ev.status} after {ev.turns} turns, {ev.duration_s:.1f}s{err}")
         elif isinstance(ev, RunFinished):
-            self._line(f"run {ev.status} in {ev.duration_s:.1f}s: {_tokens(ev.usage)} tokens, ${ev.usage.cost_usd:.4f}")
+            paid = f": {_tokens(ev.usage)} tokens, ${ev.usage.cost_usd:.4f}" if ev.usage.total_tokens or ev.usage.cost_usd else ""
+            self._line(f"run {ev.status} in {ev.duration_s:.1f}s{paid}")
         if self._live is not None:
             self._live.update(self._table())
 
     def _table(self) -> Table:
-        t = Table(title="investigate", expand=False)
-        for col in ("agent", "status", "turns", "tools", "tokens", "cost", "time", "last tool"):
-            t.add_column(col)
+        """The live table, within 80 columns: token and cost columns only once a model call has used tokens (an
+        offline run uses none; with them the turn count gives way), an error column only once a tool failed; long
+        agent ids and tool names are cut with an ellipsis, never wrapped."""
+        paid = bool(self.total.total_tokens or self.total.cost_usd)
+        errors = any(r.errors for r in self.rows.values())
+        t = Table(title="investigate", title_justify="left", expand=False, box=box.SIMPLE_HEAD, show_edge=False,
+                  padding=(0, 1, 0, 0), pad_edge=False)
+        t.add_column("agent", min_width=12, max_width=21, no_wrap=True, overflow="ellipsis")
+        t.add_column("status", min_width=7, max_width=10, no_wrap=True, overflow="ellipsis")
+        numeric = ([] if paid else [("turns", 5)]) + [("tools", 5)] + ([("err", 3)] if errors else []) + (
+            [("tokens", 6), ("cost", 6)] if paid else []) + [("time", 6)]
+        for name, width in numeric:
+            t.add_column(name, justify="right", min_width=width, no_wrap=True)
+        t.add_column("last tool", min_width=8, max_width=11 if paid else 20, no_wrap=True, overflow="ellipsis")
         now = time.monotonic()
         for r in self.rows.values():
             took = (r.ended or now) - r.started
-            status = r.status if not r.errors else f"{r.status} ({r.errors} tool errors)"
+            cells = ([] if paid else [str(r.turns)]) + [str(r.tools)] + ([str(r.errors or "")] if errors else [])
+            if paid:
+                cells += [_tokens(r.usage), f"${r.usage.cost_usd:.3f}"]
             # agent ids and tool names are data (a model names its tools), never rich markup
-            t.add_row(*(Text(_clean(c)) for c in (r.agent_id, status, str(r.turns), str(r.tools), _tokens(r.usage),
-                                          f"${r.usage.cost_usd:.4f}", f"{took:.1f}s", r.last)))
+            t.add_row(*(Text(_clean(c)) for c in [r.agent_id, r.status, *cells, f"{took:.1f}s", r.last]))
         return t
 
     def close(self) -> None:

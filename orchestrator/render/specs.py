@@ -20,6 +20,15 @@ def spec_or_raise(name: str) -> knowledge.GpuSpec:
     return spec
 
 
+def resolve_gpus(name: str) -> list[knowledge.GpuSpec]:
+    """The GPUs a name means, as `investigate specs` reads it: the one part an exact name or alias names, or every
+    part a short name stands for ("H100": the SXM, PCIe and NVL parts, in catalogue order); UnknownGpu otherwise."""
+    spec = knowledge.gpu_spec(name)
+    if spec is not None:
+        return [spec]
+    return knowledge.gpu_family(name) or [spec_or_raise(name)]
+
+
 def gpu_table(specs: Iterable[knowledge.GpuSpec]) -> str:
     """One line per GPU with its headline dense peaks (n/v: not verified; -: no native MMA for the dtype)."""
 
@@ -98,12 +107,29 @@ def render_specs(name: str) -> str:
 
 
 def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
-    """Where one GEMM sits on a GPU's roofline."""
+    """Where one GEMM sits on a GPU's roofline; for a short name that stands for several parts, on each of them."""
+    specs = resolve_gpus(gpu)
+    if len(specs) == 1:
+        return _roofline_sheet(specs[0], gpu, dtype, m, n, k)
+    rows = []
+    for s in specs:
+        try:
+            sheet = _roofline_sheet(s, s.name, dtype, m, n, k)
+        except UnknownGpu:
+            rows.append(f"  {s.name:<40} no verified peak for {dtype}")
+            continue
+        got = dict(line.strip().split(":", 1) for line in sheet.splitlines()[1:] if ":" in line)
+        rows.append(f"  {s.name:<40} {got['bound'].strip():<8} floor {got['time floor'].strip():>12}  "
+                    f"attainable {got['attainable'].strip()}")
+    return (f"{gpu!r} stands for {len(specs)} GPUs; GEMM M={m} N={n} K={k} {dtype} on each "
+            f"(`investigate roofline --gpu \"{specs[0].name}\" ...` shows one in full):\n" + "\n".join(rows) + "\n")
+
+
+def _roofline_sheet(s: knowledge.GpuSpec, gpu: str, dtype: str, m: int, n: int, k: int) -> str:
     # imported here: `specs` (and the CLI's start-up) need none of it
     from orchestrator.analysis.moe_inputs import compute_peak, weight_only
     from orchestrator.analysis.roofline import UnknownDtype, gemm_roofline
 
-    s = spec_or_raise(gpu)
     caps = knowledge.arch_caps(s.cc)
     peak, tensor = compute_peak(s, caps, dtype)
     if weight_only(caps, dtype) and s.tflops.get("bf16"):
@@ -136,14 +162,12 @@ def render_roofline(gpu: str, dtype: str, m: int, n: int, k: int) -> str:
 def render_references(gpu: str, model: str, dtype: str | None = None, isl: int | None = None,
                       osl: int | None = None, concurrency: int | None = None) -> str:
     """`investigate reference`: the published figures nearest to a setup, each with its differences and source."""
-    from orchestrator.prongs.reference.rules import Setup, match, precision_of, rows_table
+    from orchestrator.prongs.reference.rules import rows_table
 
-    spec = spec_or_raise(gpu)
-    lookup = match(Setup(gpu=spec.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl,
-                         concurrency=concurrency), n=8)
+    spec, lookup, note = reference_lookup(gpu, model, dtype, isl, osl, concurrency)
     if not lookup.matches:
-        return f"{spec.name} / {model}: {lookup.why_none}.\n"
-    lines = [f"Published output throughput for {spec.name} / {lookup.model_id}"
+        return f"{note}{spec.name} / {model}: {lookup.why_none}.\n"
+    lines = [f"{note}Published output throughput for {spec.name} / {lookup.model_id}"
              f"{f' ({dtype})' if dtype else ''}, nearest first (tok/s per GPU; input tokens not counted):", ""]
     for row in rows_table(lookup):
         lens = f"{row['isl']}/{row['osl']}" if row.get("isl") else "dataset"
@@ -157,3 +181,19 @@ def render_references(gpu: str, model: str, dtype: str | None = None, isl: int |
     lines.append("")
     lines += [f"  {sid}: {m}" for sid, m in methods.items() if m]
     return "\n".join(lines) + "\n"
+
+
+def reference_lookup(gpu: str, model: str, dtype: str | None = None, isl: int | None = None, osl: int | None = None,
+                     concurrency: int | None = None):
+    """(the GPU, the published rows nearest to the setup, a line saying which part a short name was read as): for a
+    name that stands for several parts, the first of them with published figures for the model."""
+    from orchestrator.prongs.reference.rules import Setup, match, precision_of
+
+    specs = resolve_gpus(gpu)
+    looked = [(s, match(Setup(gpu=s.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl,
+                              concurrency=concurrency), n=8)) for s in specs]
+    spec, lookup = next(((s, lk) for s, lk in looked if lk.matches), looked[0])
+    note = "" if len(specs) == 1 else (
+        f"{gpu!r} stands for {len(specs)} GPUs ({', '.join(s.name for s in specs)}); read as {spec.name} "
+        f"(--gpu \"NAME\" for another).\n")
+    return spec, lookup, note

@@ -9,6 +9,8 @@ from importlib import resources
 
 import yaml
 
+from orchestrator.traces.store import clip_name
+
 OTHER = "other"
 PRIORITY = ("gemm", "attention", "moe", "norm_act", OTHER, "communication", "memcpy", "memset")
 """Order in which a busy instant covered by several classes is credited: compute first (HTA's temporal breakdown
@@ -33,6 +35,7 @@ def sources() -> dict[str, list[str]]:
 
 @lru_cache(maxsize=65536)
 def classify(name: str) -> str:
+    name = clip_name(name)  # the readers clip already; a caller with its own names gets the same bound
     for cls, pat in _patterns():
         if pat.search(name):
             return cls

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import glob as globmod
+import os
+import stat
 from pathlib import Path
+
+from orchestrator.limits import NSYS_CHECK_TIMEOUT_S
+from orchestrator.validate import file_kind
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".db")
 HOST_PREFIX = "host:"
@@ -16,9 +21,17 @@ class TraceInputError(ValueError):
 
 
 def _sniff(path: Path) -> str:
+    """The format by the file's first bytes, read without blocking: a FIFO or a device put in place of the file after
+    the path was checked is refused by fstat, never waited on."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(16)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise TraceInputError(f"trace {path}: not a regular file; pass a Kineto .json/.json.gz or an nsys "
+                                      ".sqlite export")
+            head = os.read(fd, 16)
+        finally:
+            os.close(fd)
     except OSError as e:
         raise TraceInputError(f"trace {path}: cannot be read ({e.strerror}); check the path and its permissions") from None
     if head.startswith(b"\x1f\x8b"):
@@ -47,12 +60,16 @@ def _check_head(path: Path, fmt: str) -> None:
     else:
         import sqlite3
 
+        from orchestrator.traces.nsys import NsysFormatError, check_schema, connect
+
         try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            db = connect(path, NSYS_CHECK_TIMEOUT_S)
             try:
-                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                tables = check_schema(db, path)
             finally:
                 db.close()
+        except NsysFormatError as e:
+            raise TraceInputError(f"trace {e}") from None
         except sqlite3.DatabaseError as e:
             raise TraceInputError(f"trace {path}: not a readable SQLite file ({e})") from None
         if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
@@ -88,6 +105,10 @@ def expand(paths: list[str]) -> list[tuple[Path, str]]:
             if not p.exists():
                 raise TraceInputError(f"trace {raw}: no such file or directory; pass a Kineto .json/.json.gz, an "
                                       "nsys .sqlite export, or a directory of per-rank traces")
+            kind = file_kind(p)
+            if kind is not None and kind != "a directory":
+                raise TraceInputError(f"trace {raw} is {kind}, not a file; pass a Kineto .json/.json.gz, an nsys "
+                                      ".sqlite export, or a directory of per-rank traces")
             files = _in_dir(p) if p.is_dir() else [p]
             if not files:
                 raise TraceInputError(f"trace directory {raw} holds no .json, .json.gz or .sqlite trace")

@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # a figure that is not finite is a reader's bug or a hostile trace's: refused here, never rendered as Infinity
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class StepRow(_M):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 from statistics import median
 
 from orchestrator.traces.store import KIND_KERNEL, RankColumns
@@ -166,10 +167,14 @@ def _mark_steady(cols: RankColumns, found: Steps) -> None:
     steps = found.steps
     if len(steps) < 3:
         return
-    capture = [(cols.r_ts[i], cols.r_end[i]) for i in range(cols.n_runtime) if cols.names[cols.r_name[i]] in CAPTURE_CALLS]
+    capture = sorted((cols.r_ts[i], cols.r_end[i]) for i in range(cols.n_runtime)
+                     if cols.names[cols.r_name[i]] in CAPTURE_CALLS)
+    starts = [a for a, _ in capture]
+    latest_end = list(accumulate((b for _, b in capture), max))  # the latest end among the captures begun so far
     for s in steps:
         lo, hi = min(s.cpu_start, s.gpu_start), max(s.cpu_end, s.gpu_end)
-        if any(a < hi and b > lo for a, b in capture):
+        k = bisect_left(starts, hi)  # captures that begin before the step ends: does one end after it begins?
+        if k and latest_end[k - 1] > lo:
             s.steady, s.why = False, "CUDA-graph capture"
     med = median(s.dur for s in steps)
     med_acts = median(s.activities for s in steps)

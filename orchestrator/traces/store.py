@@ -9,7 +9,19 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.limits import TRACE_MAX_NAMES, TRACE_NAME_MAX_CHARS
+
 KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
+MORE_NAMES = f"(names past the first {TRACE_MAX_NAMES:,})"
+"""The name every activity gets once a rank has TRACE_MAX_NAMES distinct names (a real trace has a few thousand)."""
+MAX_SKIP_KINDS = 64
+"""Categories of skipped events counted apart; the rest are counted as `other`."""
+
+
+def clip_name(name: str) -> str:
+    """A name as kept and classified: at most TRACE_NAME_MAX_CHARS characters (the kernel-class patterns and every
+    later step then work on bounded text, and a few hundred bytes of gzip cannot become gigabytes of names)."""
+    return name if len(name) <= TRACE_NAME_MAX_CHARS else name[:TRACE_NAME_MAX_CHARS - 1] + "…"
 
 
 @dataclass(slots=True)
@@ -100,6 +112,14 @@ class RankColumns:
     def name_id(self, name: str) -> int:
         i = self._name_ids.get(name)
         if i is None:
+            name = clip_name(name)
+            i = self._name_ids.get(name)
+            if i is not None:
+                return i
+            if len(self.names) >= TRACE_MAX_NAMES:
+                name = MORE_NAMES
+                if (i := self._name_ids.get(name)) is not None:
+                    return i
             i = self._name_ids[name] = len(self.names)
             self.names.append(name)
         return i
@@ -123,6 +143,8 @@ class RankColumns:
         self.r_tid.append(tid)
 
     def skip(self, cat: str) -> None:
+        if cat not in self.skipped and len(self.skipped) >= MAX_SKIP_KINDS:
+            cat = "other"
         self.skipped[cat] = self.skipped.get(cat, 0) + 1
 
     @property

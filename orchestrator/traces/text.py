@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.traces.classes import LABELS
+from orchestrator.traces.kineto import BAD_TIME
 from orchestrator.traces.model import RankAccount, TraceReport
 
 
@@ -17,6 +18,8 @@ def _rank_text(a: RankAccount) -> list[str]:
              f"{a.steps_total} steps ({a.step_source}); window {a.window_start_us:.0f}-{a.window_end_us:.0f} us"]
     if a.excluded:
         lines.append("  left out: " + "; ".join(a.excluded[:6]))
+    if a.skipped.get(BAD_TIME):
+        lines.append(f"  {a.skipped[BAD_TIME]:,} events left out: their ts or dur is not a finite time in range")
     lines.append(f"  step {b.step_us / 1e3:.3f} ms (p50 {b.step_p50_us / 1e3:.3f}, p99 {b.step_p99_us / 1e3:.3f}): "
                  f"GPU busy {_pct(b.busy_share)}, idle {_pct(b.idle_share)}")
     lines.append("  busy by class: " + ", ".join(f"{LABELS.get(c.cls, c.cls)} {_pct(c.share_of_step)}"

@@ -6,7 +6,6 @@ of MB is too small, the host's (--ipc=host) is not."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from support.evidence import obs_ev
 from test_account_analysis import view
@@ -76,10 +75,11 @@ def test_a_small_dev_shm_is_named_for_a_multi_gpu_server_only():
 
 
 def _script():
-    path = Path(__file__).resolve().parents[2] / "orchestrator/probes/scripts/account.py"
-    src = path.read_text().rsplit("\nmain()", 1)[0]  # the functions, without running the probe
+    from orchestrator.probes import scripts
+
+    src = scripts.load("account").rsplit("\nmain()", 1)[0]  # the functions as sent (with the prelude), not run
     mod = type(sys)("account_script")
-    exec(compile(src, str(path), "exec"), mod.__dict__)
+    exec(compile(src, "account.py", "exec"), mod.__dict__)
     return mod
 
 

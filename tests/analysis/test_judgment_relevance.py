@@ -153,3 +153,37 @@ def test_bad_measure_wait_is_one_line_exit_2_before_the_run(tmp_path, args, says
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
     assert says in proc.stderr and "Traceback" not in proc.stderr
     assert not transcript.exists()
+
+
+def _fs(id_: str, symptoms: list, **kw) -> Finding:
+    return Finding(id=id_, claim=f"{id_} holds.", evidence=["ev-1"], symptoms=symptoms, title=id_, **kw)
+
+
+def test_an_uncertain_reading_keeps_a_finding_ranked_with_the_symptom_it_explains():
+    slow = relevance.asked("why is our box slow?")
+    assert slow.uncertain
+    prefill = _fs("prefill-step", ["ttft"])
+    assert slow.explains(prefill) and not slow.stated(prefill)
+    d = synthesize("why is our box slow?", None, [Evidence(id="ev-1", agent_id="a", tool="x", text="")], [])
+    assert d.causes == []  # no finding: nothing to keep
+    certain = relevance.asked("why is throughput (tok/s) low?")
+    assert not certain.uncertain and not certain.explains(prefill)
+    assert certain.explains(_fs("decode-step", ["itl"]))  # a slower decode step is lower throughput
+    assert not certain.explains(_fs("startup-only", ["startup"]))
+
+
+def test_a_property_that_is_the_same_before_and_after_cannot_explain_a_regression():
+    after = relevance.asked("our Llama-3.3-70B TP4 on H100 dropped from 1900 to 1500 tok/s after maintenance, why?")
+    topology = _fs("pcie-allreduce", ["throughput", "itl"], static=True)
+    assert "regression" in after.certain and not after.explains(topology)
+    assert relevance.asked("why is TP8 slower than TP4 on our L40S box?").explains(topology)
+
+
+def test_a_throughput_finding_explains_ttft_only_where_requests_queue():
+    ttft = relevance.asked("why is TTFT high under load?")
+    cap = _fs("batch-cap", ["throughput"])
+    view = EvidenceView([Evidence(id="ev-1", agent_id="a", tool="x", text="")], None)
+    assert not relevance.with_paths(ttft, view, [cap]).explains(cap)
+    queued = relevance.with_paths(ttft, view, [cap, _fs("account-engine-queue", ["ttft"])])
+    assert queued.explains(cap)
+    assert not queued.explains(_fs("other-phase", ["itl", "throughput"], secondary=True))  # context, not a shortfall

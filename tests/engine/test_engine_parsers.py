@@ -36,7 +36,7 @@ def test_vllm_serve_enforce_eager_tp8_effective_config_with_default_sources():
     # absent flags: the engine's defaults, marked as such, with where they are set
     assert v["max_num_seqs"] == 1024 and s["max_num_seqs"].default and "get_batch_defaults" in s["max_num_seqs"].source
     assert v["max_num_batched_tokens"] == 8192
-    assert v["gpu_memory_utilization"] == 0.9 and s["gpu_memory_utilization"].default
+    assert v["gpu_memory_utilization"] == 0.92 and s["gpu_memory_utilization"].default
     assert v["prefix_caching"] is True and v["chunked_prefill"] is True and v["kv_cache_dtype"] == "auto"
 
 

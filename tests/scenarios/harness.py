@@ -20,6 +20,7 @@ from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.rules import run_rules
 from orchestrator.api import InvestigationResult, investigate
 from orchestrator.diagnosis import Diagnosis, SubmittedDiagnosis
+from orchestrator.analysis import relevance
 from orchestrator.analysis.relevance import symptoms_of
 from orchestrator.events import ToolResult
 from orchestrator.evidence import Evidence
@@ -33,7 +34,21 @@ from support.stagers import stage
 
 ROOT = Path(__file__).resolve().parent
 CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy", "account",
-           "heldout", "settings")
+           "heldout", "settings", "residual", "residual-blind")
+
+RESIDUAL_CLASSES = ("residual", "residual-blind")
+"""Cases written before the mechanism that reconciles the request account (issue 40) exists: not run by default (CI's
+time budget), run as expected failures with INVESTIGATE_RESIDUAL=1 and as ordinary tests that must pass with
+INVESTIGATE_RESIDUAL_STRICT=1 (README.md, "Residual cases")."""
+
+
+def residual_mode() -> str:
+    """How the residual classes run: `strict` (must pass), `xfail` (run, failures expected) or `off` (skipped)."""
+    if os.environ.get("INVESTIGATE_RESIDUAL_STRICT", "") not in ("", "0"):
+        return "strict"
+    if os.environ.get("INVESTIGATE_RESIDUAL", "") not in ("", "0"):
+        return "xfail"
+    return "off"
 
 
 class Expect(BaseModel):
@@ -77,6 +92,9 @@ class Case(BaseModel):
     scorecard counts ranked causes that cannot explain it."""
     stage: dict[str, Any] = Field(default_factory=dict)
     observations: dict[str, Any] | None = None
+    bench: list[str] = Field(default_factory=list)
+    """Benchmark result files of the case directory, read as `--bench FILE` reads them (orchestrator.benchresults)
+    and added to the observations' runs after those given inline."""
     measure: bool = False
     """Run with --measure (the GEMM and all-reduce probes; on a host without a GPU they say why not)."""
     measure_wait_s: float = 0.0
@@ -160,13 +178,18 @@ def fired(result: InvestigationResult, observations: dict[str, Any] | None,
     return fired_entries(findings_of(result, observations) if found is None else found)
 
 
-def off_symptom(case: Case, d: Diagnosis, found: list[Finding]) -> list[str]:
+def off_symptom(case: Case, d: Diagnosis | SubmittedDiagnosis, found: list[Finding],
+                evidence: list[Evidence] | None = None) -> list[str]:
     """Ranked causes that cannot explain the case's symptom: each cause's finding (by title) states what it can
-    explain (`relevance.symptoms_of`), judged against the case's own `symptom:`, not the question parser's reading.
-    Target: none."""
+    explain (`relevance.symptoms_of`), judged against the case's own `symptom:`, not the question parser's reading,
+    through the paths the evidence shows from one symptom to another (`relevance.with_paths`: where requests queue,
+    what limits throughput sets time to first token). Target: none."""
     want = case.symptoms
     if not want:
         return []
+    obs = Observations.model_validate(case.observations) if case.observations else None
+    reading = relevance.with_paths(relevance.Asked(frozenset(want), certain=frozenset(want)),  # type: ignore[arg-type]
+                                   EvidenceView(evidence or [], obs), found)
     by_title: dict[str, Finding] = {}
     for f in found:
         by_title.setdefault(f.title or f.id or f.category, f)
@@ -175,7 +198,7 @@ def off_symptom(case: Case, d: Diagnosis, found: list[Finding]) -> list[str]:
         f = by_title.get(c.title)
         if f is None:
             continue  # an agent's own finding: no statement to check
-        if not want & set(symptoms_of(f)):
+        if not reading.stated(f):
             out.append(f"{c.title} (explains {', '.join(symptoms_of(f)) or 'nothing stated'}; asked {', '.join(sorted(want))})")
     return out
 
@@ -301,7 +324,7 @@ def judge(case: Case, path: Path, d: Diagnosis | SubmittedDiagnosis, evidence: l
     found = findings_over(evidence, case.observations)
     outcome.fired, areas = fired_entries(found)
     outcome.failures = check(case, d, outcome.words, outcome.fired, areas)
-    outcome.off_symptom = off_symptom(case, d, found)
+    outcome.off_symptom = off_symptom(case, d, found, evidence)
     outcome.failures += [f"ranked cause cannot explain the asked symptom: {x}" for x in outcome.off_symptom]
     contradiction = bound_contradiction(d, found)
     if contradiction:
@@ -344,8 +367,20 @@ def _dump(case: Case, result: InvestigationResult, echoed: list[str]) -> None:
     (Path(out) / f"{case.class_}__{case.id}.json").write_text(json.dumps(doc))
 
 
+def observations_of(case: Case, case_dir: Path) -> dict[str, Any] | None:
+    """The case's observations with its `bench:` files' runs added, as the CLI's `--bench` adds them."""
+    if not case.bench:
+        return case.observations
+    from orchestrator.benchresults import load_bench
+
+    obs = Observations.model_validate(case.observations or {})
+    obs.bench = [*obs.bench, *(r for name in case.bench for r in load_bench(case_dir / name))]
+    return obs.model_dump(exclude_none=True, exclude_defaults=True)
+
+
 async def run_case(path: Path, tmp: Path) -> CaseOutcome:
     case = load_case(path)
+    case.observations = observations_of(case, path.parent)  # what the run and every check see, bench files included
     ctx = stage(path.parent, tmp, case.stage)
     try:
         sshd = start_sshd(tmp, env=ctx.env)

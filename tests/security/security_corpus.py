@@ -62,4 +62,35 @@ SAMPLES = [
     ("high-entropy", "2026-11-30 12:00:00 INFO MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDsplit", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDsplit"),
     ("long-hex", "TORCH_EXTRA=9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928", "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928"),
     ("pem-private-key", '{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvgIBADANJsonEscapedKeyBody\\n-----END PRIVATE KEY-----\\n"}', "MIIEvgIBADANJsonEscapedKeyBody"),
+    # round three: a bare token as a URL's user name; a random query value is no path segment
+    ("url-credentials", "HTTPS_PROXY=http://ProxyBareTok3n9x@proxy.internal:3128", "ProxyBareTok3n9x"),
+    ("url-credentials", "SGLANG_ENDPOINT=https://RteamBareToken0007@api.internal/v1", "RteamBareToken0007"),
+    ("high-entropy", "POST https://hooks.internal/v1/push?ts=1&sig=Q8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO ok", "Q8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO"),
+]
+
+# Secrets in a process's command line and in allowlisted environment values, as the probes read them from /proc
+# (REDTEAM round 3: process_listing_secrets, env_allowlist_secret_values, m2): the host masks them before anything
+# leaves it (the probe prelude's mask_argv and SECRET_VALUE; tests/security/test_host_masker.py). (shape, argv or
+# NAME=value, the secret part.)
+HOST_ARGV_SAMPLES = [
+    ("argparse-abbreviation", ["python3", "-m", "vllm.entrypoints.openai.api_server", "--api-k", "ApiKAbbrevSecret1"],
+     "ApiKAbbrevSecret1"),
+    ("argparse-abbreviation", ["vllm", "serve", "m", "--api-ke=ApiKeAbbrevSecret2"], "ApiKeAbbrevSecret2"),
+    ("argparse-abbreviation", ["python3", "-m", "sglang.launch_server", "--admin-api-k", "AdminAbbrevSecret3"],
+     "AdminAbbrevSecret3"),
+    ("openssl-pass", ["openssl", "rsa", "-in", "k.pem", "-passin", "pass:OpensslPassSecret4", "-out", "x"],
+     "OpensslPassSecret4"),
+    ("openssl-pass", ["openssl", "pkcs12", "-export", "-passout", "pass:OpensslPassSecret5"], "OpensslPassSecret5"),
+    ("redis-cli-a", ["redis-cli", "-h", "cache", "-a", "RedisCliSecret6", "ping"], "RedisCliSecret6"),
+    ("mysql-p", ["/usr/bin/mysql", "-u", "root", "-pMysqlAttachedSecret7", "app"], "MysqlAttachedSecret7"),
+    ("sshpass-p", ["sshpass", "-p", "SshpassSecret8", "ssh", "gpu-box"], "SshpassSecret8"),
+    ("url-userinfo-bare", ["vllm", "serve", "m", "--endpoint", "https://ArgvBareToken9@api.internal/v1"],
+     "ArgvBareToken9"),
+    ("env-assignment", ["env", "HF_TOKEN=EnvAssignSecret10", "vllm", "serve", "m"], "EnvAssignSecret10"),
+]
+HOST_ENV_SAMPLES = [
+    ("url-userinfo-bare", "SGLANG_ENDPOINT", "https://RteamBareToken0007@api.internal/v1", "RteamBareToken0007"),
+    ("url-userinfo-bare", "HTTPS_PROXY", "http://ProxyBareToken11@proxy:3128", "ProxyBareToken11"),
+    ("url-userinfo-bare", "VLLM_USAGE_STATS_SERVER", "https://StatsBareToken12@stats.example.com", "StatsBareToken12"),
+    ("url-userinfo", "S3_ENDPOINT_URL", "https://AKIDX:S3UserinfoSecret13@s3.internal", "S3UserinfoSecret13"),
 ]

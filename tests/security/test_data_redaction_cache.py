@@ -81,11 +81,11 @@ def test_a_long_output_redaction_already_passed_is_recognised_by_its_digest(monk
     monkeypatch.setattr(redact_mod, "_redact", lambda t: scans.append(len(t)) or real(t))
     secret = "line with password=hunter2secret in it\n" + "GPU 0 util 98 % power 330 W\n" * 5000
     once = redact(secret)
-    assert "hunter2secret" not in once and len(scans) == 1
-    assert redact(once) is once and len(scans) == 1  # its own output: known, not scanned again
-    assert redact(secret) == once and len(scans) == 2  # the secret-bearing text itself is never taken as clean
+    assert "hunter2secret" not in once and len(scans) == 2  # a second pass shows the first's output is a fixed point
+    assert redact(once) is once and len(scans) == 2  # its own output: known, not scanned again
+    assert redact(secret) == once and len(scans) == 4  # the secret-bearing text itself is never taken as clean
     clean = "GPU 1 util 97 % power 331 W\n" * 5000
-    assert redact(clean) is clean and redact(clean) is clean and len(scans) == 3
+    assert redact(clean) is clean and redact(clean) is clean and len(scans) == 5
     assert redact(clean + "token=ghp_" + "a" * 36) != clean + "token=ghp_" + "a" * 36  # one more character: scanned
 
 
@@ -95,3 +95,54 @@ def test_the_digests_of_clean_outputs_are_bounded_and_hold_no_text():
     held = _held_bytes(lambda: [redact(f"{i:06d} " + "GPU 0 util 98 % " * 300) for i in range(6000)])
     assert len(redact_mod._CLEAN._d) <= redact_mod._CLEAN.max_entries
     assert held < 2_000_000, f"{held / 1e6:.1f} MB kept"  # 4096 digests of 16 bytes, not 6000 texts of 4.8 KB
+
+
+# Each line needs a second pass of the patterns: the first judges a match in a context that its neighbour's
+# replacement changes (a query value after a URL's user name; a random token that swallows `/NAME=` up to the name).
+SECOND_PASS_LINES = {
+    "https://Tok3nAbCdEf0123456789xyZ@hooks.internal/v1/push?sig=SigQ8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO":
+        "SigQ8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO",
+    "mE7LwUPN64xQJuKIxcE0cMmWZAgrdSdyKEn9k/HF_TOKEN=assignSecret11x": "assignSecret11x",
+    "1lW6oShgvLJd7UaY4z6Z9ipxGag9Ye1DLjl7Ka7h/db.example.com:5432:appdb:alice:pgpassSecret7x": "pgpassSecret7x",
+}
+
+
+async def test_a_model_driven_run_reading_a_long_log_records_no_secret_a_second_pass_removes(tmp_path):
+    """The redaction of a long tool output is remembered by its digest; were a one-pass result remembered as clean,
+    the transcript would record what the second pass removes (the model is shown the same text)."""
+    import json
+
+    from orchestrator.api import investigate
+    from orchestrator.models.doubles import DoublesBackend, FunctionModel, call, respond
+    from orchestrator.tools.registry import default_registry
+    from support.core import write_agents
+
+    log = tmp_path / "server.log"
+    filler = "".join(f"INFO 12-01 12:00:{i % 60:02d} Avg prompt throughput: {i}.0 tokens/s\n" for i in range(60))
+    log.write_text(filler + "".join(f"ERROR push failed: {line}\n" for line in SECOND_PASS_LINES) + filler)
+    assert len(log.read_text()) > CACHED_CHARS_FOR_TEST
+    agents = write_agents(tmp_path / "agents", {}, lead_tools=("read_file",))
+    shown: list[str] = []
+
+    def lead(req):
+        if not any(m.role == "assistant" for m in req.messages):
+            return respond(call("read_file", path=str(log)))
+        seen = "\n".join(b.content for b in req.messages[-1].content)
+        shown.append(seen)
+        cause = {"title": "what I saw", "explanation": seen[-3000:], "confidence": 0.5, "evidence": ["ev-0.1"]}
+        return respond(call("submit_diagnosis", verdict="echo", causes=[cause]))
+
+    path = tmp_path / "run.jsonl"
+    result = await investigate("why slow?", backend=DoublesBackend({"lead": FunctionModel(lead)}),
+                               agents_dirs=[agents], registry=default_registry(), transcript=path)
+    assert result.status == "ok", result.error
+    transcript = path.read_text()
+    assert "hooks.internal" in transcript and "example.com:5432:appdb" in transcript  # the log was read, recorded
+    assert shown and "hooks.internal" in shown[0]
+    for secret in SECOND_PASS_LINES.values():
+        assert secret not in transcript, secret
+        assert secret not in shown[0], secret
+        assert secret not in json.dumps(result.diagnosis.model_dump(mode="json")), secret
+
+
+CACHED_CHARS_FOR_TEST = 2048

@@ -7,7 +7,7 @@ from orchestrator.probes import scripts
 
 def _keep_env():
     ns: dict = {}
-    exec(compile(scripts.environ(), "_environ.py", "exec"), ns)
+    exec(compile(scripts.prelude() + scripts.environ(), "_environ.py", "exec"), ns)  # its patterns are the prelude's
     return ns["keep_env"]
 
 
@@ -19,7 +19,8 @@ def test_engine_and_interconnect_variables_pass_and_secrets_do_not():
     for name in ("HF_TOKEN", "VLLM_API_KEY", "VLLM_SECRETKEY", "NCCL_PASSWORD", "TORCH_AUTH", "CUDA_PRIVATE_X",
                  "HOME", "PATH", "AWS_SECRET_ACCESS_KEY", "SGLANG_SESSION"):
         assert not keep(name, "1"), name
-    for value in ("hf_abcdefghijkl", "sk-ant-0123456789", "https://user:pw@mirror/x", "-----BEGIN PRIVATE KEY"):
+    for value in ("hf_abcdefghijkl", "sk-ant-0123456789", "https://user:pw@mirror/x", "-----BEGIN PRIVATE KEY",
+                  "https://BareToken@mirror/x", "http://TOKEN@proxy:3128"):  # any userinfo is a credential
         assert not keep("VLLM_EXTRA", value), value  # an allowed name with a secret-looking value is dropped too
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 import yaml
@@ -75,7 +76,7 @@ def test_a_process_reads_only_what_its_uid_and_groups_may(tmp_path):
         assert may(os.stat(f), creds, 4, str(f)) is ok, (oct(mode), creds)
     os.chmod(f, 0o600)
     assert may(os.stat(f), (os.stat(f).st_uid, frozenset()), 4, str(f))
-    search = PRELUDE["_search_refused"]
+    search = PRELUDE["search_refused"]
     d = tmp_path / "closed"
     d.mkdir()
     os.chmod(d, 0o700)
@@ -92,6 +93,12 @@ CONFIGS = [
     "cuda_graph_config:\n  batch_sizes:\n    - 1\n    - 2\n  enable_padding: true\nspeculative_config:\n"
     "  decoding_type: Eagle\n  max_draft_len: 3\n",
     "---\nlist-of-maps:\n- name: a\n  value: 1\n- name: b\n  value: 2.5\nempty:\nflag: On\n",
+    # TensorRT-LLM's extra_llm_api_options as its deployment guides write them
+    "cuda_graph_config:\n  enable_padding: true\n  max_batch_size: 720\nmoe_config:\n  backend: DEEPGEMM\n"
+    "kv_cache_config:\n  dtype: fp8\n  free_gpu_memory_fraction: 0.8\nstream_interval: 10\nenable_attention_dp: true\n"
+    "speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: 3\nprint_iter_log: true\n",
+    "served-model-name: [a, b]\nspeculative-config: '{\"method\": \"ngram\", \"num_speculative_tokens\": 5}'\n"
+    "\"quoted key\": 1\nhttp://x: 2\n",
     "quoted: \"a: b # not a comment\"\nesc: 'it''s'\nneg: -3\nexp: 1.0e+3\nnotfloat: 1e3\noctalish: 0755\nhex: 0x1F\nbin: 0b101\n",
 ]
 
@@ -112,6 +119,17 @@ def test_the_host_parses_plain_config_yaml_as_pyyaml_does(text):
 def test_yaml_beyond_plain_mappings_is_refused_with_its_reason(text):
     with pytest.raises(SETTINGS["NotPlain"]):
         SETTINGS["parse_yaml"](text)
+
+
+@pytest.mark.parametrize("text", ["a" + " " * 60000 + "x", "k" * 60000 + ":", '"' + "x" * 60000, "a: " + "[" * 30000,
+                                  "- " * 30000 + "x", "a:" + " b:" * 20000, "a: 1 " + "#" * 60000, "x:\n" + " " * 60000])
+def test_the_host_config_reader_takes_time_linear_in_a_hostile_line(text):
+    started = time.perf_counter()
+    try:
+        SETTINGS["parse_config"](text)
+    except ValueError:
+        pass
+    assert time.perf_counter() - started < 0.5
 
 
 def test_only_known_settings_leave_and_secret_looking_values_are_masked(tmp_path):

@@ -43,3 +43,141 @@ def test_json_structures_keep_their_shape():
     obj = {"env": {"DB_PASS": "x", "line": "DB_PASS=hunter2secret"}, "n": 1}
     out = redact_obj(obj)
     assert out["n"] == 1 and "hunter2secret" not in out["env"]["line"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Redaction is a fixed point: what it returns, redacted again, is the same text. A long text is then remembered as
+# clean by its digest, so a pass that would still change it must never be skipped.
+
+_SEPARATORS = [" ", "\x00", "&", "?", ",", "[", "]", "/", "=", ":", ";", "@", "#", "\n", "\t", "'", '"', "|", ""]
+_TEMPLATES = [
+    "https://{a}@hooks.internal/v1/push?sig={b}",               # a token as the user name, a signature in the query
+    "git\x00clone\x00https://{a}@git.internal/x.git\x00--seed\x00{b}",  # /proc/PID/cmdline: argv joined by NULs
+    "http://{a}@proxy:3128 {b}",
+    "https://api.internal/v1?a={a}&b={b}&c={c}",                # an &-joined query string
+    "url={a}://{b}@{c}",
+    "{a}{s}{b}", "{a}{s}{b}{s}{c}", "{a}{b}{c}",                 # adjacent tokens
+    "{a}={b}={c}", "{a}/{b}/{c}",
+    "[{a}]({b})", '{{"{a}": "{b}"}}',
+]
+_NAMES = ["HF_TOKEN=", "--api-key ", "--api-key=", "sig=", "password: ", "Bearer ", "AccountKey=", "/", "-----"]
+
+
+def _token(r) -> str:
+    from security_corpus import SAMPLES
+
+    k = r.random()
+    if k < 0.3:
+        return r.choice(SAMPLES)[2]  # a secret alone
+    if k < 0.55:
+        return r.choice(SAMPLES)[1]  # a secret in its line
+    if k < 0.7:
+        return r.choice(_NAMES) + _token(r)
+    alphabet = r.choice(["ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+                         "0123456789abcdef", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"])
+    return "".join(r.choice(alphabet) for _ in range(r.randint(16, 48))) + "=" * r.randint(0, 1)
+
+
+def compositions(seed: int, n: int):
+    """`n` texts composed from the secret formats (tests/security/security_corpus.py), random tokens and names,
+    joined by the separators where one pass of the patterns judges a match in a context its neighbour's replacement
+    changes; the same texts for the same seed."""
+    import random
+
+    r = random.Random(seed)
+    for _ in range(n):
+        if r.random() < 0.5:
+            yield r.choice(_TEMPLATES).format(a=_token(r), b=_token(r), c=_token(r), s=r.choice(_SEPARATORS))
+        else:
+            parts = [_token(r) for _ in range(r.randint(2, 4))]
+            yield "".join(p + r.choice(_SEPARATORS) for p in parts)
+
+
+def test_redaction_is_a_fixed_point_over_compositions_of_every_secret_format():
+    """One pass of the patterns is not a fixed point (`https://TOKEN@hooks.internal/v1/push?sig=SECRET`, argv joined
+    by NULs, `&`-joined queries, adjacent tokens): redact() passes again until nothing changes."""
+    moved = []
+    for text in compositions(seed=38, n=4000):
+        once = redact(text)
+        if redact(once) != once:
+            moved.append((text, once, redact(once)))
+    assert not moved, f"{len(moved)} of 4000 change on a second redaction, e.g. {moved[:3]!r}"
+
+
+@pytest.mark.parametrize("text,kept", [
+    ("https://Tok3nAbCdEf0123456789xyZ@hooks.internal/v1/push?sig=Q8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO",
+     "https://[REDACTED]@hooks.internal/v1/push?sig=[REDACTED]"),
+    ("git\x00clone\x00https://Tok3nAbCdEf0123456789xyZ@git.internal/x.git\x00--seed\x00Q8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO",
+     "git\x00clone\x00https://[REDACTED]@git.internal/x.git\x00--seed\x00[REDACTED]"),
+    ("https://h/x?a=Q8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO&b=R9KCHxYk7953Lx7KlyfHoSMR13IuWNiIO,S7KCHxYk7953Lx7KlyfHoSMR13IuW",
+     "https://h/x?a=[REDACTED]&b=[REDACTED],[REDACTED]"),
+    ("HTTPS_PROXY=http://Tok3nAbCdEf0123456789xyZ@proxy:3128", "HTTPS_PROXY=http://[REDACTED]@proxy:3128"),
+    ("HTTPS_PROXY=http://t0k@proxy:3128", "HTTPS_PROXY=http://[REDACTED]@proxy:3128"),  # any user name: a URL's is a secret
+    # a segment of a URL's path is an id, not a key
+    ("https://www.youtube.com/channel/UCq8Xz2LmN4vB7kR1tY9wE3uI6o", None),
+    ("see https://example.com/@alice and alice@example.com", None),
+])
+def test_urls_keep_their_path_ids_and_lose_their_user_names_and_query_tokens(text, kept):
+    assert redact(text) == (text if kept is None else kept)
+
+
+# Host text can be shaped against the patterns: each of these took time growing with the square (or cube) of its
+# length (`token_` x 8,000 = 48 kB: 403 s; `a.` x 8,000 before `://`: 1 s and x4 per doubling; 224 kB of BEGIN lines:
+# 16 s). At 128 kB a quadratic shape takes tens of seconds, a linear one a few tens of milliseconds.
+HOSTILE_SHAPES = {
+    "a scheme of many dots": lambda n: "a." * (n // 2) + "a://x",
+    "one long name of stems": lambda n: "token_" * (n // 6),
+    "one long name of stems and an =": lambda n: "token_" * (n // 6) + "= x",
+    "stems between dots, then =": lambda n: "token." * (n // 6) + "x= ",
+    "flags run together": lambda n: "--x-token" * (n // 9),
+    "key headers without an end": lambda n: "-----BEGIN PRIVATE KEY-----\n" * (n // 28),
+    "schemes without an @": lambda n: "a://:" * (n // 5),
+    "a colon then no @ in one word": lambda n: "http://:" + "a://b" * (n // 5),
+    "pgpass-like": lambda n: "a:1:" * (n // 4),
+    "assignments": lambda n: "a_key:" * (n // 6),
+    "base64 runs": lambda n: ("A" * 23 + "/") * (n // 24),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(HOSTILE_SHAPES))
+def test_redaction_time_grows_linearly_with_hostile_text(shape):
+    import time
+
+    text = HOSTILE_SHAPES[shape](128_000)
+    t = time.perf_counter()
+    redact(text + " ")  # (a new string: not answered from the digest of an earlier run)
+    took = time.perf_counter() - t
+    assert took < 2.0, f"{shape}: {took:.2f} s for {len(text) // 1000} kB"
+
+
+def test_the_linear_matchers_find_what_the_plain_patterns_find():
+    """The patterns run at anchors (stems of secret names, `://`, BEGIN lines) to stay linear; over compositions of
+    every format and fragments at the anchors' edges, each finds the same matches as `re.sub` with its pattern."""
+    import random
+    import re
+
+    from orchestrator import redact as redact_mod
+
+    patterns = {name: (p, repl) for name, p, repl in redact_mod._PATTERNS}
+    plain = {
+        "pem-private-key": re.compile(redact_mod._KEY_BEGIN + r".*?-----END \1-----|"
+                                      + patterns["pem-private-key"][0].open_block.pattern, re.S),
+        "url-credentials": patterns["url-credentials"][0].pattern,
+        # the atomic name groups only stop backtracking that cannot succeed
+        "secret-named-value": re.compile(patterns["secret-named-value"][0].pattern.pattern.replace("(?>", "(?:")),
+        "secret-assignment": patterns["secret-assignment"][0].pattern,
+    }
+    edges = ["-----BEGIN RSA PRIVATE KEY-----\nAAAAAAAAAAAAAAAAAAAAAAAA\n", "-----END RSA PRIVATE KEY-----",
+             "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "a.b+c-d://", "\u017f://", "\u212a://",
+             "1a://u:p@h", "x_http://u@h", "://", "http://a:b@c@d e@f", "u@\u017fx", "x\u00e9_token=1", "Ftoken.x=2",
+             "--my-token x", "a.b.password: 3", "tokens/s", "PASS", "\x00--api-key\x00v", "'", '"', "@", ":", " "]
+    r = random.Random(7)
+    texts = list(compositions(seed=7, n=1500))
+    for i in range(1500):
+        parts = texts[i:i + r.randint(0, 2)] + [r.choice(edges) for _ in range(r.randint(1, 6))]
+        r.shuffle(parts)
+        text = "".join(p + r.choice(["", " ", "\n", ".", "@", ":"]) for p in parts)
+        for name, pattern in plain.items():
+            anchored, repl = patterns[name]
+            assert anchored.sub(repl, text) == pattern.sub(repl, text), (name, text)

@@ -58,7 +58,7 @@ SECRETS = {
     "VLLM_CACHE_ROOT": "hf_PlantedSecretValue000000000000029",
     "NCCL_SOCKET_IFNAME": "eyJplantedSecretValue30xxxxxxx.payload.sig",
 }
-KNOWN = {"CUDA_LAUNCH_BLOCKING": "1", "NCCL_P2P_DISABLE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+KNOWN = {"CUDA_LAUNCH_BLOCKING": "1", "NCCL_P2P_DISABLE": "1", "VLLM_BATCH_INVARIANT": "1",
          "TORCH_NCCL_BLOCKING_WAIT": "1"}
 UNKNOWN_HARMLESS = {"MY_APP_MODE": "blue-green-rollout-marker"}
 CONFIG_SECRETS = ("plantedConfigApiKeyValue31", "plantedConfigHfTokenValue32", "hf_plantedConfigValue33xxxxxx")
@@ -114,7 +114,7 @@ async def test_secret_looking_variables_never_leave_the_host(tmp_path, sshd_fact
     texts = {"transcript": path.read_text(), "diagnosis": result.diagnosis.model_dump_json(), "report": page,
              "show": show.stdout}
     words = texts["diagnosis"]
-    assert "CUDA_LAUNCH_BLOCKING=1" in words and "VLLM_ENABLE_V1_MULTIPROCESSING=0" in words
+    assert "CUDA_LAUNCH_BLOCKING=1" in words and "VLLM_BATCH_INVARIANT=1" in words
     assert "--cpu-offload-gb=4" in words  # the config file's setting, read after masking
     for where, text in texts.items():
         for value in CONFIG_SECRETS:

@@ -31,8 +31,11 @@ spec keys (all optional):
   numa_cpus: ["0-47", "48-95"]            /sys/devices/system/node/nodeN/cpulist
   fabricmanager: active | inactive | failed   (systemctl is-active; absent: systemctl not installed)
   processes: [{gpus: [0, 1], kind: vllm | sglang | other, name: python3, memory_mib: 70000, env: {...},
-               cpus: [1]}]               real processes (an engine: one worker per GPU, named as the engine
-                                         names them; other: one process); `cpus` pins them (sched_setaffinity)
+               cpus: [1], per_gpu: true, hidden: true}]
+                                         real processes (an engine: one worker per GPU, named as the engine
+                                         names them; other: one process); `cpus` pins them (sched_setaffinity);
+                                         `per_gpu` one per GPU (`name` may say `{rank}`); `hidden`: PIDs of another
+                                         PID namespace (a container's, as nvidia-smi lists them), nothing started
 Per-GPU edits: name, power_limit_w, default_power_limit_w, max_power_limit_w, power_draw_w, clocks_event: [...],
   sm_clock_mhz, max_sm_clock_mhz, app_sm_clock_mhz, utilization_pct, temperature_c, pstate,
   ecc: {mode, volatile_dbe, aggregate_dbe, volatile_sbe, aggregate_sbe}, retired: {sbe, dbe, pending},
@@ -592,18 +595,37 @@ def spawn_process(staged, kind: str, env: dict[str, str] | None = None, cpus: li
     return proc.pid
 
 
+def hidden_pid(n: int) -> int:
+    """The n-th PID of a process in another PID namespace: above this host's pid_max, so no process here has it (a
+    container's ps cannot see the host PIDs nvidia-smi lists)."""
+    try:
+        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        pid_max = 4194304
+    return pid_max + 1000 + n
+
+
 def spawn_processes(staged, procs: list[dict[str, Any]]) -> dict[int, list[tuple[int, str, float]]]:
-    """Start the spec's GPU processes; GPU index -> [(pid, nvidia-smi process name, MiB)]."""
+    """Start the spec's GPU processes; GPU index -> [(pid, nvidia-smi process name, MiB)].
+
+    `hidden: true`: the processes run in another PID namespace: nvidia-smi lists PIDs no process of this host has and
+    nothing is started. `per_gpu`: one process per GPU (the default for an engine kind; a `name` may say `{rank}`)."""
     available = os.sched_getaffinity(0)
     pids: dict[int, list[tuple[int, str, float]]] = {}
+    hidden = 0
     for p in procs or []:
         cpus = [c for c in (p.get("cpus") or []) if c in available] or None
         kind = p.get("kind", "vllm")
         # an engine runs one worker per GPU; another tenant is one process
-        groups = [[g] for g in p.get("gpus", [0])] if kind in PROCTITLE else [list(p.get("gpus", [0]))]
+        per_gpu = p.get("per_gpu", kind in PROCTITLE)
+        groups = [[g] for g in p.get("gpus", [0])] if per_gpu else [list(p.get("gpus", [0]))]
         for rank, gpus in enumerate(groups):
-            pid = spawn_process(staged, kind, p.get("env"), cpus, rank)
-            name = p.get("name") or (PROCTITLE[kind].format(rank=rank) if kind in PROCTITLE else "python3")
+            if p.get("hidden"):
+                pid = hidden_pid(hidden)
+                hidden += 1
+            else:
+                pid = spawn_process(staged, kind, p.get("env"), cpus, rank)
+            name = str(p.get("name") or (PROCTITLE[kind] if kind in PROCTITLE else "python3")).format(rank=rank)
             for g in gpus:
                 pids.setdefault(int(g), []).append((pid, name, float(p.get("memory_mib", 70000))))
     return pids
@@ -762,7 +784,8 @@ if stager is not None:
     @stager("gpu_processes")
     def stage_gpu_processes(ctx: StageContext, arg: Any) -> None:
         """`gpu_processes: [{gpus: [0..7], kind: vllm|sglang|other, env: {NCCL_P2P_DISABLE: "1"}, cpus: [1],
-        memory_mib: 70000, name: python3}]`: real processes (an engine: one worker per GPU) in nvidia-smi's list."""
+        memory_mib: 70000, name: python3, per_gpu: true, hidden: true}]`: real processes (an engine: one worker per
+        GPU; `name` may say `{rank}`) in nvidia-smi's list; `hidden`: PIDs in another PID namespace (no process)."""
         if not isinstance(arg, list):
             raise StageError("gpu_processes: expected a list of processes")
         _restage(ctx, "gpu_processes", arg)

@@ -106,8 +106,8 @@ def answer(spec, args):
             out.write(", ".join(spec["headers"].get(f, f) for f in fields) + "\n")
         for g in spec["gpus"]:
             vals = [str(g.get(f, "[N/A]")) for f in fields]
-            if "nounits" in fmt:
-                vals = [v.split(" ")[0] for v in vals]
+            if "nounits" in fmt:  # units go (`143771 MiB` -> `143771`), names stay whole (`NVIDIA H200`)
+                vals = [v.split(" ")[0] if v[:1].isdigit() or v[:1] == "-" else v for v in vals]
             out.write(", ".join(vals) + "\n")
     elif args and args[0].startswith("--query-compute-apps="):
         # `nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv[,noheader][,nounits]`

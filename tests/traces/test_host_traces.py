@@ -100,8 +100,8 @@ async def test_profiler_config_and_sglang_dirs_newest_per_rank_within_the_budget
     try:
         engines_found = (await collect_engine_report(host, [], metrics=False)).engines
         dirs = profiler_dirs(engines_found)
-        assert {d for d, _ in dirs} == {str(vdir), str(sdir)}
-        assert any("--profiler-config torch_profiler_dir" in why for _, why in dirs)
+        assert {d.dir for d in dirs} == {str(vdir), str(sdir)}
+        assert any("--profiler-config torch_profiler_dir" in d.why for d in dirs)
         budget = r0.stat().st_size + 1000  # room for rank 0 only
         got = await fetch(host, dirs, tmp_path / "copies", budget_bytes=budget)
     finally:

@@ -6,21 +6,26 @@ config, generation), type, default per version (change points), help, the versio
 
 Lookups: `find(name)` (an env var, a field name or a flag, any project), `flags(project)`, `env_names()` (the
 environment allowlist of the settings audit: only variables whose names are here are ever read on a host),
-`default_at(doc, version)`, `typed(doc, raw)` / `differs(...)`, `effect_of(doc)`, `changed_defaults(...)`.
+`default_at(doc, version)`, `read(doc, raw)` (the value as the program that reads it parses it, or what the program
+does with a value it refuses: knowledge/envparse.py), `typed(doc, raw)`, `same(...)`, `effect_of(doc)`,
+`effect_applies(...)` (a refused value gets "the program refuses this value" and what then happens, never the
+setting's effect), `changed_defaults(...)`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import yaml
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.knowledge.envparse import nccl_int, torch_bool, vllm_bool
+from orchestrator.knowledge import envparse as ep
+from orchestrator.knowledge.envparse import Reading
 
 Kind = Literal["env", "cli", "config", "generation"]
 
@@ -68,6 +73,9 @@ class SettingDoc(BaseModel):
     env: str = ""
     flag_of: str = ""
     raw_default: str | None = None
+    parsers: list[tuple[str, Any]] = Field(default_factory=list)
+    """(first version, parse spec) change points of how the program turns the string into its value, where the
+    harvest reads it from the program's own code (vLLM's envs.py lambdas: envparse.vllm_env)."""
 
     @property
     def key(self) -> str:
@@ -180,53 +188,154 @@ def default_at(doc: SettingDoc, version: str | None) -> tuple[Any, str | None]:
     return chosen[1], at
 
 
+def computed_defaults(project: str, version: str | None) -> tuple[dict[str, Any], str | None]:
+    """Defaults the program computes at start-up, harvested per release (vLLM's get_batch_defaults tiers and
+    CUDA-graph cap: `<project>.json` `computed`), at the nearest harvested release at or below `version` (the newest
+    when unknown or newer, the oldest when older): (the computed defaults, the release they were read from)."""
+    data = project_data(project).get("computed") or {}
+    if not data:
+        return {}, None
+    versions = sorted(data, key=_vkey)
+    if not version:
+        at = versions[-1]
+    else:
+        vk = _vkey(version)
+        at = max((v for v in versions if _vkey(v) <= vk), key=_vkey, default=versions[0])
+    return dict(data[at]), at
+
+
 def is_computed(default: Any) -> bool:
     return isinstance(default, dict) and "expr" in default
 
 
-def typed(doc: SettingDoc, raw: Any, like: Any = None) -> Any:
-    """A value as the program reads it, typed like `like` (the default) or the setting's declared type."""
+def _at(points: list[tuple[str, Any]], version: str | None) -> Any:
+    if not points:
+        return None
+    if not version:
+        return points[-1][1]
+    vk = _vkey(version)
+    chosen = points[0]
+    for point in points:
+        if _vkey(point[0]) <= vk:
+            chosen = point
+    return chosen[1]
+
+
+def _kind(doc: SettingDoc, like: Any) -> str:
+    """bool | int | float | str: the setting's declared type, else its default's."""
+    t = doc.type.lower().replace("optional[", "").rstrip("]").split("|")[0].strip()
+    if t.startswith("bool") or (isinstance(like, bool) and not t):
+        return "bool"
+    if t in ("int", "int64", "uint", "uint64", "usize", "u32", "u64", "u16") or (isinstance(like, int) and not t):
+        return "int"
+    if t.startswith("float") or t in ("f32", "f64") or (isinstance(like, float) and not t):
+        return "float"
+    return "str"
+
+
+def _reader(doc: SettingDoc, version: str | None, like: Any) -> Callable[[str, Any], Reading] | None:
+    """The parser of the program that reads this setting (knowledge/envparse.py), or None for a plain string."""
+    kind = _kind(doc, like)
+    p = doc.project
+    if doc.kind == "env":
+        if p == "vllm":
+            spec = _at(doc.parsers, version)
+            return lambda raw, d: ep.vllm_env(raw, d, spec)
+        if p == "sglang":
+            return lambda raw, d: ep.sglang_env(raw, d, kind)
+        if p == "nccl":
+            if doc.type.lower().startswith("int"):  # NCCL_PARAM: ncclLoadParam
+                return ep.nccl_param
+            if doc.name in ep.NCCL_STRTOL_VARS:
+                return ep.nccl_strtol_int
+            return None
+        if p == "pytorch":
+            cvar = ep.TORCH_CVAR.get(doc.name)
+            if cvar == "bool":
+                return ep.torch_cvar_bool
+            if cvar == "int":
+                return ep.torch_cvar_int
+            if doc.type.lower() == "bool":  # c10::utils::check_env
+                return ep.torch_check_env
+            return None
+        if p == "cuda":
+            ckind = "int" if kind in ("int", "bool") else "str"  # NVIDIA documents its 0/1 switches as integers
+            return lambda raw, d: ep.cuda_env(raw, d, ckind)
+        if p == "tgi":
+            return lambda raw, d: ep.tgi_clap(raw, d, doc.type)
+        if p == "ollama":
+            okind = {"bool": "bool", "uint": "uint", "uint64": "uint64"}.get(doc.type.lower(), "str")
+            return lambda raw, d: ep.ollama_env(raw, d, okind)
+        if p == "llamacpp":
+            handler = (_at(doc.parsers, version) or {}).get("handler", "string")
+            return lambda raw, d: ep.llamacpp_env(raw, d, handler)
+    if doc.kind == "cli" and p in ("vllm", "sglang") and kind in ("int", "float"):
+        label = project_data(p).get("label", p)
+        return lambda raw, d: ep.argparse_value(raw, kind, label)
+    if doc.kind == "cli" and p == "tgi":
+        return lambda raw, d: ep.tgi_clap(raw, d, doc.type)
+    if kind == "bool":
+        return _loose_bool
+    if kind in ("int", "float"):
+        return lambda raw, d: _loose_number(raw, kind)
+    return None
+
+
+def _loose_bool(raw: str, default: Any) -> Reading:
+    """A boolean of a program without a parser here (config files, flags parsed by the audit): the words as written."""
+    low = raw.strip().lower()
+    if low in ("true", "1"):
+        return Reading(True)
+    if low in ("false", "0"):
+        return Reading(False)
+    return Reading(raw)
+
+
+def _loose_number(raw: str, kind: str) -> Reading:
+    try:
+        return Reading(int(raw.strip()) if kind == "int" else float(raw.strip()))
+    except ValueError:
+        return Reading(raw)
+
+
+def read(doc: SettingDoc, raw: Any, version: str | None = None, like: Any = None) -> Reading:
+    """A given value as the program that reads this setting parses it, at `version` where its parser changed
+    between releases: the value it works with, or (`refused`) what it does with a value it does not take."""
     if not isinstance(raw, str):
-        return raw
-    t = doc.type.lower()
+        return Reading(raw)
     ref = like if like is not None and not is_computed(like) else None
-    if isinstance(ref, bool) or t in ("bool", "bool | none", "optional[bool]") or t.startswith("bool"):
-        if doc.project == "pytorch":
-            return torch_bool(raw) if raw in ("0", "1") else raw  # check_env ignores anything else
-        if raw.strip().lower() in ("false", "no", "off"):
-            return False
-        try:
-            return vllm_bool(raw)
-        except ValueError:  # `bool(int(value))` refuses `true`: compare the value as given
-            return raw
-    if isinstance(ref, int) or t in ("int", "int64", "uint", "uint64", "usize", "u32", "int | none", "optional[int]"):
-        if doc.project == "nccl":
-            return nccl_int(raw)
-        try:
-            return int(raw.strip())
-        except ValueError:
-            return raw
-    if isinstance(ref, float) or t.startswith("float") or t == "optional[float]":
-        try:
-            return float(raw.strip())
-        except ValueError:
-            return raw
-    return raw.strip()
+    reader = _reader(doc, version, ref)
+    if reader is None:
+        return Reading(raw.strip())
+    default = ref if ref is not None else _at([(v, d) for v, d in doc.defaults], version)
+    return reader(raw, default if not is_computed(default) else None)
 
 
-def same(doc: SettingDoc, raw: Any, default: Any) -> bool:
-    """Whether a given value equals the default (as the program reads both)."""
+def typed(doc: SettingDoc, raw: Any, like: Any = None, version: str | None = None) -> Any:
+    """A value as the program reads it (`read`); a value the program refuses stays the string given."""
+    r = read(doc, raw, version, like)
+    return raw if r.refused else r.value
+
+
+def same(doc: SettingDoc, raw: Any, default: Any, version: str | None = None) -> bool:
+    """Whether a given value equals the default, as the program reads both. A value the program refuses is never
+    the same: it is listed, with what the program does with it (`effect_applies`)."""
     if is_computed(default):
         return False
     if default is None:
         return raw is None
-    v = typed(doc, raw, default)
-    d = typed(doc, default, default) if isinstance(default, str) else default
+    r = read(doc, raw, version, default)
+    if r.refused:
+        return False
+    v = r.value
+    d = typed(doc, default, default, version) if isinstance(default, str) else default
     if isinstance(d, str) and isinstance(v, str):
         return v.strip().lower() == d.strip().lower()
     if isinstance(d, (int, float)) and not isinstance(d, bool) and isinstance(v, (int, float)) \
             and not isinstance(v, bool):
         return float(v) == float(d)
+    if isinstance(d, bool) and isinstance(v, int) and not isinstance(v, bool):
+        return bool(v) == d  # an int-read flag (NCCL, int() in vLLM) against a boolean default
     if isinstance(d, list) and isinstance(v, str):
         return [str(x) for x in d] == [x.strip() for x in v.strip("[]").split(",") if x.strip()]
     return bool(v == d)
@@ -246,19 +355,53 @@ def effect_of(doc: SettingDoc) -> Effect | None:
     return _effects().get(doc.key)
 
 
-def effect_applies(doc: SettingDoc, raw: Any, default: Any) -> Effect | None:
-    """The curated effect when this value has it (`when`), else None."""
+_OUTCOME_SYMPTOMS: dict[str, list[Any]] = {"refuses_to_start": ["errors", "startup"], "raises": ["errors", "startup"],
+                                           "default": [], "undocumented": []}
+
+
+def refusal(doc: SettingDoc, raw: Any, reading: Reading) -> Effect:
+    """What a value the program does not take does: never the setting's effect, but 'the program refuses this value'
+    and what then happens (it refuses to start, keeps the default, raises when the value is first read)."""
+    label = project_data(doc.project).get("label", doc.project)
+    name = doc.flag if doc.kind == "cli" and doc.flag else doc.name
+    what = {"refuses_to_start": f"{label} refuses this value", "raises": f"{label} refuses this value",
+            "default": f"{label} does not take this value", "undocumented": f"{label} documents no such value"}
+    url = re.findall(r"https://\S+?(?=[),;]|\s|$)", reading.note)
+    return Effect(setting=doc.key, when="nondefault", direction="depends",
+                  symptoms=_OUTCOME_SYMPTOMS.get(reading.outcome, []),
+                  effect=f"is a value the program does not accept ({what[reading.outcome]}): {reading.note}",
+                  fix=f"set {name} to a value {label} accepts, or unset it",
+                  source=url or [doc.url or "https://github.com/"])
+
+
+def effect_applies(doc: SettingDoc, raw: Any, default: Any, version: str | None = None) -> Effect | None:
+    """The curated effect when this value has it (`when`); for a value the program refuses, what the program does
+    with it instead (`refusal`); else None."""
+    r = read(doc, raw, version, default)
+    if r.refused:
+        return refusal(doc, raw, r)
     eff = effect_of(doc)
     if eff is None:
         return None
     if eff.when == "nondefault":
-        return None if same(doc, raw, default) else eff
-    v = typed(doc, raw, default)
+        return None if same(doc, raw, default, version) else eff
+    v = r.value
     for w in eff.when:
-        if (typed(doc, w, default) if isinstance(w, str) else w) == v or (isinstance(w, str) and isinstance(v, str)
-                                                                          and w.lower() == v.lower()):
+        if w == "nonzero":
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v != 0 or v is True:
+                return eff
+            continue
+        wv = typed(doc, w, default, version) if isinstance(w, str) else w
+        if _equal(wv, v) or (isinstance(w, str) and isinstance(v, str) and w.lower() == v.lower()):
             return eff
     return None
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, (bool, int)) and isinstance(b, (bool, int)) and bool(a) == bool(b) and \
+            (isinstance(a, bool) or a in (0, 1)) and (isinstance(b, bool) or b in (0, 1))
+    return bool(a == b)
 
 
 def changed_defaults(project: str, old: str, new: str) -> list[tuple[SettingDoc, Any, Any]]:

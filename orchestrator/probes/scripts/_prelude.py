@@ -3,7 +3,9 @@
 # names (tests/probes/test_probe_scripts.py checks it).
 import errno
 import fnmatch
+import json
 import os
+import re
 
 # A server is recognized by its entry point, not by a word anywhere in its command line (grep, editors, tests).
 MODULES = (("sglang.launch_server", "sglang"), ("sglang.srt", "sglang"), ("tensorrt_llm", "tensorrt_llm"),
@@ -64,11 +66,19 @@ def proc_identity(pid):
     except OSError:
         cwd = None
     try:
-        with open("/proc/%s/stat" % pid) as f:
-            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        ppid = int(host_text("/proc/%s/stat" % pid, 4096).rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         ppid = None
     return exe, cwd, ppid
+
+
+def proc_argv(pid, proc="/proc"):
+    """A process's command line as a list (from proc/PID/cmdline); None when it cannot be read."""
+    try:
+        raw = read_host_file("%s/%s/cmdline" % (proc, pid), 1 << 20)[0]
+    except OSError:
+        return None
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
 
 
 def gpu_present():
@@ -83,20 +93,16 @@ def gpu_present():
     return False
 
 
-def log_lines(path, max_bytes, skipped):
-    """(line number, text) of a log file (a path, or a descriptor, which it closes), reading at most about max_bytes of it: all of a smaller file; of a larger
+def log_lines(fd, max_bytes, skipped):
+    """(line number, text) of a log file (a descriptor from open_host_file, which it closes), reading at most about
+    max_bytes of it: all of a smaller file; of a larger
     one the first eighth of the budget (the engine's start-up: its arguments and configuration) and the last seven
     eighths (its latest state). The lines between are counted (for exact line numbers), not read or matched, and
     `skipped` (a dict) gets {"bytes", "lines", "from_line"}. Lines are bounded at 1 MiB (a file with no newline is
     not read into one string); the file is read up to its size when opened (a live log keeps growing). A read
     that fails raises OSError."""
-    if isinstance(path, int):  # a descriptor the caller opened once and checked (O_NOFOLLOW, fstat): read from it
-        end = os.fstat(path).st_size or max_bytes
-        opened = os.fdopen(path, "rb")
-    else:
-        end = os.path.getsize(path) or max_bytes  # /proc and /sys files say 0 bytes: read them up to the budget
-        opened = open(path, "rb")
-    with opened as f:
+    end = os.fstat(fd).st_size or max_bytes  # /proc and /sys files say 0 bytes: read them up to the budget
+    with os.fdopen(fd, "rb") as f:
         head_end = end if end <= max_bytes else max_bytes // 8
         tail_start = end - (max_bytes - head_end) if end > max_bytes else end
         no = 0
@@ -138,9 +144,17 @@ def log_lines(path, max_bytes, skipped):
 # A path may come from another user (a served process's command line or environment names it): opened once without
 # following a link to someone else's file, only a regular file (a FIFO blocks whoever opens it, opening some devices
 # has effects), only what the process that named it could read itself, never a credential location, never more than
-# the bytes asked for. CREDENTIAL_LOCATIONS (kind, match) is orchestrator/hosts/credentials.yaml, the host policy's
-# list, written after this prelude when it is sent (scripts.load).
+# the bytes asked for. CREDENTIAL_LOCATIONS (kind, match, what) is orchestrator/hosts/credentials.yaml, the host
+# policy's list, written after this prelude when it is sent (scripts.prelude). No probe script opens a file any other
+# way (tests/security/test_host_one_reader.py walks them).
 import stat
+
+KERNEL_TREES = ("/proc/", "/sys/")
+# Kernel files whose reading has effects (hosts/policy.py unsafe_read): consumed by reading, or a PCI device's
+# configuration space, option ROM or BARs (some devices hang when it is read).
+CONSUMED = ("kmsg", "trace_pipe", "trace_pipe_raw")
+PCI_SPACE = re.compile(r"^/sys/(?:bus/pci/devices/[^/]+|devices/pci[^/]*(?:/[^/]+)*)/"
+                       r"(?:config|rom|resource[0-9]*(?:_wc)?|vpd)$")
 
 
 def credential_location(path):
@@ -159,20 +173,28 @@ def credential_location(path):
     return None
 
 
+def unsafe_location(real):
+    """Why reading the kernel file at real (a resolved path) would have effects, or None."""
+    if os.path.basename(real) in CONSUMED:
+        return "consumed by reading it"
+    if PCI_SPACE.match(real):
+        return "a PCI device's configuration space or memory"
+    return None
+
+
 def proc_creds(pid):
     """(uid, gids) the kernel checks file access of process pid against (its filesystem uid and gid, and its
     supplementary groups, from /proc/PID/status); None when they cannot be read (the process is gone)."""
     uid, gids = None, set()
     try:
-        with open("/proc/%d/status" % int(pid), "rb") as f:
-            for line in f.read(1 << 16).decode("ascii", "replace").splitlines():
-                key, _, rest = line.partition(":")
-                if key == "Uid":
-                    uid = int(rest.split()[3])
-                elif key == "Gid":
-                    gids.add(int(rest.split()[3]))
-                elif key == "Groups":
-                    gids.update(int(g) for g in rest.split())
+        for line in host_text("/proc/%d/status" % int(pid), 1 << 16).splitlines():
+            key, _, rest = line.partition(":")
+            if key == "Uid":
+                uid = int(rest.split()[3])
+            elif key == "Gid":
+                gids.add(int(rest.split()[3]))
+            elif key == "Groups":
+                gids.update(int(g) for g in rest.split())
     except (OSError, ValueError, IndexError):
         return None
     return None if uid is None else (uid, frozenset(gids))
@@ -199,7 +221,7 @@ def may_access(st, creds, bit, path):
     return bool(st.st_mode & bit)
 
 
-def _search_refused(real, creds):
+def search_refused(real, creds):
     """Why a process of creds could not reach the file at real (a directory above it it may not search), or None."""
     d = os.path.dirname(real)
     while True:
@@ -215,6 +237,25 @@ def _search_refused(real, creds):
         d = os.path.dirname(d)
 
 
+def unreachable(path, creds):
+    """Why a process of creds (None: no process) could not list the directory, or read the file, at path (links
+    resolved), or None."""
+    if creds is None or creds[0] == 0:
+        return None
+    real = os.path.realpath(path)
+    why = search_refused(real, creds)
+    if why:
+        return why
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        return "%s: %s" % (real, exc.strerror or exc)
+    if not may_access(st, creds, 4, real) or (stat.S_ISDIR(st.st_mode) and not may_access(st, creds, 1, real)):
+        return "%s is not readable by uid %d (owner uid %d, mode %o)" % (real, creds[0], st.st_uid,
+                                                                       stat.S_IMODE(st.st_mode))
+    return None
+
+
 def open_host_file(path, creds=None, resolve=False):
     """A read descriptor on the regular file at path; OSError with a one-line reason otherwise.
 
@@ -222,14 +263,17 @@ def open_host_file(path, creds=None, resolve=False):
       is refused by fstat), then that inode reopened through /proc/self/fd: what was checked is what is read.
     - A final symlink is followed only to a file of the link's own owner (a Hugging Face snapshot's config.json links
       to its blob, a ConfigMap's file to its ..data): another user's link to root's file is refused. `resolve`: the
-      path is the investigating user's own choice (a --log path): its links are resolved first.
+      path is a user's choice of a log file (--log): its links are resolved first, and it is never a kernel file.
     - creds (uid, gids), when the path came from a process (proc_creds): the file is read only if that process could
-      read it itself: the file's owner and mode, and search permission on every directory above it.
-    - Credential locations (hosts/credentials.yaml) are refused, by the name given and by where it leads.
+      read it itself (the file's owner and mode, and search permission on every directory above it), and never a
+      kernel file (/proc, /sys, /dev).
+    - Credential locations (hosts/credentials.yaml) are refused, by the name given and by where it leads; so are
+      kernel files whose reading has effects (unsafe_location).
     """
     if resolve:
         path = os.path.realpath(path)
-    why = credential_location(path)
+    kernel = path.startswith(KERNEL_TREES)  # the probes' own reads of /proc and /sys: no credential lives there
+    why = None if kernel else credential_location(path)
     if why:
         raise OSError("a credential location (%s): not read" % why)
     o_path = getattr(os, "O_PATH", 0)
@@ -257,7 +301,7 @@ def open_host_file(path, creds=None, resolve=False):
             real, name = os.path.realpath(path), path
         # in this order, so that a refusal tells the process's user nothing they could not find out themselves
         if creds is not None and creds[0] != 0:
-            refused = _search_refused(real, creds)
+            refused = search_refused(real, creds)
             if refused:
                 raise OSError(refused + ": not read")
             if not may_access(st, creds, 4, name):
@@ -267,9 +311,12 @@ def open_host_file(path, creds=None, resolve=False):
             raise OSError("a symlink to another user's file: not followed")
         if not stat.S_ISREG(st.st_mode):
             raise OSError("not a regular file (a FIFO, device, socket or directory): not opened")
-        why = credential_location(real) if real.startswith("/") else None
+        if (creds is not None or resolve) and real.startswith(KERNEL_TREES + ("/dev/",)):
+            raise OSError("a kernel file (/proc, /sys, /dev), not a %s: not read" % ("log" if resolve else "config"))
+        why = unsafe_location(real) if real.startswith(KERNEL_TREES) else credential_location(real)
         if why:
-            raise OSError("leads to a credential location (%s): not read" % why)
+            raise OSError("%s (%s): not read" % ("leads to a credential location" if not real.startswith(KERNEL_TREES)
+                                                 else "a kernel file whose reading has effects", why))
         if not o_path:
             fd, keep = -1, fd
             return keep
@@ -285,9 +332,339 @@ def open_host_file(path, creds=None, resolve=False):
 
 def read_host_file(path, limit, creds=None, resolve=False):
     """(bytes, truncated) of the regular file at path, at most limit bytes (open_host_file says what is refused)."""
-    with os.fdopen(open_host_file(path, creds, resolve), "rb") as f:
-        data = f.read(limit + 1)
+    fd = open_host_file(path, creds, resolve)
+    try:
+        parts, got = [], 0
+        while got <= limit:  # in pieces: a buffer of `limit` bytes for a 200-byte /proc file costs more than the read
+            piece = os.read(fd, min(limit + 1 - got, 1 << 16))
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+    finally:
+        os.close(fd)
+    data = b"".join(parts)
     return data[:limit], len(data) > limit
+
+
+def host_text(path, limit=1 << 20, creds=None, resolve=False):
+    """The text of the regular file at path (UTF-8, bad bytes replaced), at most limit bytes; OSError when refused."""
+    return read_host_file(path, limit, creds, resolve)[0].decode("utf-8", "replace")
+
+
+# --- what of a command line may leave the host: the one masker (engine, settings, discover, launches) ---------------
+MASK = "<redacted on host>"
+# A name part that says "secret" (HF_TOKEN, SERVER_API_KEY), not one that merely contains the letters
+# (MAX_NUM_BATCHED_TOKENS, NCCL_IB_PKEY); and words that say it anywhere in the name (SERVER_SECRETKEY).
+SECRET_NAME = re.compile(r"(^|_)(TOKEN|PASS|KEY|APIKEY|AUTH|SESSION|SIGNATURE)(_|$)"
+                         r"|SECRET|PASSW|CREDENTIAL|PRIVATE|COOKIE", re.I)
+# Values that are credentials whatever they are called; a URL with any userinfo (`https://TOKEN@proxy`) is one.
+SECRET_VALUE = re.compile(r"hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_\-]{8,}|(?:AKIA|ASIA)[A-Z0-9]{12,}|gh[pousr]_[A-Za-z0-9]{8,}"
+                          r"|xox[bpase]-|-----BEGIN|://[^/\s@]+@|eyJ[A-Za-z0-9_\-]{10,}\.")
+SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|pass|key|api[-_]?key|credentials?|auth|"
+                         r"cookie|private[-_]key)$", re.I)
+SECRET_WORDS = ("token", "secret", "password", "passwd", "pass", "key", "apikey", "credential", "credentials", "auth",
+                "cookie")
+# Words before a secret word's abbreviation that make it one (`--api-k`, `--hf-tok`); `--top-k`, `--min-p` stay.
+SECRET_QUALIFIERS = ("api", "hf", "auth", "access", "admin", "secret", "private", "client", "bearer", "session", "db",
+                     "ssl", "refresh", "bot", "master", "root")
+# Options of other programs whose value is a password (redis-cli -a, sshpass -p; mysql -pVALUE attached).
+PROGRAM_SECRETS = {"redis-cli": ("-a",), "redis-benchmark": ("-a",), "keydb-cli": ("-a",), "sshpass": ("-p",)}
+ATTACHED_SECRETS = {"mysql": "-p", "mysqldump": "-p", "mysqladmin": "-p", "mariadb": "-p", "sshpass": "-p"}
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def secret_flag(name):
+    """Whether a command-line option names a secret: --api-key, --hf-token, --db-password, --redis-secret, or an
+    abbreviation argparse accepts of one (--api-k, --hf-tok, --admin-pass)."""
+    if not name.startswith("-") or len(name) > 100:
+        return False
+    if SECRET_FLAG.match(name):
+        return True
+    if not name.startswith("--"):
+        return False
+    words = re.split(r"[-_]", name.strip("-_").lower())
+    last = words[-1]
+    if not last or not any(w.startswith(last) for w in SECRET_WORDS):
+        return False
+    return len(last) >= 3 or (len(words) > 1 and words[-2] in SECRET_QUALIFIERS) or last in SECRET_QUALIFIERS
+
+
+def mask_argv(argv):
+    """argv with the values of secret-looking options, secret-looking values and `pass:` passwords (openssl's
+    -passin/-passout) replaced, here on the host."""
+    prog = os.path.basename(argv[0]) if argv else ""
+    takes = PROGRAM_SECRETS.get(prog, ())
+    attached = ATTACHED_SECRETS.get(prog)
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            out.append(MASK)
+            skip = False
+            continue
+        name, eq, value = a.partition("=")
+        if a in takes or secret_flag(name) and not eq:
+            out.append(a)
+            skip = True
+        elif secret_flag(name) or (eq and ENV_NAME.match(name) and SECRET_NAME.search(name)):
+            out.append(name + "=" + MASK)
+        elif attached and a.startswith(attached) and len(a) > len(attached) and not a.startswith("--"):
+            out.append(attached + MASK)
+        elif a.startswith("pass:"):
+            out.append("pass:" + MASK)
+        elif SECRET_VALUE.search(a):
+            out.append(name + "=" + MASK if eq and name.startswith("-") and not SECRET_VALUE.search(name) else MASK)
+        else:
+            out.append(a)
+    return out
+
+
+def secret_key(key):
+    """Whether a config key or variable name says its value is a secret (api-key, hf_token, password...)."""
+    return secret_flag("--" + str(key)) or bool(SECRET_NAME.search(str(key)))
+
+
+def mask_value(value, depth=0):
+    """A parsed value (a config file's) with secret-looking keys' values and secret-looking strings replaced, bounded
+    in depth, items and string length."""
+    if depth > 8:
+        return MASK
+    if isinstance(value, dict):
+        return dict((str(k)[:200], MASK if secret_key(k) else mask_value(v, depth + 1))
+                    for k, v in list(value.items())[:200])
+    if isinstance(value, list):
+        return [mask_value(v, depth + 1) for v in value[:200]]
+    if isinstance(value, str):
+        return MASK if SECRET_VALUE.search(value) else value[:2000]
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return str(value)  # JSON has no NaN or infinity
+    return value
+
+
+# --- a config file a served process names, parsed here: its text never leaves the host (settings, engine) ------------
+YAML_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9_]*)$")
+YAML_BASED = re.compile(r"^([-+]?)0(?:([0-7_]+)|x([0-9a-fA-F_]+)|b([01_]+))$")
+YAML_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?$|^[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?$")
+YAML_BOOL = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
+MAX_NODES, MAX_DEPTH = 20000, 32
+
+
+class NotPlain(ValueError):
+    """YAML beyond plain mappings, lists and scalars (anchors, aliases, tags, multi-line flow): not read here."""
+
+
+def yaml_scalar(text):
+    """A plain or quoted YAML scalar as PyYAML's safe_load resolves the common cases (YAML 1.1 booleans, ints,
+    floats, nulls); a flow list or mapping only when it is JSON."""
+    t = text.strip()
+    if not t or t in ("~", "null", "Null", "NULL"):
+        return None
+    if t[0] in "&*!|>%@`":
+        raise NotPlain("anchors, aliases, tags and block scalars are not read on the host")
+    if t[0] == '"':
+        if not t.endswith('"') or len(t) < 2:
+            raise NotPlain("an unterminated quoted value")
+        return json.loads(t)
+    if t[0] == "'":
+        if not t.endswith("'") or len(t) < 2:
+            raise NotPlain("an unterminated quoted value")
+        return t[1:-1].replace("''", "'")
+    if t[0] in "[{":
+        try:
+            return json.loads(t)
+        except ValueError:
+            pass
+        inner = t[1:-1]
+        if t[-1] != "]}"[t[0] == "{"] or any(c in inner for c in "[]{}\"'"):
+            raise NotPlain("a flow collection that is neither JSON nor flat")
+        items = [x.strip() for x in inner.split(",") if x.strip()]
+        if t[0] == "[":
+            return [yaml_scalar(x) for x in items]
+        pairs = [yaml_key(x) for x in items]
+        if None in pairs:
+            raise NotPlain("a flow mapping that is not `key: value` pairs")
+        return dict((k, yaml_scalar(v)) for k, v in pairs)
+    if t in ("yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On",
+             "ON", "off", "Off", "OFF"):
+        return YAML_BOOL[t.lower()]
+    if YAML_INT.match(t):
+        return int(t.replace("_", ""))
+    m = YAML_BASED.match(t)
+    if m:
+        digits, base = [(d, b) for d, b in zip(m.group(2, 3, 4), (8, 16, 2)) if d is not None][0]
+        return (-1 if m.group(1) == "-" else 1) * int(digits.replace("_", ""), base)
+    if YAML_FLOAT.match(t):
+        return float(t.replace("_", ""))
+    return t
+
+
+def yaml_key(body):
+    """(key, the rest of the line) of a `key: value` line of a block mapping, else None. By hand, not a regex: a
+    line of host text is read once whatever its shape."""
+    if body[:1] in ("'", '"'):
+        end = body.find(body[0], 1)
+        if end < 0:
+            return None
+        key, after = body[1:end], body[end + 1:].lstrip(" ")
+        if not after.startswith(":"):
+            return None
+        rest = after[1:]
+    else:
+        if not body or body[0] in "#{[&*!|>%@`" or body == "-" or body.startswith("- "):
+            return None
+        i = body.find(": ")
+        if i < 0:
+            if not body.endswith(":"):
+                return None
+            i = len(body) - 1
+        key, rest = body[:i].rstrip(), body[i + 1:]
+    if rest and not rest[0].isspace():
+        return None  # `a:b` is a plain scalar, not a mapping
+    return key, rest.strip()
+
+
+def strip_comment(line):
+    """The line without a trailing ` # comment` outside quotes."""
+    quote = None
+    for i, c in enumerate(line):
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def parse_yaml(text):
+    """The plain YAML of a served config (block mappings and lists of scalars or mappings, quoted and plain scalars,
+    JSON flow values), bounded in nodes and depth; NotPlain for anything else (an alias could not be a bomb here)."""
+    lines = []
+    for raw in text.splitlines():
+        line = strip_comment(raw)
+        if not line.strip() or line.strip() in ("---", "..."):
+            continue
+        body = line.lstrip(" ")
+        if body.startswith("\t"):
+            raise NotPlain("tab indentation")
+        lines.append([len(line) - len(body), body])
+    nodes = [0]
+
+    def block(i, indent, depth):
+        if depth > MAX_DEPTH:
+            raise NotPlain("nested deeper than %d" % MAX_DEPTH)
+        if lines[i][1] == "-" or lines[i][1].startswith("- "):
+            return seq(i, indent, depth)
+        return mapping(i, indent, depth)
+
+    def value_after(i, indent, rest, depth, item=False):
+        """The value of a key (or of a list item) whose line ends at rest: inline, or the block under it (i is the
+        next line; a key's list may sit at the key's own indentation, an item's sibling there is not its value)."""
+        nodes[0] += 1
+        if nodes[0] > MAX_NODES:
+            raise NotPlain("more than %d values" % MAX_NODES)
+        if rest:
+            return yaml_scalar(rest), i
+        if i < len(lines) and (lines[i][0] > indent or (not item and lines[i][0] == indent and (
+                lines[i][1] == "-" or lines[i][1].startswith("- ")))):
+            return block(i, lines[i][0], depth + 1)
+        return None, i
+
+    def mapping(i, indent, depth):
+        out = {}
+        while i < len(lines) and lines[i][0] == indent:
+            kv = yaml_key(lines[i][1])
+            if kv is None:
+                raise NotPlain("line not a `key: value` (multi-line values are not read on the host)")
+            out[kv[0]], i = value_after(i + 1, indent, kv[1], depth)
+        if i < len(lines) and lines[i][0] > indent:
+            raise NotPlain("unexpected indentation")
+        return out, i
+
+    def seq(i, indent, depth):
+        out = []
+        while i < len(lines) and lines[i][0] == indent and (lines[i][1] == "-" or lines[i][1].startswith("- ")):
+            rest = lines[i][1][1:].lstrip(" ")
+            if rest and (yaml_key(rest) or rest == "-" or rest.startswith("- ")):
+                # `- key: value` (a mapping) or `- - x` (a list) whose lines sit where `key` or the inner `-` does
+                lines[i] = [indent + len(lines[i][1]) - len(rest), rest]
+                item, i = block(i, lines[i][0], depth + 1)
+            else:
+                item, i = value_after(i + 1, indent, rest, depth, item=True)
+            out.append(item)
+        return out, i
+
+    if not lines:
+        return None
+    data, i = block(0, lines[0][0], 0)
+    if i != len(lines):
+        raise NotPlain("unexpected indentation")
+    return data
+
+
+def parse_config(text):
+    """A served config (JSON, or the plain YAML of parse_yaml) as a dict; ValueError (NotPlain for YAML beyond plain
+    mappings) with the reason otherwise."""
+    try:
+        doc = json.loads(text) if text.lstrip()[:1] in ("{", "[") else parse_yaml(text)
+    except NotPlain:
+        raise
+    except (ValueError, RecursionError):
+        raise ValueError("not valid JSON or YAML") from None
+    if not isinstance(doc, dict):
+        raise ValueError("not a mapping of settings")
+    return doc
+
+
+# --- installed distributions, read as files (their METADATA headers): pyenv, caches, settings -----------------------
+def dist_key(name):
+    """A distribution's name as pip compares them (`Flash_Attn` = `flash-attn`)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def dist_metadata(path):
+    """(name, version) from a METADATA / PKG-INFO file's headers; (None, None) when it cannot be read."""
+    name = version = None
+    try:
+        text = host_text(path, 1 << 16)
+    except OSError:
+        return None, None
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if line.startswith("Name:") and name is None:
+            name = line[5:].strip()
+        elif line.startswith("Version:") and version is None:
+            version = line[8:].strip()
+    return name, version
+
+
+def distributions(path, wanted=None):
+    """{dist_key(name): {"version", "location"}} of the .dist-info and .egg-info in the directories of path (the first
+    one found wins, as for imports); only those whose directory name says they are in `wanted` (dist_keys), if
+    given."""
+    found = {}
+    for entry in path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        try:
+            names = os.listdir(entry)
+        except OSError:
+            continue
+        for d in names:
+            if d.endswith(".dist-info"):
+                meta = os.path.join(entry, d, "METADATA")
+            elif d.endswith(".egg-info"):
+                meta = os.path.join(entry, d, "PKG-INFO") if os.path.isdir(os.path.join(entry, d)) else os.path.join(entry, d)
+            else:
+                continue
+            if wanted is not None and dist_key(d.split("-", 1)[0]) not in wanted:
+                continue
+            name, version = dist_metadata(meta)
+            if name and dist_key(name) not in found:
+                found[dist_key(name)] = {"version": version, "location": entry}
+    return found
 
 
 # --- end of prelude ---------------------------------------------------------------------------------------------------

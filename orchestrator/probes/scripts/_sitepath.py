@@ -13,13 +13,13 @@ def read_pyvenv(path):
     """The `key = value` lines of a pyvenv.cfg (PEP 405), lower-case keys; {} when unreadable."""
     out = {}
     try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            for line in f.read(65536).splitlines():
-                key, eq, value = line.partition("=")
-                if eq:
-                    out[key.strip().lower()] = value.strip()
+        text = host_text(path, 65536)
     except OSError:
-        pass
+        return out
+    for line in text.splitlines():
+        key, eq, value = line.partition("=")
+        if eq:
+            out[key.strip().lower()] = value.strip()
     return out
 
 
@@ -70,8 +70,7 @@ def pth_dirs(site_dir):
         return out
     for name in names:
         try:
-            with open(os.path.join(site_dir, name), "r", encoding="utf-8", errors="replace") as f:
-                lines = f.read(1 << 20).splitlines()
+            lines = host_text(os.path.join(site_dir, name), 1 << 20).splitlines()
         except OSError:
             continue
         for line in lines:

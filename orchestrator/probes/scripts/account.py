@@ -46,11 +46,6 @@ def hp(path):
     return os.path.join(ROOT, path.lstrip("/")) if ROOT != "/" else path
 
 
-def read(path, limit=1 << 20):
-    with open(path, "rb") as f:
-        return f.read(limit).decode("utf-8", "replace")
-
-
 def gap(out, what, why):
     out["gaps"].append({"what": what, "why": str(why).strip()[:300]})
 
@@ -65,7 +60,7 @@ def why_not(exc):
 
 def try_read(out, path, what=None):
     try:
-        return read(path)
+        return host_text(path)
     except OSError as exc:
         if what:
             gap(out, what, why_not(exc))
@@ -231,18 +226,9 @@ def proc_dir():
     return "/proc", bool(TAG)
 
 
-def argv_of(proc, pid):
-    try:
-        with open("%s/%s/cmdline" % (proc, pid), "rb") as f:
-            return [x.decode("utf-8", "replace") for x in f.read().split(b"\0") if x]
-    except OSError:
-        return None
-
-
 def has_tag(proc, pid):
     try:
-        with open("%s/%s/environ" % (proc, pid), "rb") as f:
-            return ("INVESTIGATE_STAGED_TAG=" + TAG).encode() in f.read(1 << 20).split(b"\0")
+        return ("INVESTIGATE_STAGED_TAG=" + TAG).encode() in read_host_file("%s/%s/environ" % (proc, pid), 1 << 20)[0].split(b"\0")
     except OSError:
         return False
 
@@ -255,7 +241,7 @@ def stat_fields(text):
 
 def ppid_of(proc, pid):
     try:
-        return int(stat_fields(read("%s/%s/stat" % (proc, pid)))[1][1])
+        return int(stat_fields(host_text("%s/%s/stat" % (proc, pid)))[1][1])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -272,7 +258,7 @@ def select_processes(proc, tagged, gpu_pids):
     for pid in pids:
         if pid == me:
             continue
-        argv = argv_of(proc, pid)
+        argv = proc_argv(pid, proc)
         if not argv:
             continue
         argvs[pid] = argv
@@ -308,8 +294,8 @@ def task_snapshot(proc, pid):
         return None
     for tid in tids:
         try:
-            comm, f = stat_fields(read("%s/%d/task/%s/stat" % (proc, pid, tid)))
-            st = kv_lines(read("%s/%d/task/%s/status" % (proc, pid, tid)))
+            comm, f = stat_fields(host_text("%s/%d/task/%s/stat" % (proc, pid, tid)))
+            st = kv_lines(host_text("%s/%d/task/%s/status" % (proc, pid, tid)))
         except OSError:
             continue
         try:
@@ -323,7 +309,7 @@ def task_snapshot(proc, pid):
 
 def io_snapshot(proc, pid):
     try:
-        d = kv_lines(read("%s/%d/io" % (proc, pid)))
+        d = kv_lines(host_text("%s/%d/io" % (proc, pid)))
         return {k: int(d[k]) for k in ("rchar", "read_bytes") if k in d}
     except (OSError, ValueError):
         return None
@@ -333,7 +319,7 @@ def cgroup_path(proc, pid):
     """(v2 path, v1 cpu path) from /proc/PID/cgroup ("0::/path" on v2; "N:cpu,cpuacct:/path" on v1)."""
     v2 = v1 = None
     try:
-        for line in read("%s/%d/cgroup" % (proc, pid)).splitlines():
+        for line in host_text("%s/%d/cgroup" % (proc, pid)).splitlines():
             hid, ctrls, path = line.split(":", 2)
             if hid == "0" and ctrls == "":
                 v2 = path
@@ -353,7 +339,7 @@ def cgroup_snapshot(v2, v1):
         for name in ("cpu.max", "cpu.stat", "memory.max", "memory.current", "memory.events", "cpuset.cpus.effective",
                      "cpu.pressure", "memory.pressure", "io.pressure"):
             try:
-                s[name] = read(os.path.join(base, name))
+                s[name] = host_text(os.path.join(base, name))
             except OSError:
                 pass
         if len(s) > 2:
@@ -365,7 +351,7 @@ def cgroup_snapshot(v2, v1):
         s = {"version": 1, "path": v1}
         for name in ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.stat"):
             try:
-                s[name] = read(os.path.join(base, name))
+                s[name] = host_text(os.path.join(base, name))
             except OSError:
                 pass
     return s
@@ -415,7 +401,7 @@ def mounts_of(proc, pid):
     """/proc/PID/mountinfo: (mount point, fstype, source) per line (proc(5): fields after ' - ' are fstype, source)."""
     out = []
     try:
-        for line in read("%s/%d/mountinfo" % (proc, pid)).splitlines():
+        for line in host_text("%s/%d/mountinfo" % (proc, pid)).splitlines():
             pre, sep, post = line.partition(" - ")
             f, g = pre.split(), post.split()
             if sep and len(f) >= 5 and len(g) >= 2:
@@ -434,7 +420,7 @@ def shm_of(proc, pid):
     bytes with a k, m or g suffix, or a % of RAM; absent, the default of half of RAM). Docker gives a container a
     64 MB /dev/shm ("size=65536k") unless run with --shm-size or --ipc=host. None when not readable or not mounted."""
     try:
-        text = read("%s/%d/mountinfo" % (proc, pid))
+        text = host_text("%s/%d/mountinfo" % (proc, pid))
     except OSError:
         return None
     for line in text.splitlines():
@@ -463,7 +449,7 @@ def memlock_of(proc, pid):
     """The process's locked-memory limit (RLIMIT_MEMLOCK): the soft value of "Max locked memory" in /proc/PID/limits
     (proc(5); bytes, or "unlimited"). None when not readable."""
     try:
-        for line in read("%s/%d/limits" % (proc, pid)).splitlines():
+        for line in host_text("%s/%d/limits" % (proc, pid)).splitlines():
             if line.startswith("Max locked memory"):
                 soft = line[len("Max locked memory"):].split()[0]
                 return soft if soft == "unlimited" else int(soft)
@@ -492,7 +478,7 @@ def weight_files(proc, pid):
     """Model files the process maps or holds open (/proc/PID/maps paths, /proc/PID/fd links)."""
     files = []
     try:
-        for line in read("%s/%d/maps" % (proc, pid), 8 << 20).splitlines():
+        for line in host_text("%s/%d/maps" % (proc, pid), 8 << 20).splitlines():
             parts = line.split(None, 5)
             if len(parts) == 6 and WEIGHT_FILE.search(parts[5].strip()):
                 files.append(parts[5].strip())
@@ -554,9 +540,9 @@ def cpu_clock(cpu):
     base = hp("/sys/devices/system/cpu/cpu%d/cpufreq/" % cpu)
     out = {"last_cpu": cpu}
     try:
-        out["cur_mhz"] = int(read(base + "scaling_cur_freq").strip()) // 1000
-        out["max_mhz"] = int(read(base + "cpuinfo_max_freq").strip()) // 1000
-        out["governor"] = read(base + "scaling_governor").strip()[:32]
+        out["cur_mhz"] = int(host_text(base + "scaling_cur_freq").strip()) // 1000
+        out["max_mhz"] = int(host_text(base + "cpuinfo_max_freq").strip()) // 1000
+        out["governor"] = host_text(base + "scaling_governor").strip()[:32]
     except (OSError, ValueError):
         pass
     return out
@@ -565,22 +551,22 @@ def cpu_clock(cpu):
 def cpus_allowed(proc, pid):
     """The process's CPU affinity (taskset, sched_setaffinity, a cpuset): Cpus_allowed_list of /proc/PID/status."""
     try:
-        v = kv_lines(read("%s/%d/status" % (proc, pid))).get("Cpus_allowed_list")
+        v = kv_lines(host_text("%s/%d/status" % (proc, pid))).get("Cpus_allowed_list")
     except OSError:
         return None
     return v.strip() if v else None
 
 
 def process_account(proc, pid, kind, a, b, ticks_per_s, window, max_threads):
-    argv = argv_of(proc, pid) or []
+    argv = proc_argv(pid, proc) or []
     p = {"pid": pid, "kind": kind, "argv0": os.path.basename(argv[0]) if argv else None,
          "comm": None, "threads_total": 0, "states": {}, "threads": []}
     try:
-        p["comm"] = read("%s/%d/comm" % (proc, pid)).strip()[:64]
+        p["comm"] = host_text("%s/%d/comm" % (proc, pid)).strip()[:64]
     except OSError:
         pass
     try:  # proc(5): "VmRSS:    123456 kB", the resident set (host memory the process holds now)
-        rss = num(kv_lines(read("%s/%d/status" % (proc, pid))).get("VmRSS"))
+        rss = num(kv_lines(host_text("%s/%d/status" % (proc, pid))).get("VmRSS"))
         p["rss_bytes"] = int(rss * 1024) if rss is not None else None
     except OSError:
         pass
@@ -824,7 +810,7 @@ def main():
         if verbs:
             p["rdma_fds"] = verbs
         files = weight_files(proc, pid)
-        model = model_arg(argv_of(proc, pid))
+        model = model_arg(proc_argv(pid, proc))
         if model and model.startswith("/"):
             files.append(model)
         p["files"] = []

@@ -8,6 +8,10 @@ orchestrator/knowledge/caches.yaml. Params (JSON, argv[1]):
    "env_keys": [...]      environment variables worth reporting (the caches' variables),
    "env": {...}           environment of the serving process (overrides this process's for those keys),
    "cwds": [...]          working directories of serving processes (relative cache paths resolve against them),
+   "server_pids": [...]   the serving processes whose environment and working directories these are: a location
+                          or file is read only if every one of them could read it (the prelude's unreachable and
+                          read_host_file with their uid and groups): a local user's process naming root's directory
+                          in its environment gets nothing of it listed or read,
    "extra": [...]         more files or directories to look at ({extra}),
    "packages": [...]      distributions whose versions cache metadata is compared with (normalized names),
    "target": an interpreter not started (another user's): its package directories are used for {site},
@@ -40,14 +44,15 @@ class Budget(object):
         self.left = total
 
 
-def walk(root, max_walk):
-    """(file paths under root, bytes, truncated) bounded by max_walk; ([], 0, False) when root is not a directory."""
+def walk(root, max_walk, creds=()):
+    """(file paths under root, bytes, truncated) bounded by max_walk; ([], 0, False) when root is not a directory.
+    Directories a process of creds could not list are not entered."""
     out = []
     total = 0
     if not os.path.isdir(root):
         return out, total, False
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not any(unreachable(os.path.join(dirpath, d), c) for c in creds))
         for f in sorted(filenames):
             p = os.path.join(dirpath, f)
             out.append(p)
@@ -57,21 +62,22 @@ def walk(root, max_walk):
     return out, total, False
 
 
-def read_small(path, cap, budget):
+def read_small(path, cap, budget, creds=()):
     size = size_of(path)
     if size is None:
         return None, size, "unreadable"
-    if not os.path.isfile(path):
-        return None, size, "not a regular file"
+    for c in creds[1:]:
+        why = unreachable(path, c)
+        if why:
+            return None, size, why
     if size > cap:
         return None, size, "larger than %d bytes" % cap
     if size > budget.left:
         return None, size, "output budget spent"
     try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            text = f.read(cap)
+        text = host_text(path, cap, creds[0] if creds else None)
     except OSError as exc:
-        return None, size, str(exc)
+        return None, size, str(exc.strerror or exc)
     budget.left -= len(text)
     return text, size, None
 
@@ -80,13 +86,13 @@ def mounts():
     """(mount point, fstype) pairs from /proc/mounts, longest mount point first; [] where there is none."""
     out = []
     try:
-        with open("/proc/mounts", "r") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) >= 3:
-                    out.append((parts[1].replace("\\040", " "), parts[2]))
+        text = host_text("/proc/mounts", 8 << 20)
     except OSError:
-        pass
+        text = ""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            out.append((parts[1].replace("\\040", " "), parts[2]))
     out.sort(key=lambda m: -len(m[0]))
     return out
 
@@ -139,6 +145,9 @@ def main():
     cwds.append(home)
     cwds = list(dict.fromkeys(cwds))
     pkg_dirs, _venv = env_path(params.get("target") or None)  # the packages' directories, found as files (_sitepath)
+    creds = [c for c in (proc_creds(p) for p in params.get("server_pids") or []) if c is not None]
+    if params.get("server_pids") and not creds:
+        creds = [(-1, frozenset())]  # the servers are gone: nothing they named is read (uid -1 may read only o+r)
     places = {
         "xdg_cache": [env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")],
         "tmp": [env.get("TMPDIR") or "/tmp"],
@@ -158,7 +167,7 @@ def main():
         entry = {"cache": cache, "format": fmt, "path": path, "size": size_of(path), "content": None,
                  "skipped": None}
         if content:
-            entry["content"], entry["size"], entry["skipped"] = read_small(path, cap, budget)
+            entry["content"], entry["size"], entry["skipped"] = read_small(path, cap, budget, creds)
         files.append(entry)
 
     def expand(cand):
@@ -218,7 +227,11 @@ def main():
             seen_paths.add(path)
             last = os.path.basename(path)
             globbed = "*" in last or "%d" in last or cand.get("ordinal")
-            if globbed:
+            refused = [w for w in (unreachable(os.path.dirname(path) if globbed else path, c) for c in creds)
+                       if w and os.path.lexists(os.path.dirname(path) if globbed else path)]
+            if refused:  # a serving process could not use what it cannot read: absent for it, and never listed
+                root, paths, nbytes, truncated, exists = path, [], 0, False, False
+            elif globbed:
                 root = os.path.dirname(path)
                 pattern = last.replace("%d", "*")
                 if cand.get("ordinal") and "%d" not in last:
@@ -231,7 +244,7 @@ def main():
                 root, paths, nbytes, truncated, exists = os.path.dirname(path), [path], size_of(path) or 0, False, True
             else:
                 root = path
-                paths, nbytes, truncated = walk(path, max_walk)
+                paths, nbytes, truncated = walk(path, max_walk, creds)
                 exists = os.path.exists(path)
             if not exists and not keep:
                 continue
@@ -268,42 +281,20 @@ def main():
 
 def installed(wanted, path):
     """Versions the caches' metadata is compared with (dist-info of the named distributions), torch's CUDA version."""
-    out = {}
+    dists = distributions(path, wanted=set(dist_key(w) for w in wanted))
+    out = dict((key, d["version"]) for key, d in dists.items() if key in wanted)
     for entry in path:
-        if not entry or not os.path.isdir(entry):
-            continue
+        if "torch_cuda" in out:
+            break
         try:
-            names = os.listdir(entry)
+            text = host_text(os.path.join(entry, "torch", "version.py"), 1 << 16)
         except OSError:
             continue
-        for d in names:
-            if not d.endswith(".dist-info"):
-                continue
-            name = version = None
-            try:
-                with open(os.path.join(entry, d, "METADATA"), "r", encoding="utf-8", errors="replace") as f:
-                    for line in f:
-                        if not line.strip():
-                            break
-                        if line.startswith("Name:") and name is None:
-                            name = line[5:].strip()
-                        elif line.startswith("Version:") and version is None:
-                            version = line[8:].strip()
-            except OSError:
-                continue
-            if name:
-                key = name.lower().replace("_", "-").replace(".", "-")
-                if key in wanted and key not in out:
-                    out[key] = version
-        if "torch_cuda" not in out:
-            try:
-                with open(os.path.join(entry, "torch", "version.py"), "r", encoding="utf-8", errors="replace") as f:
-                    for line in f:
-                        if line.startswith("cuda") and "=" in line:
-                            value = line.split("=", 1)[1].strip().strip("'\"")
-                            out["torch_cuda"] = None if value == "None" else value
-            except OSError:
-                pass
+        for line in text.splitlines():
+            if line.startswith("cuda") and "=" in line:
+                value = line.split("=", 1)[1].strip().strip("'\"")
+                out["torch_cuda"] = None if value == "None" else value
+                break
     return out
 
 

@@ -50,14 +50,12 @@ def main():
     except OSError:
         pids = []
     for pid in sorted(pids, key=int):
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-        except OSError:
+        if int(pid) == os.getpid():
             continue
-        if not argv or int(pid) == os.getpid():
+        argv = proc_argv(pid)
+        if not argv:
             continue
-        joined = " ".join(argv)
+        joined = " ".join(mask_argv(argv))
         kind = server_kind(argv)
         if kind is None:
             continue
@@ -69,17 +67,17 @@ def main():
         path_var = None
         tagged = False
         try:
-            with open("/proc/%s/environ" % pid, "rb") as f:
-                for item in f.read().split(b"\0"):
-                    k, _, v = item.decode("utf-8", "replace").partition("=")
-                    if k in keys:
-                        env[k] = v
-                    if k == "PATH":
-                        path_var = v
-                    if k == "INVESTIGATE_STAGED_TAG" and v == tag:
-                        tagged = True
+            raw = read_host_file("/proc/%s/environ" % pid, 1 << 20)[0]
         except OSError:
-            pass
+            raw = b""
+        for item in raw.split(b"\0"):
+            k, _, v = item.decode("utf-8", "replace").partition("=")
+            if k in keys:
+                env[k] = v
+            if k == "PATH":
+                path_var = v
+            if k == "INVESTIGATE_STAGED_TAG" and v == tag:
+                tagged = True
         if tag and not tagged:
             continue
         try:

@@ -10,7 +10,8 @@ Prints {"engines": [...], "logs": [...], "launches": [...], "python3": sys.execu
   `text-generation-server`) processes from /proc/*/cmdline, with their allowlisted environment (VLLM_*, SGLANG_*,
   TRTLLM_*, TORCH_*, CUDA_*, NCCL_*, PYTORCH_*, TRITON_*, FLASHINFER_*, DG_*; every other variable, and any name that
   looks like a secret, is dropped HERE, before anything leaves the host), the values of secret-looking flags masked,
-  the config files their command line names (--config, --extra_llm_api_options), and the Prometheus text of the
+  the config files their command line names (--config, --extra_llm_api_options: read as the engine's process could
+  read them, parsed here, sent as JSON with secret-looking values masked), and the Prometheus text of the
   engine's /metrics fetched over loopback (127.0.0.1, no proxy, short timeout, size cap).
 - logs: lines of the given log files that engines print about their configuration and state (capped).
 - launches: engine command lines found in the given files (launch scripts, compose files, logs that echo them),
@@ -21,9 +22,6 @@ import os
 import re
 import sys
 
-SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api[-_]?key|credentials?|auth|cookie|"
-                         r"private[-_]key)$", re.I)
-MASK = "<redacted on host>"
 
 # How each engine is started. (kind, how): module prefixes after `-m`, script basenames in argv[0..1].
 ENGINE_MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
@@ -73,33 +71,11 @@ def engine_kind(argv):
     return None
 
 
-def mask_argv(argv):
-    """Values of secret-looking flags (--api-key, --hf-token, ...) replaced on the host."""
-    out = []
-    skip = False
-    for a in argv:
-        if skip:
-            out.append(MASK)
-            skip = False
-            continue
-        name, eq, _ = a.partition("=")
-        if SECRET_FLAG.match(name):
-            if eq:
-                out.append(name + "=" + MASK)
-            else:
-                out.append(a)
-                skip = True
-            continue
-        out.append(a)
-    return out
-
-
 def read_environ(pid):
     """(allowlisted env, PORT/HOST hints) of a process; the rest of its environment never leaves this function."""
     env, hints = {}, {}
     try:
-        with open("/proc/%s/environ" % pid, "rb") as f:
-            raw = f.read()
+        raw = read_host_file("/proc/%s/environ" % pid, 1 << 20)[0]
     except OSError:
         return None, hints
     for item in raw.split(b"\0"):
@@ -123,14 +99,20 @@ def flag_value(argv, names):
     return None
 
 
-def read_text(path, limit, creds=None):
-    """(text, note) of a file an engine's command line names, read as the engine's process could read it (the
-    prelude's read_host_file); (None, why) when it is not read."""
+def read_config(path, limit, creds=None):
+    """(text, note) of a config file an engine's command line names: read as the engine's process could read it (the
+    prelude's read_host_file), parsed here (parse_config) and sent as JSON with secret-looking values masked, never
+    its own text; (None, why) when it is not read or not parsed."""
     try:
         data, truncated = read_host_file(path, limit, creds)
     except OSError as exc:
         return None, str(exc.strerror or exc)
-    return data.decode("utf-8", "replace"), ("truncated at %d bytes" % limit if truncated else None)
+    if truncated:
+        return None, "larger than %d bytes: not parsed" % limit
+    try:
+        return json.dumps(mask_value(parse_config(data.decode("utf-8", "replace")))), None
+    except ValueError as exc:
+        return None, "not parsed on the host: %s" % exc
 
 
 def fetch_metrics(port, paths, timeout_s, limit):
@@ -168,11 +150,7 @@ def scan_processes(params, my_tag):
     for pid in sorted(pids, key=int):
         if int(pid) == os.getpid():
             continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-        except OSError:
-            continue
+        argv = proc_argv(pid)
         if not argv:
             continue
         kind = engine_kind(argv)
@@ -206,7 +184,7 @@ def scan_processes(params, my_tag):
             path = flag_value(argv, [flag])
             if path:
                 full = path if os.path.isabs(path) or not e.get("cwd") else os.path.join(e["cwd"], path)
-                text, note = read_text(full, int(params.get("max_config_bytes", 65536)), creds[e["pid"]])
+                text, note = read_config(full, int(params.get("max_config_bytes", 65536)), creds[e["pid"]])
                 configs[path] = {"text": text, "note": note}
         e["config_files"] = configs
         if params.get("metrics", True):

@@ -48,7 +48,7 @@ class UnknownFatbin(Exception):
 def elf_section(path, wanted):
     """(offset, size) of section `wanted` in a 64-bit little-endian ELF file; None when absent; raises
     UnknownFatbin when the file is no such ELF file."""
-    with open(path, "rb") as f:
+    with os.fdopen(open_host_file(path), "rb") as f:
         head = f.read(64)
         if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
             raise UnknownFatbin("not a 64-bit little-endian ELF file")
@@ -57,7 +57,7 @@ def elf_section(path, wanted):
         if shentsize < 64 or shnum == 0 or shstrndx >= shnum:
             raise UnknownFatbin("no ELF section table")
         f.seek(shoff)
-        table = f.read(shentsize * shnum)
+        table = f.read(min(shentsize * shnum, 1 << 22))
         if len(table) < shentsize * shnum:
             raise UnknownFatbin("truncated ELF section table")
         stroff, strsize = struct.unpack_from("<QQ", table, shstrndx * shentsize + 0x18)
@@ -84,7 +84,7 @@ def fatbin_archs(path):
     archs, images = set(), 0
     if size == 0:
         return [], 0
-    with open(path, "rb") as f:
+    with os.fdopen(open_host_file(path), "rb") as f:
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         try:
             if off + size > len(mm):
@@ -238,10 +238,10 @@ def main():
         t = time.time()
         for p in sources if digits else []:  # every check below is about one architecture
             try:
-                if os.path.getsize(p) > 2000000:
+                text, truncated = read_host_file(p, 2000000)
+                if truncated:
                     continue
-                with open(p, "r", encoding="utf-8", errors="replace") as f:
-                    text = f.read()
+                text = text.decode("utf-8", "replace")
             except OSError:
                 continue
             if re.search(r"(?i)\bsm_?%s[a-z]?\b" % digits, text):

@@ -12,7 +12,6 @@ that match no signature; deduplicated on their text with numbers, hex ids and ti
 import json
 import os
 import re
-import stat
 import sys
 
 LEVEL = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b|^[WEF]\d{4} |Traceback \(most recent call last\)"
@@ -21,7 +20,7 @@ LIBRARY = re.compile(r"vllm|sglang|flashinfer|nccl|cutlass|triton|tensorrt|trtll
                      re.IGNORECASE)
 TROUBLE = re.compile(r"fail|fall(ing|s)? ?back|not (supported|available|found)|unsupported|disabled|sub-?optimal"
                      r"|skipp|slow|deprecat|mismatch|timed? ?out", re.IGNORECASE)
-MASK = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b|\d+(\.\d+)*")
+VARYING = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b|\d+(\.\d+)*")
 
 
 def level_of(line):
@@ -39,7 +38,7 @@ def level_of(line):
 
 def dedupe_key(line):
     """The line with timestamps, pids, counts and ids masked, so repeats of one message count as one."""
-    return MASK.sub("#", line.strip())[:300]
+    return VARYING.sub("#", line.strip())[:300]
 
 
 class Unclassified(object):
@@ -83,39 +82,6 @@ def scan_line(raw, no, line, sigs, out, unclassified, max_matches, width):
             unclassified.add(raw, no, line, level, width)
 
 
-def open_log(path):
-    """A descriptor on the regular file at path (resolved by the caller and checked there), opened once: the name
-    first as O_PATH with O_NOFOLLOW (a device or FIFO swapped in is never opened: opening some has effects, a FIFO
-    blocks), the descriptor fstat-ed, then that inode reopened through /proc/self/fd; None when it is not a regular
-    file outside /proc, /sys and /dev or cannot be opened. The caller closes it (a `with` on the file object)."""
-    real = os.path.realpath(path)
-    if real.split("/")[1:2] in (["proc"], ["sys"], ["dev"]):
-        return None
-    o_path = getattr(os, "O_PATH", 0)
-    try:
-        fd = os.open(real, (o_path or (os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)) | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        if not o_path:
-            fd, keep = -1, fd
-            return keep
-        got = os.open("/proc/self/fd/%d" % fd, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        st2 = os.fstat(got)
-        if (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(st2.st_mode):
-            os.close(got)
-            return None
-        return got
-    except OSError:
-        return None
-    finally:
-        if fd >= 0:
-            os.close(fd)
-
-
 def main():
     params = json.loads(sys.argv[1])
     sigs = []
@@ -132,14 +98,15 @@ def main():
     real = params.get("real") or {}
     for raw in params.get("paths") or []:
         path = real.get(raw) or os.path.expanduser(raw)
-        fd = open_log(path)
-        if fd is None:
+        try:
+            fd = open_host_file(path, resolve=True)
+        except OSError:
             out["missing"].append(raw)
             continue
         no = 0
         skipped = {}
         try:
-            for no, line in log_lines(fd, max_bytes, skipped):  # the descriptor opened once (open_log)
+            for no, line in log_lines(fd, max_bytes, skipped):  # the descriptor opened once (open_host_file)
                 out["lines"] += 1
                 scan_line(raw, no, line, sigs, out, unclassified, max_matches, width)
         except OSError:

@@ -36,11 +36,6 @@ def host_path(path):
     return os.path.join(ROOT, path.lstrip("/")) if ROOT != "/" else path
 
 
-def read(path, limit=1 << 20):
-    with open(path, "rb") as f:
-        return f.read(limit).decode("utf-8", "replace")
-
-
 def run(argv, out, timeout=45):
     """(exit code, stdout, stderr) of argv, or None when the command is not installed (recorded as a gap)."""
     out["commands"].append(" ".join(argv))
@@ -162,7 +157,7 @@ def lspci(out):
 def kernel_log(out, limit):
     restrict = None
     try:
-        restrict = read(host_path("/proc/sys/kernel/dmesg_restrict")).strip()
+        restrict = host_text(host_path("/proc/sys/kernel/dmesg_restrict")).strip()
     except OSError:
         pass
     out["dmesg_restrict"] = restrict
@@ -186,7 +181,7 @@ def kernel_log(out, limit):
     path = host_path("/var/log/kern.log")
     out["commands"].append("read /var/log/kern.log")
     try:
-        text = read(path, 64 << 20)
+        text = host_text(path, 64 << 20)
     except FileNotFoundError:
         gap(out, "/var/log/kern.log", "absent")
         return
@@ -223,17 +218,9 @@ def process_kind(argv):
     return None
 
 
-def proc_argv(pid):
-    try:
-        with open("/proc/%s/cmdline" % pid, "rb") as f:
-            return [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-    except OSError:
-        return None
-
-
 def parent(pid):
     try:
-        stat = read("/proc/%s/stat" % pid)
+        stat = host_text("/proc/%s/stat" % pid)
         return int(stat.rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
@@ -242,8 +229,7 @@ def parent(pid):
 def filtered_env(pid):
     """The allowlisted part of /proc/PID/environ; (env, dropped count, readable). Nothing else leaves this function."""
     try:
-        with open("/proc/%s/environ" % pid, "rb") as f:
-            raw = f.read(1 << 20)
+        raw = read_host_file("/proc/%s/environ" % pid, 1 << 20)[0]
     except OSError:
         return {}, 0, False
     env, dropped = {}, 0
@@ -260,15 +246,14 @@ def filtered_env(pid):
 
 def has_tag(pid, tag):
     try:
-        with open("/proc/%s/environ" % pid, "rb") as f:
-            return ("INVESTIGATE_STAGED_TAG=" + tag).encode() in f.read(1 << 20).split(b"\0")
+        return ("INVESTIGATE_STAGED_TAG=" + tag).encode() in read_host_file("/proc/%s/environ" % pid, 1 << 20)[0].split(b"\0")
     except OSError:
         return False
 
 
 def status_field(pid, field):
     try:
-        for line in read("/proc/%s/status" % pid).splitlines():
+        for line in host_text("/proc/%s/status" % pid).splitlines():
             if line.startswith(field + ":"):
                 return line.split(":", 1)[1].strip()
     except OSError:
@@ -312,7 +297,7 @@ def processes(out, xml):
         env, dropped, readable = filtered_env(pid) if visible else ({}, 0, False)
         comm = None
         try:
-            comm = read("/proc/%d/comm" % pid).strip()[:64]
+            comm = host_text("/proc/%d/comm" % pid).strip()[:64]
         except OSError:
             pass
         result.append({"pid": pid, "visible": visible, "on_gpu": pid in gpu_pids, "kind": kind, "comm": comm,
@@ -345,7 +330,7 @@ def rdma(out):
             item = {"port": port}
             for key in ("state", "rate", "link_layer"):
                 try:
-                    item[key] = read(host_path(base + key)).strip()[:80]
+                    item[key] = host_text(host_path(base + key)).strip()[:80]
                 except OSError:
                     item[key] = None
             ports.append(item)
@@ -362,7 +347,7 @@ def rdma(out):
             break
     if not found:
         try:
-            if b"libibverbs.so" in open(host_path("/etc/ld.so.cache"), "rb").read(8 << 20):
+            if b"libibverbs.so" in read_host_file(host_path("/etc/ld.so.cache"), 8 << 20)[0]:
                 found = "ld.so.cache"
         except OSError:
             pass
@@ -371,7 +356,7 @@ def rdma(out):
 
 def iommu(out):
     try:
-        cmdline = read(host_path("/proc/cmdline")).strip()
+        cmdline = host_text(host_path("/proc/cmdline")).strip()
     except OSError as exc:
         gap(out, "/proc/cmdline", "not readable: %s" % exc)
         cmdline = None
@@ -388,7 +373,7 @@ def numa(out):
     cpus = {}
     for n in nodes:
         try:
-            cpus[n[4:]] = read(host_path("/sys/devices/system/node/%s/cpulist" % n)).strip()
+            cpus[n[4:]] = host_text(host_path("/sys/devices/system/node/%s/cpulist" % n)).strip()
         except OSError:
             pass
     out["numa_nodes"] = cpus
@@ -406,7 +391,7 @@ def fabric_manager(out, xml):
     for p in os.listdir("/proc"):
         if p.isdigit():
             try:
-                if read("/proc/%s/comm" % p).strip() in ("nv-fabricmanager", "nvidia-fabricmanager"):
+                if host_text("/proc/%s/comm" % p).strip() in ("nv-fabricmanager", "nvidia-fabricmanager"):
                     running = True
                     break
             except OSError:
@@ -422,7 +407,7 @@ def nccl_lines(out, paths, limit):
     for raw in paths:
         path = os.path.expanduser(raw)
         try:
-            f = open(path, "r", encoding="utf-8", errors="replace")
+            f = os.fdopen(open_host_file(path, resolve=True), "r", encoding="utf-8", errors="replace")
         except OSError as exc:
             gap(out, raw, "log not readable: %s" % (exc.strerror or exc))
             continue

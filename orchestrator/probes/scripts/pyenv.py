@@ -21,54 +21,10 @@ import sys
 import time
 
 
-def norm(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def read_metadata(path):
-    name = version = None
-    try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.strip():
-                    break
-                if line.startswith("Name:") and name is None:
-                    name = line[5:].strip()
-                elif line.startswith("Version:") and version is None:
-                    version = line[8:].strip()
-    except OSError:
-        pass
-    return name, version
-
-
-def distributions(path):
-    found = {}
-    for entry in path:
-        if not entry or not os.path.isdir(entry):
-            continue
-        try:
-            names = os.listdir(entry)
-        except OSError:
-            continue
-        for d in names:
-            if d.endswith(".dist-info"):
-                meta = os.path.join(entry, d, "METADATA")
-            elif d.endswith(".egg-info"):
-                meta = os.path.join(entry, d, "PKG-INFO") if os.path.isdir(os.path.join(entry, d)) else os.path.join(entry, d)
-            else:
-                continue
-            name, version = read_metadata(meta)
-            if name and norm(name) not in found:
-                found[norm(name)] = {"version": version, "location": entry}
-    return found
-
-
 def torch_version_py(location):
     out = {}
-    path = os.path.join(location, "torch", "version.py")
     try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            text = f.read()
+        text = host_text(os.path.join(location, "torch", "version.py"), 1 << 16)
     except OSError:
         return out
     for key in ("__version__", "cuda", "hip", "git_version"):
@@ -89,26 +45,26 @@ ARCH_FLAGS = re.compile(rb"\x00((?:sm|compute)_\d+[a-z]?(?: (?:sm|compute)_\d+[a
 """A NUL-terminated run of two or more space-separated arch names: how CUDA_ARCH_FLAGS sits in the binary."""
 
 
-def rodata(path):
-    """(offset, size) of the .rodata section of a 64-bit little-endian ELF file, else None (then read it all)."""
+def rodata(f):
+    """(offset, size) of the .rodata section of a 64-bit little-endian ELF file (open), else None (then read it all)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
-                return None
-            shoff, = struct.unpack_from("<Q", head, 0x28)
-            shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
-            if shentsize < 64 or shstrndx >= shnum:
-                return None
-            f.seek(shoff)
-            table = f.read(shentsize * shnum)
-            stroff, strsize = struct.unpack_from("<QQ", table, shstrndx * shentsize + 0x18)
-            f.seek(stroff)
-            names = f.read(min(strsize, 1 << 20))
-            for i in range(shnum):
-                name_off, = struct.unpack_from("<I", table, i * shentsize)
-                if names[name_off:name_off + 8] == b".rodata\x00":
-                    return struct.unpack_from("<QQ", table, i * shentsize + 0x18)
+        f.seek(0)
+        head = f.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            return None
+        shoff, = struct.unpack_from("<Q", head, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+        if shentsize < 64 or shstrndx >= shnum:
+            return None
+        f.seek(shoff)
+        table = f.read(min(shentsize * shnum, 1 << 22))
+        stroff, strsize = struct.unpack_from("<QQ", table, shstrndx * shentsize + 0x18)
+        f.seek(stroff)
+        names = f.read(min(strsize, 1 << 20))
+        for i in range(shnum):
+            name_off, = struct.unpack_from("<I", table, i * shentsize)
+            if names[name_off:name_off + 8] == b".rodata\x00":
+                return struct.unpack_from("<QQ", table, i * shentsize + 0x18)
     except (OSError, struct.error):
         return None
     return None
@@ -120,10 +76,10 @@ def torch_arch_from_binary(location):
     if not os.path.isfile(path):
         return None
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(open_host_file(path), "rb") as f:
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             try:
-                sec = rodata(path)
+                sec = rodata(f)
                 start, end = (sec[0], sec[0] + sec[1]) if sec and sec[0] + sec[1] <= len(mm) else (0, len(mm))
                 found = set(m.group(1) for m in ARCH_FLAGS.finditer(mm, max(0, start - 1), end + 1))
             finally:
@@ -159,7 +115,7 @@ def torch_arch(timeout, path, location):
 def main():
     started = time.time()
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    wanted = [norm(p) for p in params.get("packages") or []]
+    wanted = [dist_key(p) for p in params.get("packages") or []]
     target = params.get("target") or None
     path, venv = env_path(target)
     dists = distributions(path)

@@ -18,12 +18,8 @@ dist-info its interpreter sees, and
 """
 import json
 import os
-import re
 import sys
 
-SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|key|api[-_]?key|credentials?|auth|cookie|"
-                         r"private[-_]key)$", re.I)
-MASK = "<redacted on host>"
 ENGINE_MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
            ("tensorrt_llm.commands.serve", "trtllm"), ("text_generation_server", "tgi"))
 ENGINE_SCRIPTS = {"vllm": "vllm", "trtllm-serve": "trtllm", "text-generation-launcher": "tgi",
@@ -54,25 +50,6 @@ def keep(name, value, allowed):
     return name in allowed and not SECRET_NAME.search(name) and not SECRET_VALUE.search(value) and len(value) < 4096
 
 
-def mask(argv):
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            out.append(MASK)
-            skip = False
-            continue
-        name, eq, value = a.partition("=")
-        if SECRET_FLAG.match(name):
-            if eq:
-                out.append(name + "=" + MASK)
-            else:
-                out.append(a)
-                skip = True
-            continue
-        out.append(MASK if SECRET_VALUE.search(a) else a)
-    return out
-
-
 def flag_value(argv, names):
     for i, a in enumerate(argv):
         for n in names:
@@ -89,147 +66,6 @@ def norm_key(key):
     return str(key).strip().lstrip("-").replace("-", "_").lower()
 
 
-YAML_KEY = re.compile(r"^(?:\"([^\"]*)\"|'([^']*)'|([^\s#'\"{\[&*!|>%@`-][^:#]*?|-[^\s:#][^:#]*?))\s*:(?:\s+(.*))?$")
-YAML_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9_]*)$")
-YAML_BASED = re.compile(r"^([-+]?)0(?:([0-7_]+)|x([0-9a-fA-F_]+)|b([01_]+))$")
-YAML_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?$|^[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?$")
-YAML_BOOL = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
-MAX_NODES, MAX_DEPTH = 20000, 32
-
-
-class NotPlain(ValueError):
-    """YAML beyond plain mappings, lists and scalars (anchors, aliases, tags, multi-line flow): not read here."""
-
-
-def yaml_scalar(text):
-    """A plain or quoted YAML scalar as PyYAML's safe_load resolves the common cases (YAML 1.1 booleans, ints,
-    floats, nulls); a flow list or mapping only when it is JSON."""
-    t = text.strip()
-    if not t or t in ("~", "null", "Null", "NULL"):
-        return None
-    if t[0] in "&*!|>%@`":
-        raise NotPlain("anchors, aliases, tags and block scalars are not read on the host")
-    if t[0] == '"':
-        if not t.endswith('"') or len(t) < 2:
-            raise NotPlain("an unterminated quoted value")
-        return json.loads(t)
-    if t[0] == "'":
-        if not t.endswith("'") or len(t) < 2:
-            raise NotPlain("an unterminated quoted value")
-        return t[1:-1].replace("''", "'")
-    if t[0] in "[{":
-        try:
-            return json.loads(t)
-        except ValueError:
-            raise NotPlain("a flow collection that is not JSON") from None
-    if t in ("yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On",
-             "ON", "off", "Off", "OFF"):
-        return YAML_BOOL[t.lower()]
-    if YAML_INT.match(t):
-        return int(t.replace("_", ""))
-    m = YAML_BASED.match(t)
-    if m:
-        digits, base = [(d, b) for d, b in zip(m.group(2, 3, 4), (8, 16, 2)) if d is not None][0]
-        return (-1 if m.group(1) == "-" else 1) * int(digits.replace("_", ""), base)
-    if YAML_FLOAT.match(t):
-        return float(t.replace("_", ""))
-    return t
-
-
-def strip_comment(line):
-    """The line without a trailing ` # comment` outside quotes."""
-    quote = None
-    for i, c in enumerate(line):
-        if quote:
-            if c == quote:
-                quote = None
-        elif c in "\"'":
-            quote = c
-        elif c == "#" and (i == 0 or line[i - 1] in " \t"):
-            return line[:i].rstrip()
-    return line.rstrip()
-
-
-def parse_yaml(text):
-    """The plain YAML of a served config (block mappings and lists of scalars or mappings, quoted and plain scalars,
-    JSON flow values), bounded in nodes and depth; NotPlain for anything else (an alias could not be a bomb here)."""
-    lines = []
-    for raw in text.splitlines():
-        line = strip_comment(raw)
-        if not line.strip() or line.strip() in ("---", "..."):
-            continue
-        body = line.lstrip(" ")
-        if body.startswith("\t"):
-            raise NotPlain("tab indentation")
-        lines.append([len(line) - len(body), body])
-    nodes = [0]
-
-    def block(i, indent, depth):
-        if depth > MAX_DEPTH:
-            raise NotPlain("nested deeper than %d" % MAX_DEPTH)
-        if lines[i][1] == "-" or lines[i][1].startswith("- "):
-            return seq(i, indent, depth)
-        return mapping(i, indent, depth)
-
-    def value_after(i, indent, rest, depth):
-        """The value of a key whose line ends at rest: inline, or the block under it (i is the next line)."""
-        nodes[0] += 1
-        if nodes[0] > MAX_NODES:
-            raise NotPlain("more than %d values" % MAX_NODES)
-        if rest:
-            return yaml_scalar(rest), i
-        if i < len(lines) and (lines[i][0] > indent or (lines[i][0] == indent and lines[i][1].startswith("-"))):
-            return block(i, lines[i][0], depth + 1)
-        return None, i
-
-    def mapping(i, indent, depth):
-        out = {}
-        while i < len(lines) and lines[i][0] == indent:
-            m = YAML_KEY.match(lines[i][1])
-            if not m:
-                raise NotPlain("line not a `key: value` (multi-line values are not read on the host)")
-            key = m.group(1) if m.group(1) is not None else m.group(2) if m.group(2) is not None else m.group(3)
-            out[key], i = value_after(i + 1, indent, (m.group(4) or "").strip(), depth)
-        if i < len(lines) and lines[i][0] > indent:
-            raise NotPlain("unexpected indentation")
-        return out, i
-
-    def seq(i, indent, depth):
-        out = []
-        while i < len(lines) and lines[i][0] == indent and (lines[i][1] == "-" or lines[i][1].startswith("- ")):
-            rest = lines[i][1][1:].lstrip(" ")
-            if rest and YAML_KEY.match(rest):  # `- key: value`: a mapping whose keys sit where `key` does
-                lines[i] = [indent + len(lines[i][1]) - len(rest), rest]
-                item, i = mapping(i, lines[i][0], depth + 1)
-            else:
-                item, i = value_after(i + 1, indent, rest, depth)
-            out.append(item)
-        return out, i
-
-    if not lines:
-        return None
-    data, i = block(0, lines[0][0], 0)
-    if i != len(lines):
-        raise NotPlain("unexpected indentation")
-    return data
-
-
-def masked(value, depth=0):
-    """A kept value with secret-looking keys' values and secret-looking strings masked, bounded in size."""
-    if depth > 8:
-        return MASK
-    if isinstance(value, dict):
-        return dict((str(k)[:200], MASK if SECRET_FLAG.match("--" + str(k)) or SECRET_NAME.search(str(k))
-                     else masked(v, depth + 1)) for k, v in list(value.items())[:200])
-    if isinstance(value, list):
-        return [masked(v, depth + 1) for v in value[:200]]
-    if isinstance(value, str):
-        return MASK if SECRET_VALUE.search(value) else value[:2000]
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return str(value)  # JSON has no NaN or infinity
-    return value
-
-
 def read_config(path, limit, creds, known):
     """What a served process's config file says, as it leaves the host: {"text": JSON of its known settings,
     "dropped": n, "truncated": bool} or {"error": why}."""
@@ -239,17 +75,11 @@ def read_config(path, limit, creds, known):
         return {"error": str(exc.strerror or exc)}
     if truncated:
         return {"error": "larger than %d bytes: not parsed" % limit, "truncated": True}
-    text = data.decode("utf-8", "replace")
     try:
-        doc = json.loads(text) if text.lstrip()[:1] in ("{", "[") else parse_yaml(text)
-    except NotPlain as exc:
+        doc = parse_config(data.decode("utf-8", "replace"))
+    except ValueError as exc:
         return {"error": "not parsed on the host: %s" % exc}
-    except (ValueError, RecursionError):
-        return {"error": "not parsed on the host: not valid JSON or YAML"}
-    if not isinstance(doc, dict):
-        return {"error": "not a mapping of settings"}
-    kept = dict((str(k)[:200], MASK if SECRET_FLAG.match("--" + str(k)) or SECRET_NAME.search(str(k)) else masked(v))
-                for k, v in doc.items() if norm_key(k) in known)
+    kept = mask_value(dict((k, v) for k, v in doc.items() if norm_key(k) in known))
     return {"text": json.dumps(kept), "dropped": len(doc) - len(kept), "truncated": False}
 
 
@@ -259,25 +89,12 @@ def version_of(engine, exe, pythonpath):
         return None
     dirs = [p for p in (pythonpath or "").split(":") if p]
     if exe:
-        prefix = os.path.dirname(os.path.dirname(exe))
-        lib = os.path.join(prefix, "lib")
-        try:
-            for d in sorted(os.listdir(lib)):
-                if d.startswith("python"):
-                    dirs.append(os.path.join(lib, d, "site-packages"))
-                    dirs.append(os.path.join(lib, d, "dist-packages"))
-        except OSError:
-            pass
-    for d in dirs:
-        try:
-            names = os.listdir(d)
-        except OSError:
-            continue
-        for n in names:
-            m = re.match(r"^" + pkg + r"-([^-]+)\.dist-info$", n)
-            if m:
-                return m.group(1)
-    return None
+        lib = os.path.join(os.path.dirname(os.path.dirname(exe)), "lib")
+        for d in listdir(lib):
+            if d.startswith("python"):
+                dirs += [os.path.join(lib, d, "site-packages"), os.path.join(lib, d, "dist-packages")]
+    found = distributions(dirs, wanted=(dist_key(pkg),)).get(dist_key(pkg))
+    return found["version"] if found else None
 
 
 def model_arg(engine, argv):
@@ -305,18 +122,13 @@ def scan(params):
     for pid in pids:
         if int(pid) == os.getpid():
             continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-        except OSError:
-            continue
+        argv = proc_argv(pid)
         engine = engine_of(argv) if argv else None
         if engine is None:
             continue
         env, tag, pythonpath, readable = {}, None, None, True
         try:
-            with open("/proc/%s/environ" % pid, "rb") as f:
-                raw = f.read()
+            raw = read_host_file("/proc/%s/environ" % pid, 1 << 20)[0]
         except OSError:
             raw, readable = b"", False
         for item in raw.split(b"\0"):
@@ -350,7 +162,7 @@ def scan(params):
                     p = os.path.join(full, name)
                     if os.path.lexists(p):
                         files[os.path.join(model, name)] = dict(read_config(p, limit, creds, known), role=name)
-        found.append({"pid": int(pid), "ppid": ppid, "engine": engine, "argv": mask(argv)[:400], "env": env,
+        found.append({"pid": int(pid), "ppid": ppid, "engine": engine, "argv": mask_argv(argv)[:400], "env": env,
                       "env_readable": readable, "version": version_of(engine, exe, pythonpath), "files": files})
     pids_found = {p["pid"] for p in found}
     return [p for p in found if p["ppid"] not in pids_found][:8]

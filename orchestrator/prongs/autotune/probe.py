@@ -178,6 +178,7 @@ async def collect_autotune_caches(
         interp = await interpreter.resolve(host, python)
         params = script_params([device_name] if device_name else [], env=interp.server_env,
                                cwds=interp.server_cwds, extra=extra_paths)
+        params["server_pids"] = interp.server_pids
         data = await run_script(host, interp.path, "caches", interp.script_params(params), timeout_s=120,
                                 isolated=True)
     except ProbeUnavailable as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orchestrator.knowledge.workloads import engine_of
 from orchestrator.prongs.node_health.kernel_log import worst
 from orchestrator.prongs.node_health.models import FactValue, GpuHealth, NodeHealth
 from orchestrator.prongs.node_health.smi import GEN_OF_SPEED, same_pci
@@ -113,10 +114,17 @@ def gpu_facts(node: NodeHealth, g: GpuHealth, serving_pids: set[int] | None) -> 
             break
     # processes
     f[p + "processes.count"] = len(g.processes)
-    if serving_pids is not None:
-        others = [x for x in g.processes if x.pid not in serving_pids]
-    else:  # nothing identified as the engine: more than one process on one GPU is the contention
-        others = g.processes[1:]
+    # a process named as an engine's or a framework's, or in another PID namespace (nvidia-smi lists host PIDs a
+    # container cannot see), is the deployment's own: only a visible process nothing names can be another tenant, and
+    # it shares a serving GPU only beside one of the deployment's processes (a GPU it holds alone is another matter)
+    by_pid = {sp.pid: sp for sp in node.processes}
+    unnamed = [x for x in g.processes if x.pid not in (serving_pids or ())
+               and engine_of(x.name, by_pid[x.pid].comm if x.pid in by_pid else None) is None
+               and x.pid in by_pid and by_pid[x.pid].visible]
+    if len(unnamed) < len(g.processes):
+        others = unnamed
+    else:  # nothing of the deployment on this GPU: more than one such process on it is the contention
+        others = unnamed[1:] if serving_pids is None else []
     f[p + "processes.other_count"] = len(others)
     if others:
         f[p + "processes.other_names"] = ", ".join(f"{x.name or '?'} (pid {x.pid}, {x.used_memory_mib or 0:g} MiB)"
@@ -203,6 +211,7 @@ def node_facts(node: NodeHealth) -> dict[str, FactValue]:
         return {}
     facts: dict[str, FactValue] = {}
     serving = {p.pid for p in node.processes if p.kind}
+    serving |= {x.pid for g in node.gpus for x in g.processes if engine_of(x.name) is not None}
     serving_pids = serving or None
     for g in node.gpus:
         facts.update(gpu_facts(node, g, serving_pids))

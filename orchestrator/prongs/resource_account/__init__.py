@@ -12,5 +12,6 @@ PRONG = Prong(
     rules=("orchestrator.prongs.resource_account.rules:resource_account",
            "orchestrator.prongs.resource_account.load_rules:load_runs",
            "orchestrator.prongs.resource_account.fit_rules:what_fits",
-           "orchestrator.prongs.resource_account.engine_work_rules:engine_work"),
+           "orchestrator.prongs.resource_account.engine_work_rules:engine_work",
+           "orchestrator.analysis.bench_rules:bench_without_gpu"),
 )

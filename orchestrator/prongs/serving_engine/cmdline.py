@@ -1,11 +1,11 @@
 """An engine's command line (and the config file it names) -> its EFFECTIVE configuration, with where each value
 came from: the flag as given, the config file, or the engine's default (with the source file that sets it).
 
-Flag names are the engines' own:
-- vLLM: vllm/engine/arg_utils.py (EngineArgs.add_cli_args; defaults of get_batch_defaults: >= 70 GiB non-A100 GPUs
-  8192 batched tokens / 1024 seqs for the API server, else 2048 / 256), vllm/config/*.py.
-- SGLang: python/sglang/srt/server_args.py (ServerArgs; port 30000, schedule_policy "fcfs", max_prefill_tokens 16384,
-  radix cache and CUDA graphs on unless disabled).
+Flag names are the engines' own. Defaults come from the harvested settings (knowledge/settings, per release: the
+fields' own defaults, and for vLLM the batch tiers of get_batch_defaults and the CUDA-graph cap of
+_set_cudagraph_sizes, `computed` in vllm.json); a default is written here only where the data holds none.
+- vLLM: vllm/engine/arg_utils.py (EngineArgs.add_cli_args), vllm/config/*.py.
+- SGLang: python/sglang/srt/server_args.py and arg_groups/fields/*.py (ServerArgs).
 - TensorRT-LLM: tensorrt_llm/commands/serve.py (click options: kv_cache_free_gpu_memory_fraction 0.9,
   max_batch_size 2048, max_num_tokens 8192) and the --extra_llm_api_options / --config YAML (llmapi/llm_args.py:
   cuda_graph_config, kv_cache_config, scheduler_config.capacity_scheduler_policy default GUARANTEED_NO_EVICT).
@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 
+from orchestrator import knowledge
+from orchestrator.knowledge import settings as kb
 from orchestrator.prongs.serving_engine.models import EngineName
 
 VLLM_ARGS = "https://github.com/vllm-project/vllm/blob/main/vllm/engine/arg_utils.py"
@@ -421,38 +423,146 @@ def _default(value: Any, where: str) -> Setting:
     return Setting(value, f"default ({where})", default=True)
 
 
-def _big_gpu(gpu_name: str | None, gpu_mem_mib: float | None) -> bool | None:
-    if gpu_mem_mib is None:
+HARVESTED: dict[str, dict[str, str]] = {
+    "vllm": {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
+             "enforce_eager": "enforce_eager", "gpu_memory_utilization": "gpu_memory_utilization",
+             "kv_cache_dtype": "kv_cache_dtype", "scheduler_policy": "scheduling_policy"},
+    "sglang": {"tp": "tp_size", "pp": "pp_size", "dp": "dp_size", "ep": "ep_size", "torch_compile": "enable_torch_compile",
+               "kv_cache_dtype": "kv_cache_dtype", "scheduler_policy": "schedule_policy",
+               "max_num_batched_tokens": "max_prefill_tokens", "metrics_enabled": "enable_metrics",
+               "quantization": "quantization"},
+    "sglang_not": {"cuda_graphs": "disable_cuda_graph", "prefix_caching": "disable_radix_cache"},
+    "tgi": {"max_num_seqs": "max_concurrent_requests"},
+}
+"""The effective-config settings whose defaults come from the harvested knowledge base (knowledge/settings), per
+engine: setting -> the engine's own field name (`sglang_not`: the field is the negation, disable_*)."""
+
+
+def _harvested(project: str, field: str, version: str | None) -> Setting | None:
+    """The default of `field` at `version`, from knowledge/settings (harvested from the release's own definitions);
+    None where the data has no literal default (computed at start-up)."""
+    docs = [d for d in kb.find(field, project) if d.kind in ("cli", "config")]
+    if not docs:
         return None
-    return gpu_mem_mib >= 70 * 1024 and "a100" not in (gpu_name or "").lower()
+    value, at = kb.default_at(docs[0], version)
+    if kb.is_computed(value):
+        return None
+    if isinstance(value, str) and value.isdigit():  # clap's default_value strings (TGI)
+        value = int(value)
+    label = kb.project_data(project).get("label", project)
+    return _default(value, f"{docs[0].source}, {label} {at or 'harvested'}")
+
+
+def _harvested_defaults(s: dict[str, Setting], project: str, version: str | None) -> None:
+    for setting, field in HARVESTED.get(project, {}).items():
+        if setting not in s:
+            d = _harvested(project, field, version)
+            if d is not None and (d.value is not None or setting in ("attention_backend", "quantization")):
+                s[setting] = d
+    for setting, field in HARVESTED.get(project + "_not", {}).items():
+        if setting not in s:
+            d = _harvested(project, field, version)
+            if d is not None and isinstance(d.value, bool):
+                s[setting] = Setting(not d.value, d.source, default=True)
+
+
+def _tier_holds(when: dict[str, Any], gpu_name: str | None, gpu_mem_mib: float, cc: str | None) -> bool | None:
+    if when.get("unparsed"):
+        return None
+    if "min_gib" in when and gpu_mem_mib < when["min_gib"] * 1024:
+        return False
+    if any(n in (gpu_name or "").lower() for n in when.get("not_names", [])):
+        return False
+    if when.get("not_ccs"):
+        if cc is None:
+            return None
+        if cc in when["not_ccs"]:
+            return False
+    if "cc_major" in when:
+        if cc is None:
+            return None
+        if int(float(cc)) != when["cc_major"]:
+            return False
+    return True
+
+
+def _gpu_cc(gpu_name: str | None) -> str | None:
+    spec = knowledge.gpu_spec(gpu_name) if gpu_name else None
+    return str(spec.cc) if spec is not None and getattr(spec, "cc", None) else None
+
+
+def _vllm_batch_defaults(s: dict[str, Setting], gpu_name: str | None, gpu_mem_mib: float | None,
+                         version: str | None) -> None:
+    """max_num_batched_tokens / max_num_seqs of the API server, from the tiers vLLM's get_batch_defaults uses at
+    this version (harvested: vllm.json `computed`)."""
+    if gpu_mem_mib is None:
+        return
+    computed, at = kb.computed_defaults("vllm", version)
+    bd = computed.get("batch_defaults")
+    if not bd:
+        return
+    cc = _gpu_cc(gpu_name)
+    for i, tier in enumerate(bd["tiers"]):
+        holds = _tier_holds(tier["when"], gpu_name, gpu_mem_mib, cc)
+        if holds is None:
+            return  # a condition the harvest could not read, or a GPU whose CC is unknown: no default claimed
+        if holds:
+            where = (f"get_batch_defaults tier {i + 1} of {len(bd['tiers'])} ({_tier_words(tier['when'])}), API "
+                     f"server, {bd['source']} at vLLM {at}")
+            for name in ("max_num_batched_tokens", "max_num_seqs"):
+                if tier.get(name) is not None:
+                    s.setdefault(name, _default(tier[name], where))
+            return
+
+
+def _tier_words(when: dict[str, Any]) -> str:
+    words = [f"GPU >= {when['min_gib']} GiB"] if "min_gib" in when else []
+    words += [f"not {n.upper()}" for n in when.get("not_names", [])] + [f"not CC {c}" for c in when.get("not_ccs", [])]
+    return ", ".join(words) or "any other GPU"
+
+
+def _vllm_cudagraph_default(s: dict[str, Setting], gpu_name: str | None, version: str | None) -> None:
+    """The largest CUDA-graph capture size vLLM picks when none is given (harvested from _set_cudagraph_sizes)."""
+    computed, at = kb.computed_defaults("vllm", version)
+    cg = computed.get("cudagraph_max")
+    seqs = s.get("max_num_seqs")
+    if not cg or not (seqs and isinstance(seqs.value, int)):
+        return
+    cc = _gpu_cc(gpu_name)
+    cap = None
+    for c in cg["caps"]:
+        holds = _tier_holds(c["when"], gpu_name, float("inf"), cc)
+        if holds is None:
+            return
+        if holds:
+            cap = c["value"]
+            break
+    if cap is None:
+        return
+    value = min(seqs.value * cg["factor"], cap)  # decode_query_len 1 (no speculative decoding)
+    how = f"min({cg['factor']} x max_num_seqs, {cap})"
+    tokens = s.get("max_num_batched_tokens")
+    if cg.get("min_batched_tokens") and tokens and isinstance(tokens.value, int):
+        value, how = min(value, tokens.value), f"min(max_num_batched_tokens, {how})"
+    s["cuda_graph_max_bs"] = _default(value, f"{cg['source']} at vLLM {at}: {how}")
 
 
 def _vllm_defaults(s: dict[str, Setting], env: dict[str, str], gpu_name: str | None, gpu_mem_mib: float | None,
                    version: str | None) -> None:
-    src = "vLLM V1, vllm/engine/arg_utils.py"
-    s.setdefault("tp", _default(1, src))
-    s.setdefault("pp", _default(1, src))
-    s.setdefault("dp", _default(1, src))
-    s.setdefault("enforce_eager", _default(False, src))
-    s.setdefault("gpu_memory_utilization", _default(0.9, "vllm/config/cache.py"))
-    s.setdefault("kv_cache_dtype", _default("auto", "vllm/config/cache.py: the model's dtype"))
-    s.setdefault("block_size", _default(16, "vllm/config/cache.py on CUDA"))
+    _harvested_defaults(s, "vllm", version)
+    s.setdefault("block_size", _default(16, "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE; the attention "
+                                            "backend may prefer another (platforms/interface.py)"))
     s.setdefault("chunked_prefill", _default(True, "always on in the V1 engine"))
     s.setdefault("prefix_caching", _default(True, "on by default in the V1 engine"))
-    s.setdefault("scheduler_policy", _default("fcfs", "vllm/config/scheduler.py"))
-    big = _big_gpu(gpu_name, gpu_mem_mib)
-    if big is not None:
-        where = ("get_batch_defaults: GPU >= 70 GiB and not A100, API server" if big
-                 else "get_batch_defaults: GPU < 70 GiB or A100, API server")
-        s.setdefault("max_num_batched_tokens", _default(8192 if big else 2048, where))
-        s.setdefault("max_num_seqs", _default(1024 if big else 256, where))
+    _vllm_batch_defaults(s, gpu_name, gpu_mem_mib, version)
     # Expert parallelism: --enable-expert-parallel puts the experts on TP x DP ranks.
     ep_on = s.get("expert_parallel")
-    tp, dp = s["tp"].value or 1, s["dp"].value or 1
+    tp = s["tp"].value if s.get("tp") and isinstance(s["tp"].value, int) else 1
+    dp = s["dp"].value if s.get("dp") and isinstance(s["dp"].value, int) else 1
     if ep_on is not None and ep_on.value:
         s["ep"] = Setting(tp * dp, f"{ep_on.source}: EP = TP x DP = {tp * dp}")
     else:
-        s.setdefault("ep", _default(1, src + ": expert parallelism off"))
+        s.setdefault("ep", _default(1, "vllm/engine/arg_utils.py: expert parallelism off"))
     # CUDA graphs: enforce_eager, or compilation_config cudagraph_mode NONE, turns them off.
     cc = s.get("compilation_config")
     cc_val: dict[str, Any] = {}
@@ -460,7 +570,7 @@ def _vllm_defaults(s: dict[str, Setting], env: dict[str, str], gpu_name: str | N
     if cc is not None and isinstance(cc.value, dict):
         cc_val, cc_src = cc.value, cc.source
     mode = str(cc_val.get("cudagraph_mode", "")).upper()
-    if s["enforce_eager"].value:
+    if s.get("enforce_eager") and s["enforce_eager"].value:
         s["cuda_graphs"] = Setting(False, s["enforce_eager"].source)
     elif mode == "NONE":
         s["cuda_graphs"] = Setting(False, f"{cc_src}: cudagraph_mode NONE")
@@ -478,23 +588,17 @@ def _vllm_defaults(s: dict[str, Setting], env: dict[str, str], gpu_name: str | N
             elif s.get("max_cudagraph_capture_size"):
                 s["cuda_graph_max_bs"] = s["max_cudagraph_capture_size"]
             else:
-                seqs = s.get("max_num_seqs")
-                cap = min(512, 2 * seqs.value) if seqs and isinstance(seqs.value, int) else 512
-                s["cuda_graph_max_bs"] = _default(cap, "vllm/config/compilation.py: min(2 x max_num_seqs, 512)")
+                _vllm_cudagraph_default(s, gpu_name, version)
     if "attention_backend" not in s and env.get("VLLM_ATTENTION_BACKEND"):
         s["attention_backend"] = Setting(env["VLLM_ATTENTION_BACKEND"], "env VLLM_ATTENTION_BACKEND")
     s.setdefault("attention_backend", _default("auto", "chosen by vllm/platforms/cuda.py for the GPU, dtype, head size"))
     s.setdefault("quantization", _default(None, "from the checkpoint's config"))
 
 
-def _sglang_defaults(s: dict[str, Setting], env: dict[str, str]) -> None:
+def _sglang_defaults(s: dict[str, Setting], env: dict[str, str], version: str | None = None) -> None:
     src = "python/sglang/srt/server_args.py"
-    for k, v in (("tp", 1), ("pp", 1), ("dp", 1), ("cuda_graphs", True), ("prefix_caching", True),
-                 ("torch_compile", False), ("kv_cache_dtype", "auto"), ("scheduler_policy", "fcfs"),
-                 ("max_num_batched_tokens", 16384), ("attention_backend", "auto"), ("quantization", None),
-                 ("metrics_enabled", False)):
-        s.setdefault(k, _default(v, src))
-    s.setdefault("ep", _default(1, src))
+    _harvested_defaults(s, "sglang", version)
+    s.setdefault("attention_backend", _default("auto", src + ": attention_backend None, chosen at start-up"))
     cps = s.get("chunked_prefill_size")
     if cps is not None and isinstance(cps.value, int):
         s["chunked_prefill"] = Setting(cps.value > 0, cps.source + (" (-1 disables)" if cps.value <= 0 else ""))
@@ -502,7 +606,9 @@ def _sglang_defaults(s: dict[str, Setting], env: dict[str, str]) -> None:
         s.setdefault("chunked_prefill", _default(True, src + ": chunked_prefill_size chosen by GPU memory"))
     s.setdefault("gpu_memory_utilization", _default(None, src + ": mem_fraction_static chosen by GPU memory and TP"))
     s.setdefault("max_num_seqs", _default(None, src + ": max_running_requests from the KV pool"))
-    s["enforce_eager"] = Setting(not s["cuda_graphs"].value, s["cuda_graphs"].source, s["cuda_graphs"].default)
+    graphs = s.get("cuda_graphs")
+    if graphs is not None:
+        s["enforce_eager"] = Setting(not graphs.value, graphs.source, graphs.default)
 
 
 def _trtllm_defaults(s: dict[str, Setting]) -> None:
@@ -521,13 +627,13 @@ def _trtllm_defaults(s: dict[str, Setting]) -> None:
         s["enforce_eager"] = Setting(not s["cuda_graphs"].value, s["cuda_graphs"].source)
 
 
-def _tgi_defaults(s: dict[str, Setting], env: dict[str, str]) -> None:
+def _tgi_defaults(s: dict[str, Setting], env: dict[str, str], version: str | None = None) -> None:
     for name, setting in TGI_ENV.items():
         if setting not in s and env.get(name):
             s[setting] = Setting(_convert("int", env[name]) if setting in ("tp", "max_num_seqs",
                                  "max_num_batched_tokens", "max_total_tokens") else env[name], f"env {name}")
     s.setdefault("tp", _default(None, TGI_LAUNCHER + ": all visible GPUs when --num-shard is unset"))
-    s.setdefault("max_num_seqs", _default(128, "launcher/src/main.rs max_concurrent_requests"))
+    _harvested_defaults(s, "tgi", version)
     sizes = s.get("cuda_graph_sizes")
     if sizes is not None:
         vals = [v for v in (sizes.value or []) if isinstance(v, int) and v > 0]
@@ -572,9 +678,9 @@ def effective_config(kind: str, argv: list[str], *, env: dict[str, str] | None =
     model = named.value if named else positional
     defaults: dict[str, Callable[[], None]] = {
         "vllm": lambda: _vllm_defaults(settings, env, gpu_name, gpu_mem_mib, version),
-        "sglang": lambda: _sglang_defaults(settings, env),
+        "sglang": lambda: _sglang_defaults(settings, env, version),
         "trtllm": lambda: _trtllm_defaults(settings),
-        "tgi": lambda: _tgi_defaults(settings, env),
+        "tgi": lambda: _tgi_defaults(settings, env, version),
     }
     defaults[kind]()
     return settings, model

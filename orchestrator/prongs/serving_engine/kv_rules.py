@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 
 GIB = 2**30
 FEWER = 0.9
+ASSUMED_MEMORY_FRACTION = 0.9
+"""A heuristic, used only where the engine's effective configuration has no memory fraction (SGLang computes
+mem_fraction_static from the GPU's memory and TP; no engine seen). An engine whose default the harvested settings
+hold (vLLM's gpu_memory_utilization, 0.92 in 0.26.0-0.33.0) gets it from the engine probe (prongs/serving_engine/cmdline.py),
+never from here."""
 """The KV cache holding fewer than this share of the offered concurrency: requests wait for KV blocks."""
 NOT_APPLIED = 1.6
 """Weights' measured memory at least this many times their bytes at the intended (sub-16-bit) dtype: not applied."""
@@ -279,13 +284,14 @@ def _kv(v: "EvidenceView", fi: FitInputs) -> list[Finding]:
     elif per_tok and fi.params:
         util = e.value("gpu_memory_utilization") if e else None
         weights = (log.weights_gib * GIB if log and log.weights_gib else fi.weights_per_gpu()) or 0.0
-        frac = float(util) if isinstance(util, (int, float)) else 0.9
+        frac = float(util) if isinstance(util, (int, float)) else ASSUMED_MEMORY_FRACTION
+        assumed = "" if isinstance(util, (int, float)) else " (an assumed fraction: the engine sizes its own)"
         if e and e.name == "trtllm":
             left = (fi.gpu_mem - weights) * frac
-            how = f"({fi.gpu_mem / GIB:,.1f} GiB - {weights / GIB:,.1f} GiB of weights) x {frac:g}"
+            how = f"({fi.gpu_mem / GIB:,.1f} GiB - {weights / GIB:,.1f} GiB of weights) x {frac:g}{assumed}"
         else:
             left = fi.gpu_mem * frac - weights
-            how = f"{fi.gpu_mem / GIB:,.1f} GiB x {frac:g} - {weights / GIB:,.1f} GiB of weights"
+            how = f"{fi.gpu_mem / GIB:,.1f} GiB x {frac:g}{assumed} - {weights / GIB:,.1f} GiB of weights"
         if left <= 0:
             pool = 0.0
         else:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import functools
 import json
 import posixpath
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import yaml
 from pydantic import BaseModel, Field
@@ -94,9 +96,19 @@ def _flag_value(argv: list[str], flag: str, key: str) -> str | None:
     return None
 
 
-def profiler_dirs(engines: list[EngineInstance]) -> list[tuple[str, str]]:
-    """(directory, where it came from) for each running engine started with a torch profiler directory."""
-    out: list[tuple[str, str]] = []
+class TraceDir(NamedTuple):
+    """A directory to list for traces, where it came from, and the process that named it (None: the user did, with
+    `--trace host:PATH`). A process's directory is listed only if it is that process's user's, and only that user's
+    files in it (scripts/trace_files.py): another user's engine may name root's directory in its environment."""
+
+    dir: str
+    why: str
+    pid: int | None = None
+
+
+def profiler_dirs(engines: list[EngineInstance]) -> list[TraceDir]:
+    """(directory, where it came from, pid) for each running engine started with a torch profiler directory."""
+    out: list[TraceDir] = []
     for e in engines:
         if e.origin != "process":
             continue
@@ -110,9 +122,24 @@ def profiler_dirs(engines: list[EngineInstance]) -> list[tuple[str, str]]:
             elif "flag" in src:
                 d = _flag_value(argv, src["flag"], src["key"])
                 why = f"{src['flag']} {src['key']} of {e.where or e.name}"
-            if d and "://" not in d and all(d != x for x, _ in out):
-                out.append((d, why))
+            if d and "://" not in d and all(d != x.dir for x in out):
+                out.append(TraceDir(d, why, e.pid))
     return out
+
+
+def copy_error(message: str, found: Sequence[HostTraces | None]) -> str:
+    """A trace reader's error about a copy from the host, as the tool may say it: naming the host's file, not the
+    removed copy, and without the parser's quote of the file (yajl's message goes on with the text around the fault,
+    and the file may be another user's); a message about no copy is kept whole."""
+    hit = False
+    for f in found:
+        for t in (f.traces if f else []):
+            if t.local and t.local in message:
+                message, hit = message.replace(t.local, f"{f.host}:{t.path}" if f else t.path), True
+    if not hit or "\n" not in message:
+        return message
+    first = message.split("\n", 1)[0].rstrip()
+    return first + ")" * (first.count("(") - first.count(")")) + " (the parser's quote of the file left out)"
 
 
 def _refused(path: str) -> str | None:
@@ -127,21 +154,24 @@ def _rank(name: str) -> int | None:
     return rank_from_name(name)
 
 
-async def fetch(host: Host, dirs: list[tuple[str, str]], dest: Path, *, budget_bytes: int = BUDGET_BYTES,
-                python: str = "python3") -> HostTraces:
+async def fetch(host: Host, dirs: Sequence[tuple[str, str] | TraceDir], dest: Path, *,
+                budget_bytes: int = BUDGET_BYTES, python: str = "python3") -> HostTraces:
     """List the trace files in `dirs` on the host (a path that is a file is taken as it is), keep the newest per
     rank, and copy those into `dest` within the byte budget."""
     out = HostTraces(host=host.name, budget_bytes=budget_bytes)
     listed: list[HostTrace] = []
-    to_list: list[str] = []
-    for d, why in dirs:
+    to_list: list[dict[str, Any]] = []
+    named_by: dict[str, int | None] = {}
+    for item in dirs:
+        d, why, pid = TraceDir(*item)
         d = posixpath.normpath(d)
         bad = _refused(d)
         if bad:
             out.errors.append(f"{d} ({why}) not read: {bad}")
             continue
         out.dirs.append(f"{d} ({why})")
-        to_list.append(d)
+        to_list.append({"dir": d, "pid": pid} if pid is not None else {"dir": d})
+        named_by[d] = pid
     if to_list:
         try:
             res = await runner.run_script(host, python, "trace_files", {"dirs": to_list, "suffixes": list(TRACE_SUFFIXES),
@@ -153,7 +183,7 @@ async def fetch(host: Host, dirs: list[tuple[str, str]], dest: Path, *, budget_b
             if entry.get("error"):
                 # a file named directly: list its directory and keep that file only
                 parent = posixpath.dirname(entry["dir"])
-                one = await _one_file(host, python, entry["dir"], parent)
+                one = await _one_file(host, python, entry["dir"], parent, named_by.get(entry["dir"]))
                 if one is None:
                     out.errors.append(f"{entry['dir']}: {entry['error']}")
                 else:
@@ -202,11 +232,12 @@ async def fetch(host: Host, dirs: list[tuple[str, str]], dest: Path, *, budget_b
     return out
 
 
-async def _one_file(host: Host, python: str, path: str, parent: str) -> HostTrace | None:
+async def _one_file(host: Host, python: str, path: str, parent: str, pid: int | None) -> HostTrace | None:
     if not path.endswith(TRACE_SUFFIXES) or _refused(parent):
         return None
+    listed = {"dir": parent, "pid": pid} if pid is not None else parent
     try:
-        res = await runner.run_script(host, python, "trace_files", {"dirs": [parent], "suffixes": [posixpath.basename(path)],
+        res = await runner.run_script(host, python, "trace_files", {"dirs": [listed], "suffixes": [posixpath.basename(path)],
                                                                      "max_files": 1}, isolated=True)
     except runner.ProbeUnavailable:
         return None

@@ -1,0 +1,116 @@
+"""One masker of command lines and values on the host (the prelude's mask_argv, SECRET_VALUE), used by every probe
+that returns a process's command line or environment (engine, settings, discover, node): argparse abbreviations of
+secret options (`--api-k`), other programs' password options (`redis-cli -a`, openssl's `pass:`, `mysql -pX`), and a
+URL whose userinfo is a bare token (`https://TOKEN@proxy`) are masked before anything leaves the host."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from orchestrator.hosts.ssh import SshHost
+from orchestrator.probes import scripts
+from orchestrator.prongs.serving_engine.probe import collect_engine_report
+from orchestrator.probes.interpreter import discover
+from orchestrator.prongs.node_health.probe import collect_node_health
+from orchestrator.prongs.settings_audit.probe import collect_settings
+from orchestrator.settings import Settings
+from security_corpus import HOST_ARGV_SAMPLES, HOST_ENV_SAMPLES
+
+M = "<redacted on host>"
+
+
+def _ns(*parts: str) -> dict:
+    ns: dict = {"__name__": "probe"}
+    exec(compile("\n".join(parts), "<prelude>", "exec"), ns)
+    return ns
+
+
+PRELUDE = _ns(scripts.prelude(), scripts.environ())
+
+
+@pytest.mark.parametrize("argv, want", [
+    (["vllm", "serve", "m", "--api-k", "S1"], ["vllm", "serve", "m", "--api-k", M]),  # argparse takes a prefix
+    (["vllm", "serve", "m", "--api-ke=S2"], ["vllm", "serve", "m", "--api-ke=" + M]),
+    (["x", "--hf-tok", "S3", "--admin-api-k", "S4"], ["x", "--hf-tok", M, "--admin-api-k", M]),
+    (["x", "--api-key", "S5", "--db-password=S6"], ["x", "--api-key", M, "--db-password=" + M]),
+    (["openssl", "rsa", "-in", "k.pem", "-passin", "pass:S7"], ["openssl", "rsa", "-in", "k.pem", "-passin", "pass:" + M]),
+    (["redis-cli", "-h", "cache", "-a", "S8", "ping"], ["redis-cli", "-h", "cache", "-a", M, "ping"]),
+    (["/usr/bin/mysql", "-u", "root", "-pS9", "db"], ["/usr/bin/mysql", "-u", "root", "-p" + M, "db"]),
+    (["sshpass", "-p", "S10", "ssh", "h"], ["sshpass", "-p", M, "ssh", "h"]),
+    (["env", "HF_TOKEN=S11", "DB_PASS=S12", "vllm"], ["env", "HF_TOKEN=" + M, "DB_PASS=" + M, "vllm"]),
+    (["x", "--endpoint", "https://BareTok13@api.internal/v1"], ["x", "--endpoint", M]),
+    (["x", "--endpoint=https://BareTok14@api.internal/v1"], ["x", "--endpoint=" + M]),
+    (["x", "--proxy", "http://u:S15@proxy:3128"], ["x", "--proxy", M]),
+])
+def test_secrets_in_a_command_line_are_masked_on_the_host(argv, want):
+    assert PRELUDE["mask_argv"](argv) == want
+
+
+@pytest.mark.parametrize("shape, argv, secret", HOST_ARGV_SAMPLES, ids=[s[0] for s in HOST_ARGV_SAMPLES])
+def test_the_corpus_command_lines_leave_no_secret(shape, argv, secret):
+    masked = PRELUDE["mask_argv"](argv)
+    assert secret not in " ".join(masked) and len(masked) == len(argv), masked
+
+
+@pytest.mark.parametrize("shape, name, value, secret", HOST_ENV_SAMPLES, ids=[s[1] for s in HOST_ENV_SAMPLES])
+def test_the_corpus_environment_values_stay_on_the_host(shape, name, value, secret):
+    settings = _ns(scripts.load("settings").rsplit("\nmain()", 1)[0])
+    assert not PRELUDE["keep_env"](name, value) and not settings["keep"](name, value, {name})
+
+
+def test_ordinary_settings_keep_their_values():
+    argv = ["vllm", "serve", "m", "--top-k", "50", "--min-p", "0.1", "--typical-p", "0.9", "--cache-type-k", "q8_0",
+            "--tokenizer", "t", "--port", "8000", "--max-num-batched-tokens", "8192", "--kv-cache-dtype", "fp8",
+            "-a", "x", "-p", "8000", "git+https://github.com/org/repo@v1.0", "--model=/models/x", "--tp", "8"]
+    assert PRELUDE["mask_argv"](argv) == argv
+
+
+@pytest.mark.parametrize("value", ["http://ProxyTok@proxy:3128", "https://RteamBareToken0007@api.internal/v1",
+                                   "s3://AKEY:SKEY@bucket", "https://u:p@h/x"])
+def test_any_userinfo_in_a_url_value_keeps_the_variable_on_the_host(value):
+    assert not PRELUDE["keep_env"]("VLLM_ENDPOINT", value)
+    assert PRELUDE["keep_env"]("VLLM_ENDPOINT", "https://api.internal/v1")
+
+
+def test_only_the_prelude_holds_the_secret_patterns_and_the_masker():
+    for name in ("engine", "settings", "discover", "node", "account", "_environ"):
+        own = scripts._read(name)
+        for needle in ("SECRET_FLAG = ", "SECRET_VALUE = ", "SECRET_NAME = ", "MASK = ", "def mask"):
+            assert needle not in own, (name, needle)
+
+
+SECRETS = ["RteamBareToken0007", "ProxyTok99", "ApiAbbrevSecret42", "EqAbbrevSecret43", "ArgvBareToken44"]
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"), reason="needs sshd")
+async def test_no_probe_returns_a_masked_secret_over_ssh(sshd_factory):
+    tag = uuid.uuid4().hex
+    env = {"PATH": "/usr/bin:/bin", "INVESTIGATE_STAGED_TAG": tag,
+           "SGLANG_ENDPOINT": "https://RteamBareToken0007@api.internal/v1", "HTTPS_PROXY": "http://ProxyTok99@proxy:3128",
+           "NCCL_DEBUG": "INFO"}
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "-m",
+                             "vllm.entrypoints.openai.api_server", "--model", "m", "--api-k", "ApiAbbrevSecret42",
+                             "--admin-api-ke=EqAbbrevSecret43", "--endpoint", "https://ArgvBareToken44@api.internal/v1"],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        host = await SshHost(sshd_factory(env={"INVESTIGATE_STAGED_TAG": tag}).target(), Settings()).connect()
+        try:
+            dumps = {"engine": (await collect_engine_report(host, [], metrics=False)).model_dump_json(),
+                     "settings": (await collect_settings(host)).model_dump_json(),
+                     "node": (await collect_node_health(host)).model_dump_json(),
+                     "discover": json.dumps(await discover(host))}
+        finally:
+            await host.aclose()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "--api-k" in dumps["engine"] and "--api-k" in dumps["settings"]  # the process was seen
+    assert "--api-k" in dumps["discover"]
+    for probe, text in dumps.items():
+        assert not [s for s in SECRETS if s in text], (probe, [s for s in SECRETS if s in text])

@@ -74,3 +74,35 @@ def fold(text: str) -> str:
 def strip_hidden(text: str) -> str:
     """`text` without the characters that only hide text (zero-width, soft hyphen, tag characters)."""
     return _HIDDEN.sub("", text) if _HIDDEN.search(text) else text
+
+
+class _Sanitized:
+    """A renderable drawn as another is, its text sanitized (rich's own styles and cursor control are not text)."""
+
+    def __init__(self, renderable):
+        self.renderable = renderable
+
+    def __rich_console__(self, console, options):
+        from rich.segment import Segment
+
+        for seg in console.render(self.renderable, options):
+            if seg.control or not _ANY.search(seg.text):
+                yield seg
+            else:
+                yield Segment(sanitize(seg.text), seg.style)
+
+
+class _SanitizeHook:
+    """A rich render hook (`Console.push_render_hook`): every renderable printed is drawn through `_Sanitized`."""
+
+    def process_renderables(self, renderables):
+        return [_Sanitized(r) for r in renderables]
+
+
+def sanitized(console):
+    """`console` (a rich Console) made unable to pass terminal control through: whatever a renderer prints on it (a
+    table cell holding host text, a title), its text is sanitized after rendering; rich's own styles and cursor
+    control are not text and still work on a terminal. Renderers still scrub what they draw (so that a table is laid
+    out for the text it shows): this is the net under them."""
+    console.push_render_hook(_SanitizeHook())
+    return console

@@ -76,11 +76,14 @@ class Interrupted(Exception):
 def _stdout():
     from rich.console import Console
 
+    from orchestrator.sanitize import sanitized
+
     class Stdout(Console):
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError  # rich would exit 1; main() ends quietly with 0 (the reader stopped, nothing failed)
 
-    return Stdout(file=sys.stdout, soft_wrap=False)
+    # whatever a renderer prints on it, no terminal control from the text reaches the user's terminal
+    return sanitized(Stdout(file=sys.stdout, soft_wrap=False))
 
 
 def _shown(text: object) -> str:

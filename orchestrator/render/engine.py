@@ -210,19 +210,27 @@ def engine_markdown(events: Iterable[Any], diagnosis: Any, esc) -> list[str]:
 
 
 def render_engine_terminal(events: Iterable[Any], console, diagnosis: Any = None) -> None:
-    """The engine configuration tables and latency percentiles vs floor, as rich tables (nothing when none)."""
+    """The engine configuration tables and latency percentiles vs floor, as rich tables (nothing when none).
+
+    What the host said (a model name, a flag's value, an environment variable) is scrubbed: secrets redacted, terminal
+    control removed, rich markup escaped."""
     from rich.markup import escape
     from rich.table import Table
+
+    from orchestrator.redact import scrub_text
+
+    def shown(text: object) -> str:
+        return escape(scrub_text(str(text)))
 
     events = list(events)
     tables = engine_tables(events)
     for t in tables:
-        tab = Table(title=escape(f"{t.label} on {t.host} ({t.where})"), title_justify="left")
+        tab = Table(title=shown(f"{t.label} on {t.host} ({t.where})"), title_justify="left")
         tab.add_column("setting")
         tab.add_column("effective value")
         tab.add_column("from", style="dim", overflow="fold")
         for label, value, source in t.rows:
-            tab.add_row(escape(label), escape(value), escape(source))
+            tab.add_row(shown(label), shown(value), shown(source))
         console.print(tab)
     if diagnosis is None:
         from orchestrator.events import DiagnosisSubmitted
@@ -235,12 +243,12 @@ def render_engine_terminal(events: Iterable[Any], console, diagnosis: Any = None
         except Exception:  # a malformed recorded diagnosis: the percentiles are still shown, without floors
             diagnosis = None
     for c in latency_charts(events, diagnosis):
-        tab = Table(title=escape(f"{c.phase} ({c.metric}), {c.source}"), title_justify="left")
+        tab = Table(title=shown(f"{c.phase} ({c.metric}), {c.source}"), title_justify="left")
         tab.add_column("percentile")
         tab.add_column("ms", justify="right")
         tab.add_column("x roofline floor", justify="right")
         for name, v in c.percentiles:
-            tab.add_row(name, f"{v:,.1f}", f"{v / c.floor_ms:.1f}x" if c.floor_ms else "")
+            tab.add_row(shown(name), f"{v:,.1f}", f"{v / c.floor_ms:.1f}x" if c.floor_ms else "")
         if c.floor_ms:
             tab.add_row("floor", f"{c.floor_ms:,.2f}", "1.0x")
         console.print(tab)

@@ -102,16 +102,24 @@ def settings_markdown(events: Iterable[Any], esc) -> list[str]:
 
 
 def render_settings_terminal(events: Iterable[Any], console) -> None:
-    """The non-default settings tables, as rich tables (nothing when no process was audited)."""
+    """The non-default settings tables, as rich tables (nothing when no process was audited).
+
+    What the host said (argv, environment, config files) is scrubbed: secrets redacted, terminal control removed,
+    rich markup escaped."""
     from rich.markup import escape
     from rich.table import Table
+
+    from orchestrator.redact import scrub_text
+
+    def shown(text: object) -> str:
+        return escape(scrub_text(str(text)))
 
     for t in settings_tables(events):
         if not t.rows:
             continue
-        tab = Table(title=escape(f"Non-default settings: {t.label} pid {t.pid} on {t.host}"), title_justify="left")
+        tab = Table(title=shown(f"Non-default settings: {t.label} pid {t.pid} on {t.host}"), title_justify="left")
         for c in COLUMNS[:5]:
             tab.add_column(c, overflow="fold")
         for row in t.rows:
-            tab.add_row(*(escape(x) for x in row[:5]))
+            tab.add_row(*(shown(x) for x in row[:5]))
         console.print(tab)

@@ -163,10 +163,11 @@ def render_references(gpu: str, model: str, dtype: str | None = None, isl: int |
                       osl: int | None = None, concurrency: int | None = None) -> str:
     """`investigate reference`: the published figures nearest to a setup, each with its differences and source."""
     from orchestrator.analysis.references import rows_table
+    from orchestrator.sanitize import sanitize
 
     spec, lookup, note = reference_lookup(gpu, model, dtype, isl, osl, concurrency)
     if not lookup.matches:
-        return f"{note}{spec.name} / {model}: {lookup.why_none}.\n"
+        return sanitize(f"{note}{spec.name} / {model}: {lookup.why_none}.\n")  # the user's words: no terminal control
     lines = [f"{note}Published output throughput for {spec.name} / {lookup.model_id}"
              f"{f' ({dtype})' if dtype else ''}, nearest first (tok/s per GPU; input tokens not counted):", ""]
     for row in rows_table(lookup):
@@ -180,7 +181,7 @@ def render_references(gpu: str, model: str, dtype: str | None = None, isl: int |
     methods = {r["source"]: r["method"] for r in rows_table(lookup)}
     lines.append("")
     lines += [f"  {sid}: {m}" for sid, m in methods.items() if m]
-    return "\n".join(lines) + "\n"
+    return sanitize("\n".join(lines) + "\n")  # the user's model name is echoed: no terminal control
 
 
 def reference_lookup(gpu: str, model: str, dtype: str | None = None, isl: int | None = None, osl: int | None = None,

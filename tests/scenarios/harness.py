@@ -34,7 +34,21 @@ from support.stagers import stage
 
 ROOT = Path(__file__).resolve().parent
 CLASSES = ("kernel", "autotune", "workload", "node", "interconnect", "engine", "jit-cache", "healthy", "account",
-           "heldout", "settings")
+           "heldout", "settings", "residual", "residual-blind")
+
+RESIDUAL_CLASSES = ("residual", "residual-blind")
+"""Cases written before the mechanism that reconciles the request account (issue 40) exists: not run by default (CI's
+time budget), run as expected failures with INVESTIGATE_RESIDUAL=1 and as ordinary tests that must pass with
+INVESTIGATE_RESIDUAL_STRICT=1 (README.md, "Residual cases")."""
+
+
+def residual_mode() -> str:
+    """How the residual classes run: `strict` (must pass), `xfail` (run, failures expected) or `off` (skipped)."""
+    if os.environ.get("INVESTIGATE_RESIDUAL_STRICT", "") not in ("", "0"):
+        return "strict"
+    if os.environ.get("INVESTIGATE_RESIDUAL", "") not in ("", "0"):
+        return "xfail"
+    return "off"
 
 
 class Expect(BaseModel):
@@ -78,6 +92,9 @@ class Case(BaseModel):
     scorecard counts ranked causes that cannot explain it."""
     stage: dict[str, Any] = Field(default_factory=dict)
     observations: dict[str, Any] | None = None
+    bench: list[str] = Field(default_factory=list)
+    """Benchmark result files of the case directory, read as `--bench FILE` reads them (orchestrator.benchresults)
+    and added to the observations' runs after those given inline."""
     measure: bool = False
     """Run with --measure (the GEMM and all-reduce probes; on a host without a GPU they say why not)."""
     measure_wait_s: float = 0.0
@@ -350,8 +367,20 @@ def _dump(case: Case, result: InvestigationResult, echoed: list[str]) -> None:
     (Path(out) / f"{case.class_}__{case.id}.json").write_text(json.dumps(doc))
 
 
+def observations_of(case: Case, case_dir: Path) -> dict[str, Any] | None:
+    """The case's observations with its `bench:` files' runs added, as the CLI's `--bench` adds them."""
+    if not case.bench:
+        return case.observations
+    from orchestrator.benchresults import load_bench
+
+    obs = Observations.model_validate(case.observations or {})
+    obs.bench = [*obs.bench, *(r for name in case.bench for r in load_bench(case_dir / name))]
+    return obs.model_dump(exclude_none=True, exclude_defaults=True)
+
+
 async def run_case(path: Path, tmp: Path) -> CaseOutcome:
     case = load_case(path)
+    case.observations = observations_of(case, path.parent)  # what the run and every check see, bench files included
     ctx = stage(path.parent, tmp, case.stage)
     try:
         sshd = start_sshd(tmp, env=ctx.env)

@@ -9,12 +9,27 @@ import os
 import shutil
 
 import pytest
-from harness import discover, failed_outcome, run_case
+from harness import RESIDUAL_CLASSES, discover, failed_outcome, residual_mode, run_case
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
                                                    reason="OpenSSH sshd not installed")]
 
-CASES = discover()
+
+def _marked(path):
+    """A residual-class case as its mode says (harness.residual_mode): skipped, an expected failure, or plain."""
+    if path.parent.parent.name not in RESIDUAL_CLASSES:
+        return path
+    mode = residual_mode()
+    if mode == "off":
+        return pytest.param(path, marks=pytest.mark.skip(
+            reason="residual cases run with INVESTIGATE_RESIDUAL=1 (expected failures) or INVESTIGATE_RESIDUAL_STRICT=1"))
+    if mode == "xfail":
+        return pytest.param(path, marks=pytest.mark.xfail(
+            strict=False, reason="the request account's mechanism (issue 40) has not landed"))
+    return path
+
+
+CASES = [_marked(p) for p in discover()]
 SCORE = "scenario"
 """The user property each case's report carries for the scorecard (tests/support/scorecard.py): its class, id, whether
 it passed, its off-symptom causes, and its ranked causes now and as recorded in ranked.json. A report property, not a module list, so the scorecard also adds up the cases

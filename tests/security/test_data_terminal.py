@@ -129,3 +129,105 @@ def test_look_alikes_cannot_close_or_imitate_the_fence(attack):
     assert (opens, closes) == (1, 1), fenced
     assert markers == ["[evidence ev-1.1"], (markers, fenced)
     assert "\U000e0020" not in fenced and "\u00ad" not in fenced
+
+
+# Terminal control a local user puts in a served process's argv and environment (REDTEAM round 3, S5): a title
+# (OSC 0), clear screen, colour, a hyperlink (OSC 8) and a right-to-left override.
+HOSTILE = "\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[31m\x1b]8;;https://evil.example/\x1b\\R\u202eX"
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+@pytest.fixture
+def hostile_engine(tmp_path):
+    """A running process named like vLLM whose --model, --max-model-len and VLLM_ATTENTION_BACKEND carry controls."""
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    script = bindir / "vllm"
+    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(300)\n")
+    script.chmod(0o755)
+    tag = f"terminal-{uuid.uuid4().hex}"
+    argv = [str(script), "serve", "--model", f"m{HOSTILE}odel", "--max-model-len", f"4096{HOSTILE}", "--port", "18799"]
+    proc = subprocess.Popen(argv, env={"PATH": os.environ["PATH"], "VLLM_ATTENTION_BACKEND": f"FLASH{HOSTILE}INFER",
+                                       "INVESTIGATE_STAGED_TAG": tag},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmdline = Path(f"/proc/{proc.pid}/cmdline")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and b"serve" not in cmdline.read_bytes():
+        time.sleep(0.05)
+    yield tag
+    proc.kill()
+    proc.wait()
+
+
+def test_controls_in_a_served_process_reach_no_output_of_any_command(tmp_path, hostile_engine):
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "lead.md").write_text("---\nname: lead\ndescription: x\nrole: lead\n"
+                                    "tools: [task, engine_config, settings_audit]\nplan:\n"
+                                    "  - {tool: engine_config, args: {metrics: false}}\n"
+                                    "  - {tool: settings_audit, args: {}}\n---\nYou lead.\n")
+    t = tmp_path / "run.jsonl"
+    env = {"INVESTIGATE_STAGED_TAG": hostile_engine}
+    runs = {"investigate": investigate("why slow?", "--offline", "--agents", agents, "--transcript", t,
+                                       tmp_path=tmp_path, env=env)}
+    assert runs["investigate"].returncode == 0, runs["investigate"].stderr[-2000:]
+    assert "PWNED-TITLE" in t.read_text()  # the probes read the hostile values
+    for name, args in {"show": ("show", t), "show --json": ("show", t, "--json"),
+                       "report -o x.md": ("report", t, "-o", tmp_path / "x.md"),
+                       "replay": ("replay", t), "replay --json": ("replay", t, "--json")}.items():
+        runs[name] = investigate(*args, tmp_path=tmp_path, env=env)
+        assert runs[name].returncode == 0, (name, runs[name].stderr[-2000:])
+    assert "PWNED-TITLE" in runs["show"].stdout, runs["show"].stdout[-3000:]  # the tables were drawn, as text
+    leaked = {name: sorted({f"U+{ord(c):04X}" for c in CONTROLS.findall(p.stdout + p.stderr)})
+              for name, p in runs.items()}
+    assert not any(leaked.values()), leaked
+    assert not CONTROLS.findall((tmp_path / "x.md").read_text())
+
+
+def test_the_cli_console_passes_no_control_whatever_a_renderer_prints(monkeypatch):
+    """A renderer that forgets to scrub (a table cell, a title, plain text) still prints no terminal control."""
+    import io
+
+    from rich.table import Table
+
+    from orchestrator import cli
+
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stdout", out)
+    tab = Table(title=f"title {HOSTILE}")
+    tab.add_column(f"col{HOSTILE}")
+    tab.add_row(f"cell {HOSTILE} \x9b2J\x9d0;c1\x9c")
+    console = cli._stdout()
+    console.print(tab)
+    console.print(f"plain {HOSTILE}", markup=False)
+    text = out.getvalue()
+    assert "PWNED-TITLE" in text and "cell" in text and "plain" in text
+    assert not CONTROLS.findall(text), sorted({repr(c) for c in CONTROLS.findall(text)})
+
+
+def test_the_sanitized_console_keeps_its_own_styles_on_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    from orchestrator.sanitize import sanitized
+
+    out = io.StringIO()
+    console = sanitized(Console(file=out, force_terminal=True, color_system="standard", width=100))
+    console.print(f"[bold]ok[/bold] {HOSTILE}")
+    text = out.getvalue()
+    assert "\x1b[1mok\x1b[0m" in text  # rich's own style
+    assert "\x1b]" not in text and "\x1b[2J" not in text and "\x07" not in text and "\u202e" not in text, repr(text)
+
+
+@pytest.mark.parametrize("model", [f"Llama-3.1-8B{HOSTILE}", f"X{HOSTILE}", f"deepseek-ai/DeepSeek-R1{HOSTILE}"])
+def test_reference_does_not_echo_controls_in_the_model_name(tmp_path, model):
+    for extra in ((), ("--json",)):
+        proc = investigate("reference", "--gpu", "H200", "--model", model, *extra, tmp_path=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-1500:]
+        assert not CONTROLS.findall(proc.stdout + proc.stderr), repr(proc.stdout[:600])

@@ -243,3 +243,4 @@ def stage_env(ctx: StageContext, arg: Any) -> None:
 from support import stage_engine  # noqa: E402,F401
 from support import stage_node  # noqa: E402,F401
 from support import stage_account  # noqa: E402,F401
+from support import stage_residual  # noqa: E402,F401

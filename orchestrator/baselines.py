@@ -14,11 +14,16 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from orchestrator.limits import BASELINE_LOG_MAX_BYTES, BASELINE_LOG_MAX_LINES, LOG_LINE_MAX_CHARS
 from orchestrator.observations import BaselineLog, ObservationsError
 
-MAX_BYTES = 256 << 20
+MAX_BYTES = BASELINE_LOG_MAX_BYTES
 """Larger than any engine log a user keeps; the file is read line by line, only the selected lines are kept."""
-MAX_LINES = 200
+MAX_LINES = BASELINE_LOG_MAX_LINES
+LITERALS = ("vllm api server version", "llm engine (v", "vllm version", "tensorrt-llm version", "sglang version",
+            "non-default args: ", "server_args=serverargs(", "] args: namespace(")
+"""A line is matched against the version and settings patterns only when it holds one of their literals (lowercase):
+most lines of a log hold none."""
 
 
 class BaselineLogError(ObservationsError):
@@ -57,9 +62,16 @@ def load_baseline_log(path: str | Path) -> BaselineLog:
     wanted = [*RX_VERSION, RX_ENGINE_CONFIG, RX_NON_DEFAULT, RX_SERVER_ARGS, RX_ARGS_NAMESPACE]
     kept: list[str] = []
     with p.open("r", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if len(kept) < MAX_LINES and any(rx.search(line) for rx in wanted):
-                kept.append(redact(_masked(line.rstrip("\n"), RX_NON_DEFAULT, secret_name))[:20000])
+        # lines cut at LOG_LINE_MAX_CHARS as the host's log reader cuts them: the patterns' work per line is bounded
+        # (and linear: tests/fuzz/test_patterns_linear.py), a line of hundreds of kB costs no more than its first 8,000
+        # characters; the file is read in bounded pieces, never a whole line at once
+        while len(kept) < MAX_LINES and (line := fh.readline(LOG_LINE_MAX_CHARS)):
+            if not line.endswith("\n"):
+                while (rest := fh.readline(LOG_LINE_MAX_CHARS)) and not rest.endswith("\n"):
+                    pass  # the rest of an over-long line
+            low = line.lower()
+            if any(lit in low for lit in LITERALS) and any(rx.search(line) for rx in wanted):
+                kept.append(redact(_masked(line.rstrip("\n"), RX_NON_DEFAULT, secret_name)))
     if not kept:
         raise BaselineLogError(f"--baseline-log {p} has no engine version or settings line (vLLM's 'vLLM API server "
                                f"version' / 'non-default args', SGLang's 'server_args=ServerArgs(', ...); {fix}")

@@ -1,4 +1,4 @@
-"""The `investigate` command (the README's "Using it" section is its contract).
+"""The `investigate` command (its contract: the README's synopsis and docs/usage.md).
 
 Exit codes: 0 a diagnosis was produced (possibly with gaps), 1 the run failed, 2 bad usage or bad input. Bad input is
 one line on stderr naming the problem and the fix, never a traceback, and it is found before any work starts.

@@ -3,7 +3,7 @@
 In a multi-host run every host also gets its survey (node, engine and interpreter discovery in one round trip,
 `probes.survey`), bounded by the run's host gate like any other command on the host.
 
-What the prongs ask for is then already under way; each tool call takes the shared result (README, Performance).
+What the prongs ask for is then already under way; each tool call takes the shared result (docs/performance.md).
 """
 
 from __future__ import annotations

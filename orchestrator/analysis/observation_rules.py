@@ -34,6 +34,9 @@ class ScalingComparison(BaseModel):
     """a / b throughput."""
     a_tp: int
     b_tp: int
+    a_gpus: int | None = None
+    b_gpus: int | None = None
+    """The GPUs each run used, when they differ (a larger TP group on more GPUs)."""
     verdict: Verdict
     rules_out: list[str] = Field(default_factory=list)
     cannot_separate: list[str] = Field(default_factory=list)
@@ -75,10 +78,12 @@ def _throughput(r: RunObservation) -> float | None:
 def compare_runs(a: RunObservation, b: RunObservation) -> ScalingComparison | None:
     """Compare two runs on the same GPU count; a is the one with the larger TP degree."""
     ta, tb = _throughput(a), _throughput(b)
-    if ta is None or tb is None or tb <= 0 or a.gpus != b.gpus or a.tp == b.tp:
+    if ta is None or tb is None or tb <= 0 or ta <= 0 or a.tp == b.tp:
         return None
     if a.tp < b.tp:
         a, b, ta, tb = b, a, tb, ta
+    if a.gpus != b.gpus:
+        return _more_gpus(a, b, ta, tb)
     ratio = ta / tb
     wide, narrow = b.name, a.name  # b has fewer GPUs per TP group: each GPU's GEMM shards are wider
     if ratio >= SIGNIFICANT_RATIO:
@@ -152,6 +157,32 @@ def read_gpu_observation(gpu: GpuObservation | None) -> PowerReading | None:
     if gpu is None:
         return None
     return read_power(gpu.power_w, gpu.power_limit_w, gpu.busy_fraction, kernel_time=gpu.sm_occupancy is None)
+
+
+POOR_SCALING = 0.6
+"""Throughput gained per GPU added, as a share of linear, at or below which a larger TP group on more GPUs did not pay
+for its GPUs (doubling them gave at most 1.2x): what grows with the group, the all-reduce, is implicated."""
+
+
+def _more_gpus(a: RunObservation, b: RunObservation, ta: float, tb: float) -> ScalingComparison | None:
+    """A larger TP group on more GPUs (a) against a smaller one on fewer (b), all else equal (pipeline and expert
+    parallelism): every added GPU takes a share of the weights and the GEMMs, and adds itself to every all-reduce. If
+    the throughput barely grows, or falls, what the added GPUs paid for is the all-reduce (communication and
+    synchronization), not the per-GPU work."""
+    if (a.pp, a.ep) != (b.pp, b.ep) or a.gpus <= b.gpus or (a.concurrency, a.batch) != (b.concurrency, b.batch):
+        return None
+    gain, more = ta / tb, a.gpus / b.gpus
+    verdict: Verdict = "communication" if gain / more <= POOR_SCALING else "inconclusive"
+    how = (f"{'fell' if gain < 1 else 'grew only'} {gain:.2f}x with {more:g}x the GPUs "
+           f"({a.name} on {a.gpus}: {ta:,.0f} tok/s; {b.name} on {b.gpus}: {tb:,.0f} tok/s)")
+    return ScalingComparison(
+        a=a.name, b=b.name, a_tok_s=ta, b_tok_s=tb, ratio=gain, a_tp=a.tp, b_tp=b.tp, a_gpus=a.gpus, b_gpus=b.gpus,
+        verdict=verdict, rules_out=["per-GPU GEMM work as the dominant cost"] if verdict == "communication" else [],
+        cannot_separate=["interconnect bandwidth vs synchronization latency"],
+        reasoning=(f"Throughput {how}: each added GPU takes a share of the weights and GEMMs but joins every "
+                   f"all-reduce, so the larger TP group's all-reduce (communication and synchronization) is what the "
+                   f"added GPUs paid for." if verdict == "communication" else
+                   f"Throughput {how}: {gain / more:.0%} of linear scaling, no clear signal."))
 
 
 def analyze_observations(obs: Observations | None) -> ObservationAnalysis:

@@ -7,11 +7,13 @@ never cited. Numbers a finding rests on go in `data["numbers"]` as `orchestrator
 
 from __future__ import annotations
 
+import re
+
 from typing import Callable
 
 from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView, HostGpu
-from orchestrator.analysis.observation_rules import analyze_observations, read_power
+from orchestrator.analysis.observation_rules import PowerReading, analyze_observations, read_power
 from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_roofline
 from orchestrator.findings import Finding
 from orchestrator.knowledge.catalog import catalog
@@ -55,11 +57,15 @@ def _moe_model(v: EvidenceView) -> bool | None:
         eng = getattr(rep, "primary", None)
         if eng is not None:
             names.append(eng.model)
+    for _ev, rep in v.probes("engine_config"):  # a served model named only in a log the user passed
+        names += [e.model for e in getattr(rep, "engines", []) if e.model]
     for name in names:
         known = knowledge.moe_by_name(name)
         if known is not None:
             return known[0]
-    return None
+    # the model the question names ("our Llama-3.3-70B TP4 ...")
+    known = knowledge.moe_by_name(v.question) if v.question else None
+    return known[0] if known is not None else None
 
 
 def _triton_moe_configs_matter(v: EvidenceView) -> tuple[bool, str]:
@@ -360,8 +366,9 @@ def moe_config_missing(v: EvidenceView) -> list[Finding]:
         claim = " ".join([w["words"]["claim"]] + ([w["words"]["others"]] if others else [])
                          + ([] if matters else [w["words"]["matters_little"]]))
         oe = v.observations_evidence
+        unknown = _moe_model(v) is None  # a dense model runs no fused MoE: said apart until the model is known
         out.append(Finding(
-            id="moe-config-missing", category="autotune",
+            id="moe-config-missing", category="autotune", unmet=w["words"]["unmet"] if unknown else "",
             confidence=w["confidence"] if matters else w["secondary_confidence"],
             evidence=[ev.id] + ([oe[0].id] if oe and not matters else []), claim=claim,
             recommendations=w["recommendations"] if matters else [], entry=w["entry"],
@@ -520,11 +527,21 @@ def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str],
                    short=fill(e.reasoning or "", values))
 
 
+_NO_NVLINK = re.compile(r"\b(?:no|without)\s+nvlink\b|\bpcie[- ]only\b|\bnvlink\s*:\s*(?:no|none)\b", re.IGNORECASE)
+
+
 def _nvlink(v: EvidenceView) -> bool | None:
-    """Whether the inventory shows NVLink between the GPUs (None: no topology evidence)."""
+    """Whether the GPUs share NVLink: from the inventory's topology; else False for a product that has none (its spec
+    names no NVLink: L40S, RTX 4090, RTX PRO 6000) or when the observations' notes say so; None when nothing tells."""
     for _, inv in v.probes("gpu_inventory"):
         if inv.topology is not None and inv.topology.links:
             return inv.topology.nvlink
+    spec = v.gpu.spec if v.gpu is not None else None
+    if spec is not None and spec.interconnect and "nvlink" not in spec.interconnect.lower().replace("(no nvlink)", ""):
+        return False
+    oe = v.observations_evidence
+    if oe is not None and oe[1].notes and _NO_NVLINK.search(str(oe[1].notes)):
+        return False
     return None
 
 
@@ -565,6 +582,10 @@ def parallelism_scaling(v: EvidenceView) -> list[Finding]:
             w = entry_words("tp-scaling-implicates-allreduce",
                             {"wide": c.b, "narrow": c.a, "narrow_tp": c.a_tp, "wide_tp": c.b_tp,
                              "speedup": f"{1 / c.ratio:.2f}", "batch": batch}, flags=flags)
+            if c.a_gpus is not None and c.b_gpus:  # a larger TP group on more GPUs: what the added GPUs paid for
+                w["claim"] = c.reasoning
+                w["title"] = (f"{c.a} on {c.a_gpus} GPUs is {'slower than' if c.ratio < 1 else 'barely faster than'} "
+                              f"{c.b} on {c.b_gpus}: the all-reduce is implicated")
             extra = [w["explanation"]] if link == "pcie" else []
             if "small_batch" in flags:
                 extra.append(fill(catalog_entry("tp-scaling-implicates-allreduce").notes or "", {"batch": batch}))
@@ -614,6 +635,27 @@ def other_workloads(v: EvidenceView) -> list[Finding]:
     return out
 
 
+def _power_over_gpus(gpus: list[tuple[int, float, float, float | None]]) -> PowerReading | None:
+    """One power reading of several GPUs ((index, watts, limit, utilization %) each): their mean when they share a
+    limit; when their limits differ, a mean would name a limit no GPU has, so the GPU nearest its own limit is read,
+    named, and the other limits said."""
+    def busy(xs: list[tuple[int, float, float, float | None]]) -> float | None:
+        util = [u for _, _, _, u in xs if u is not None]
+        return sum(util) / len(util) / 100 if util else None
+
+    limits = sorted({round(lim) for _, _, lim, _ in gpus})
+    if len(limits) == 1:
+        return read_power(sum(p for _, p, _, _ in gpus) / len(gpus), gpus[0][2], busy(gpus), kernel_time=True)
+    idx, p, lim, u = max(gpus, key=lambda x: x[1] / x[2])
+    reading = read_power(p, lim, busy([(idx, p, lim, u)]), kernel_time=True)
+    if reading is None:
+        return None
+    others = sorted({round(x[2]) for x in gpus if x[0] != idx} - {round(lim)})
+    return reading.model_copy(update={"reasoning": (
+        f"GPU {idx} (its limit {lim:.0f} W; other GPUs' limits: {', '.join(f'{x} W' for x in others)}): "
+        + reading.reasoning)})
+
+
 def power_vs_limit(v: EvidenceView) -> list[Finding]:
     """Power against the limit at high occupancy: from observations, the power sampler or the inventory. A GPU that
     another workload holds (node_view.other_workloads) is left out: its load is not the one asked about."""
@@ -627,23 +669,15 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
         readings.append((read_power(g.power_w, g.power_limit_w, g.busy_fraction, kernel_time=g.sm_occupancy is None),
                          [oe[0].id]))
     for ev, ps in v.probes("power_sampling"):
-        s = [x for x in ps.summary if x.mean_power_w is not None and x.power_limit_w
-             and (ev.host, x.gpu) not in foreign]
+        s = [(x.gpu, x.mean_power_w, x.power_limit_w, x.mean_utilization_pct) for x in ps.summary
+             if x.mean_power_w is not None and x.power_limit_w and (ev.host, x.gpu) not in foreign]
         if s:
-            p = sum(x.mean_power_w for x in s) / len(s)
-            lim = sum(x.power_limit_w for x in s) / len(s)
-            util = [x.mean_utilization_pct for x in s if x.mean_utilization_pct is not None]
-            readings.append((read_power(p, lim, sum(util) / len(util) / 100 if util else None, kernel_time=True),
-                             [ev.id]))
+            readings.append((_power_over_gpus(s), [ev.id]))
     for ev, inv in v.probes("gpu_inventory"):
-        g2 = [x for x in inv.gpus if x.power_draw_w is not None and x.power_limit_w
-              and (ev.host, x.index) not in foreign]
+        g2 = [(x.index, x.power_draw_w, x.power_limit_w, x.utilization_pct) for x in inv.gpus
+              if x.power_draw_w is not None and x.power_limit_w and (ev.host, x.index) not in foreign]
         if g2 and not v.probes("power_sampling"):
-            p = sum(x.power_draw_w for x in g2) / len(g2)
-            lim = sum(x.power_limit_w for x in g2) / len(g2)
-            util = [x.utilization_pct for x in g2 if x.utilization_pct is not None]
-            readings.append((read_power(p, lim, sum(util) / len(util) / 100 if util else None, kernel_time=True),
-                             [ev.id]))
+            readings.append((_power_over_gpus(g2), [ev.id]))
     out = []
     for reading, ids in readings:
         if reading is None or reading.pattern not in ("stall", "compute"):
@@ -715,7 +749,8 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
                         evidence=[ev.id] + ([oe[0].id] if ruled_out and oe else []), claim=claim,
                         # the measured comparison ran the wider TP group faster: "reduce TP" would contradict it
                         recommendations=[] if ruled_out else [iss.cite(fx, fx) for fx in iss.fixes()],
-                        entry=iss.id, title=w["words"]["topology_title"], secondary=ruled_out)]
+                        entry=iss.id, title=w["words"]["topology_title"], secondary=ruled_out,
+                        static=True)]  # how the GPUs are linked: the same before and after a change
     return []
 
 
@@ -748,13 +783,44 @@ def kernel_inventory(v: EvidenceView) -> list[Finding]:
     return out
 
 
+_ARCH = re.compile(r"^(sm|compute)_(\d+)(\d)([af]?)$")
+
+
+def runs_on(arch_list: list[str], cc: str) -> bool | None:
+    """Whether code built for `arch_list` (torch.cuda.get_arch_list(): sm_XY cubins, compute_XY PTX) runs on a GPU of
+    compute capability `cc` ("8.9"): a cubin for X.y runs on X.z for z >= y (binary compatibility within a major
+    version; an arch-specific sm_XYa only on X.Y itself), PTX for X.y is JIT-compiled for any capability >= X.y (an
+    arch-specific compute_XYa only for X.Y). None when nothing in the list can be read."""
+    try:
+        major, minor = (int(x) for x in cc.split(".")[:2])
+    except ValueError:
+        return None
+    read = False
+    for a in arch_list:
+        m = _ARCH.match(a.strip().lower())
+        if not m:
+            continue
+        read = True
+        kind, amaj, amin, suffix = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        if suffix == "a":
+            if (amaj, amin) == (major, minor):
+                return True
+        elif kind == "sm" and amaj == major and amin <= minor:
+            return True
+        elif kind == "compute" and (amaj, amin) <= (major, minor):
+            return True
+    return False if read else None
+
+
 def torch_arch(v: EvidenceView) -> list[Finding]:
+    """torch built for no architecture that runs on this GPU: neither a cubin of its major version at or below its
+    minor (binary compatibility: an sm_80/sm_86 build runs on sm_89) nor PTX at or below it (JIT)."""
     g = v.gpu
-    if g is None or g.caps is None:
+    if g is None or g.caps is None or not g.cc:
         return []
     want = g.caps.sm.rstrip("a")
     for ev, env in v.probes("python_env"):
-        if env.torch_arch_list and not any(a.rstrip("a").startswith(want) for a in env.torch_arch_list):
+        if env.torch_arch_list and runs_on(env.torch_arch_list, g.cc) is False:
             w = entry_words("torch-arch-missing", {"arch": want, "archs": ", ".join(env.torch_arch_list)})
             w = entry_words("torch-arch-missing", {"arch": want, "archs": ", ".join(env.torch_arch_list),
                                                    "cuda": env.torch_cuda or w["words"]["cuda_unknown"]})

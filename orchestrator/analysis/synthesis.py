@@ -116,7 +116,11 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
             parts.append(far.short)
         if stall:
             parts.append("Power far below the limit while the GPU is busy agrees: the SMs wait rather than compute.")
-        return "communication", " ".join(parts), comm  # the experiment that implicates all-reduce leads
+        # the experiment says where the time goes; a known communication fault the evidence shows says why, and leads
+        why = _catalog_bound([f for f in findings if f.bound == "communication"], False)
+        if why is not None:
+            parts.insert(1, f"{why.title} explains it: {why.short or _first_sentence(why.claim)}")
+        return "communication", " ".join(parts), why or comm  # else the experiment that implicates all-reduce leads
     if measured and measured.bound == "communication":
         return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim, None
     comm_ruled_out = bool(gemm) or bool(measured and measured.data.get("dominant") == "gemm")
@@ -221,6 +225,12 @@ def _cite_once(text: str) -> str:
     return _CITATION.sub(once, text)
 
 
+def _traced_gpus(view: EvidenceView) -> list[str]:
+    """The GPUs the recorded traces name (a profile carries its device's name)."""
+    return [str(r.get("gpu_name")) for ev in view.of_kind("trace_report") for r in (ev.data or {}).get("ranks", [])
+            if isinstance(r, dict) and r.get("gpu_name")]
+
+
 def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView,
           findings: list[Finding] | None = None) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
@@ -233,8 +243,11 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
     for (host, reason), kinds in unavailable.items():
         ids = ", ".join(dict.fromkeys(i for got in kinds.values() for i in got))
         gaps.append(Gap(what=f"probe{'s' if len(kinds) > 1 else ''} {', '.join(kinds)} on {host} ({ids})", why=reason))
+    traced_gpus = _traced_gpus(view)
     for ev in evidence:
         if ev.is_error:
+            if traced_gpus and ev.text.startswith("no GPU known"):
+                continue  # the trace names the GPU (its GEMMs are read against that GPU's roofline): no gap
             gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt() or "error"))
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
     gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
@@ -387,6 +400,8 @@ def _titled_number(f: Finding) -> str:
     n = f.numbers[0]
     value = f"{n.value:,.0f}" if abs(n.value) >= 100 else f"{n.value:g}"
     peak = f" of {n.peak:,.0f}" if n.peak and abs(n.peak) >= 100 else f" of {n.peak:g}" if n.peak else ""
+    if n.unit.strip() == "%" and n.peak == 100:
+        peak = ""  # "44 of 100 %" says "44 %"
     return f"{title} ({n.name} {value}{peak} {n.unit})"
 
 

@@ -47,3 +47,16 @@ def test_torch_with_this_gpus_arch_or_no_gpu_is_no_finding():
     env = pyenv()
     env.torch_arch_list = ["sm_80"]
     assert torch_arch(EvidenceView([ev("ev-1.2", env, tool="python_env")])) == []
+
+
+def test_a_build_for_an_older_minor_of_the_same_major_runs_on_ada():
+    """Binary compatibility: sm_80/sm_86 cubins run on sm_89 (L4, L40S, RTX 4090); PTX runs on any later capability;
+    an arch-specific sm_90a only on 9.0 (CUDA C++ Programming Guide, 'Binary Compatibility', 'PTX Compatibility')."""
+    from orchestrator.analysis.rules import runs_on
+
+    stock = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+    assert runs_on(stock, "8.9") is True and runs_on(stock, "8.6") is True
+    assert runs_on(stock, "12.0") is False  # no Blackwell cubin, no PTX
+    assert runs_on(stock + ["compute_90"], "12.0") is True  # PTX JIT
+    assert runs_on(["sm_90a"], "10.0") is False and runs_on(["sm_90a"], "9.0") is True
+    assert runs_on(["sm_100"], "8.9") is False and runs_on(["weird"], "8.9") is None

@@ -17,6 +17,8 @@ from orchestrator.render.specs import render_roofline
 NAMES = [
     "Tesla T4", "NVIDIA A10G", "NVIDIA L4", "NVIDIA L40", "NVIDIA L40S",
     "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB",
+    "Tesla V100-SXM2-32GB", "Tesla V100-SXM2-16GB", "Tesla V100-PCIE-32GB", "Tesla V100-PCIE-16GB",
+    "NVIDIA A800-SXM4-80GB", "NVIDIA A800 80GB PCIe", "NVIDIA H800",
     "NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL", "NVIDIA H20", "NVIDIA H200", "NVIDIA H200 NVL",
     "NVIDIA GH200 480GB", "NVIDIA GH200 144G HBM3e", "NVIDIA B200", "NVIDIA B300 SXM6 AC", "NVIDIA GB200",
     "NVIDIA GB300", "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 5090",
@@ -149,3 +151,18 @@ def test_peaks_the_vendor_does_not_publish_are_marked_derived():
 def test_b200_memory_bandwidth_is_the_hgx_tables_per_gpu_figure():
     spec = knowledge.gpu_spec("NVIDIA B200")
     assert spec is not None and spec.mem_bw_gbs == 7700 and any("7.7 TB/s" in d for d in spec.disputes)
+
+
+def test_roofline_and_reference_take_a_short_name_as_specs_does():
+    from orchestrator.render.specs import render_references, render_roofline
+
+    out = render_roofline("H100", "bf16", 4096, 4096, 4096)
+    assert "'H100' stands for 3 GPUs" in out and "NVIDIA H100 PCIe" in out and "NVIDIA H100 NVL" in out
+    assert "NVIDIA H100 80GB HBM3" in render_references("H100", "llama-3.1-70b", "fp8")
+    assert render_roofline("NVIDIA H200", "bf16", 1, 4096, 4096).startswith("GEMM M=1")
+
+
+@pytest.mark.parametrize("short, member", [("V100", "Tesla V100-SXM2-32GB"), ("H800", "NVIDIA H800"),
+                                           ("A800", "NVIDIA A800-SXM4-80GB")])
+def test_export_and_older_parts_are_known(short, member):
+    assert member in [g.name for g in knowledge.gpu_family(short)]

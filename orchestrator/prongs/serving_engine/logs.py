@@ -36,6 +36,9 @@ from typing import Any, Iterable, Literal, NamedTuple, Union
 from orchestrator.prongs.serving_engine.cmdline import Setting
 from orchestrator.prongs.serving_engine.models import LogState
 
+# Each pattern is searched anywhere in a line the host returned: where a literal is followed by `.*`, the match starts at
+# the line's first occurrence of the literal (`^(?>.*?LITERAL)`, atomic: not retried at every later occurrence), and
+# other repetitions are bounded, so that the work grows linearly with the line (tests/fuzz/test_patterns_linear.py).
 RX_VERSION = [re.compile(r"vLLM API server version ([0-9][\w.+-]*)"),
               re.compile(r"Initializing a V1 LLM engine \(v([0-9][\w.+-]*)\)"),
               re.compile(r"Initializing an LLM engine \(v([0-9][\w.+-]*)\)"),
@@ -43,9 +46,9 @@ RX_VERSION = [re.compile(r"vLLM API server version ([0-9][\w.+-]*)"),
               re.compile(r"TensorRT-LLM version: ([0-9][\w.+-]*)"),
               re.compile(r"sglang version[:=]? ?([0-9][\w.+-]*)", re.I)]
 RX_ENGINE_CONFIG = re.compile(r"LLM engine \(v[\w.+-]+\) with config: (.*)$")
-RX_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
-RX_SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)\)\s*$")
-RX_ARGS_NAMESPACE = re.compile(r"\] args: Namespace\((.*)\)\s*$")
+RX_NON_DEFAULT = re.compile(r"^(?>.*?non-default args: )(\{.*\})\s*$")
+RX_SERVER_ARGS = re.compile(r"^(?>.*?server_args=ServerArgs\()(.*)\)\s*$")
+RX_ARGS_NAMESPACE = re.compile(r"^(?>.*?\] args: Namespace\()(.*)\)\s*$")
 """vLLM before "non-default args" (e.g. 0.5-0.8): `INFO 05-01 16:02:39 [api_server.py:1044] args: Namespace(subparser=
 'serve', ..., gpu_memory_utilization=0.9, ...)` (vllm/entrypoints/openai/api_server.py: logger.info("args: %s", args))."""
 RX_CHUNKED_BUDGET = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
@@ -54,7 +57,7 @@ max_num_batched_tokens=2048.` (vllm/config/scheduler.py, SchedulerConfig.__post_
 RX_SELECTED = [
     re.compile(r"Using ([A-Z0-9_]+) attention backend out of potential backends"),
     re.compile(r"Using AttentionBackendEnum\.([A-Z0-9_]+) backend"),
-    re.compile(r"Using ([A-Za-z0-9_\- ]+?) backend on V1 engine"),
+    re.compile(r"Using ([A-Za-z0-9_\- ]{1,80}?) backend on V1 engine"),
     re.compile(r"Using (Flash Attention|FlashAttention-2|FlashInfer|XFormers|Torch SDPA|ROCmFlashAttention|"
                r"Triton|FlashMLA|Triton MLA|PallasAttention)[ -]?backend\.?"),
     re.compile(r"Using attention ([a-z_-]+) - Prefix caching"),
@@ -65,7 +68,7 @@ RX_KV_TOKENS = [re.compile(r"GPU KV cache size: ([\d,]+) tokens"), re.compile(r"
 RX_GPU_BLOCKS = re.compile(r"# (?:GPU|CUDA) blocks: (\d+)")
 RX_MAX_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 RX_WEIGHTS_MEM = [re.compile(r"Model loading took ([\d.]+) GiB(?: memory)? and"),
-                  re.compile(r"Load weight end\. type=.*?mem usage=([\d.]+) GB")]
+                  re.compile(r"^(?>.*?Load weight end\. type=).*?mem usage=([\d.]+) GB")]
 """GPU memory the weights took, per GPU worker: vLLM `INFO 07-24 17:23:00 [gpu_model_runner.py:1770] Model loading took
 14.9889 GiB and 5.123 seconds` (vllm/v1/worker/gpu_model_runner.py v0.10.0, logger.info("Model loading took %.4f GiB
 and %.6f seconds", ...); V0 worker/model_runner.py the same; from v0.11 "Model loading took %s GiB memory and %.6f
@@ -84,12 +87,12 @@ RX_VLLM_STATS = re.compile(
     r"(?:Swapped: (\d+) reqs, )?(?:Pending|Waiting): (\d+) reqs,?\s*(?:Preemptions: (\d+), )?"
     r"(?:GPU KV cache usage: ([\d.]+)%)?(?:, (?:CPU KV cache usage: [\d.]+%\.?|Prefix cache hit rate: ([\d.]+)%))?")
 RX_SGL_DECODE = re.compile(
-    r"Decode batch(?: \[\d+\])?[.,] #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
+    r"^(?>.*?Decode batch)(?: \[\d+\])?[.,] #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
     r"(?: [^,]*?,)*? ?(?:(?:cuda|cpu|npu) graph: (\w+), )?gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)")
 """SGLang's decode line: "Decode batch. #running-req: N, #token: T, token usage: U, ..." and, in later releases, "Decode
 batch, #running-req: N, #full token: T, full token usage: U, mamba num: .., mamba usage: .., cuda graph: ..." for
 hybrid models (SGLang's scheduler, log_decode_stats)."""
-RX_VLLM_SPEC = re.compile(r"SpecDecoding metrics: .*?Mean acceptance length: ([\d.]+)")
+RX_VLLM_SPEC = re.compile(r"^(?>.*?SpecDecoding metrics: ).*?Mean acceptance length: ([\d.]+)")
 RX_VLLM_SPEC_TOKENS = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
 RX_VLLM_SPEC_POS = re.compile(r"Per-position acceptance rate: ((?:[\d.]+(?:, )?)+)")
 RX_SGL_ACCEPT = re.compile(r"accept len: ([\d.]+)")

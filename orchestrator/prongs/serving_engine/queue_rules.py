@@ -120,10 +120,13 @@ def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | No
         return _low_concurrency(v, q, busy, ev) if busy is not None else None
     pre = f"; {q.preemptions:.0f} preemptions counted" if q.preemptions else ""
     if q.kv_usage is not None and q.kv_usage >= KV_FULL:
+        both = q.max_seqs is not None and running >= q.max_seqs
         claim = (f"The engine had {waiting:.0f} requests waiting and {running:.0f} running with its KV cache "
                  f"{100 * q.kv_usage:.0f} % full ({q.kv_src}{pre}){gpus}: the KV cache bounds the batch. A waiting "
                  "request is admitted only when blocks free up, so its TTFT includes the wait for a running request "
-                 f"to finish, and throughput is what {running:.0f} concurrent streams give.")
+                 f"to finish, and throughput is what {running:.0f} concurrent streams give."
+                 + (f" The running count is also at its limit of {q.max_seqs:.0f} ({q.max_seqs_src}): both are at "
+                    "capacity, so raising the limit alone would admit no one." if both else ""))
         return Finding(id="queue-kv-cache-bounds-batch", category="engine", confidence=0.75, evidence=ev,
                        bound=None, title=f"The KV cache bounds the batch: {waiting:.0f} requests wait with it "
                        f"{100 * q.kv_usage:.0f} % full", claim=claim,

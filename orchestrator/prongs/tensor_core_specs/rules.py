@@ -111,6 +111,10 @@ def gemm_findings(eid: str, sweep: GemmSweep, obs: Observations | None) -> list[
             continue
         values = {"run": run.name, "dtype": dtype, "m": p.m, "pct": _pct(p.fraction_of_roofline), "bound": p.bound,
                   "m_dec": max(1, round(m_dec)), "gpu": gpu}
+        if p.fraction_of_roofline < FAR_FROM_ROOFLINE or (p.fraction_of_roofline >= NEAR_ROOFLINE
+                                                          and p.bound == "memory"):
+            # the verdict below is about this same measured point: the measurement is its context, said once
+            out[-1] = out[-1].model_copy(update={"informational": True})
         if p.fraction_of_roofline < FAR_FROM_ROOFLINE:
             w = entry_words("gemm-far-below-roofline", values)
             out.append(Finding(

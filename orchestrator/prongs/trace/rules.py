@@ -52,7 +52,20 @@ def _p(x: float) -> str:
 
 
 def _num(name: str, value: float, unit: str, ev: Evidence, note: str = "", peak: float | None = None) -> Number:
-    return Number(name=name, value=round(float(value), 4), unit=unit, source=ev.id, note=note, peak=peak)
+    if unit == "fraction":  # a share reads as a percentage ("7.1 %"), never "0.0714 fraction"
+        value, unit = 100 * float(value), "%"
+        peak = 100.0 if peak is None else peak
+    return Number(name=name, value=round(float(value), 4 if unit != "%" else 1), unit=unit, source=ev.id, note=note,
+                  peak=peak)
+
+
+SMALL_SHARE = 0.05
+"""A finding whose cost is below this share of the step cannot be what makes the step slow: said apart, with its
+share (the condition under which it would matter), never ranked."""
+
+
+def _small(share: float) -> str:
+    return f"if it took a larger share of the step (it takes {_p(share)})" if share < SMALL_SHARE else ""
 
 
 def _step_bound(a: RankAccount, host_bound: float, exposed: float) -> str | None:
@@ -84,7 +97,18 @@ def _short(a: RankAccount, bound: str | None, host_bound: float, exposed: float)
             + (f", its GEMMs {bound}-bound" if bound in ("memory", "compute") else "") + f" (trace {_where(a)})")
 
 
-def _rank_findings(ev: Evidence, a: RankAccount, multi: bool) -> list[Finding]:
+def _launch_fixes(phase: str | None) -> list[str]:
+    """What shortens a launch-bound step, for the phase the question is about: decode steps are captured in CUDA
+    graphs; a prefill step carries more tokens per launch and fewer, fused kernels."""
+    if phase == "prefill":
+        return ["Launch fewer, larger kernels per prefill step: keep torch.compile on (vLLM compiles unless "
+                "--enforce-eager) and give each step more tokens (a larger --max-num-batched-tokens / SGLang "
+                "--chunked-prefill-size) so the launch cost is paid over more work"]
+    return ["Capture the decode step in CUDA graphs (vLLM: drop --enforce-eager and cover the batch sizes with the "
+            "cudagraph capture sizes; SGLang: keep CUDA graphs on, raise --cuda-graph-max-bs)"]
+
+
+def _rank_findings(ev: Evidence, a: RankAccount, multi: bool, phase: str | None = None) -> list[Finding]:
     out: list[Finding] = []
     b = a.breakdown
     step = b.step_us
@@ -101,7 +125,8 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool) -> list[Finding]:
         id=f"trace-step-account{tag}", title="Where a step's time goes (trace)", category="trace",
         claim=(f"In {where}, a steady step takes {step / 1e3:.3f} ms: the GPU is busy {_p(b.busy_share)} "
                f"({busy_txt}) and idle {_p(b.idle_share)}" + (f" ({idle_txt})" if idle_txt else "") + "."),
-        evidence=[ev.id], confidence=0.9, informational=bound is None, bound=bound,  # type: ignore[arg-type]
+        # the account itself is context: what it shows is named by the findings below (it still sets the bound)
+        evidence=[ev.id], confidence=0.9, informational=True, bound=bound,  # type: ignore[arg-type]
         numbers=[_num("trace step time", step, "us", ev, where), _num("GPU busy share", b.busy_share, "fraction", ev),
                  _num("GPU idle share", b.idle_share, "fraction", ev)],
         matched=[where], short=_short(a, bound, host_bound, exposed)))
@@ -114,10 +139,8 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool) -> list[Finding]:
                    f" of kernels run shorter than their launch call; launch calls take "
                    f"{ln.launch_overhead_us_per_step / 1e3:.2f} ms of host time per step."),
             evidence=[ev.id], confidence=0.85, bound="latency", symptoms=STEP_SYMPTOMS, explains=round(host_bound, 4),
-            recommendations=["Capture the decode step in CUDA graphs (vLLM: drop --enforce-eager and cover the batch "
-                             "sizes with the cudagraph capture sizes; SGLang: keep CUDA graphs on, raise "
-                             "--cuda-graph-max-bs)", "Move per-step host work (sampling, scheduling, tensor "
-                             "preparation) off the critical path or fuse small kernels"],
+            recommendations=_launch_fixes(phase) + ["Move per-step host work (sampling, scheduling, tensor "
+                                                    "preparation) off the critical path or fuse small kernels"],
             numbers=[_num("host-bound idle share", host_bound, "fraction", ev, where),
                      _num("kernels shorter than their launch", ln.kernels_shorter_than_launch_share, "fraction", ev)],
             matched=[where], short=f"host-bound idle {_p(host_bound)} of the step"))
@@ -145,7 +168,8 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool) -> list[Finding]:
             claim=(f"In {where}, {s.name} is called {s.count_per_step:g} times per step; the host blocks in it "
                    f"{_p(s.share_of_step)} of the step and the GPU is idle {_p(gpu_cost)} of the step after it returns."),
             evidence=[ev.id], confidence=0.8, bound="latency" if gpu_cost >= 0.05 else None,
-            secondary=gpu_cost < 0.05, symptoms=STEP_SYMPTOMS, explains=round(gpu_cost, 4),
+            secondary=gpu_cost < SMALL_SHARE, unmet=_small(gpu_cost), symptoms=STEP_SYMPTOMS,
+            explains=round(gpu_cost, 4),
             recommendations=["Remove the per-step synchronization (.item(), .cpu(), torch.cuda.synchronize(), copies "
                              "to pageable memory); copy to pinned memory with non_blocking=True and wait on an event"],
             numbers=[_num(f"{s.name} host share", s.share_of_step, "fraction", ev, where),
@@ -169,7 +193,8 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool) -> list[Finding]:
             claim=(f"In {where}, collective kernels spend {_p(a.collective_wait_share)} of each step waiting for the "
                    "slowest rank to arrive (their time beyond the fastest rank's run of the same collective)."),
             evidence=[ev.id], confidence=0.75, bound="communication", symptoms=STEP_SYMPTOMS,
-            explains=round(a.collective_wait_share, 4), secondary=a.collective_wait_share < 0.05,
+            explains=round(a.collective_wait_share, 4), secondary=a.collective_wait_share < SMALL_SHARE,
+            unmet=_small(a.collective_wait_share),
             numbers=[_num("collective wait share", a.collective_wait_share, "fraction", ev, where)], matched=[where]))
     if a.top_kernels and a.top_kernels[0].share_of_step >= DOMINANT_KERNEL_SHARE:
         k = a.top_kernels[0]
@@ -190,18 +215,22 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool) -> list[Finding]:
                    f"{_p(g.fraction_of_attainable)} of the {g.attainable_tflops:.0f} TFLOP/s its {g.bound}-bound "
                    f"roofline allows on {a.gpu_name}; it takes {_p(share)} of the step."),
             evidence=[ev.id], confidence=0.7, bound="memory" if g.bound == "memory" else "compute",
-            secondary=share < 0.05, symptoms=STEP_SYMPTOMS, explains=round(share * (1 - g.fraction_of_attainable), 4),
+            secondary=share < SMALL_SHARE, unmet=_small(share), symptoms=STEP_SYMPTOMS,
+            explains=round(share * (1 - g.fraction_of_attainable), 4),
             numbers=[_num(f"GEMM {g.m}x{g.n}x{g.k} TFLOP/s", g.achieved_tflops, "TFLOP/s", ev,
                           peak=g.attainable_tflops)], matched=[where]))
     return out
 
 
 def trace_findings(v: EvidenceView) -> list[Finding]:
+    from orchestrator.analysis.serving import question_phase
+
     out: list[Finding] = []
+    phase = question_phase(v.question) if v.question else None
     for ev, r in _reports(v):
         multi = len(r.ranks) > 1
         for a in r.ranks:
-            out += _rank_findings(ev, a, multi)
+            out += _rank_findings(ev, a, multi, phase)
         if r.straggler:
             s = r.straggler
             out.append(Finding(

@@ -193,12 +193,11 @@ def to_markdown(d: Diagnosis, events: Iterable[Any] | None = None, *, plain: boo
         fleet = fleet_markdown(d.fleet, e)
         out += [ln.removeprefix("## ").replace("**", "") for ln in fleet] if plain else fleet
     if events is not None:
-        from orchestrator.render.engine import engine_markdown
+        from orchestrator.prongs import sections  # each prong's own section, as the HTML has it
 
-        out += engine_markdown(events, d, e)
-        from orchestrator.render.settings import settings_markdown  # the settings audit, as the HTML has it
-
-        out += settings_markdown(events, e)
+        events = list(events)
+        for section in sections("markdown"):
+            out += section(events, d, e)
     if d.evidence:
         out += [f"{h2}Evidence", ""]
         for eid, ev in d.evidence.items():

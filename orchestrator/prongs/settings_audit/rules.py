@@ -61,7 +61,13 @@ def _cause(a: ProcessAudit, nd: NonDefault, ev: str, asked: set[Symptom]) -> Fin
         evidence=[ev], recommendations=[eff.fix] if eff.fix else [], symptoms=list(eff.symptoms),
         confidence=0.8 if eff.direction == "slower" else 0.5, severity="high" if eff.direction == "slower" else "medium",
         secondary=eff.direction != "slower", short=f"{nd.name}={v} {eff.effect}", bound=eff.bound,
-        matched=[f"{nd.name}={v}"], data={"setting": nd.row, "asked": sorted(asked)})
+        matched=[f"{nd.name}={v}"], data={"setting": nd.row, "asked": sorted(asked)},
+        caps_batch=bool(_CAPS_BATCH.search(claim)))
+
+
+_CAPS_BATCH = re.compile(r"\bcaps how many requests\b", re.I)
+"""A setting whose documented effect caps the batch: no cause where the engine's own state shows the batch far
+from any cap (`Finding.batch_uncapped`)."""
 
 
 def _table(audits: list[ProcessAudit], ev: str) -> Finding | None:

@@ -67,7 +67,7 @@ def test_batch_1_decode_on_eight_pcie_gpus_points_at_all_reduce_latency():
     assert "memory-bound" not in words(d).replace("not memory- or compute-bound", "")
 
 
-def test_a_well_fed_batch_stays_memorybound_of():
+def test_a_well_fed_batch_stays_memory_bound():
     obs = {"model": QWEN, "runs": [{"tp": 1, "concurrency": 64, "total_tok_s": 3000}]}
     d = diagnose(obs, ev("e1", inventory("NVIDIA GeForce RTX 5090", n=1), tool="gpu_inventory"))
     assert d.bound == "memory"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from orchestrator.prongs.serving_engine.queue_rules import queue_state
+from orchestrator.prongs.resource_account.queue_rules import queue_state
 from orchestrator.diagnosis import Number
 from orchestrator.findings import BoundClaim, Finding, Rank, capitalized, diagnosis_bound
 from orchestrator.observations import BenchResult

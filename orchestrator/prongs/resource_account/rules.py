@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orchestrator.prongs.resource_account.load_rules import burst_queue, client_limited, flat_throughput
-from orchestrator.prongs.serving_engine.queue_rules import BOUNDS_BATCH, engine_queue
+from orchestrator.prongs.resource_account.queue_rules import BOUNDS_BATCH, engine_queue
 from orchestrator.diagnosis import Bound, Number
 from orchestrator.findings import BoundClaim, Finding, Rank, Symptom, capitalized
 from orchestrator.prongs.resource_account.models import ProcessAccount, ResourceAccount, ThreadAccount
@@ -666,7 +666,7 @@ def _turns(a: Account) -> Finding | None:
 
 
 def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
-    """The engine's own queue (prongs/serving_engine/queue_rules.py): what bounds its batch, or no request reaching it."""
+    """The engine's own queue (prongs/resource_account/queue_rules.py): what bounds its batch, or no request reaching it."""
     return engine_queue(v, a.busy, a.ev)
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from orchestrator.prongs.resource_account.engine_work_rules import redone_work
 from orchestrator.prongs.resource_account.rules import GPU_BUSY_PCT, SATURATION, _account
 from orchestrator.prongs.serving_engine.kv_rules import kv_holds_fewer
-from orchestrator.prongs.serving_engine.queue_rules import BOUNDS_BATCH, engine_queue
+from orchestrator.prongs.resource_account.queue_rules import BOUNDS_BATCH, engine_queue
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView

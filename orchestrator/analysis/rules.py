@@ -880,13 +880,14 @@ from orchestrator.analysis.references import reference_rule  # noqa: E402  (publ
 from orchestrator.prongs import parts as _prong_parts  # noqa: E402
 from orchestrator.analysis.settings_rules import settings_rule  # noqa: E402  (the settings audit, issue 27)
 from orchestrator.analysis.bench_rules import bench_without_gpu  # noqa: E402  (a bench with no GPU to judge it by)
+from orchestrator.analysis.attention_rules import mla_triton_long_context  # noqa: E402  (MLA backend vs context)
 
 
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, other_workloads, power_vs_limit,
     catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs,
-    what_fits, engine_work, bench_without_gpu,
+    what_fits, engine_work, bench_without_gpu, mla_triton_long_context,
     fleet_rule,  # multi-host runs (analysis/fleet.py)
     reference_rule,  # the user's throughput against published figures (analysis/references.py)
     *_prong_parts("rules"),  # each prong's rules, in the order of orchestrator.prongs.PRONGS

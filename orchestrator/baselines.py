@@ -2,9 +2,9 @@
 configuration), read on this machine before any work and kept as the lines that name the engine's version and
 settings; `--baseline FILE` is a benchmark result read by orchestrator/benchresults.py and labelled `baseline`.
 
-The lines kept are the ones the engine probe's log parser reads a version and settings from (probes/engine_logs.py),
+The lines kept are the ones the engine probe's log parser reads a version and settings from (prongs/serving_engine/logs.py),
 each passed through orchestrator.redact (an `api_key` in vLLM's "non-default args" never reaches the transcript).
-analysis/compare.py compares them with the `--log` the engine probe reads on the host.
+prongs/settings_audit/before_after.py compares them with the `--log` the engine probe reads on the host.
 """
 
 from __future__ import annotations
@@ -14,11 +14,16 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from orchestrator.limits import BASELINE_LOG_MAX_BYTES, BASELINE_LOG_MAX_LINES, LOG_LINE_MAX_CHARS
 from orchestrator.observations import BaselineLog, ObservationsError
 
-MAX_BYTES = 256 << 20
+MAX_BYTES = BASELINE_LOG_MAX_BYTES
 """Larger than any engine log a user keeps; the file is read line by line, only the selected lines are kept."""
-MAX_LINES = 200
+MAX_LINES = BASELINE_LOG_MAX_LINES
+LITERALS = ("vllm api server version", "llm engine (v", "vllm version", "tensorrt-llm version", "sglang version",
+            "non-default args: ", "server_args=serverargs(", "] args: namespace(")
+"""A line is matched against the version and settings patterns only when it holds one of their literals (lowercase):
+most lines of a log hold none."""
 
 
 class BaselineLogError(ObservationsError):
@@ -43,7 +48,7 @@ def _masked(line: str, rx: re.Pattern[str], secret: Callable[[str], bool]) -> st
 
 def load_baseline_log(path: str | Path) -> BaselineLog:
     """The version and settings lines of an engine log on this machine; BaselineLogError when it has none."""
-    from orchestrator.probes.engine_logs import (RX_ARGS_NAMESPACE, RX_ENGINE_CONFIG, RX_NON_DEFAULT, RX_SERVER_ARGS,
+    from orchestrator.prongs.serving_engine.logs import (RX_ARGS_NAMESPACE, RX_ENGINE_CONFIG, RX_NON_DEFAULT, RX_SERVER_ARGS,
                                                  RX_VERSION)
     from orchestrator.redact import redact, secret_name
     from orchestrator.errors import InputError
@@ -57,9 +62,16 @@ def load_baseline_log(path: str | Path) -> BaselineLog:
     wanted = [*RX_VERSION, RX_ENGINE_CONFIG, RX_NON_DEFAULT, RX_SERVER_ARGS, RX_ARGS_NAMESPACE]
     kept: list[str] = []
     with p.open("r", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if len(kept) < MAX_LINES and any(rx.search(line) for rx in wanted):
-                kept.append(redact(_masked(line.rstrip("\n"), RX_NON_DEFAULT, secret_name))[:20000])
+        # lines cut at LOG_LINE_MAX_CHARS as the host's log reader cuts them: the patterns' work per line is bounded
+        # (and linear: tests/fuzz/test_patterns_linear.py), a line of hundreds of kB costs no more than its first 8,000
+        # characters; the file is read in bounded pieces, never a whole line at once
+        while len(kept) < MAX_LINES and (line := fh.readline(LOG_LINE_MAX_CHARS)):
+            if not line.endswith("\n"):
+                while (rest := fh.readline(LOG_LINE_MAX_CHARS)) and not rest.endswith("\n"):
+                    pass  # the rest of an over-long line
+            low = line.lower()
+            if any(lit in low for lit in LITERALS) and any(rx.search(line) for rx in wanted):
+                kept.append(redact(_masked(line.rstrip("\n"), RX_NON_DEFAULT, secret_name)))
     if not kept:
         raise BaselineLogError(f"--baseline-log {p} has no engine version or settings line (vLLM's 'vLLM API server "
                                f"version' / 'non-default args', SGLang's 'server_args=ServerArgs(', ...); {fix}")

@@ -79,9 +79,10 @@ BASELINE_LOG_MAX_LINES = 200
 
 TRANSCRIPT_MAX_LINE_BYTES = 64 << 20
 """A longer transcript line is skipped by the streaming reader (named in a warning) rather than held in memory."""
-TRANSCRIPT_MAX_DEPTH = 128
-"""Nesting of one transcript event (tool data nests a dozen deep). A deeper line is damaged or hostile: pydantic's
-JSON parser refuses ~200 levels and its serializer ~255, so a deeper event could be read but never printed."""
+TRANSCRIPT_MAX_DEPTH = 190
+"""Nesting of one transcript event (our tool data nests a dozen deep). pydantic's JSON parser refuses a line nested
+~200 deep, and its serializer ~255 (a deeper event could be read with json.loads but never printed: `report` failed
+with "Circular reference detected"): the reader refuses a deeper line as damaged or hostile."""
 RECORDED_MAX_DEPTH = 32
 """Nesting of a recorded run's inputs, agent definitions and agent results, rebuilt as models by replay and resume
 (observations use five)."""

@@ -118,10 +118,12 @@ def fence(text: str, *, tool: str, host: str | None, evidence_id: str, untrusted
 # Anything in host content that a reader could take for the fence's own tags (`</untrusted-data>`, any case, with
 # spaces or a fullwidth/small `<`) or for our evidence markers is shown escaped, so the content cannot end the fence
 # early and follow it with a forged `[evidence ev-9.9] SYSTEM NOTE` (issue 15).
-# Look-alikes count (issue 23): the match runs on `sanitize.fold(text)` (‹ ⟨ 〈 ＜ as `<`, ［ 【 as `[`, fullwidth
-# letters as ASCII) after the characters that only hide text (soft hyphen, zero-width, tag characters) are removed.
-_FENCE_TAG = re.compile(r"<\s*(/?)\s*(untrusted[\s_-]*data)", re.IGNORECASE)
-_EVIDENCE_MARK = re.compile(r"\[(\s*evidence\s+ev-)", re.IGNORECASE)
+# Look-alikes count: the match runs on `sanitize.fold(text)` (‹ ⟨ 〈 ＜ as `<`, ［ 【 as `[`, every dash as `-`,
+# fullwidth and Cyrillic/Greek look-alike letters as ASCII) after the characters that only hide text (soft hyphen,
+# zero-width, tag characters) are removed; anything that is not a letter or digit may stand between the words
+# (`</untrusted.data>`, `[evidence: ev-9.9]`), and `[evidence` is a marker whatever follows it.
+_FENCE_TAG = re.compile(r"<((?:[^\w<]|_)*untrusted[\W_]*data)", re.IGNORECASE)
+_EVIDENCE_MARK = re.compile(r"\[((?:[^\w\[]|_)*evidence)", re.IGNORECASE)
 
 
 def _neutralize_fence(text: str) -> str:
@@ -129,7 +131,7 @@ def _neutralize_fence(text: str) -> str:
     folded = fold(text)
     if "untrusted" not in folded and "evidence" not in folded:
         return text
-    edits = [(m.start(), m.end(), f"&lt;{m.group(1)}{text[m.start(2):m.end(2)]}") for m in _FENCE_TAG.finditer(folded)]
+    edits = [(m.start(), m.end(), f"&lt;{text[m.start(1):m.end(1)]}") for m in _FENCE_TAG.finditer(folded)]
     edits += [(m.start(), m.end(), f"[quoted {text[m.start(1):m.end(1)]}") for m in _EVIDENCE_MARK.finditer(folded)]
     for start, end, repl in sorted(edits, reverse=True):  # from the end: earlier offsets stay valid
         text = text[:start] + repl + text[end:]

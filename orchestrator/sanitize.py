@@ -48,16 +48,33 @@ def sanitize(text: str) -> str:
     return _CONTROL.sub(_escape, _HIDDEN.sub("", _SEQUENCE.sub("", text)))
 
 
-# Characters a reader (or a model) takes for `<` or `[`: the angle brackets and brackets of other scripts and blocks
-# (‹ ⟨ 〈 〈 ❮ ˂ ᐸ ＜ ﹤, ［ 【 ⟦ 〔 ﹝), folded by `fold` so that a fence's tags cannot be imitated with them.
+# Characters a reader (or a model) takes for `<`, `[`, `-` or a Latin letter, folded by `fold` so that a fence's tags
+# and markers cannot be imitated with them: the angle brackets and brackets of other scripts and blocks
+# (‹ ⟨ 〈 〈 ❮ ˂ ᐸ ＜ ﹤, ［ 【 ⟦ 〔 ﹝); every dash and hyphen (the Unicode dash punctuation, the minus sign, the
+# hyphen bullet: `</untrusted–data>` with an en dash); and the Cyrillic, Greek and Armenian letters drawn like the
+# Latin ones (`</untrustеd-data>` with a Cyrillic е), after Unicode's confusables list (UTS #39, confusables.txt).
+_DASHES = ("\u058a\u05be\u1400\u1806\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e17\u2e1a\u2e3a\u2e3b"
+           "\u2e40\u301c\u3030\u30a0\ufe31\ufe32\ufe58\ufe63\uff0d\u02d7\u2796\U00010ead")
+_LETTERS = {
+    "a": "\u0430\u03b1\u0251\u0410\u0391", "b": "\u0412\u0392\u042c", "c": "\u0441\u03f2\u0421\u03f9\u217d",
+    "d": "\u0501\u217e", "e": "\u0435\u0415\u0395\u04bd", "h": "\u04bb\u041d\u0397", "i": "\u0456\u0406\u03b9\u0399\u0131\u04cf\u2170",
+    "j": "\u0458\u0408", "k": "\u041a\u039a", "l": "\u04cf\u217c", "m": "\u041c\u039c\u217f",
+    "n": "\u039d\u0578", "o": "\u043e\u03bf\u041e\u039f\u0585\u0d20", "p": "\u0440\u03c1\u0420\u03a1",
+    "q": "\u051b", "r": "\u0433", "s": "\u0455\u0405", "t": "\u0422\u03a4\u03c4", "u": "\u03c5\u057d",
+    "v": "\u03bd\u0475\u2174", "w": "\u051d", "x": "\u0445\u0425\u03a7\u2179", "y": "\u0443\u0423\u03a5\u04af",
+    "z": "\u0396",
+}
 _LOOKALIKE = str.maketrans({c: "<" for c in "\u2039\u27e8\u3008\u2329\u276e\u02c2\u1438\uff1c\ufe64\u276c\u29fc"}
-                           | {c: "[" for c in "\uff3b\u3010\u27e6\u3014\ufe5d\u2045\u298b"})
+                           | {c: "[" for c in "\uff3b\u3010\u27e6\u3014\ufe5d\u2045\u298b"}
+                           | {c: "-" for c in _DASHES}
+                           | {c: latin for latin, alike in _LETTERS.items() for c in alike})
 
 
 def fold(text: str) -> str:
     """`text` with the same length, each character replaced by what a reader takes it for: look-alike brackets as
-    `<`/`[`, fullwidth and other compatibility forms by their NFKC letter (`ｕ` as `u`), lower case. For finding
-    imitations of our own markers in untrusted text; the original is what gets shown."""
+    `<`/`[`, dashes as `-`, Cyrillic/Greek/Armenian look-alike letters as Latin ones, fullwidth and other
+    compatibility forms by their NFKC letter (`ｕ` as `u`), lower case. For finding imitations of our own markers in
+    untrusted text; the original is what gets shown."""
     import unicodedata
 
     out = []

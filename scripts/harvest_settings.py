@@ -996,6 +996,20 @@ def gather_git(project: str, gitdir: str, tags: list[str], src: Path) -> None:
         (src / project / "PROVENANCE").write_text(f"git show TAG:PATH on a mirror of the repository, tags {', '.join(tags)}\n")
 
 
+def safe_member_path(root: Path, name: str) -> Path:
+    """Where an archive member `name` goes under `root`; an absolute name, a `..` part or a path that resolves
+    outside `root` (a symlink already there) is refused: a wheel is someone else's file, and fnmatch's `*` matches
+    `../`, so `torch/*.py` would otherwise let `torch/../../usercustomize.py` land anywhere."""
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":") or ".." in parts:
+        raise ValueError(f"refusing archive member {name!r}: absolute, or with a '..' part")
+    dest = (root / name).resolve()
+    base = root.resolve()
+    if dest != base and base not in dest.parents:
+        raise ValueError(f"refusing archive member {name!r}: it resolves outside {root}")
+    return root / name
+
+
 def gather_wheel(project: str, versions: list[str], src: Path) -> None:
     import fnmatch
 
@@ -1008,7 +1022,7 @@ def gather_wheel(project: str, versions: list[str], src: Path) -> None:
             with zipfile.ZipFile(wheel) as z:
                 for name in z.namelist():
                     if any(fnmatch.fnmatch(name, pat) for pat in spec["files"]):
-                        dest = src / project / v / name
+                        dest = safe_member_path(src / project / v, name)
                         dest.parent.mkdir(parents=True, exist_ok=True)
                         dest.write_bytes(z.read(name))
     (src / project / "PROVENANCE").write_text(f"files of the released wheels ({spec['wheel']} {', '.join(versions)})\n")

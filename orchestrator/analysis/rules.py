@@ -613,10 +613,10 @@ def _inventory_clocks(v: EvidenceView) -> tuple[float, float, list[str], str] | 
 
 
 def other_workloads(v: EvidenceView) -> list[Finding]:
-    """GPUs that only another workload holds, where the evidence shows two workloads (node_view.other_workloads): name
+    """GPUs that only another workload holds, where the evidence shows two workloads (prongs/node_health/view.py): name
     it with its memory, the load seen while sampling and the evidence that it is not the user's, and say that load is
     not the workload asked about."""
-    from orchestrator.analysis.node_view import other_workloads as held
+    from orchestrator.prongs.node_health.view import other_workloads as held
 
     out = []
     for w in held(v):
@@ -659,7 +659,7 @@ def _power_over_gpus(gpus: list[tuple[int, float, float, float | None]]) -> Powe
 def power_vs_limit(v: EvidenceView) -> list[Finding]:
     """Power against the limit at high occupancy: from observations, the power sampler or the inventory. A GPU that
     another workload holds (node_view.other_workloads) is left out: its load is not the one asked about."""
-    from orchestrator.analysis.node_view import other_workloads as held
+    from orchestrator.prongs.node_health.view import other_workloads as held
 
     foreign = {(w.host, w.gpu) for w in held(v)}
     readings = []
@@ -830,68 +830,14 @@ def torch_arch(v: EvidenceView) -> list[Finding]:
     return []
 
 
-def measurements(v: EvidenceView) -> list[Finding]:
-    """GEMM and all-reduce measurements (`--measure`) against their rooflines; see measure_rules."""
-    from orchestrator.analysis.measure_rules import measure_findings
-
-    return measure_findings(v.evidence, v.observations)
-
-
-def serving_latency(v: EvidenceView) -> list[Finding]:
-    """Measured TTFT / ITL against the model's roofline floor on this GPU, prefill and decode apart; see serving_rules."""
-    from orchestrator.analysis.serving_rules import serving_latency as rule
-
-    return rule(v)
-
-
-def resource_account(v: EvidenceView) -> list[Finding]:
-    """Where the time goes: the GPUs' busy share over a window and the saturated resource; see account_rules."""
-    from orchestrator.analysis.account_rules import account_findings
-
-    return account_findings(v)
-
-
-def load_runs(v: EvidenceView) -> list[Finding]:
-    """Every benchmark run used and compared with the others, and what the measurement itself says (a TTFT that is
-    the whole request, runs of different output lengths, a TTFT spent mostly outside the engine); see load_rules."""
-    from orchestrator.analysis.load_rules import (runs_compared, ttft_is_whole_request, ttft_outside_engine,
-                                                  unequal_outputs)
-
-    return [f for f in (runs_compared(v), ttft_is_whole_request(v), unequal_outputs(v), ttft_outside_engine(v)) if f]
-
-
-def engine_work(v: EvidenceView) -> list[Finding]:
-    """Engine work that returns nothing: rejected speculative drafts, a prefix cache that never hits; see
-    engine_work_rules."""
-    from orchestrator.analysis.engine_work_rules import engine_work_findings
-
-    return engine_work_findings(v)
-
-
-def what_fits(v: EvidenceView) -> list[Finding]:
-    """Weight bytes against GPU memory x the parallel degree and against what nvidia-smi shows in use; see fit_rules."""
-    from orchestrator.analysis.fit_rules import fit_findings
-
-    return fit_findings(v)
-
-
-from orchestrator.analysis.fleet import fleet_rule  # noqa: E402  (multi-host runs; hosts helper's hook)
-from orchestrator.analysis.references import reference_rule  # noqa: E402  (published reference throughput)
 from orchestrator.prongs import parts as _prong_parts  # noqa: E402
-from orchestrator.analysis.settings_rules import settings_rule  # noqa: E402  (the settings audit, issue 27)
-from orchestrator.analysis.bench_rules import bench_without_gpu  # noqa: E402  (a bench with no GPU to judge it by)
-from orchestrator.analysis.attention_rules import mla_triton_long_context  # noqa: E402  (MLA backend vs context)
 
 
 RULES: list[Rule] = [
     hardware_peaks, no_gpu_on_host, dtype_native_support, arch_vs_peer, fp4_without_tensor_cores, autotune_not_persisted, autotune_fallback,
     autotune_mismatch, moe_config_missing, moe_decode_memory_bound, parallelism_scaling, other_workloads, power_vs_limit,
-    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch, measurements, serving_latency, resource_account, load_runs,
-    what_fits, engine_work, bench_without_gpu, mla_triton_long_context,
-    fleet_rule,  # multi-host runs (analysis/fleet.py)
-    reference_rule,  # the user's throughput against published figures (analysis/references.py)
-    *_prong_parts("rules"),  # each prong's rules, in the order of orchestrator.prongs.PRONGS
-    settings_rule,  # non-default settings and changed defaults (analysis/settings_rules.py)
+    catalog_signals, pcie_allreduce, kernel_inventory, torch_arch,
+    *_prong_parts("rules"),  # then each prong's rules, in the order of orchestrator.prongs.PRONGS
 ]
 
 

@@ -13,6 +13,8 @@ Entry shape (see tests/scenarios/README.md for how cases exercise them)::
       scope: {ccs: ["9.0"], gpus: ["H200"], libraries: {vllm: ">=0.6"}, dtypes: [nvfp4], not_ccs: ["8.9"]}
       signals:                             # ANY signal firing fires the entry
         - log: 'regex'                     # case-insensitive, searched in log lines (optional `sources`)
+                                             # (every repetition between literals bounded, .{0,1000} not .*:
+                                             # tests/fuzz/test_patterns_linear.py)
         - when: [{fact: "gpu.*.power.enforced_limit_w", lt_fact: "gpu.*.power.default_limit_w", ratio: 0.95}]
       claim: "GPU {gpu.index} enforces {gpu.power.enforced_limit_w} W ..."   # {fact}, {line}, {match[1]}
       explanation: "the mechanism"

@@ -4,7 +4,7 @@ The dataset (`references.json` beside this module) is built by `scripts/build_re
 themselves — TensorRT-LLM's performance overview (the Markdown tables of
 docs/source/developer-guide/perf-overview.md) and MLPerf Inference result logs (`mlperf_log_summary.txt` with the
 system description JSON) — and never typed by hand. This module holds the row model, the two parsers the script
-runs, and the loader; matching a user's setup against the rows is analysis (orchestrator/analysis/references.py).
+runs, and the loader; matching a user's setup against the rows is analysis (orchestrator/prongs/reference/rules.py).
 
 A parser never guesses: a table with no unit line, a column header it cannot read, a model or GPU name the sources
 manifest does not map, or a value that is not a number is reported as a problem and the row is not made.
@@ -149,6 +149,19 @@ def _degrees(par: str) -> dict[str, int]:
     return out
 
 
+_NUMBER = re.compile(r"\d[\d,]*(\.\d+)?", re.ASCII)
+
+
+def throughput(cell: str) -> float | None:
+    """A published throughput figure: digits with thousands commas and a decimal part (`12,345.6`), above zero; None
+    for anything else (float() also takes nan, inf, -5, 1e3 and 1_000, none of which a table publishes)."""
+    cell = cell.strip()
+    if not _NUMBER.fullmatch(cell):
+        return None
+    value = float(cell.replace(",", ""))
+    return value if value > 0 else None
+
+
 def parse_trtllm_perf_overview(text: str, source: dict[str, Any], models: dict[str, list[str]]
                                ) -> tuple[list[ReferenceRow], list[str]]:
     """Rows of every model table of the page, and the problems found (each names the line)."""
@@ -225,10 +238,9 @@ def parse_trtllm_perf_overview(text: str, source: dict[str, Any], models: dict[s
             for col, cell in zip(parsed_cols, cells[1:]):
                 if col is None or not cell:
                     continue  # not measured for this GPU (an empty cell), or a column already reported
-                try:
-                    value = float(cell.replace(",", ""))
-                except ValueError:
-                    problems.append(f"{source['id']}:{line_no}: value {cell!r} is not a number; not used")
+                value = throughput(cell)
+                if value is None:
+                    problems.append(f"{source['id']}:{line_no}: value {cell[:40]!r} is not a number above zero; not used")
                     continue
                 gpu, count, par, deg, prec = col
                 rows.append(ReferenceRow(
@@ -265,6 +277,8 @@ def parse_mlperf_summary(text: str, system: dict[str, Any], source: dict[str, An
         return [], [f"{where}: mode {f.get('Mode')!r} is not a performance run; not used"]
     scenario = f.get("Scenario")
     tok = f.get("Tokens per second") if scenario == "Offline" else f.get("Completed tokens per second")
+    if scenario in ("Offline", "Server") and tok is not None and throughput(tok) is None:
+        return [], [f"{where}: tokens per second {tok[:40]!r} is not a number above zero; not used"]
     if scenario not in ("Offline", "Server") or tok is None:
         return [], [f"{where}: no tokens-per-second figure for scenario {scenario!r} (only Offline and Server are "
                     "read); not used"]

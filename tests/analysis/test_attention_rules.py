@@ -4,11 +4,11 @@ apart with its condition; with nothing faster on the list the engine printed, no
 
 from __future__ import annotations
 
-from orchestrator.analysis.attention_rules import mla_triton_long_context
+from orchestrator.prongs.serving_engine.attention_rules import mla_triton_long_context
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.evidence import Evidence
 from orchestrator.observations import Observations
-from orchestrator.probes.engine_models import EngineInstance, EngineLogLine, EngineReport, LogState
+from orchestrator.prongs.serving_engine.models import EngineInstance, EngineLogLine, EngineReport, LogState
 
 LINE = ("(EngineCore pid=992724) INFO 10-10 13:41:44 [cuda.py:506] Using TRITON_MLA attention backend out of "
         "potential backends: {}.")

@@ -1,4 +1,4 @@
-"""Whose a GPU process is (analysis/node_view.py, knowledge/workloads.yaml): the user's own engine, framework or
+"""Whose a GPU process is (prongs/node_health/view.py, knowledge/workloads.yaml): the user's own engine, framework or
 container is never "another workload"; a second workload needs evidence that there are two (the user's engine
 beside a process not part of it, or the tool's own measurement sharing the GPU), and the finding names it."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.node_view import namespace_gaps, other_workloads, owner
+from orchestrator.prongs.node_health.view import namespace_gaps, other_workloads, owner
 from orchestrator.analysis.rules import other_workloads as other_workload_findings
 from orchestrator.evidence import Evidence
 from orchestrator.knowledge.workloads import engine_of
-from orchestrator.probes.node_models import GpuHealth, GpuProcess, NodeHealth, ServingProcess
+from orchestrator.prongs.node_health.models import GpuHealth, GpuProcess, NodeHealth, ServingProcess
 
 HOST = "root@gpu-node"
 

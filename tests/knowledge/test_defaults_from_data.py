@@ -13,7 +13,7 @@ import inspect
 import pytest
 
 from orchestrator.knowledge import settings as kb
-from orchestrator.probes import engine_cmdline as ec
+from orchestrator.prongs.serving_engine import cmdline as ec
 
 B200 = ("NVIDIA B200", 183 * 1024.0)
 H100 = ("NVIDIA H100 80GB HBM3", 80 * 1024.0)

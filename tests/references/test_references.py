@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.references import Setup, match, reference_rule
+from orchestrator.prongs.reference.rules import Setup, match, reference_rule
 from orchestrator.evidence import Evidence
 from orchestrator.knowledge import references as refs
 from orchestrator.observations import Observations
@@ -192,3 +192,13 @@ def test_reference_cli(tmp_path):
     assert doc["rows"] == [] and "could mean llama-2-70b, llama-3.3-70b" in doc["why_none"]
     r = subprocess.run(env_run + ["--gpu", "H2000", "--model", "x"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "unknown GPU" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("cell", ["nan", "inf", "-2587", "0", "1_000", "1e3", "2587.", "0x10", "２５８７"])
+def test_a_throughput_cell_that_is_not_a_positive_published_number_is_reported_not_used(cell):
+    """m10 of the red team's round 3: float() took nan, inf, negatives and `1_000` as throughput."""
+    text = (SOURCES / TRT["file"]).read_text()
+    rows, problems = _trt(text.replace("| 2,587", f"| {cell}", 1) if "| 2,587" in text else text.replace("2587", cell, 1))
+    assert any(f"value {cell!r} is not a number above zero" in p for p in problems), problems
+    assert all(r.output_tok_s_per_gpu > 0 and r.output_tok_s_per_gpu == r.output_tok_s_per_gpu for r in rows)
+    assert refs.throughput("12,345.6") == 12345.6 and refs.throughput(" 537 ") == 537.0

@@ -171,9 +171,9 @@ CONFIG_DEEP = "max-num-seqs: 7\ncompilation-config: " + "[" * 20000 + "]" * 2000
 
 _AUDIT = """
 import json, sys, time
-from orchestrator.analysis.settings_audit import audit_process
-from orchestrator.probes.engine_cmdline import effective_config
-from orchestrator.probes.settings_models import ProcessSettings, SettingsFile
+from orchestrator.prongs.settings_audit.audit import audit_process
+from orchestrator.prongs.serving_engine.cmdline import effective_config
+from orchestrator.prongs.settings_audit.models import ProcessSettings, SettingsFile
 out = {}
 for name in sys.argv[1:]:
     text = open(name).read()
@@ -206,7 +206,7 @@ def test_a_served_configs_alias_bomb_or_deep_nesting_is_left_out_in_bounded_time
 
 def _seed_with_settings_text(text: str) -> list[str]:
     """The seed transcript with a settings_audit result whose --config text is `text` (as the host returned it)."""
-    from orchestrator.probes.settings_models import ProcessSettings, SettingsFile, SettingsReport
+    from orchestrator.prongs.settings_audit.models import ProcessSettings, SettingsFile, SettingsReport
 
     report = SettingsReport(host="gpu-box", processes=[ProcessSettings(
         pid=7, engine="vllm", version="0.32.0", argv=["vllm", "serve", "/m", "--config", "/srv/serve.yaml"],
@@ -241,3 +241,29 @@ def test_show_and_report_of_a_recorded_hostile_config_render_in_bounded_memory(t
     res = run_bounded(_RENDER, mem_mb=1536, timeout_s=120, args=[str(path), str(tmp_path / "r")])
     assert res.rc == 0 and "Traceback" not in res.err, res.err[-3000:]
     assert (tmp_path / "r.html").exists() and (tmp_path / "r.md").exists()
+
+
+# --- --baseline-log (m6) --------------------------------------------------------------------------------------------
+
+_BASELINE = """
+import json, sys, time
+from orchestrator.baselines import load_baseline_log
+started = time.monotonic()
+log = load_baseline_log(sys.argv[1])
+print(json.dumps({"s": time.monotonic() - started, "lines": log.lines}))
+"""
+
+
+def test_a_baseline_log_line_of_900kb_is_read_in_linear_time(tmp_path):
+    """m6: one 920 kB line of `server_args=ServerArgs(` kept the input check busy for minutes (114 s; 4 MB: ~30 min):
+    the line was unbounded and the pattern retried at every occurrence."""
+    p = tmp_path / "before.log"
+    hostile = "server_args=ServerArgs(" * 40_000
+    p.write_text("INFO vLLM API server version 0.11.0\n" + hostile + "\n" + ("non-default args: {" * 20_000) + "\n"
+                 + "INFO non-default args: {'max_num_seqs': 64, 'api_key': 'sk-live-0123456789abcdef'}\n")
+    assert len(hostile) > 900_000
+    got = json_out(run_bounded(_BASELINE, mem_mb=1024, timeout_s=60, args=[str(p)]))
+    assert got["s"] < 5, got["s"]
+    assert got["lines"][0] == "INFO vLLM API server version 0.11.0"
+    assert "'max_num_seqs': 64" in got["lines"][-1] and "sk-live" not in got["lines"][-1]
+    assert all(len(line) <= 8000 for line in got["lines"])

@@ -360,7 +360,7 @@ SECRET_NAME = re.compile(r"(^|_)(TOKEN|PASS|KEY|APIKEY|AUTH|SESSION|SIGNATURE)(_
                          r"|SECRET|PASSW|CREDENTIAL|PRIVATE|COOKIE", re.I)
 # Values that are credentials whatever they are called; a URL with any userinfo (`https://TOKEN@proxy`) is one.
 SECRET_VALUE = re.compile(r"hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_\-]{8,}|(?:AKIA|ASIA)[A-Z0-9]{12,}|gh[pousr]_[A-Za-z0-9]{8,}"
-                          r"|xox[bpase]-|-----BEGIN|://[^/\s@]+@|eyJ[A-Za-z0-9_\-]{10,}\.")
+                          r"|xox[bpase]-|-----BEGIN|://[^/\s@]+@|eyJ[A-Za-z0-9_\-]{10,512}\.")
 SECRET_FLAG = re.compile(r"^--?([\w]+[-_])*(token|secret|password|passwd|pass|key|api[-_]?key|credentials?|auth|"
                          r"cookie|private[-_]key)$", re.I)
 SECRET_WORDS = ("token", "secret", "password", "passwd", "pass", "key", "apikey", "credential", "credentials", "auth",

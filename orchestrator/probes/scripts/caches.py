@@ -34,7 +34,7 @@ import sys
 
 BASE_KEYS = ("HOME", "XDG_CACHE_HOME", "TMPDIR")
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-MOE_DEVICE = re.compile(r"device_name=([^,]+?)(?:,|(?:_down|_up)?\.json$)")
+MOE_DEVICE = re.compile(r"device_name=([^,]{1,255}?)(?:,|(?:_down|_up)?\.json$)")
 VOLATILE_FS = ("tmpfs", "ramfs")
 VOLATILE_DIRS = ("/tmp", "/dev/shm", "/run")
 

@@ -36,7 +36,7 @@ CONFIG_FLAGS = ("--config", "--extra_llm_api_options", "--extra-llm-api-options"
 # Lines worth returning from logs: configuration, selection, capacity, periodic stats, warnings engines print.
 LOG_LINE = re.compile(
     r"(non-default args|args: Namespace\(|Initializing a V1 LLM engine|Initializing an LLM engine|vLLM API server version|"
-    r"server_args=ServerArgs|attention backend|backend\.|Using [A-Za-z0-9_ .']+ backend|Cannot use Flash|"
+    r"server_args=ServerArgs|attention backend|backend\.|Using [A-Za-z0-9_ .']{1,80} backend|Cannot use Flash|"
     r"KV cache size|Model loading took|Available KV cache memory|Load weight end|# GPU blocks|GPU blocks:|Maximum concurrency|KV Cache is allocated|max_total_num_tokens|"
     r"Graph capturing|Capturing CUDA graph|Capture cuda graph|cuda graph|CUDA graph|Cudagraph|cudagraph|"
     r"enforce_eager|eager mode|Avg prompt throughput|Decode batch|Prefill batch|preempt|Preempt|"

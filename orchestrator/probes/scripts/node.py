@@ -26,8 +26,8 @@ MAX_VALUE = 300
 # A server is recognized by its entry point (the prelude's server_kind), a worker by its process title.
 ENGINE_NAME = re.compile(r"^(VLLM|vllm|sglang|SGLang|trtllm|TRTLLM)|::(Worker|EngineCore|scheduler|TP\d)", re.I)
 
-KERNEL_LINE = re.compile(r"NVRM|Xid|SXid|nvidia|nvlink|nvswitch|fallen off the bus|NVSwitch|AER:.*(?:Corrected|Uncorrected)"
-                         r"|pcieport.*(?:error|Error)|DMAR: DRHD|iommu.*\bfault|mlx5_core.*(?:error|Error|down)")
+KERNEL_LINE = re.compile(r"NVRM|Xid|SXid|nvidia|nvlink|nvswitch|fallen off the bus|NVSwitch|AER:.{0,1000}(?:Corrected|Uncorrected)"
+                         r"|pcieport.{0,1000}(?:error|Error)|DMAR: DRHD|iommu.{0,1000}\bfault|mlx5_core.{0,1000}(?:error|Error|down)")
 NCCL_LINE = re.compile(r"\bNCCL (?:INFO|WARN)\b|\bNCCL version\b")
 LSPCI_KEEP = re.compile(r"^\s+(LnkCap|LnkSta|LnkCtl2|ACSCap|ACSCtl|NUMA node):")
 

@@ -23,7 +23,7 @@ errors (crashes, hangs, failures), cost (money per token, GPUs needed)."""
 
 _TYPED_KEYS = ("title", "numbers", "informational", "secondary", "bound", "short", "rule", "entry", "severity",
                "matched", "symptoms", "explains", "static", "unmet", "sets_bound", "agrees", "rules_out", "queue_wait",
-               "caps_batch", "batch_uncapped", "verdict_words")
+               "caps_batch", "batch_uncapped", "change_kind", "verdict_words")
 """Fields that older transcripts carried inside `data` (read back into the typed fields on load)."""
 
 
@@ -169,6 +169,9 @@ class Finding(BaseModel):
     batch_uncapped: SkipJsonSchema[bool] = False
     """The engine's own state shows the batch far from any cap (few requests running, none waiting): a cap that is
     not reached is not a cause."""
+    change_kind: SkipJsonSchema[Literal["", "setting", "default", "summary"]] = ""
+    """What it says changed between two runs: a setting the user changed, a default the version changed, or a summary
+    of either; empty for a finding about one run."""
     verdict_words: SkipJsonSchema[str] = ""
     """A sentence the verdict carries whenever this finding explains the asked symptom (the published reference)."""
     data: dict[str, Any] = Field(default_factory=dict)

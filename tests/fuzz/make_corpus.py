@@ -1,9 +1,10 @@
 """Write the fuzz corpus (tests/fuzz/corpus/<kind>/): a few well-formed seeds per kind of input, and every hostile
 input a review found, as the file that reproduces it.
 
-    python tests/fuzz/make_corpus.py      # rewrites the files below (deterministic); commit what changed
+    python tests/fuzz/make_corpus.py      # (re)writes the files below (deterministic); commit what changed
 
-A break found later goes in by hand or here: its file under corpus/<kind>/, named after what it does. Large inputs
+A break found later goes in by hand or here: its file under corpus/<kind>/, named after what it does (the mutants the
+fuzz pass found are kept as they were generated, `fuzz-*`; this script leaves them alone). Large inputs
 are kept gzipped (`NAME.EXT.gz`): the fuzz harness hands every kind but traces (which read gzip themselves) the
 decompressed bytes.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -300,7 +300,6 @@ def reproductions() -> None:
 
 
 if __name__ == "__main__":
-    shutil.rmtree(CORPUS, ignore_errors=True)
     seeds()
     reproductions()
     for d in sorted(CORPUS.iterdir()):

@@ -222,7 +222,7 @@ class Observations(_Strict):
     gpu: GpuObservation | None = None
     bench: list[BenchResult] = []
     """Benchmark runs read from `--bench FILE` (orchestrator/benchresults.py): TTFT/TPOT/ITL at a load; `--baseline
-    FILE`'s runs come first, labelled `baseline` (the run before, analysis/compare.py)."""
+    FILE`'s runs come first, labelled `baseline` (the run before, prongs/settings_audit/before_after.py)."""
     baseline_log: BaselineLog | None = None
     notes: Notes | None = None
 

@@ -54,7 +54,7 @@ class EvidenceView:
     _probes: dict[str, list[tuple[Evidence, ProbeModel]]] = field(default_factory=dict, init=False)
     _fanout: list[tuple[Evidence, ProbeModel]] = field(default_factory=list, init=False)
     """Probe results of multi-host fan-out calls (a tool's `host` argument): in `models()` (per-host facts, gaps)
-    but not in `probes()`, whose single-host rules read the primary host; analysis/fleet.py compares hosts."""
+    but not in `probes()`, whose single-host rules read the primary host; prongs/fleet/rules.py compares hosts."""
     notices: list[tuple[str, str]] = field(default_factory=list, init=False)
     """(what, why) of evidence that failed validation and rules or catalog entries that raised: become gaps."""
 

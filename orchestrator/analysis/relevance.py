@@ -288,7 +288,7 @@ def measured_symptoms(observations: "Observations") -> set[Symptom]:
 
 
 QUEUE_FINDINGS = ("account-engine-queue", "fit-kv-fewer-sequences-than-offered")
-"""Findings that show requests waiting in the engine's queue (analysis/queue_rules.py: `queue-*`, account_rules.py,
+"""Findings that show requests waiting in the engine's queue (prongs/serving_engine/queue_rules.py: `queue-*`, account_rules.py,
 fit_rules.py)."""
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.analysis import node_view, relevance, served
-from orchestrator.analysis.clock_events import clock_events_answer
-from orchestrator.analysis.account_rules import account_bound
+from orchestrator.analysis import relevance, served
+from orchestrator.prongs.node_health import view as node_view
+from orchestrator.prongs.node_health.clock_events import clock_events_answer
+from orchestrator.prongs.resource_account.rules import account_bound
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.queue_rules import BATCH_HELD
+from orchestrator.prongs.serving_engine.queue_rules import BATCH_HELD
 from orchestrator.analysis.rules import run_rules
 from orchestrator.diagnosis import (Bound, Cause, Gap, Noticed, Number, Recommendation, SubmittedDiagnosis,
                                     sentence_case)
@@ -99,7 +100,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
         # the server is read from it
         return _as_bound(flaw.bound, "unknown"), (flaw.short[:1].upper() + flaw.short[1:] + " No limit of the "
                                                   "server can be read from this figure."), flaw
-    acct = account_bound(findings)  # where the time goes (analysis/account_rules.py): the GPUs idle, and on what
+    acct = account_bound(findings)  # where the time goes (prongs/resource_account/rules.py): the GPUs idle, and on what
     if acct is not None:
         return acct
     by_id = {f.id: f for f in findings}
@@ -134,7 +135,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     traced = [f for f in findings if f.id.startswith("trace-step-account") and f.bound]
     if traced:
         return _as_bound(traced[0].bound, "unknown"), traced[0].short or traced[0].claim, traced[0]
-    # The engine's batch held below the load (analysis/queue_rules.py, kv_rules.py): requests wait for a place in it
+    # The engine's batch held below the load (prongs/serving_engine/queue_rules.py, kv_rules.py): requests wait for a place in it
     held = next((f for f in findings if f.id in BATCH_HELD), None)
     if held:
         return "latency", (held.short[:1].upper() + held.short[1:]) if held.short else held.title, held
@@ -160,7 +161,7 @@ def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
             parts.append(f"The measured all-reduce latency is comparable ({measured.data['ratio']:.0%}) to this "
                          "memory floor, so TP communication is a second limiter of the same size.")
         return bound, " ".join(parts), None
-    # Serving latency against its roofline floor (analysis/serving_rules.py): the phase the question asks about.
+    # Serving latency against its roofline floor (prongs/serving_engine/rules.py): the phase the question asks about.
     serving = [f for f in findings if f.id in ("serving-decode-vs-roofline", "serving-prefill-vs-roofline") and f.bound]
     serving.sort(key=lambda f: (not f.data.get("asked"), f.id != "serving-decode-vs-roofline"))
     if serving and not gemm:
@@ -357,7 +358,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         if also:
             verdict += " Also noticed, not a cause here: " + "; ".join(a.title for a in also[:3]) + "."
     reference = next((f for f in relevant if f.id == "reference-throughput" and f.short), None)
-    if reference is not None:  # is my number bad? the published figure for the same GPU and model (analysis/references.py)
+    if reference is not None:  # is my number bad? the published figure for the same GPU and model (prongs/reference/rules.py)
         verdict += f" {reference.short}"
     healthy = node_view.healthy_line(view, findings)
     if healthy:

@@ -11,9 +11,9 @@ import sys
 import pytest
 from support.evidence import ev, inventory
 
-from orchestrator.analysis.account_rules import account_bound, account_findings
+from orchestrator.prongs.resource_account.rules import account_bound, account_findings
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.probes.account_models import (
+from orchestrator.prongs.resource_account.models import (
     FileMount, GpuBusy, HostAccount, Nic, ProcessAccount, ResourceAccount, ThreadAccount,
 )
 

@@ -14,7 +14,7 @@ from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.signals import catalog_findings
 from orchestrator.evidence import Evidence
 from orchestrator.knowledge.catalog import Catalog, CatalogError, Condition, Entry, Fix, catalog, load_catalog
-from orchestrator.probes.node import health_from_output
+from orchestrator.prongs.node_health.probe import health_from_output
 from orchestrator.probes.scripts._smi import smi_strip_doctype
 from support.smi_q import apply_smi_q
 

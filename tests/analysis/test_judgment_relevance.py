@@ -15,7 +15,7 @@ from orchestrator.analysis.synthesis import MAX_CAUSES, _agree_with_bound, synth
 from orchestrator.diagnosis import Diagnosis, Noticed, SubmittedDiagnosis
 from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding
-from orchestrator.probes.node import health_from_output
+from orchestrator.prongs.node_health.probe import health_from_output
 from orchestrator.render.diagnosis import to_markdown
 from orchestrator.render.html import render_html
 from test_judgment_preconditions import realbox_node

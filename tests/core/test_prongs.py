@@ -82,10 +82,10 @@ def test_lead_plan_puts_standing_prongs_then_its_own_steps_then_joining_prongs()
         ("task", "zz-user", None), ("observations", None, None), ("task", joining, "run.traces")]
 
 
-def test_a_prong_the_lead_already_starts_is_not_started_twice():
-    agents = {"lead": _agent("lead", role="lead", plan=[PlanStep(tool="task", args={"agent": "p", "brief": "x"})]),
-              "p": _agent("p", brief="y")}
-    assert len(with_prong_steps(agents).plan) == 1
+def test_a_lead_that_starts_its_own_subagents_keeps_its_plan_as_written():
+    own = [PlanStep(tool="task", args={"agent": "q", "brief": "x"})]
+    agents = {"lead": _agent("lead", role="lead", plan=own), "p": _agent("p", brief="y"), "q": _agent("q")}
+    assert with_prong_steps(agents).plan == own
 
 
 def test_task_tool_does_not_offer_a_prong_whose_input_was_not_given():

@@ -223,7 +223,7 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool, phase: str | None 
 
 
 def trace_findings(v: EvidenceView) -> list[Finding]:
-    from orchestrator.analysis.serving import question_phase
+    from orchestrator.prongs.serving_engine.floors import question_phase
 
     out: list[Finding] = []
     phase = question_phase(v.question) if v.question else None

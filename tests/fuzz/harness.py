@@ -65,7 +65,7 @@ def t_log(p: Path, tmp: Path) -> None:
     from orchestrator.analysis.signals import _script
     from orchestrator.knowledge.catalog import catalog
     from orchestrator.limits import LOG_LINE_MAX_CHARS
-    from orchestrator.probes.engine_logs import parse_log_lines
+    from orchestrator.prongs.serving_engine.logs import parse_log_lines
 
     text = _plain(p, tmp).read_bytes().decode("utf-8", "replace")
     lines = [(p.name, i, ln[:LOG_LINE_MAX_CHARS]) for i, ln in enumerate(text.splitlines(), 1)]
@@ -80,9 +80,9 @@ def t_log(p: Path, tmp: Path) -> None:
 
 def t_config(p: Path, tmp: Path) -> None:
     """A served process's --config as the engine configuration and the settings audit read it."""
-    from orchestrator.analysis.settings_audit import audit_process
-    from orchestrator.probes.engine_cmdline import effective_config
-    from orchestrator.probes.settings_models import ProcessSettings, SettingsFile
+    from orchestrator.prongs.settings_audit.audit import audit_process
+    from orchestrator.prongs.serving_engine.cmdline import effective_config
+    from orchestrator.prongs.settings_audit.models import ProcessSettings, SettingsFile
 
     text = _plain(p, tmp).read_bytes().decode("utf-8", "replace")
     for engine, flag in (("vllm", "--config"), ("sglang", "--config"), ("trtllm", "--extra_llm_api_options")):

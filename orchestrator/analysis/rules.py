@@ -59,6 +59,8 @@ def _moe_model(v: EvidenceView) -> bool | None:
             names.append(eng.model)
     for _ev, rep in v.probes("engine_config"):  # a served model named only in a log the user passed
         names += [e.model for e in getattr(rep, "engines", []) if e.model]
+    for _ev, acct in v.probes("resource_account"):  # the model files the serving processes hold (their --model)
+        names += [f.path for p in getattr(acct, "processes", []) for f in p.files]
     for name in names:
         known = knowledge.moe_by_name(name)
         if known is not None:

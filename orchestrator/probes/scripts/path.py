@@ -60,7 +60,7 @@ PROGRAMS = {"nginx": "nginx", "openresty": "nginx", "haproxy": "haproxy", "envoy
 ENGINE_KINDS = ("vllm", "sglang", "tensorrt_llm", "trtllm", "tgi", "llamacpp", "ollama", "triton", "ray_serve")
 UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
 SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie")
-SHOW_PROPS = ("Environment", "CPUQuotaPerSecUSec", "CPUWeight", "CPUAffinity", "AllowedCPUs", "LimitMEMLOCK",
+SHOW_PROPS = ("LoadState", "Environment", "CPUQuotaPerSecUSec", "CPUWeight", "CPUAffinity", "AllowedCPUs", "LimitMEMLOCK",
               "LimitNOFILE", "Nice", "MemoryMax", "MemoryHigh", "TasksMax", "NRestarts", "Restart", "IOWeight",
               "CPUSchedulingPolicy", "OOMScoreAdjust", "ExecMainStartTimestamp", "ActiveState")
 
@@ -100,8 +100,12 @@ def mask_line(line):
         pos = at + len(tok)
         if secret_token(tok):
             end = len(line.rstrip())
+            if pos >= end:
+                return line
+            while pos < end and line[pos] in " \t:=":
+                pos += 1
             tail = ";" if line.rstrip().endswith(";") else ""
-            return line[:pos] + " " + MASK + tail if pos < end else line
+            return line[:pos] + (" " if pos == at + len(tok) else "") + MASK + tail
     return line
 
 
@@ -277,7 +281,7 @@ class Files(object):
         """Read a file (host path) for a layer: its masked text, or why not. `keep`: a test of the text; a file
         that fails it is left out (a YAML file that is not a Ray Serve config)."""
         full = hp(path)
-        key = (os.path.normpath(full), layer)
+        key = (os.path.normpath(full), layer, creds is None)
         if key in self.seen or len(self.items) >= self.most:
             return None
         self.seen.add(key)
@@ -490,6 +494,71 @@ def reduce_list(doc):
     return mask_value(doc)
 
 
+# --- what the layers report themselves: their log lines, Triton's per-model counters -----------------------------
+def scan_logs(params, out):
+    """Count the given logs' lines that a layer prints about itself (`log_patterns`: fixed regexes sent with the
+    probe), keeping each pattern's match count, its numeric groups' largest and last values and one example."""
+    pats = []
+    for p in params.get("log_patterns") or []:
+        try:
+            pats.append((p["layer"], p["name"], re.compile(p["regex"])))
+        except (re.error, KeyError, TypeError):
+            continue
+    if not pats:
+        return
+    budget = int(params.get("max_log_bytes", 32 << 20))
+    for path in (params.get("logs") or [])[:16]:
+        try:
+            fd = open_host_file(path, None, True)  # a --log path: the user's, as the engine probe reads it
+        except OSError as exc:
+            out.append({"log": path, "error": str(exc.strerror or exc)[:200]})
+            continue
+        found = {}
+        try:
+            for _no, line in log_lines(fd, budget, {}):
+                line = line[:8000]
+                for layer, name, rx in pats:
+                    m = rx.search(line)
+                    if not m:
+                        continue
+                    f = found.setdefault(name, {"log": path, "layer": layer, "name": name, "count": 0, "max": {},
+                                                "last": {}, "example": mask_line(line.strip())[:400]})
+                    f["count"] += 1
+                    for k, v in m.groupdict().items():
+                        try:
+                            x = float(v)
+                        except (TypeError, ValueError):
+                            continue
+                        f["last"][k] = x
+                        f["max"][k] = max(x, f["max"].get(k, x))
+        except OSError as exc:
+            out.append({"log": path, "error": str(exc)[:200]})
+        out.extend(found.values())
+
+
+def triton_metrics(port, timeout_s):
+    """Triton's per-model counters from its metrics endpoint on loopback (nv_inference_*: requests, executions,
+    request, queue and compute time), as {model: {counter: value}}; None when it does not answer."""
+    import http.client
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=timeout_s)
+        conn.request("GET", "/metrics")
+        res = conn.getresponse()
+        body = res.read(4 << 20).decode("utf-8", "replace") if res.status == 200 else ""
+        conn.close()
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    models = {}
+    for line in body.splitlines():
+        m = re.match(r'^(nv_inference_[a-z_]+)\{model="([^"]{1,200})"[^}]*\}\s+([0-9.eE+-]+)$', line)
+        if m:
+            try:
+                models.setdefault(m.group(2), {})[m.group(1)] = float(m.group(3))
+            except ValueError:
+                continue
+    return models or None
+
+
 # --- the scan -----------------------------------------------------------------------------------------------------
 def main():
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
@@ -575,15 +644,16 @@ def main():
             p["istio"] = True
     if any(p["kind"] == "ray_serve" for p in procs):
         for log in params.get("logs") or []:
-            ray_dirs.append(os.path.dirname(log))
+            ray_dirs.append(shown(os.path.dirname(log)))
         ray_dirs.append("/home/ray")
         ray_serve_files(files, list(dict.fromkeys(d for d in ray_dirs if d)))
 
     # the orchestrator around each engine (and each layer): unit, container, pod, job
-    units, containers, pods, jobs = [], [], [], []
+    units, containers, pods, jobs, named_units = [], [], [], [], set()
     for p in procs:
         if p.get("unit") and p["unit"] not in units:
             units.append(p["unit"])
+            named_units.add(p["unit"])
         elif not p.get("unit") and p["kind"] in ("ollama", "vllm", "sglang", "tgi", "llamacpp", "triton", "litellm",
                                                   "nginx", "haproxy", "envoy"):
             guess = {"llamacpp": "llama-server", "triton": "tritonserver"}.get(p["kind"], p["kind"]) + ".service"
@@ -605,7 +675,7 @@ def main():
         if not NAME_RX.match(unit):
             continue
         have = unit_files(files, unit)
-        if on_path("systemctl"):
+        if on_path("systemctl") and (have or unit in named_units):
             run(commands, ["systemctl", "show", unit, "-p", ",".join(SHOW_PROPS)], "systemd", params)
             if not have:
                 run(commands, ["systemctl", "cat", unit], "systemd", params)
@@ -633,10 +703,21 @@ def main():
     for job in jobs[:2]:
         run(commands, ["scontrol", "show", "job", job], "slurm", params)
 
+    metrics = []
+    for p in procs:
+        if p["kind"] == "triton":
+            port = (flag_values(p["argv"], ("--metrics-port",)) or ["8002"])[0]
+            if port.isdigit():
+                got = triton_metrics(port, float(params.get("command_timeout_s", 8.0)))
+                if got:
+                    metrics.append({"pid": p["pid"], "port": int(port), "models": got})
+    logs = []
+    scan_logs(params, logs)
     for p in procs:
         p.pop("_creds", None)
         p.pop("_cwd", None)
-    print(json.dumps({"processes": procs[:64], "files": files.items, "commands": commands, "gaps": gaps}))
+    print(json.dumps({"processes": procs[:64], "files": files.items, "commands": commands, "gaps": gaps,
+                      "triton_metrics": metrics[:4], "log_facts": logs[:64]}))
 
 
 main()

@@ -37,6 +37,8 @@ class PathEffect:
     fix: str
     source: tuple[str, ...]
     also: Any = None
+    each: str = ""
+    show: tuple[str, ...] = ()
 
 
 def _read(name: str) -> str:
@@ -96,5 +98,6 @@ def effects() -> tuple[PathEffect, ...]:
     raw = yaml.safe_load(_read("effects.yaml")) or []
     return tuple(PathEffect(id=e["id"], layer=e["layer"], setting=e["setting"], when=e.get("when"),
                             symptoms=tuple(e.get("symptoms") or ()), residuals=tuple(e.get("residuals") or ()),
-                            effect=e["effect"], fix=e.get("fix", ""), source=tuple(e["source"]), also=e.get("also"))
+                            effect=e["effect"], fix=e.get("fix", ""), source=tuple(e["source"]), also=e.get("also"),
+                            each=e.get("each", ""), show=tuple(e.get("show") or ()))
                  for e in raw)

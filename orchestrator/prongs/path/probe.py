@@ -33,10 +33,27 @@ PROXY_LAYER = {"nginx": "nginx", "haproxy": "haproxy", "envoy": "envoy", "traefi
                "ray_serve": "ray_serve", "istio_agent": "envoy"}
 
 
+LOG_PATTERNS = (
+    # vLLM's gc_utils with VLLM_GC_DEBUG=1: "GC took 128.400ms to complete. Collected 200 objects (out of 2882843) in
+    # GC generation 2." (vllm/utils/gc_utils.py)
+    {"layer": "runtime", "name": "gc_gen2",
+     "regex": r"GC took (?P<ms>[0-9.]+) ?ms to complete\. Collected (?P<collected>[0-9]+) objects \(out of "
+              r"(?P<tracked>[0-9]+)\) in GC generation 2\b"},
+    # LiteLLM's parallel request limiter: "429: LiteLLM Rate Limit Handler for rate limit type = team. Crossed TPM /
+    # RPM / Max Parallel Request Limit. current rpm: 3, rpm limit: 15, current tpm: 14691, tpm limit: 5000, ..."
+    # (litellm/proxy/hooks/parallel_request_limiter.py)
+    {"layer": "litellm", "name": "rate_limited",
+     "regex": r"Rate Limit Handler for rate limit type = \w+\. Crossed TPM / RPM.*?current rpm: (?P<current_rpm>[0-9]+), "
+              r"rpm limit: (?P<rpm>[0-9]+), current tpm: (?P<current_tpm>[0-9]+), tpm limit: (?P<tpm>[0-9]+)"},
+)
+"""Lines a layer prints about itself, counted in the run's --log files on the host (numeric groups: largest and last
+value kept): each pattern is the program's own message, from its source."""
+
+
 def path_params(logs: list[str] | None = None) -> dict[str, Any]:
     return {"logs": list(logs or []), "max_file_bytes": MAX_FILE_BYTES, "max_files": 64,
             "max_output_bytes": 8 << 20, "command_timeout_s": 8.0, "env_names": list(RUNTIME_ENV),
-            "env_prefixes": list(ENV_PREFIXES)}
+            "env_prefixes": list(ENV_PREFIXES), "log_patterns": list(LOG_PATTERNS), "max_log_bytes": 32 << 20}
 
 
 class _Builder:
@@ -46,6 +63,7 @@ class _Builder:
     def __init__(self) -> None:
         self.layers: dict[str, Layer] = {}
         self.read: set[str] = set()
+        self.gaps: list[str] = []
         """Layers whose configuration was read (only their unset settings are given their defaults)."""
 
     def layer(self, name: str, found_by: str | None = None) -> Layer:
@@ -112,7 +130,10 @@ def report_from(host_name: str, data: dict[str, Any], user_files: dict[str, str]
             b.layer(layer, f"process {p.pid} ({p.kind})")
     files = [f for f in data.get("files") or [] if isinstance(f, dict)]
     by_layer: dict[str, dict[str, str]] = {}
+    read_ok = {str(f.get("path")) for f in files if f.get("text") is not None}
     for f in files:
+        if f.get("text") is None and str(f.get("path")) in read_ok:
+            continue  # refused as the process that named it, read at its standard place
         if f.get("text") is None:
             if f.get("error") and f.get("error") != "not present":
                 b.error(str(f.get("layer")), f"file {f.get('path')}", f"{f.get('path')}: {f.get('error')}")
@@ -131,12 +152,15 @@ def report_from(host_name: str, data: dict[str, Any], user_files: dict[str, str]
             b.add(ps.parse_one(layer, {path: text}), f"--path-config {path}")
         except ps.ConfigError as exc:
             b.error(layer, f"--path-config {path}", str(exc))
+    _triton_metrics(b, data.get("triton_metrics") or [])
+    _log_facts(b, data.get("log_facts") or [])
     _runtime(b, procs)
     _engine_env(b, procs)
     b.defaults()
     report = PathReport(host=host_name, processes=procs, layers=list(b.layers.values()),
                         files=[str(f.get("path")) for f in files if f.get("text") is not None],
-                        gaps=[f"{g.get('what')}: {g.get('why')}" for g in data.get("gaps") or [] if isinstance(g, dict)],
+                        gaps=[f"{g.get('what')}: {g.get('why')}" for g in data.get("gaps") or [] if isinstance(g, dict)]
+                        + b.gaps[:20],
                         commands=["python3 -I -S - < path.py (processes, their configs, units, containers, pods)"]
                         + [" ".join(c.get("argv") or []) for c in data.get("commands") or [] if isinstance(c, dict)])
     if not report.layers:
@@ -191,14 +215,16 @@ def _parse_command(b: _Builder, c: dict[str, Any], by_layer: dict[str, dict[str,
     argv = " ".join(str(a) for a in c.get("argv") or [])
     layer = str(c.get("layer") or "")
     if c.get("error") or (c.get("rc") not in (0, None)):
-        b.error(layer if layer not in ("k8s_events",) else "k8s", argv,
-                f"{argv}: {c.get('error') or (str(c.get('stderr') or '').strip().splitlines() or ['exit ' + str(c.get('rc'))])[-1]}")
+        why = c.get("error") or (str(c.get("stderr") or "").strip().splitlines() or ["exit " + str(c.get("rc"))])[-1]
+        b.gaps.append(f"{argv}: {why}"[:300])
         return
     payload = c.get("json")
     text = json.dumps(payload) if payload is not None else str(c.get("stdout") or "")
     try:
         if layer == "systemd":
             units = {**by_layer.get("systemd:unit", {}), **by_layer.get("systemd:dropin", {})}
+            if "LoadState=not-found" in text:
+                return
             if argv.startswith("systemctl cat"):
                 units = units or {argv: text}
                 b.add(ps.parse_systemd(units), argv)
@@ -227,6 +253,57 @@ def _scontrol(text: str) -> ps.Parsed:
                         "RunTime", "TRES", "Gres", "TresPerNode", "MinMemoryNode", "Shared", "OverSubscribe"):
             out.set(k.replace("/", "_per_").lower(), v, "scontrol show job")
     return out
+
+
+def _triton_metrics(b: _Builder, items: list[Any]) -> None:
+    """Triton's per-model counters: time per execution and queued per request (nv_inference_compute_infer_duration_us
+    over nv_inference_exec_count, nv_inference_queue_duration_us over nv_inference_request_success)."""
+    for item in items[:4]:
+        if not isinstance(item, dict) or not isinstance(item.get("models"), dict):
+            continue
+        got = ps.Parsed("triton")
+        where = f"Triton metrics (127.0.0.1:{item.get('port')}/metrics)"
+        for model, c in list(item["models"].items())[:64]:
+            if not isinstance(c, dict):
+                continue
+            execs, reqs = c.get("nv_inference_exec_count") or 0, c.get("nv_inference_request_success") or 0
+            if execs and c.get("nv_inference_compute_infer_duration_us") is not None:
+                got.set(f"model.{model}.compute_ms_per_exec",
+                        round(c["nv_inference_compute_infer_duration_us"] / execs / 1000, 2), where)
+            if reqs and c.get("nv_inference_queue_duration_us") is not None:
+                got.set(f"model.{model}.queue_ms_per_request",
+                        round(c["nv_inference_queue_duration_us"] / reqs / 1000, 2), where)
+            if reqs:
+                got.set(f"model.{model}.requests", int(reqs), where)
+        lead = b.layers.get("triton")
+        model = lead.settings["model"].value if lead is not None and "model" in lead.settings else None
+        for k in ("compute_ms_per_exec", "queue_ms_per_request"):
+            if model is not None and f"model.{model}.{k}" in got.settings:
+                got.set(k, got.settings[f"model.{model}.{k}"].value, where)
+        b.add(got, where)
+
+
+def _log_facts(b: _Builder, items: list[Any]) -> None:
+    for f in items[:64]:
+        if not isinstance(f, dict) or not f.get("name"):
+            continue
+        where = f"{f.get('log')}: {f.get('count')} lines like \"{str(f.get('example') or '')[:200]}\""
+        got = ps.Parsed(str(f.get("layer")))
+        mx, last = f.get("max") or {}, f.get("last") or {}
+        if f["name"] == "gc_gen2":
+            got.set("gc_gen2_collections", int(f.get("count") or 0), where)
+            if "ms" in mx:
+                got.set("gc_gen2_pause_ms_max", round(float(mx["ms"]), 1), where)
+            if "tracked" in last:
+                got.set("gc_tracked_objects", int(last["tracked"]), where)
+        elif f["name"] == "rate_limited":
+            got.set("rate_limited_429", int(f.get("count") or 0), where)
+            if last.get("current_tpm", 0) >= last.get("tpm", float("inf")):
+                got.set("tpm_limit", int(last["tpm"]), where)
+            if last.get("current_rpm", 0) >= last.get("rpm", float("inf")):
+                got.set("rpm_limit", int(last["rpm"]), where)
+        if got.settings:
+            b.add(got, f"log {f.get('log')}")
 
 
 def _runtime(b: _Builder, procs: list[PathProcess]) -> None:

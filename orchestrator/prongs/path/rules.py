@@ -130,9 +130,14 @@ def _finding(eff: pk.PathEffect, x: Layer, s: Any, ev_id: str, load: int | None,
     confidence = 0.75
     title = f"{x.label} {eff.setting} = {s.value}"
     when = eff.when if isinstance(eff.when, dict) else {}
+    shown_too = [f"{k} = {x.settings[k].value}" + (" ms" if "_ms" in k else "") for k in eff.show if k in x.settings]
+    if shown_too:
+        claim += f" Here: {'; '.join(shown_too)} ({x.settings[eff.show[-1]].where if eff.show[-1] in x.settings else s.where})."
     if when.get("cap"):
         value = _number(s.value) or 0.0
         cap, how = _capacity(x, eff, value)
+        if eff.each:
+            claim += f" At most {value:g} requests run in each {eff.each}."
         if load is not None:
             numbers.append(Number(name="offered concurrency", value=float(load), unit="requests",
                                   source="the user's benchmark (max_concurrency)"))
@@ -156,6 +161,11 @@ def _finding(eff: pk.PathEffect, x: Layer, s: Any, ev_id: str, load: int | None,
         if share is not None and share > 0:
             explains = max(explains or 0.0, round(share, 3))
             claim += f" The client saw {share:.0%} of its requests fail."
+    if "ttft_client_over_engine" in eff.residuals and not informational:
+        through = _through_and_without(view, x)
+        if through is not None:
+            claim += through[0]
+            explains = max(explains or 0.0, through[1])
     claim += f" It can explain: {', '.join(eff.residuals)} (source: {', '.join(eff.source)})."
     return Finding(
         id=eff.id, title=title, claim=claim, confidence=confidence, evidence=[ev_id] + load_ev,
@@ -165,6 +175,36 @@ def _finding(eff: pk.PathEffect, x: Layer, s: Any, ev_id: str, load: int | None,
         matched=[f"path.{x.layer}.{eff.setting}={s.value}"],
         data={"layer": x.layer, "setting": eff.setting, "value": s.value, "default": s.default, "where": s.where,
               "residuals": list(eff.residuals), "sources": list(eff.source), "url": s.url})
+
+
+def _through_and_without(view: EvidenceView, x: Layer) -> tuple[str, float] | None:
+    """The user's two runs of one load, one through this layer (its name in the run's label or source) and one
+    without it: the time to first token the layer adds, before the request reaches the engine."""
+    oe = view.observations_evidence
+    if oe is None:
+        return None
+    words = {x.layer.replace("_", " "), x.label.split()[0].lower(), x.layer.split("_")[0]}
+
+    def names(b: Any) -> bool:
+        text = f"{b.label or ''} {b.source or ''}".lower()
+        return any(w and w in text for w in words)
+
+    runs = [b for b in oe[1].bench if b.ttft is not None and b.ttft.mean is not None]
+    via = [b for b in runs if names(b)]
+    other = [b for b in runs if not names(b)]
+    if not via or not other:
+        return None
+    a, d = via[0], other[0]
+    assert a.ttft is not None and d.ttft is not None and a.ttft.mean is not None and d.ttft.mean is not None
+    added = a.ttft.mean - d.ttft.mean
+    if added <= 0 or a.ttft.mean <= 0:
+        return None
+    text = (f" The same load through {x.label} ({a.label or a.source}) has a mean TTFT of {a.ttft.mean:,.1f} ms, "
+            f"without it ({d.label or d.source}) {d.ttft.mean:,.1f} ms: {added / 1000:.2f} s ({added:,.0f} ms) is "
+            f"added before the request reaches the engine, in front of it")
+    if a.e2el is not None and d.e2el is not None and a.e2el.mean is not None and d.e2el.mean is not None:
+        text += f" (end-to-end latency moves by {(a.e2el.mean - d.e2el.mean) / 1000:.2f} s too)"
+    return text + ".", round(added / a.ttft.mean, 3)
 
 
 def _short(title: str) -> str:

@@ -59,6 +59,8 @@ def _moe_model(v: EvidenceView) -> bool | None:
             names.append(eng.model)
     for _ev, rep in v.probes("engine_config"):  # a served model named only in a log the user passed
         names += [e.model for e in getattr(rep, "engines", []) if e.model]
+    for _ev, acct in v.probes("resource_account"):  # the model files the serving processes hold (their --model)
+        names += [f.path for p in getattr(acct, "processes", []) for f in p.files]
     for name in names:
         known = knowledge.moe_by_name(name)
         if known is not None:
@@ -310,6 +312,9 @@ def _config_is_for_this_model(v: EvidenceView, f) -> bool:
         return True
     if not _triton_moe_configs_matter(v)[0]:
         return False
+    g = v.gpu
+    if g is not None and getattr(f, "device_name", None) and f.device_name != g.name.replace(" ", "_"):
+        return False  # a config for another device name is never read on this GPU (the name must match exactly)
     oe = v.observations_evidence
     e_model = oe[1].model.num_experts if oe and oe[1].model else None
     e_file = (f.expert_shape or {}).get("E")
@@ -339,9 +344,12 @@ def autotune_mismatch(v: EvidenceView) -> list[Finding]:
             formats = sorted({f.format for f in stale})
             w = entry_words("tuned-config-stale", {"count": len(stale), "formats": ", ".join(formats),
                                                    "fields": ", ".join(fields), "path": stale[0].path})
+            moe_only = all(f.format in _MOE_CONFIG_FORMATS for f in stale)
             out.append(Finding(
                 id="tuned-config-stale", category="autotune", confidence=w["confidence"], evidence=[ev.id],
                 claim=w["words"]["claim"], recommendations=w["recommendations"], entry=w["entry"],
+                # fused-MoE configs are read only for a mixture of experts: said apart until the model is known
+                unmet=entry_words("moe-config-missing")["words"]["unmet"] if moe_only and _moe_model(v) is None else "",
                 data={"title": w["title"], "secondary": True}))
     return out
 
@@ -656,6 +664,15 @@ def _power_over_gpus(gpus: list[tuple[int, float, float, float | None]]) -> Powe
         + reading.reasoning)})
 
 
+def _account_idle_pct(v: EvidenceView) -> float | None:
+    """The share of the resource account's window the GPUs were idle (100 - their mean busy %), or None."""
+    for _ev, acct in v.probes("resource_account"):
+        busy = [g.busy_pct for g in getattr(acct, "gpus", []) if g.busy_pct is not None]
+        if busy:
+            return 100.0 - sum(busy) / len(busy)
+    return None
+
+
 def power_vs_limit(v: EvidenceView) -> list[Finding]:
     """Power against the limit at high occupancy: from observations, the power sampler or the inventory. A GPU that
     another workload holds (node_view.other_workloads) is left out: its load is not the one asked about."""
@@ -711,9 +728,13 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
                 clocks_held = cur < 0.95 * mx or bool(reasons)
                 claim += (" " + w["words"]["clocks"] + (w["words"]["clock_reasons"] if reasons else "")
                           + w["words"]["clocks_held" if clocks_held else "clocks_free"])
+            idle = _account_idle_pct(v)
             out.append(Finding(id="power-limited", category="power", confidence=w["confidence"],
                                evidence=list(dict.fromkeys(cids)), claim=claim,
                                recommendations=w["recommendations"], entry=w["entry"],
+                               # a snapshot near the limit cannot explain steps in which the GPUs mostly wait
+                               unmet=entry_words("power-limited", {"idle": f"{idle:.0f}"})["words"]["unmet"]
+                               if idle is not None and idle >= 50 else "",
                                data={"title": w["title"], "numbers": nums}))
         break  # one power reading is enough; observations come first, then the sampler
     return out

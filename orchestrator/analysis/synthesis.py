@@ -55,6 +55,43 @@ def collect_findings(evidence: list[Evidence], observations: Observations | None
     return found
 
 
+# The engine facts a catalog entry matches (`engine.<fact>=...`) and the flags they are read from (the derivations of
+# prongs/serving_engine/cmdline.py: --enforce-eager or cudagraph_mode NONE turn CUDA graphs off, and so on).
+_FACT_FROM = {"cuda_graphs": {"enforce_eager", "compilation_config", "disable_cuda_graph", "cuda_graph_config",
+                              "use_cuda_graph", "cuda_graph_sizes"},
+              "prefix_caching": {"enable_prefix_caching", "disable_radix_cache", "enable_block_reuse"},
+              "chunked_prefill": {"enable_chunked_prefill", "chunked_prefill_size"}}
+
+
+def _fold_changes(findings: list[Finding]) -> list[Finding]:
+    """A setting that changed between the two runs and a finding about the state it set (CUDA graphs off, from
+    --enforce-eager False -> True) are one cause: said once, in the finding that explains the mechanism, with the
+    change, its evidence and its advice folded in."""
+    changes = [f for f in findings if f.id.startswith("changed-setting-") and f.data.get("setting")]
+    if not changes:
+        return findings
+    out, folded = list(findings), set()
+    for c in changes:
+        name = str(c.data["setting"]).lower()
+        for i, f in enumerate(out):
+            if f is c or f.id.startswith("changed-") or f.informational:
+                continue
+            facts = {m.split("=", 1)[0].removeprefix("engine.") for m in f.matched if m.startswith("engine.")}
+            if not any(name == fact or name in _FACT_FROM.get(fact, ()) for fact in facts):
+                continue
+            change = c.title.replace(" changed between the two runs: ", " ", 1)
+            out[i] = f.model_copy(update={
+                "title": f"{_title(f)} ({change} between the two runs)",
+                "claim": f"{f.claim} {c.title.rstrip('.')}: {_first_sentence(c.claim)}",
+                "evidence": list(dict.fromkeys([*f.evidence, *c.evidence])),
+                "recommendations": list(dict.fromkeys([*c.recommendations, *f.recommendations])),
+                "symptoms": list(dict.fromkeys([*relevance.symptoms_of(f), *relevance.symptoms_of(c)])),
+                "confidence": max(f.confidence, c.confidence), "static": False})
+            folded.add(c.id)
+            break
+    return [f for f in out if f.id not in folded]
+
+
 def _catalog_bound(findings: list[Finding], comm_ruled_out: bool) -> Finding | None:
     """A failure from the catalog (node fault, engine misconfiguration...) that says what the workload is bound by:
     fired by its signals, high severity, confident, not secondary, and not contradicted by the experiments."""
@@ -267,7 +304,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                results: list[AgentResult]) -> SubmittedDiagnosis:
     """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
     view = EvidenceView(evidence, observations, question=question)
-    findings = collect_findings(evidence, observations, results, view)
+    findings = _fold_changes(collect_findings(evidence, observations, results, view))
     gaps = _gaps(evidence, results, view, findings)
     if not findings:
         why = "no evidence was gathered" if not evidence else "the evidence gathered supports no finding"

@@ -295,10 +295,11 @@ def read_kineto(path: Path, include_host: bool = False) -> RankColumns:
                     cols.add_runtime(_name(e.get("name")), ts, dur, _int(args.get("correlation")), _int(e.get("tid")))
                 else:
                     cols.annotations.append(Annotation(_name(e.get("name")), ts, ts + dur, _int(e.get("tid"))))
-            elif cat == "cpu_op" and e.get("name") in GEMM_OPS and isinstance(args.get("Input Dims"), list):
+            elif cat == "cpu_op" and isinstance(e.get("name"), str) and e["name"] in GEMM_OPS \
+                    and isinstance(args.get("Input Dims"), list):
                 types = args.get("Input type")
-                cols.add_shape(_int(args.get("External id")), str(e["name"]), list(args["Input Dims"]),
-                               [str(x) for x in types] if isinstance(types, list) else [])
+                cols.add_shape(_int(args.get("External id")), e["name"], list(args["Input Dims"]),
+                               [_name(x) for x in types] if isinstance(types, list) else [])
             else:
                 cols.skip(cat[:64] or "other")
     cols.events_read = n

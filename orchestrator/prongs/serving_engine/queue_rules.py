@@ -121,25 +121,41 @@ def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | No
     pre = f"; {q.preemptions:.0f} preemptions counted" if q.preemptions else ""
     if q.kv_usage is not None and q.kv_usage >= KV_FULL:
         both = q.max_seqs is not None and running >= q.max_seqs
-        claim = (f"The engine had {waiting:.0f} requests waiting and {running:.0f} running with its KV cache "
-                 f"{100 * q.kv_usage:.0f} % full ({q.kv_src}{pre}){gpus}: the KV cache bounds the batch. A waiting "
-                 "request is admitted only when blocks free up, so its TTFT includes the wait for a running request "
-                 f"to finish, and throughput is what {running:.0f} concurrent streams give."
-                 + (f" The running count is also at its limit of {q.max_seqs:.0f} ({q.max_seqs_src}): both are at "
-                    "capacity, so raising the limit alone would admit no one." if both else ""))
+        full = f"{100 * q.kv_usage:.0f} % full"
+        if both:  # the request limit is reached as well: neither alone bounds the batch
+            claim = (f"The engine had {waiting:.0f} requests waiting and {running:.0f} running, its limit of "
+                     f"{q.max_seqs:.0f} ({q.max_seqs_src}), with its KV cache {full} ({q.kv_src}{pre}){gpus}: the "
+                     "batch is full on both counts. A waiting request is admitted only when a running one finishes, "
+                     f"so its TTFT includes that wait, and throughput is what {running:.0f} concurrent streams give; "
+                     "raising the limit alone would find no KV blocks free, and more KV room alone would meet the "
+                     "limit.")
+            title = (f"The batch is full: {waiting:.0f} requests wait with {running:.0f} running (the limit) and "
+                     f"the KV cache {full}")
+            short = (f"{waiting:.0f} requests waited with the running count at its limit and the KV cache {full}: "
+                     "the batch is full.")
+            recs = ["Add replicas (or GPUs per replica): one engine serves only the requests its limit and its KV "
+                    "cache hold at once.",
+                    "Or raise both together: the running-request limit (vLLM --max-num-seqs, SGLang "
+                    "--max-running-requests) and the KV cache's room (--gpu-memory-utilization / "
+                    "--mem-fraction-static, an FP8 KV cache with --kv-cache-dtype fp8), watching TPOT, which grows "
+                    "with the batch."]
+        else:
+            claim = (f"The engine had {waiting:.0f} requests waiting and {running:.0f} running with its KV cache "
+                     f"{full} ({q.kv_src}{pre}){gpus}: the KV cache bounds the batch. A waiting request is admitted "
+                     "only when blocks free up, so its TTFT includes the wait for a running request to finish, and "
+                     f"throughput is what {running:.0f} concurrent streams give.")
+            title = f"The KV cache bounds the batch: {waiting:.0f} requests wait with it {full}"
+            short = f"{waiting:.0f} requests waited with the KV cache {full}: the KV cache bounds the batch."
+            recs = ["Give the KV cache more room (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static;"
+                    " an FP8 KV cache with --kv-cache-dtype fp8; the weights over more GPUs or in FP8), or "
+                    "shorten what each request holds (--max-model-len, max_tokens).",
+                    "Or add replicas: one engine serves only the requests its KV cache holds at once."]
         return Finding(id="queue-kv-cache-bounds-batch", category="engine", confidence=0.75, evidence=ev,
-                       bound=None, title=f"The KV cache bounds the batch: {waiting:.0f} requests wait with it "
-                       f"{100 * q.kv_usage:.0f} % full", claim=claim,
-                       short=f"{waiting:.0f} requests waited with the KV cache {100 * q.kv_usage:.0f} % full: the KV "
-                       "cache bounds the batch.", symptoms=["ttft", "throughput"],
+                       bound=None, title=title, claim=claim, short=short, symptoms=["ttft", "throughput"],
                        numbers=[_n("requests waiting", waiting, "requests", q.ev),
                                 _n("requests running", running, "requests", q.ev),
                                 _n("KV cache usage", 100 * q.kv_usage, "%", q.ev, peak=100.0)],
-                       recommendations=[
-                           "Give the KV cache more room (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static;"
-                           " an FP8 KV cache with --kv-cache-dtype fp8; the weights over more GPUs or in FP8), or "
-                           "shorten what each request holds (--max-model-len, max_tokens).",
-                           "Or add replicas: one engine serves only the requests its KV cache holds at once."])
+                       recommendations=recs)
     at_cap = q.max_seqs is not None and running >= q.max_seqs
     if q.kv_usage is not None and q.kv_usage < KV_ROOM and at_cap and q.engine != "vllm":
         # vLLM's case is the catalog's max-num-seqs-caps-batch entry (its metrics and stats lines); the others here

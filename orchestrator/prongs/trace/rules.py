@@ -65,7 +65,7 @@ share (the condition under which it would matter), never ranked."""
 
 
 def _small(share: float) -> str:
-    return f"if it took a larger share of the step (it takes {_p(share)})" if share < SMALL_SHARE else ""
+    return "if it took a larger share of the step" if share < SMALL_SHARE else ""  # the claim gives the share
 
 
 def _step_bound(a: RankAccount, host_bound: float, exposed: float) -> str | None:
@@ -174,7 +174,8 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool, phase: str | None 
                              "to pageable memory); copy to pinned memory with non_blocking=True and wait on an event"],
             numbers=[_num(f"{s.name} host share", s.share_of_step, "fraction", ev, where),
                      _num(f"GPU idle after {s.name}", gpu_cost, "fraction", ev, where)],
-            matched=[where], short=f"{s.name} {s.count_per_step:g}x per step"))
+            matched=[where], short=(f"{s.name} {s.count_per_step:.3g}x per step, the GPU idle {_p(gpu_cost)} of the "
+                                    "step after it returns")))
     if b.comm_us:
         out.append(Finding(
             id=f"trace-communication{tag}", title="Communication exposed on the critical path", category="trace",

@@ -7,9 +7,9 @@ https://github.com/pytorch/kineto/blob/main/libkineto/src/output_json.cpp). GPU 
 Python functions and CPU ops are counted and dropped (HTA skips `python_function` by default too:
 hta/configs/parser_config.py).
 
-The file is read a chunk at a time and each top-level value and event is decoded on its own by json's C decoder
-(as fast as a streaming parser, and nothing is kept per nesting level: ijson's prefix paths made memory grow with
-the square of the nesting). Bounds (orchestrator/limits.py): one event or header value at most TRACE_EVENT_MAX_BYTES
+The file is read a chunk at a time and each top-level value and event is decoded on its own by json's C decoder:
+as fast as a streaming parser, and nothing is kept per nesting level (a parser that names each event by its path
+keeps N paths of ~N characters at N levels: memory grows with the square of the nesting). Bounds (orchestrator/limits.py): one event or header value at most TRACE_EVENT_MAX_BYTES
 and TRACE_MAX_DEPTH levels deep, the part before `traceEvents` at most TRACE_HEADER_MAX_BYTES, names cut at
 TRACE_NAME_MAX_CHARS, and an event whose `ts`/`dur` is not a finite number within TRACE_TIME_MAX_US left out and
 counted. A parse error names the byte offset, never the file's text.

@@ -27,9 +27,9 @@ sys.path.insert(0, str(HERE))
 
 async def _probes_alone() -> list[dict]:
     from orchestrator.hosts import open_host
-    from orchestrator.probes.autotune import collect_autotune_caches
+    from orchestrator.prongs.autotune.probe import collect_autotune_caches
     from orchestrator.probes.gpu import collect_gpu_inventory
-    from orchestrator.probes.kernels import arch_of, collect_kernel_inventory
+    from orchestrator.prongs.kernel_research.probe import arch_of, collect_kernel_inventory
     from orchestrator.probes.power import sample_power
     from orchestrator.probes.pyenv import collect_python_env
     from orchestrator.settings import load_settings
@@ -52,8 +52,8 @@ async def _probes_alone() -> list[dict]:
                 host, arch=arch_of(first.compute_cap) if first else None, python=None)),
         ]
         try:  # the node and serving-engine prongs' probes, where this version has them
-            from orchestrator.probes.engine import collect_engine_report
-            from orchestrator.probes.node import collect_node_health
+            from orchestrator.prongs.serving_engine.probe import collect_engine_report
+            from orchestrator.prongs.node_health.probe import collect_node_health
 
             steps += [("node_health", lambda: collect_node_health(host, [])),
                       ("engine_config", lambda: collect_engine_report(host, []))]

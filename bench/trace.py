@@ -22,7 +22,7 @@ OURS = """
 import json, resource, sys, time
 from pathlib import Path
 from orchestrator.traces.kineto import read_kineto
-from orchestrator.traces.account import account_rank
+from orchestrator.traces.step_account import account_rank
 from array import array
 t = time.perf_counter()
 cols = read_kineto(Path(sys.argv[1]))
@@ -108,7 +108,7 @@ def profile(src: Path) -> None:
     import pstats
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from orchestrator.traces.account import account_rank
+    from orchestrator.traces.step_account import account_rank
     from orchestrator.traces.kineto import read_kineto
 
     prof = cProfile.Profile()
@@ -125,7 +125,7 @@ def profile_memory(src: Path) -> None:
     import tracemalloc
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from orchestrator.traces.account import account_rank
+    from orchestrator.traces.step_account import account_rank
     from orchestrator.traces.kineto import read_kineto
 
     t = time.perf_counter()

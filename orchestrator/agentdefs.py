@@ -151,16 +151,17 @@ def with_prong_steps(agents: dict[str, AgentDef]) -> AgentDef:
     """The lead with a `task` step for each agent that carries a `brief`, in the order of the prongs' records
     (`orchestrator.prongs.PRONGS`; agents no record names after them, by name): the standing prongs first, then
     the lead's own steps, then the prongs that join on an input (`joins`), so that what an ordinary run asks and
-    the ids of its evidence do not depend on which optional prongs exist. A prong the lead's own plan already
-    starts is not started twice."""
+    the ids of its evidence do not depend on which optional prongs exist. A lead whose own plan starts subagents
+    (a user's `lead.md` with `task` steps) keeps its plan as written."""
     from orchestrator.prongs import PRONGS
 
     lead = agents["lead"]
-    started = {s.args.get("agent") for s in lead.plan if s.tool == "task"}
+    if any(s.tool == "task" for s in lead.plan):
+        return lead
     order = [p.agent for p in PRONGS if p.agent]
     names = [n for n in order if n in agents] + sorted(n for n in agents if n not in order)
     steps = [PlanStep(tool="task", args={"agent": n, "brief": a.brief}, when=a.joins)
-             for n in names if (a := agents[n]).brief and a.role != "lead" and n not in started]
+             for n in names if (a := agents[n]).brief and a.role != "lead"]
     if not steps:
         return lead
     plan = [s for s in steps if not s.when] + lead.plan + [s for s in steps if s.when]

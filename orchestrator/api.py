@@ -4,8 +4,9 @@
     result = orchestrator.investigate_sync("why is FP4 slow?")      # also inside Jupyter's running loop
     result.diagnosis.verdict
 
-Each entry point checks and normalises its arguments (the question, the host sources, the backend, a recorded
-transcript's inputs) and then runs one `orchestrator.run.Run`, which owns the run's transcript, host and backend.
+An investigation's inputs are one `orchestrator.request.RunRequest`, checked once (the CLI builds the same one);
+`run_request` turns it into the run's inputs, host opener and backend and runs one `orchestrator.run.Run`, which
+owns the run's transcript, host and backend. `replay` and `resume` take a recorded transcript's inputs.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
                                  f"{n} gap{'s limit' if n != 1 else ' limits'} this diagnosis", body["verdict"])
     diag = Diagnosis(question=question, **body, evidence=_evidence_refs(submitted, run), usage=_run_usage(run))
     if run.inputs.hosts:
-        from orchestrator.analysis.fleet import fleet_table
+        from orchestrator.prongs.fleet.rules import fleet_table
 
         table = fleet_table(run.evidence.all(), run.inputs.hosts)
         if table is not None:

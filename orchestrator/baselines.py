@@ -2,9 +2,9 @@
 configuration), read on this machine before any work and kept as the lines that name the engine's version and
 settings; `--baseline FILE` is a benchmark result read by orchestrator/benchresults.py and labelled `baseline`.
 
-The lines kept are the ones the engine probe's log parser reads a version and settings from (probes/engine_logs.py),
+The lines kept are the ones the engine probe's log parser reads a version and settings from (prongs/serving_engine/logs.py),
 each passed through orchestrator.redact (an `api_key` in vLLM's "non-default args" never reaches the transcript).
-analysis/compare.py compares them with the `--log` the engine probe reads on the host.
+prongs/settings_audit/before_after.py compares them with the `--log` the engine probe reads on the host.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _masked(line: str, rx: re.Pattern[str], secret: Callable[[str], bool]) -> st
 
 def load_baseline_log(path: str | Path) -> BaselineLog:
     """The version and settings lines of an engine log on this machine; BaselineLogError when it has none."""
-    from orchestrator.probes.engine_logs import (RX_ARGS_NAMESPACE, RX_ENGINE_CONFIG, RX_NON_DEFAULT, RX_SERVER_ARGS,
+    from orchestrator.prongs.serving_engine.logs import (RX_ARGS_NAMESPACE, RX_ENGINE_CONFIG, RX_NON_DEFAULT, RX_SERVER_ARGS,
                                                  RX_VERSION)
     from orchestrator.redact import redact, secret_name
     from orchestrator.errors import InputError

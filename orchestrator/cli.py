@@ -1,4 +1,4 @@
-"""The `investigate` command (the README's "Using it" section is its contract).
+"""The `investigate` command (its contract: the README's synopsis and docs/usage.md).
 
 Exit codes: 0 a diagnosis was produced (possibly with gaps), 1 the run failed, 2 bad usage or bad input. Bad input is
 one line on stderr naming the problem and the fix, never a traceback, and it is found before any work starts.
@@ -486,14 +486,18 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     _, events = iter_transcript(transcript_path, warnings)
     submitted: list = []  # the last diagnosis event only (the fleet table reads it), not every event
 
-    engine_events: list = []  # the serving engine's results (engine_config, observations): a few small events
+    from orchestrator.prongs import PRONGS, sections
+
+    # the results the prongs' terminal sections read (their tools' and the run's observations): a few small events
+    shown_tools = {"observations", *(t.name for p in PRONGS if p.terminal for t in p.parts("tools"))}
+    shown: list = []
 
     def tap(stream):
         for e in stream:
             if isinstance(e, DiagnosisSubmitted):
                 submitted[:] = [e]
-            elif getattr(e, "tool", None) in ("engine_config", "observations", "settings_audit") and getattr(e, "data", None):
-                engine_events.append(e)
+            elif getattr(e, "tool", None) in shown_tools and getattr(e, "data", None):
+                shown.append(e)
             yield e
 
     timeline = _scrub(build_timeline(tap(events)))
@@ -504,12 +508,8 @@ def show_cmd(transcript_path: Path = typer.Argument(..., metavar="TRANSCRIPT"),
     else:
         render_timeline(timeline, _stdout())
         _show_fleet(submitted)
-        from orchestrator.render.engine import render_engine_terminal  # the serving engine's config, latency vs floor
-
-        render_engine_terminal(engine_events + submitted, _stdout())
-        from orchestrator.render.settings import render_settings_terminal  # non-default settings (issue 27)
-
-        render_settings_terminal(engine_events, _stdout())
+        for section in sections("terminal"):  # each prong's own tables (engine config and latency, settings)
+            section(shown + submitted, None, _stdout())
 
 
 def _show_fleet(events) -> None:
@@ -676,7 +676,7 @@ def reference_cmd(
     if as_json:
         import json
 
-        from orchestrator.analysis.references import rows_table
+        from orchestrator.prongs.reference.rules import rows_table
         from orchestrator.render.specs import reference_lookup
 
         spec, lk, _ = reference_lookup(gpu, model, dtype, isl, osl)

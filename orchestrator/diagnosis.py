@@ -146,7 +146,7 @@ class FleetOutlier(_Strict):
 
 
 class FleetTable(_Strict):
-    """The fleet comparison of one role group (hosts that should be identical): see `analysis/fleet.py`."""
+    """The fleet comparison of one role group (hosts that should be identical): see `prongs/fleet/rules.py`."""
 
     group: str
     hosts: list[str]

@@ -27,6 +27,11 @@ CONFIG_MAX_SETTINGS = 10_000
 """Keys one served process's config file may give the settings audit and the engine configuration (a vLLM --config
 or TensorRT-LLM extra options file holds tens)."""
 
+PATH_CONFIG_MAX_BYTES = 4 << 20
+"""Characters of one configuration of a layer in front of or around the engine (an nginx file, a HAProxy cfg, an Envoy
+bootstrap, a pod list's JSON, a `--path-config` file) read by prongs/path/parsers.py: real ones are kilobytes; a
+cluster's whole pod list a few megabytes."""
+
 # --- traces (orchestrator/traces) ------------------------------------------------------------------------------------
 
 TRACE_MAX_DEPTH = 64
@@ -79,9 +84,10 @@ BASELINE_LOG_MAX_LINES = 200
 
 TRANSCRIPT_MAX_LINE_BYTES = 64 << 20
 """A longer transcript line is skipped by the streaming reader (named in a warning) rather than held in memory."""
-TRANSCRIPT_MAX_DEPTH = 128
-"""Nesting of one transcript event (tool data nests a dozen deep). A deeper line is damaged or hostile: pydantic's
-JSON parser refuses ~200 levels and its serializer ~255, so a deeper event could be read but never printed."""
+TRANSCRIPT_MAX_DEPTH = 190
+"""Nesting of one transcript event (our tool data nests a dozen deep). pydantic's JSON parser refuses a line nested
+~200 deep, and its serializer ~255 (a deeper event could be read with json.loads but never printed: `report` failed
+with "Circular reference detected"): the reader refuses a deeper line as damaged or hostile."""
 RECORDED_MAX_DEPTH = 32
 """Nesting of a recorded run's inputs, agent definitions and agent results, rebuilt as models by replay and resume
 (observations use five)."""

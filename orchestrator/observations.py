@@ -222,7 +222,7 @@ class Observations(_Strict):
     gpu: GpuObservation | None = None
     bench: list[BenchResult] = []
     """Benchmark runs read from `--bench FILE` (orchestrator/benchresults.py): TTFT/TPOT/ITL at a load; `--baseline
-    FILE`'s runs come first, labelled `baseline` (the run before, analysis/compare.py)."""
+    FILE`'s runs come first, labelled `baseline` (the run before, prongs/settings_audit/before_after.py)."""
     baseline_log: BaselineLog | None = None
     notes: Notes | None = None
 
@@ -306,7 +306,7 @@ def parse_observations(raw: object, source: str = "observations") -> Observation
         loc = ".".join(_short(x) for x in err["loc"])
         if err["type"] == "extra_forbidden":
             raise ObservationsError(
-                f"{source}: unknown key {loc}; allowed keys are described in the README's observations section"
+                f"{source}: unknown key {loc}; the keys are listed in docs/observations.md"
             ) from None
         if err["type"] == "value_error":  # a check across fields: name the section
             raise ObservationsError(f"{source}: {loc or 'observations'}: {_why(err)}; fix the values") from None

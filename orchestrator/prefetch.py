@@ -3,7 +3,7 @@
 In a multi-host run every host also gets its survey (node, engine and interpreter discovery in one round trip,
 `probes.survey`), bounded by the run's host gate like any other command on the host.
 
-What the prongs ask for is then already under way; each tool call takes the shared result (README, Performance).
+What the prongs ask for is then already under way; each tool call takes the shared result (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ async def prefetch(run: "RunContext") -> AsyncIterator[None]:
     if run.hosts and tools & SURVEYED:
         # a multi-host run probes every host the same way (the fleet prong): one round trip per host for the
         # node, engine and interpreter-discovery probes instead of three (probes.survey)
-        from orchestrator.probes.survey import survey
+        from orchestrator.prongs.fleet.survey import survey
 
         logs = list(run.inputs.logs)
         calls += [functools.partial(survey, h, logs, run.inputs.python) for h in run.hosts.values()]

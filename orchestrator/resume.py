@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from orchestrator.agentdefs import AgentDef, load_agents
 from orchestrator.context import RunContext
 from orchestrator.inputs import RunInputs
+from orchestrator.limits import RECORDED_MAX_DEPTH
 from orchestrator.errors import InputError
 from orchestrator.events import AgentFinished, AgentStarted, ModelCall, Notice, RunStarted, ToolCall, ToolResult
 from orchestrator.evidence import Evidence
@@ -32,8 +33,7 @@ def _started(t: Transcript) -> RunStarted:
     return started[0]
 
 
-MAX_RECORDED_DEPTH = 32
-"""Nesting of a recorded run's inputs and agent definitions; ours use five (observations), a hostile file 400-900."""
+MAX_RECORDED_DEPTH = RECORDED_MAX_DEPTH
 
 
 def _depth(obj: Any) -> int:
@@ -195,4 +195,4 @@ def load_reuse(run: RunContext, old: Transcript) -> None:
                                       text=ev.content, data=ev.data, is_error=ev.is_error))
     for aid, fin in finished.items():
         if root(aid) == aid:
-            run.reuse[aid] = AgentResult.model_validate(fin.result)
+            run.reuse[aid] = _recorded(old, f"results of agent {aid}", fin.result, AgentResult.model_validate)

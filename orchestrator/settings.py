@@ -124,7 +124,7 @@ class Settings(BaseSettings):
     """How long the power and clock sampler watches the GPUs (2 s: four readings at the default 0.5 s interval; it
     is the longest of the read-only probes, so it sets an offline investigation's wall time)."""
     account_sample_s: float = Field(default=2.0, gt=0, le=60)
-    """The resource account's sampling window (probes/account.py): GPUs, threads, cgroup and host counters are read at
+    """The resource account's sampling window (prongs/resource_account/probe.py): GPUs, threads, cgroup and host counters are read at
     both ends of it. It starts with the other prefetched probes, so it overlaps the investigation (CLI --sample-s).
     2 s, as long as the power watch it runs beside: on a real H200 box a 3 s window added 1.5 s to a 1.8 s offline
     investigation (bench/device/round5_run.sh), the power watch being the run's floor before."""

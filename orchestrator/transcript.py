@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from orchestrator import __version__
 from orchestrator.errors import InputError
 from orchestrator.events import EVENT_ADAPTER, SCHEMA_VERSION, Event, Header
+from orchestrator.limits import TRANSCRIPT_MAX_DEPTH, TRANSCRIPT_MAX_LINE_BYTES
 from orchestrator.messages import Message, ToolSpec
 from orchestrator.redact import redact_obj
 from orchestrator.settings import state_dir
@@ -244,7 +245,7 @@ def implausible_number(obj: Any, where: str = "") -> str | None:
     return None
 
 
-MAX_LINE_BYTES = 64 * 1024 * 1024
+MAX_LINE_BYTES = TRANSCRIPT_MAX_LINE_BYTES
 """A longer line is skipped by the streaming reader (named in a warning) rather than held in memory."""
 
 BIG_LINE_BYTES = 4 * 1024 * 1024
@@ -355,7 +356,24 @@ def _loads(p: Path, n: int, line: str) -> dict[str, Any]:
         raise TranscriptError(f"{p}: line {n} cannot be read ({_hostile(exc)}); the file is damaged") from None
 
 
+def _deeper_than(obj: Any, limit: int) -> bool:
+    """Whether lists and dicts nest more than `limit` levels in obj (iterative)."""
+    stack = [(obj, 1)]
+    while stack:
+        o, d = stack.pop()
+        if isinstance(o, (dict, list)):
+            if d > limit:
+                return True
+            stack.extend((v, d + 1) for v in (o.values() if isinstance(o, dict) else o))
+    return False
+
+
 def _validate(p: Path, n: int, obj: dict[str, Any]) -> Event:
+    # reached only for a line pydantic's own parser refused (nesting past ~200 among the reasons): the depth is
+    # checked here, where json.loads read what pydantic's serializer could never write back out
+    if _deeper_than(obj, TRANSCRIPT_MAX_DEPTH):
+        raise TranscriptError(f"{p}: line {n} is nested more than {TRANSCRIPT_MAX_DEPTH} levels deep; the file is "
+                              "damaged or hostile")
     try:
         return EVENT_ADAPTER.validate_python(obj)
     except ValidationError as exc:

@@ -61,7 +61,7 @@ def main() -> int:
 
     from orchestrator.hosts.local import LocalHost
     from orchestrator.observations import load_observations
-    from orchestrator.probes.benchmarks import run_gemm_probe
+    from orchestrator.prongs.tensor_core_specs.probe import run_gemm_probe
     from orchestrator.settings import Settings
 
     outdir = Path(sys.argv[1])

@@ -44,7 +44,8 @@ def precompute(ev: Evidence) -> None:
     fit its model is left for the analysis, which says so."""
     if ev.is_error or not ev.data or ev.data.get("kind") in (None, "observations"):
         return
-    from orchestrator.analysis import facts, fleet
+    from orchestrator.analysis import facts
+    from orchestrator.prongs.fleet import rules as fleet
 
     try:
         facts.precompute(ev)

@@ -227,12 +227,13 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
             per_host.setdefault(ev.host or model.host or "", []).append((ev, model))
     oe = view.observations_evidence
     g = view.gpu
+    asks = question_facts(view)
     shared: dict[str, Fact] | None = None
     hosts: dict[str, HostFacts] = {}
     for host, items in per_host.items():
         # the spec-sheet GPU counts only for a host whose evidence names no GPU (see _complete)
         spec_gpu = g is not None and not any(_has_gpu_facts(ev) for ev, _ in items)
-        basis = (tuple(ev.id for ev, _ in items), oe[0].id if oe is not None else None,
+        basis = (tuple(ev.id for ev, _ in items), (oe[0].id if oe is not None else None, tuple(sorted(asks.items()))),
                  (g.name, g.cc, tuple(g.evidence)) if spec_gpu and g is not None else None)
         memo = items[0][0].derived("host_facts", _new_host_memo)
         hf = memo.get(basis)
@@ -241,7 +242,7 @@ def gather(view: EvidenceView) -> dict[str, HostFacts]:
                 shared = _observation_shared(view)
             hf = memo[basis] = _host_facts(host, items, shared, g, basis)
         hosts[host] = hf
-    if not hosts and (g is not None or oe is not None):
+    if not hosts and (g is not None or oe is not None or asks):
         # a GPU known from the gpu_specs tool only, or only the observations: one host with no evidence of its own
         hf = HostFacts("")
         _complete(hf, _observation_shared(view) if shared is None else shared, g)
@@ -261,10 +262,25 @@ def _has_gpu_facts(ev: Evidence) -> bool:
 
 
 def _observation_shared(view: EvidenceView) -> dict[str, Fact]:
+    """The observations' facts (`obs.*`) and what the question itself says of the host (`ask.*`, cited by nothing:
+    the question is not evidence, but it can tell which hardware the user has)."""
     oe = view.observations_evidence
+    asked = {k: Fact(v, "") for k, v in question_facts(view).items()}
     if oe is None:
-        return {}
-    return {k: Fact(v, oe[0].id) for k, v in observation_facts(oe[1]).items()}
+        return asked
+    return {**asked, **{k: Fact(v, oe[0].id) for k, v in observation_facts(oe[1]).items()}}
+
+
+_RDMA_WORDS = re.compile(r"\b(?:infiniband|ib|roce(?:v2)?|rdma|mlx5\w*|connectx(?:-\d)?|hcas?|ibverbs|gpudirect)\b",
+                         re.IGNORECASE)
+
+
+def question_facts(view: EvidenceView) -> dict[str, FactValue]:
+    """What the question and the observations' notes say of the host: `ask.rdma` when they name RDMA hardware
+    (InfiniBand, RoCE, ConnectX, an mlx5 HCA)."""
+    oe = view.observations_evidence
+    text = " ".join(x for x in (view.question, str(oe[1].notes) if oe is not None and oe[1].notes else "") if x)
+    return {"ask.rdma": True} if _RDMA_WORDS.search(text) else {}
 
 
 def _bind(key: str, binding: str | None) -> str:

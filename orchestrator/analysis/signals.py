@@ -112,7 +112,7 @@ def finding_for(entry: Entry, hf: HostFacts, hits: list[Hit]) -> Finding:
         if h.line is not None:
             ids.append(h.line.evidence_id)
             matched.append(f"{h.line.path}:{h.line.line_no}: {h.line.text.strip()[:200]}")
-        ids += [f.evidence_id for f in h.facts]
+        ids += [f.evidence_id for f in h.facts if f.evidence_id]  # what the question says cites nothing
         matched += h.notes
     holds = lambda c: check(c, hf, best.binding)[0]  # noqa: E731  (a fix's preconditions, on the same GPU)
     fixes = [entry.cite(fx, render(fx, hf, best.binding, best.line, best.match)) for fx in entry.fixes(holds=holds)]
@@ -132,13 +132,14 @@ _OBS_READERS: dict[int, tuple[Entry, bool]] = {}
 
 
 def reads_observations(entry: Entry) -> bool:
-    """Whether what the entry finds can depend on the observations (`obs.*` facts): a condition names one (or a key
+    """Whether what the entry finds can depend on the observations (`obs.*` facts) or the question (`ask.*`): a
+    condition names one (or a key
     starting with `*`, which could bind one), or the scope has workload dtypes (`obs.model.quantization`)."""
     got = _OBS_READERS.get(id(entry))
     if got is None or got[0] is not entry:
         keys = [k for sig in entry.signals for c in sig.when
                 for k in (c.fact, *(getattr(c, op) for op in _FACT_OPS)) if k]
-        reads = bool(entry.scope.dtypes) or any(k.startswith(("obs.", "*")) for k in keys)
+        reads = bool(entry.scope.dtypes) or any(k.startswith(("obs.", "ask.", "*")) for k in keys)
         got = _OBS_READERS[id(entry)] = (entry, reads)
     return got[1]
 

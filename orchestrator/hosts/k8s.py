@@ -1,5 +1,5 @@
 """Kubernetes behind the same `Host` seam: the serving pods of a label selector, each a host whose commands run
-through `kubectl exec` (on paper: no cluster on the test machines; see the README's "Kubernetes" notes).
+through `kubectl exec` (on paper: no cluster on the test machines; see docs/hosts.md, Kubernetes).
 
 `--k8s SELECTOR [--namespace NS] [--container C]` lists the pods with
 

@@ -12,7 +12,7 @@ probing never waits for the job or takes resources from it; outside an allocatio
 allocation per command and `--immediate` gives up at once when the node cannot take one (drained, down, busy).
 The command policy is the one every host has: tools check argv before it gets here, and argv goes to srun after
 `--` as a list (no shell), so nothing in it is read as an srun option. Node state from `scontrol show node`
-(drained, reason, GRES) and the job's allocation and environment are evidence (see `tools/fleet.py`).
+(drained, reason, GRES) and the job's allocation and environment are evidence (see `prongs/fleet/tool.py`).
 """
 
 from __future__ import annotations

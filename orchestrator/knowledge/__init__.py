@@ -290,7 +290,7 @@ def clock_event_reasons() -> dict[str, ClockEventReason]:
 
 @lru_cache(maxsize=None)
 def xid_rows() -> tuple[dict[str, Any], ...]:
-    """knowledge/xids.yaml as read (the node probe's models validate and index them: probes/node_kernel.py)."""
+    """knowledge/xids.yaml as read (the node probe's models validate and index them: prongs/node_health/kernel_log.py)."""
     return tuple(dict(x) for x in _load("xids.yaml"))
 
 

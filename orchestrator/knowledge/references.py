@@ -4,7 +4,7 @@ The dataset (`references.json` beside this module) is built by `scripts/build_re
 themselves — TensorRT-LLM's performance overview (the Markdown tables of
 docs/source/developer-guide/perf-overview.md) and MLPerf Inference result logs (`mlperf_log_summary.txt` with the
 system description JSON) — and never typed by hand. This module holds the row model, the two parsers the script
-runs, and the loader; matching a user's setup against the rows is analysis (orchestrator/analysis/references.py).
+runs, and the loader; matching a user's setup against the rows is analysis (orchestrator/prongs/reference/rules.py).
 
 A parser never guesses: a table with no unit line, a column header it cannot read, a model or GPU name the sources
 manifest does not map, or a value that is not a number is reported as a problem and the row is not made.

@@ -23,14 +23,14 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
 
     import anyio
 
-    from orchestrator.probes.autotune import collect_autotune_caches, expert_shape_from_observations
+    from orchestrator.prongs.autotune.probe import collect_autotune_caches, expert_shape_from_observations
     from orchestrator.probes.gpu import collect_gpu_inventory
-    from orchestrator.probes.kernels import arch_of, collect_kernel_inventory
+    from orchestrator.prongs.kernel_research.probe import arch_of, collect_kernel_inventory
     from orchestrator.probes.logscan import scan_logs
     from orchestrator.probes.power import sample_power
     from orchestrator.probes.pyenv import collect_python_env
     from orchestrator.knowledge import log_signatures
-    from orchestrator.probes.node import collect_node_health
+    from orchestrator.prongs.node_health.probe import collect_node_health
 
     got: dict[str, ProbeModel] = {}
 

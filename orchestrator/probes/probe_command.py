@@ -17,7 +17,7 @@ async def probe_main(*, host: str | None, ssh_config: str | None, python: str | 
     """The read-only probes, or only the GEMM / all-reduce measurements when asked (they load the GPU)."""
     from orchestrator.hosts import open_host
     from orchestrator.probes import run_probes
-    from orchestrator.probes.benchmarks import run_comm_probe, run_gemm_probe
+    from orchestrator.prongs.tensor_core_specs.probe import run_comm_probe, run_gemm_probe
 
     settings = settings if settings is not None else load_settings()
     obs = load_observations(observations) if observations else None

@@ -6,7 +6,7 @@ from typing import Any
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes.interpreter import Interpreter
-from orchestrator.probes.kernels import resolve_interpreter
+from orchestrator.prongs.kernel_research.probe import resolve_interpreter
 from orchestrator.probes.results import PythonEnv
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 

@@ -195,7 +195,7 @@ class PythonEnv(ProbeModel):
 # --- autotune caches ---------------------------------------------------------------------------------------------
 
 CacheFormat = str
-"""A cache format named in knowledge/caches.yaml (`format`); parsers register per format in probes/cache_formats.py.
+"""A cache format named in knowledge/caches.yaml (`format`); parsers register per format in prongs/autotune/cache_formats.py.
 A plain string so that a new format is a data change, not a schema change."""
 
 
@@ -446,20 +446,16 @@ class LogScan(ProbeModel):
 
 
 def _probe_models() -> dict[str, type[ProbeModel]]:
-    from orchestrator.probes.account_models import ACCOUNT_MODELS
-    from orchestrator.probes.engine_models import EngineReport
-    from orchestrator.probes.measure_models import MEASURE_MODELS
-    from orchestrator.probes.node_models import NODE_MODELS
-    from orchestrator.probes.settings_models import SettingsReport
+    from orchestrator.prongs import parts  # each prong's models, named in its record
 
-    models: tuple[type[ProbeModel], ...] = (GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory,
-                                            LogScan, *MEASURE_MODELS, *NODE_MODELS, EngineReport,
-                                            *ACCOUNT_MODELS, SettingsReport)
+    models: list[type[ProbeModel]] = [GpuInventory, PowerSampling, PythonEnv, AutotuneReport, KernelInventory, LogScan]
+    for part in parts("probe_models"):
+        models.extend(part if isinstance(part, tuple) else (part,))
     return {m.model_fields["kind"].default: m for m in models}
 
 
 PROBE_MODELS: dict[str, type[ProbeModel]] = {}
-"""Probe model by `kind`; filled on first use (the measurement models import this module)."""
+"""Probe model by `kind`; filled on first use (the prongs' models import this module)."""
 
 
 def parse_probe(data: dict[str, Any] | None) -> ProbeModel | None:

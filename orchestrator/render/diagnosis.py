@@ -4,9 +4,10 @@ HTML report shares. Pure functions of the models in `orchestrator/diagnosis.py`.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from orchestrator.diagnosis import Diagnosis, FleetTable, Number, Recommendation
+if TYPE_CHECKING:
+    from orchestrator.diagnosis import Diagnosis, FleetTable, Number, Recommendation
 
 
 def fleet_markdown(tables: list[FleetTable], esc=lambda s: s, max_rows: int = 40) -> list[str]:
@@ -100,6 +101,13 @@ def said_once(d: Diagnosis) -> tuple[str, str]:
     return verdict, reasoning
 
 
+def explained_once(explanation: str, verdict: str) -> str:
+    """A cause's explanation as printed under the verdict: its sentences the verdict already quotes are not said
+    again (the verdict often opens with the first cause's claim); never emptied."""
+    kept = [s for s in _sentences(explanation) if s.rstrip(".") not in verdict]
+    return " ".join(kept) if kept else " ".join(explanation.split())
+
+
 # Free text in a diagnosis comes from models and hosts: in Markdown it must stay text. Backslash-escape what would
 # start emphasis, code, links, raw HTML or entities; intraword underscores (sm_120a) are left alone.
 # A lone "[x]" stays as written: without "](" or "][" after it (or a definition, which needs a line start) it is no link.
@@ -164,7 +172,7 @@ def to_markdown(d: Diagnosis, events: Iterable[Any] | None = None, *, plain: boo
         for i, c in enumerate(d.causes, 1):
             out.append(f"{i}. {b}{e(c.title)}{b} (confidence {c.confidence:.2f}; evidence "
                        f"{', '.join(e(x) for x in c.evidence)})" + ("" if plain else "  "))
-            out.append(f"   {e(c.explanation)}")
+            out.append(f"   {e(explained_once(c.explanation, verdict))}")
         out.append("")
     if d.also_noticed:  # true, but not what the question asks about (or history to watch): never a ranked cause
         out += [f"{h2}Also noticed", ""]
@@ -186,12 +194,11 @@ def to_markdown(d: Diagnosis, events: Iterable[Any] | None = None, *, plain: boo
         fleet = fleet_markdown(d.fleet, e)
         out += [ln.removeprefix("## ").replace("**", "") for ln in fleet] if plain else fleet
     if events is not None:
-        from orchestrator.render.engine import engine_markdown
+        from orchestrator.prongs import sections  # each prong's own section, as the HTML has it
 
-        out += engine_markdown(events, d, e)
-        from orchestrator.render.settings import settings_markdown  # the settings audit, as the HTML has it
-
-        out += settings_markdown(events, e)
+        events = list(events)
+        for section in sections("markdown"):
+            out += section(events, d, e)
     if d.evidence:
         out += [f"{h2}Evidence", ""]
         for eid, ev in d.evidence.items():

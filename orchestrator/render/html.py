@@ -31,7 +31,7 @@ import math
 import re
 from html import escape
 
-from orchestrator.analysis.roof import Roof, find_roof
+from orchestrator.analysis.roof_from_numbers import Roof, find_roof
 from orchestrator.diagnosis import Diagnosis, EvidenceRef
 from orchestrator.render.diagnosis import fmt_number as _fmt
 from orchestrator.render.diagnosis import names_cause_apart, plural
@@ -387,14 +387,7 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
         if roof is not None:
             p.append(f'<h2 id="roofline">Roofline</h2>{roofline_svg(roof)}')
 
-    from orchestrator.render.engine import engine_html  # the serving engine's config and latency vs floor
-
-    p.append(engine_html(events, d, known))
-    from orchestrator.render.settings import settings_html  # the settings audit's non-default table (issue 27)
-
-    p.append(settings_html(events, known))
-
-    from orchestrator.prongs import sections  # each prong's own section (the trace's per-step bars, top kernels)
+    from orchestrator.prongs import sections  # each prong's own section (engine config, settings, trace steps...)
 
     p += [section(events, d, known) for section in sections("html")]
 
@@ -410,7 +403,7 @@ def render_html_fragment(d: Diagnosis, events: list | None = None) -> str:
         p += [f"<li><strong>{_e(g.what)}</strong>: {_text(g.why, known)}</li>" for g in d.gaps]
         p.append("</ul>")
 
-    if d.fleet:  # multi-host runs (analysis/fleet.py)
+    if d.fleet:  # multi-host runs (prongs/fleet/rules.py)
         p.append(_fleet_html(d.fleet, known))
 
     if tl is not None and tl.agents:

@@ -162,7 +162,7 @@ def _roofline_sheet(s: knowledge.GpuSpec, gpu: str, dtype: str, m: int, n: int, 
 def render_references(gpu: str, model: str, dtype: str | None = None, isl: int | None = None,
                       osl: int | None = None, concurrency: int | None = None) -> str:
     """`investigate reference`: the published figures nearest to a setup, each with its differences and source."""
-    from orchestrator.analysis.references import rows_table
+    from orchestrator.prongs.reference.rules import rows_table
     from orchestrator.sanitize import sanitize
 
     spec, lookup, note = reference_lookup(gpu, model, dtype, isl, osl, concurrency)
@@ -188,7 +188,7 @@ def reference_lookup(gpu: str, model: str, dtype: str | None = None, isl: int | 
                      concurrency: int | None = None):
     """(the GPU, the published rows nearest to the setup, a line saying which part a short name was read as): for a
     name that stands for several parts, the first of them with published figures for the model."""
-    from orchestrator.analysis.references import Setup, match, precision_of
+    from orchestrator.prongs.reference.rules import Setup, match, precision_of
 
     specs = resolve_gpus(gpu)
     looked = [(s, match(Setup(gpu=s.name, model=model, precision=precision_of(dtype), isl=isl, osl=osl,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from orchestrator.probes.engine_cmdline import ENGINE_LABEL
-from orchestrator.probes.engine_models import EngineInstance, EngineReport
-from orchestrator.probes.measure_models import CommSweep, GemmSweep
-from orchestrator.probes.node_models import GpuHealth, NodeHealth
+from orchestrator.prongs.serving_engine.models import ENGINE_LABEL
+from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
+from orchestrator.prongs.tensor_core_specs.models import CommSweep, GemmSweep
+from orchestrator.prongs.node_health.models import GpuHealth, NodeHealth
 from orchestrator.probes.results import (
     AutotuneReport, GpuInventory, KernelInventory, LogScan, PowerSampling, ProbeModel, PythonEnv,
 )
@@ -147,7 +147,7 @@ def summarize_logs(s: LogScan) -> str:
     return "\n".join(lines)
 
 
-# --- node health (tools/node.py) ----------------------------------------------------------------------------------
+# --- node health (prongs/node_health/tool.py) ----------------------------------------------------------------------------------
 
 
 def _n(v: float | int | None, unit: str = "") -> str:
@@ -214,7 +214,7 @@ def summarize_node(node: NodeHealth) -> str:
     return "\n".join(lines)
 
 
-# --- serving engines (tools/engine.py; the configuration table of render/engine.py) ---------------------------------
+# --- serving engines (prongs/serving_engine/tool.py; the configuration table of prongs/serving_engine/report.py) ---------------------------------
 
 
 # The settings an engineer reads first, in table order, with their labels.
@@ -326,7 +326,7 @@ def summarize_engines(r: EngineReport) -> str:
     return "\n".join(lines)
 
 
-# --- GPU benchmarks (tools/benchmarks.py; loaded only with --measure) -----------------------------------------------
+# --- GPU benchmarks (prongs/tensor_core_specs/tool.py; loaded only with --measure) -----------------------------------------------
 
 
 def gemm_text(sw: GemmSweep) -> str:

@@ -159,8 +159,8 @@ class Roofline(Tool):
 
 
 def _dense_floors(obs, spec: knowledge.GpuSpec, caps) -> ToolOutput | None:
-    """Prefill and decode floors of a dense model from the observations (analysis/serving.py's arithmetic)."""
-    from orchestrator.analysis.serving import decode_floor, prefill_floor, shape_from_observations
+    """Prefill and decode floors of a dense model from the observations (prongs/serving_engine/floors.py's arithmetic)."""
+    from orchestrator.prongs.serving_engine.floors import decode_floor, prefill_floor, shape_from_observations
 
     shape = shape_from_observations(obs.model) if obs.model else None
     if shape is None or shape.expert_params or not spec.mem_bw_gbs:
@@ -259,42 +259,6 @@ class KnowledgeSearch(Tool):
         return ToolOutput(text=text, data={"kind": "knowledge", "query": args.query, "hits": hits})
 
 
-class ReferenceInput(BaseModel):
-    gpu: str = Field(description="GPU name (nvidia-smi's or a short one: H200, B200)")
-    model: str = Field(description="model name or Hugging Face id, e.g. meta-llama/Llama-3.3-70B-Instruct")
-    dtype: str | None = Field(None, description="precision: fp4, nvfp4, fp8, bf16")
-    isl: int | None = Field(None, ge=1, description="input tokens per request")
-    osl: int | None = Field(None, ge=1, description="output tokens per request")
-    concurrency: int | None = Field(None, ge=1, description="client concurrency of the user's run")
-
-
-class ReferenceThroughput(Tool):
-    name = "reference_throughput"
-    acts = False  # a lookup in the shipped dataset
-    description = ("Published output tok/s per GPU (TensorRT-LLM perf overview, MLPerf Inference) nearest to a GPU, "
-                   "model and precision, each row with its differences from the setup, its method and its source.")
-    Input = ReferenceInput
-
-    async def run(self, args: ReferenceInput, ctx: ToolContext) -> ToolOutput:
-        from orchestrator.analysis.references import Setup, match, precision_of, rows_table
-
-        spec = knowledge.gpu_spec(args.gpu)
-        if spec is None:
-            raise ToolFailure(f"unknown GPU {args.gpu!r}; closest: {', '.join(knowledge.closest_gpu_names(args.gpu))}")
-        lookup = match(Setup(gpu=spec.name, model=args.model, precision=precision_of(args.dtype), isl=args.isl,
-                             osl=args.osl, concurrency=args.concurrency), n=5)
-        rows = rows_table(lookup)
-        if not rows:
-            text = f"{spec.name} / {args.model}: {lookup.why_none}."
-        else:
-            text = "\n".join(f"{r['output_tok_s_per_gpu']:,.0f} tok/s/GPU, {r.get('precision') or 'precision unstated'}, "
-                             f"{r.get('parallel') or r['gpu_count']}, ISL/OSL {r.get('isl') or '?'}/{r.get('osl') or '?'}"
-                             f", {r['scenario']}, {r['engine']}; differs: {'; '.join(r['differences']) or 'nothing'}; "
-                             f"source {r['source_url']}" for r in rows)
-        return ToolOutput(text=text, data={"kind": "reference_throughput", "gpu": spec.name, "model_id": lookup.model_id,
-                                           "rows": rows, "why_none": lookup.why_none})
-
-
 def register(registry) -> None:
-    for tool in (GpuSpecs(), Roofline(), ObservationsTool(), KnowledgeSearch(), ReferenceThroughput()):
+    for tool in (GpuSpecs(), Roofline(), ObservationsTool(), KnowledgeSearch()):
         registry.add(tool)

@@ -1,4 +1,5 @@
-"""Probe tools: the typed probes of `orchestrator.probes` as tools on the run's host.
+"""Probe tools shared by several prongs (GPU inventory, power, Python environment, log scan), and the helpers every
+probe tool uses (a refused interpreter, one shared call per host and arguments, the output).
 
 Each returns a compact summary as text (`orchestrator/render/summaries.py`) and the probe model as `data` (untrusted:
 it carries host content).
@@ -11,20 +12,18 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from orchestrator.hosts.base import Host
-from orchestrator.probes.autotune import collect_autotune_caches, expert_shape_from_observations
+from orchestrator.prongs.autotune.probe import collect_autotune_caches, expert_shape_from_observations
 from orchestrator.probes.gpu import INVENTORY_KEY, collect_gpu_inventory, gpu_inventory
-from orchestrator.probes.kernels import collect_kernel_inventory
+from orchestrator.prongs.kernel_research.probe import collect_kernel_inventory
 from orchestrator.probes.logscan import scan_logs
 from orchestrator.probes.results import ProbeModel
 from orchestrator.probes.power import sample_power
 from orchestrator.probes.pyenv import collect_python_env, pyenv_key
 from orchestrator.knowledge import log_signatures
-from orchestrator.hosts.policy import extra_path_refusal
-from orchestrator.hosts.resolve import check_on_host
 from orchestrator.probes.interpreter import name_refusal
 from orchestrator.probes.session import shared, start
 from orchestrator.render.summaries import (
-    summarize_autotune, summarize_gpus, summarize_kernels, summarize_logs, summarize_power, summarize_pyenv,
+    summarize_gpus, summarize_logs, summarize_power, summarize_pyenv,
 )
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry
 
@@ -49,14 +48,14 @@ def _python_env(host: Host, python: str | None, *, prefetch: bool = False) -> An
     return (start if prefetch else shared)(host, pyenv_key(python), lambda: collect_python_env(host, python))
 
 
-def _autotune(host: Host, python: str | None, device_name: str | None, shape: dict[str, Any] | None,
+def autotune_call(host: Host, python: str | None, device_name: str | None, shape: dict[str, Any] | None,
               extra_paths: list[str], *, prefetch: bool = False) -> Any:
     key = ("autotune_caches", python, device_name, repr(sorted((shape or {}).items())), tuple(extra_paths))
     return (start if prefetch else shared)(host, key, lambda: collect_autotune_caches(
         host, python, device_name=device_name, expert_shape=shape, extra_paths=extra_paths))
 
 
-def _kernels(host: Host, arch: str | None, python: str | None, *, prefetch: bool = False) -> Any:
+def kernels_call(host: Host, arch: str | None, python: str | None, *, prefetch: bool = False) -> Any:
     return (start if prefetch else shared)(host, ("kernel_inventory", arch, python),
                                            lambda: collect_kernel_inventory(host, arch=arch, python=python))
 
@@ -75,22 +74,22 @@ def default_probe_calls(inputs: "RunInputs", settings: "Settings", host: Host, t
     if "python_env" in tools:
         calls.append(lambda: _python_env(host, python, prefetch=True))
     if "autotune_caches" in tools:
-        shape = _shape_of(inputs)
-        calls.append(lambda: _autotune(host, python, None, shape, [], prefetch=True))
+        shape = shape_of(inputs)
+        calls.append(lambda: autotune_call(host, python, None, shape, [], prefetch=True))
     if "kernel_inventory" in tools:
-        calls.append(lambda: _kernels(host, None, python, prefetch=True))
+        calls.append(lambda: kernels_call(host, None, python, prefetch=True))
     if "resource_account" in tools:
-        from orchestrator.tools.account import prefetch_call
+        from orchestrator.prongs.resource_account.tool import prefetch_call
 
         calls.append(lambda: prefetch_call(host, settings.account_sample_s))
     return calls
 
 
-def _output(model: ProbeModel, text: str, host: Host) -> ToolOutput:
+def probe_output(model: ProbeModel, text: str, host: Host) -> ToolOutput:
     return ToolOutput(text=text, data=model.model_dump(mode="json"), untrusted=True, host=host.name)
 
 
-def _refused_python(ctx: ToolContext, host: Host, tool: str, python: str | None) -> ToolOutput | None:
+def refused_python(ctx: ToolContext, host: Host, tool: str, python: str | None) -> ToolOutput | None:
     """A model-named interpreter that is not one is refused (and recorded) before anything runs."""
     if not python:
         return None
@@ -101,7 +100,7 @@ def _refused_python(ctx: ToolContext, host: Host, tool: str, python: str | None)
     return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
 
 
-def _record_host_refusal(ctx: ToolContext, tool: str, python: str | None, model: ProbeModel) -> None:
+def record_host_refusal(ctx: ToolContext, tool: str, python: str | None, model: ProbeModel) -> None:
     """An interpreter refused on the host (not there, not a python) is a policy refusal too."""
     reason = getattr(model, "reason", None) or ""
     if not model.available and python and reason.startswith(f"interpreter {python!r}"):
@@ -127,7 +126,7 @@ class GpuInventoryTool(Tool):
     async def run(self, args: GpuInventoryInput, ctx: ToolContext) -> ToolOutput:
         host = ctx.host()
         inv = await gpu_inventory(host)
-        return _output(inv, summarize_gpus(inv), host)
+        return probe_output(inv, summarize_gpus(inv), host)
 
 
 class PowerSampleInput(BaseModel):
@@ -145,7 +144,7 @@ class PowerSampleTool(Tool):
         host = ctx.host()
         duration = args.duration_s or ctx.settings.power_sample_s
         p = await _power(host, duration, args.interval_s)
-        return _output(p, summarize_power(p), host)
+        return probe_output(p, summarize_power(p), host)
 
 
 class PythonEnvInput(BaseModel):
@@ -163,77 +162,18 @@ class PythonEnvTool(Tool):
 
     async def run(self, args: PythonEnvInput, ctx: ToolContext) -> ToolOutput:
         host = ctx.host()
-        if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
+        if (refused := refused_python(ctx, host, self.name, args.python)) is not None:
             return refused
         env = await _python_env(host, args.python or ctx.inputs.python)
-        _record_host_refusal(ctx, self.name, args.python or ctx.inputs.python, env)
-        return _output(env, summarize_pyenv(env), host)
+        record_host_refusal(ctx, self.name, args.python or ctx.inputs.python, env)
+        return probe_output(env, summarize_pyenv(env), host)
 
 
-class AutotuneCachesInput(BaseModel):
-    python: str | None = Field(default=None, description="Interpreter path (default: --python, else a running server's).")
-    device_name: str | None = Field(default=None, description="GPU name to match configs against (default: nvidia-smi).")
-    extra_paths: list[str] = Field(default_factory=list, description="More cache files or directories to inspect.")
-
-
-class AutotuneCachesTool(Tool):
-    name = "autotune_caches"
-    on_host = True
-    description = (
-        "Inventory every autotune cache and tuned config (FlashInfer, TensorRT-LLM, vLLM/SGLang fused-MoE, vLLM's "
-        "FlashInfer cache, Triton, Inductor, TunableOp): what exists, ops/shapes/tactics, fallback tactic -1, "
-        "metadata mismatches, and whether a tuned config exists for this exact GPU and expert shape."
-    )
-    Input = AutotuneCachesInput
-
-    async def run(self, args: AutotuneCachesInput, ctx: ToolContext) -> ToolOutput:
-        host = ctx.host()
-        if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
-            return refused
-        if args.extra_paths:  # walked and parsed on the host: never a credential directory
-            why = next((w for w in map(extra_path_refusal, args.extra_paths) if w), None)
-            if why is None:
-                why, resolved = await check_on_host(host, ["cat"], list(args.extra_paths))
-                why = why or next((extra_path_refusal(real) for kind, real in resolved
-                                   if kind != "n" and extra_path_refusal(real)), None)
-            if why is not None:
-                ctx.refuse(self.name, " ".join(args.extra_paths), why)
-                return ToolOutput(text=f"refused by the read-only policy: {why}", is_error=True, host=host.name)
-        shape = _shape_of(ctx.inputs)
-        r = await _autotune(host, args.python or ctx.inputs.python, args.device_name, shape, args.extra_paths)
-        _record_host_refusal(ctx, self.name, args.python or ctx.inputs.python, r)
-        return _output(r, summarize_autotune(r), host)
-
-
-def _shape_of(inputs: "RunInputs") -> dict[str, Any] | None:
+def shape_of(inputs: "RunInputs") -> dict[str, Any] | None:
     try:
         return expert_shape_from_observations(inputs.parsed_observations())
     except Exception:  # observations are validated at the CLI; a bad one must not break the probe
         return None
-
-
-class KernelInventoryInput(BaseModel):
-    arch: str | None = Field(default=None, description="sm_XX to look for (default: GPU 0's compute capability).")
-    python: str | None = Field(default=None, description="Interpreter path.")
-
-
-class KernelInventoryTool(Tool):
-    name = "kernel_inventory"
-    on_host = True
-    description = (
-        "What installed libraries carry for this GPU architecture: per-arch tile candidates in sources, backends "
-        "declared for the compute capability, FlashInfer JIT-cache arch dirs, archs compiled into .so (cuobjdump)."
-    )
-    Input = KernelInventoryInput
-    timeout_s = 240.0
-
-    async def run(self, args: KernelInventoryInput, ctx: ToolContext) -> ToolOutput:
-        host = ctx.host()
-        if (refused := _refused_python(ctx, host, self.name, args.python)) is not None:
-            return refused
-        k = await _kernels(host, args.arch, args.python or ctx.inputs.python)
-        _record_host_refusal(ctx, self.name, args.python or ctx.inputs.python, k)
-        return _output(k, summarize_kernels(k), host)
 
 
 class LogScanInput(BaseModel):
@@ -252,11 +192,10 @@ class LogScanTool(Tool):
         if not paths:
             raise ToolFailure("no log files to scan: pass paths, or run with --log PATH")
         s = await scan_logs(host, paths, log_signatures())
-        return _output(s, summarize_logs(s), host)
+        return probe_output(s, summarize_logs(s), host)
 
 
 def register(registry: ToolRegistry) -> None:
-    """Add the probe tools."""
-    for tool in (GpuInventoryTool(), PowerSampleTool(), PythonEnvTool(), AutotuneCachesTool(), KernelInventoryTool(),
-                 LogScanTool()):
+    """Add the shared probe tools (each prong's own are in its record, orchestrator/prongs/)."""
+    for tool in (GpuInventoryTool(), PowerSampleTool(), PythonEnvTool(), LogScanTool()):
         registry.add(tool)

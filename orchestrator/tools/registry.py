@@ -10,12 +10,12 @@ from orchestrator.tools.submit import SubmitDiagnosis, SubmitFindings
 
 def default_registry() -> ToolRegistry:
     from orchestrator.prongs import parts
-    from orchestrator.tools import account, benchmarks, engine, fetch, fleet, knowledge, node, probes, settings, shell
+    from orchestrator.tools import fetch, knowledge, probes, shell
 
     reg = ToolRegistry()
     for tool in (TaskTool(), SubmitFindings(), SubmitDiagnosis()):
         reg.add(tool)
-    for module in (shell, probes, node, knowledge, fetch, benchmarks, engine, fleet, account, settings):
+    for module in (shell, probes, knowledge, fetch):
         module.register(reg)
     for tool in parts("tools"):
         reg.add(tool())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.traces.account import AccountLimits, account_rank
+from orchestrator.traces.step_account import AccountLimits, account_rank
 from orchestrator.traces.compare import collectives_per_step, diff, stragglers
 from orchestrator.traces.inputs import expand
 from orchestrator.traces.kineto import read_kineto

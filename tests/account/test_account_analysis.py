@@ -8,11 +8,20 @@ import re
 from support.evidence import ev, inventory, obs_ev, pyenv
 
 from orchestrator.analysis import synthesize
-from orchestrator.analysis.account_rules import account_bound, account_findings
+from orchestrator.analysis.synthesis import bound_of
+from orchestrator.findings import Rank
+from orchestrator.prongs.resource_account.rules import account_findings
+
+
+def account_bound(found):
+    """The bound the account's own claims set (None when none of its findings claims it)."""
+    if not any(f.sets_bound and int(f.sets_bound.rank) == Rank.ACCOUNT for f in found):
+        return None
+    return bound_of(found)
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.serving import decode_floor, judge_decode, judge_prefill, prefill_floor, shape_from_observations
+from orchestrator.prongs.serving_engine.floors import decode_floor, judge_decode, judge_prefill, prefill_floor, shape_from_observations
 from orchestrator.observations import Observations
-from orchestrator.probes.account_models import (
+from orchestrator.prongs.resource_account.models import (
     CgroupAccount, GpuBusy, HostAccount, ProcessAccount, ResourceAccount, ThreadAccount,
 )
 
@@ -130,7 +139,7 @@ def _bench(conc: int, out: float, itl: float, rate: float | str = "inf", req: fl
 
 
 def test_every_bench_run_is_used_and_flat_throughput_points_before_the_gpu():
-    from orchestrator.analysis.load_rules import flat_throughput, runs_compared
+    from orchestrator.prongs.resource_account.load_rules import flat_throughput, runs_compared
 
     obs = {"bench": [_bench(16, 2000, 8), _bench(64, 2100, 30), _bench(256, 2150, 118)]}
     v = EvidenceView([obs_ev("e3", obs)], Observations.model_validate(obs))
@@ -144,7 +153,7 @@ def test_every_bench_run_is_used_and_flat_throughput_points_before_the_gpu():
 
 
 def test_achieved_equal_to_offered_rate_means_the_client_set_the_throughput():
-    from orchestrator.analysis.load_rules import client_limited
+    from orchestrator.prongs.resource_account.load_rules import client_limited
 
     obs = {"bench": [_bench(0, 500, 9, rate=4.0, req=3.98)]}
     obs["bench"][0].pop("max_concurrency")
@@ -155,7 +164,7 @@ def test_achieved_equal_to_offered_rate_means_the_client_set_the_throughput():
 
 
 def test_what_fits_where_shows_the_arithmetic():
-    from orchestrator.analysis.fit_rules import fit_findings
+    from orchestrator.prongs.resource_account.fit_rules import fit_findings
 
     big = {"model": {"name": "Llama-3.1-405B-Instruct"}, "runs": [{"tp": 4}]}
     [f] = fit_findings(EvidenceView([ev("e1", inventory(H100, "9.0", n=4), tool="gpu_inventory"), obs_ev("e3", big)],
@@ -198,7 +207,7 @@ async def test_the_roofline_tool_gives_a_dense_model_its_floors_instead_of_refus
 
 
 def test_stolen_cpu_a_full_nic_and_io_stalls_each_lead_when_they_are_what_is_saturated():
-    from orchestrator.probes.account_models import Nic, Psi, PsiLine
+    from orchestrator.prongs.resource_account.models import Nic, Psi, PsiLine
 
     a = account(35)
     a.host_account.steal_pct = 22

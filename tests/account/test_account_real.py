@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.hosts import open_host
-from orchestrator.probes.account import collect_account
-from orchestrator.probes.account_models import ResourceAccount
+from orchestrator.prongs.resource_account.probe import collect_account
+from orchestrator.prongs.resource_account.models import ResourceAccount
 from orchestrator.settings import Settings
 
 pytestmark = [pytest.mark.ssh, pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"),

@@ -8,12 +8,12 @@ from __future__ import annotations
 from support.evidence import ev, inventory, obs_ev
 from test_account_analysis import H100, LLAMA_8B, account, view
 
-from orchestrator.analysis.account_rules import account_findings
+from orchestrator.prongs.resource_account.rules import account_findings
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.load_rules import burst_queue
-from orchestrator.analysis.serving_rules import serving_latency
+from orchestrator.prongs.resource_account.load_rules import burst_queue
+from orchestrator.prongs.serving_engine.rules import serving_latency
 from orchestrator.observations import Observations
-from orchestrator.probes.account_models import GpuBusy, HostAccount, ProcessAccount, ResourceAccount, ThreadAccount
+from orchestrator.prongs.resource_account.models import GpuBusy, HostAccount, ProcessAccount, ResourceAccount, ThreadAccount
 
 
 def _proc(comm: str, argv0: str, cpus: list[float]) -> ProcessAccount:
@@ -51,7 +51,7 @@ def test_a_saturated_engine_core_is_not_told_to_add_api_servers():
 
 
 def test_memory_stalls_without_swapping_are_page_cache_reclaim_not_swap():
-    from orchestrator.probes.account_models import Psi, PsiLine
+    from orchestrator.prongs.resource_account.models import Psi, PsiLine
 
     psi = {"memory": Psi(some=PsiLine(window_pct=41.0))}
     dry = HostAccount(cpus_online=8, cpu_busy_pct=5, mem_total_kb=16 * 2**20, mem_available_kb=300 * 2**10, psi=psi)

@@ -10,15 +10,15 @@ import pytest
 from support.evidence import ev, inventory, obs_ev
 
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.fit_rules import fit_findings
-from orchestrator.analysis.kv_fit import kv_bytes_per_element, kv_shape
-from orchestrator.analysis.queue_rules import engine_queue
+from orchestrator.prongs.resource_account.fit_rules import fit_findings
+from orchestrator.prongs.serving_engine.kv_fit import kv_bytes_per_element, kv_shape
+from orchestrator.prongs.resource_account.queue_rules import engine_queue
 from orchestrator.observations import Observations
-from orchestrator.probes.engine_metrics import MetricSummary
-from orchestrator.probes.engine_models import (
+from orchestrator.prongs.serving_engine.metrics import MetricSummary
+from orchestrator.prongs.serving_engine.models import (
     EngineInstance, EngineMetricsScrape, EngineReport, LogState, SettingValue,
 )
-from orchestrator.probes.settings_models import ProcessSettings, SettingsFile, SettingsReport
+from orchestrator.prongs.settings_audit.models import ProcessSettings, SettingsFile, SettingsReport
 
 H100 = "NVIDIA H100 80GB HBM3"
 LLAMA_70B = {"num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8, "hidden_size": 8192,
@@ -153,7 +153,7 @@ def test_the_queue_says_what_bounds_the_batch():
 
 
 def test_weights_held_in_host_memory_show_in_the_serving_processes_rss():
-    from orchestrator.probes.account_models import GpuBusy, ProcessAccount, ResourceAccount
+    from orchestrator.prongs.resource_account.models import GpuBusy, ProcessAccount, ResourceAccount
 
     # an 8B model in BF16 (14.9 GiB) whose GPU holds 6 GiB while the server's resident set is 11 GiB: offloaded
     acct = ResourceAccount(host="gpu-box", window_s=2.0, gpus=[GpuBusy(index=0, samples=10, busy_pct=20.0,
@@ -195,7 +195,7 @@ def test_the_engines_weight_and_kv_memory_lines_are_read_as_printed(line, weight
     from pathlib import Path
 
     import orchestrator.probes.scripts as scripts
-    from orchestrator.probes.engine_logs import parse_log_lines
+    from orchestrator.prongs.serving_engine.logs import parse_log_lines
 
     state = parse_log_lines([("server.log", 1, line)]).state
     assert (state.weights_gib, state.kv_cache_memory_gib) == (weights, kv_mem)

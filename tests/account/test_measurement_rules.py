@@ -1,5 +1,5 @@
-"""What the measurement itself says, pure (analysis/load_rules.py), and the /dev/shm the serving processes see
-(analysis/account_rules.py, probes/scripts/account.py): a TTFT within a tenth of the whole request for many output
+"""What the measurement itself says, pure (prongs/resource_account/load_rules.py), and the /dev/shm the serving processes see
+(prongs/resource_account/rules.py, probes/scripts/account.py): a TTFT within a tenth of the whole request for many output
 tokens was not streamed; runs of different output lengths are not comparable; a multi-GPU server's /dev/shm of tens
 of MB is too small, the host's (--ipc=host) is not."""
 
@@ -10,12 +10,12 @@ import sys
 from support.evidence import obs_ev
 from test_account_analysis import view
 
-from orchestrator.analysis.account_rules import account_findings
+from orchestrator.prongs.resource_account.rules import account_findings
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.load_rules import ttft_is_whole_request, unequal_outputs
-from orchestrator.analysis.serving_rules import _latency_inputs
+from orchestrator.prongs.resource_account.load_rules import ttft_is_whole_request, unequal_outputs
+from orchestrator.prongs.serving_engine.rules import _latency_inputs
 from orchestrator.observations import Observations
-from orchestrator.probes.account_models import GpuBusy, HostAccount, ProcessAccount, ResourceAccount, ShmMount
+from orchestrator.prongs.resource_account.models import GpuBusy, HostAccount, ProcessAccount, ResourceAccount, ShmMount
 
 
 def _view(*bench: dict, question: str = "why did the second run drop from 1.92 to 0.79 req/s?") -> EvidenceView:
@@ -101,9 +101,9 @@ def test_the_probe_reads_dev_shm_and_its_size_from_the_process_mountinfo(tmp_pat
 def test_a_client_ttft_far_above_the_engines_own_is_spent_on_the_path():
     from support.evidence import ev
 
-    from orchestrator.analysis.load_rules import ttft_outside_engine
-    from orchestrator.probes.engine_metrics import MetricSummary
-    from orchestrator.probes.engine_models import EngineInstance, EngineMetricsScrape, EngineReport
+    from orchestrator.prongs.resource_account.load_rules import ttft_outside_engine
+    from orchestrator.prongs.serving_engine.metrics import MetricSummary
+    from orchestrator.prongs.serving_engine.models import EngineInstance, EngineMetricsScrape, EngineReport
 
     def engine(p50_s: float) -> EngineReport:
         m = {"vllm:time_to_first_token_seconds": MetricSummary(name="vllm:time_to_first_token_seconds",
@@ -120,7 +120,7 @@ def test_a_client_ttft_far_above_the_engines_own_is_spent_on_the_path():
     f = judged(412.9, 0.047)
     assert f is not None and "366 ms" in f.short and "89%" in f.title and f.evidence == ["e3", "e4"]
     assert judged(60.0, 0.047) is None      # 13 ms apart: the LAN's noise
-    from orchestrator.analysis.load_rules import engine_ttft_instead
+    from orchestrator.prongs.resource_account.load_rules import engine_ttft_instead
     from orchestrator.observations import BenchResult
 
     path = {"format": "vllm-bench-serve", "source": "r.json", "output_len": 256, "ttft": {"p50": 412.9},

@@ -1,15 +1,15 @@
-"""Engine work that returns nothing (analysis/engine_work_rules.py): speculative decoding whose drafts are rejected and
+"""Engine work that returns nothing (prongs/resource_account/engine_work_rules.py): speculative decoding whose drafts are rejected and
 a prefix cache that never hits, each from the engine's own counters or log lines, with its negative twin."""
 
 from __future__ import annotations
 
 from support.evidence import ev
 
-from orchestrator.analysis.engine_work_rules import engine_work_findings
+from orchestrator.prongs.resource_account.engine_work_rules import engine_work_findings
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.probes.engine_logs import parse_log_lines
-from orchestrator.probes.engine_metrics import MetricSummary
-from orchestrator.probes.engine_models import EngineInstance, EngineMetricsScrape, EngineReport, SettingValue
+from orchestrator.prongs.serving_engine.logs import parse_log_lines
+from orchestrator.prongs.serving_engine.metrics import MetricSummary
+from orchestrator.prongs.serving_engine.models import EngineInstance, EngineMetricsScrape, EngineReport, SettingValue
 
 
 def _report(name: str = "vllm", metrics: dict[str, float] | None = None, log: list[str] | None = None,

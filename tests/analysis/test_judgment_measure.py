@@ -9,13 +9,13 @@ import subprocess
 import time
 from pathlib import Path
 
-from orchestrator.analysis.measure_rules import measure_findings
+from orchestrator.prongs.tensor_core_specs.rules import measure_findings
 from orchestrator.analysis.synthesis import synthesize
 from orchestrator.evidence import Evidence
 from orchestrator.probes import scripts
-from orchestrator.probes.measure_models import GemmSweep
-from orchestrator.probes.measure_peaks import peaks_for
-from orchestrator.probes.benchmark_math import attach_gemm_arithmetic
+from orchestrator.prongs.tensor_core_specs.models import GemmSweep
+from orchestrator.prongs.tensor_core_specs.peaks import peaks_for
+from orchestrator.prongs.tensor_core_specs.arithmetic import attach_gemm_arithmetic
 from support.stage_node import stage_node
 from support.staged_host import stage_host
 

@@ -15,7 +15,7 @@ from orchestrator.analysis.synthesis import MAX_CAUSES, _agree_with_bound, synth
 from orchestrator.diagnosis import Diagnosis, Noticed, SubmittedDiagnosis
 from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding
-from orchestrator.probes.node import health_from_output
+from orchestrator.prongs.node_health.probe import health_from_output
 from orchestrator.render.diagnosis import to_markdown
 from orchestrator.render.html import render_html
 from test_judgment_preconditions import realbox_node
@@ -184,6 +184,6 @@ def test_a_throughput_finding_explains_ttft_only_where_requests_queue():
     cap = _fs("batch-cap", ["throughput"])
     view = EvidenceView([Evidence(id="ev-1", agent_id="a", tool="x", text="")], None)
     assert not relevance.with_paths(ttft, view, [cap]).explains(cap)
-    queued = relevance.with_paths(ttft, view, [cap, _fs("account-engine-queue", ["ttft"])])
+    queued = relevance.with_paths(ttft, view, [cap, _fs("account-engine-queue", ["ttft"]).model_copy(update={"queue_wait": True})])
     assert queued.explains(cap)
     assert not queued.explains(_fs("other-phase", ["itl", "throughput"], secondary=True))  # context, not a shortfall

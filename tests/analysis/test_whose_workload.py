@@ -1,4 +1,4 @@
-"""Whose a GPU process is (analysis/node_view.py, knowledge/workloads.yaml): the user's own engine, framework or
+"""Whose a GPU process is (prongs/node_health/view.py, knowledge/workloads.yaml): the user's own engine, framework or
 container is never "another workload"; a second workload needs evidence that there are two (the user's engine
 beside a process not part of it, or the tool's own measurement sharing the GPU), and the finding names it."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.node_view import namespace_gaps, other_workloads, owner
+from orchestrator.prongs.node_health.view import namespace_gaps, other_workloads, owner
 from orchestrator.analysis.rules import other_workloads as other_workload_findings
 from orchestrator.evidence import Evidence
 from orchestrator.knowledge.workloads import engine_of
-from orchestrator.probes.node_models import GpuHealth, GpuProcess, NodeHealth, ServingProcess
+from orchestrator.prongs.node_health.models import GpuHealth, GpuProcess, NodeHealth, ServingProcess
 
 HOST = "root@gpu-node"
 
@@ -88,3 +88,17 @@ def test_a_process_on_the_gpu_while_the_tools_own_measurement_ran_is_another_wor
     (f,) = other_workload_findings(_view(node, sweep))
     assert "it held the GPU while this tool's own measurement ran (ev-4.3)" in f.claim
     assert f.evidence[:2] == ["ev-3.1", "ev-4.3"]
+
+
+def test_a_measurement_beside_the_users_engine_says_so_and_not_another_workload():
+    from orchestrator.prongs.tensor_core_specs.models import GemmSweep
+    from orchestrator.prongs.tensor_core_specs.rules import shared_gpu_finding
+
+    def sweep(name: str) -> GemmSweep:
+        return GemmSweep.model_validate({"host": HOST, "available": False, "shared_gpu": True, "gpu_activity": {
+            "others": [{"gpu_index": 0, "pid": 11, "name": name, "used_memory_mib": 70000}], "shared_gpu": True}})
+
+    (own,) = shared_gpu_finding("ev-4.3", sweep("VLLM::Worker_TP0"), "GEMM sweep")
+    (other,) = shared_gpu_finding("ev-4.3", sweep("python3"), "GEMM sweep")
+    assert own.title == "The GEMM sweep shared the GPU with the serving engine"
+    assert other.title == "The GEMM sweep shared the GPU with another workload"

@@ -1,6 +1,8 @@
-"""One source per catalog rule: a Python rule computes numbers and picks which of its entry's words apply; the
-words themselves (titles, claims, clauses, fixes) live in the entry's YAML. A literal in a rule module that repeats
-a stretch of an entry's text is a second copy that can drift from the first: this test names it.
+"""One home for a rule's words and numbers: a rule with a catalog entry computes numbers and picks which of its
+entry's words apply, and the words themselves (titles, claims, clauses, fixes) and its confidence live in the
+entry's YAML; a rule without one keeps them in its own module. A literal in any rule module (the analysis and every
+prong) that repeats a stretch of an entry's text, or a literal confidence on a finding that names its entry, is a
+second copy that can drift from the first: these tests name it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,21 @@ import orchestrator.analysis as analysis_pkg
 from orchestrator.knowledge.catalog import Entry, catalog
 
 ANALYSIS = Path(analysis_pkg.__file__).resolve().parent
-RULE_MODULES = ("rules.py", "measure_rules.py")
-"""The modules whose rules produce catalog findings by id through their entries' words."""
+PACKAGE = ANALYSIS.parent
+
+
+def rule_modules() -> list[Path]:
+    """Every rule module: in the analysis and in every prong, each module of rules (`rules.py`, `*_rules.py`) and
+    each module that makes a `Finding` (a probe's parser or a flag table is not one: its strings are the software's
+    own, which an entry's fix may quote)."""
+    mods = sorted(ANALYSIS.glob("*.py")) + sorted((PACKAGE / "prongs").rglob("*.py"))
+    return [m for m in mods if m.name == "rules.py" or m.name.endswith("_rules.py") or "Finding(" in m.read_text()]
+
+
+KNOWN = {("analysis/observation_rules.py", "tp-scaling-implicates-allreduce")}
+"""Copies left as they are, each to be resolved where its words live: the parallelism comparison's reasoning is
+the finding's claim (analysis/rules.py parallelism_scaling) while the entry's YAML claim says the same in other
+words; moving the Python words into the entry changes what `knowledge_search` shows of it (knowledge/)."""
 
 MIN_STRETCH = 24
 """Shorter shared stretches are ordinary phrases ("tokens per expert"), not a copied sentence."""
@@ -58,10 +73,42 @@ def duplicates(source: str, entries: list[Entry]) -> list[str]:
     return found
 
 
+def literal_confidences(source: str) -> list[str]:
+    """`line: entry` for every `Finding(...)` that names its catalog entry and states a number as its confidence
+    (the entry's YAML holds it: the rule reads it through `entry_words`)."""
+    out = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None)) == "Finding":
+            kw = {k.arg: k.value for k in n.keywords}
+            entry, conf = kw.get("entry"), kw.get("confidence")
+            named = entry is not None and not (isinstance(entry, ast.Constant) and entry.value is None)
+            if named and isinstance(conf, ast.Constant) and isinstance(conf.value, (int, float)):
+                out.append(f"line {n.lineno}: {ast.unparse(entry)}")
+    return out
+
+
+def test_every_rule_module_is_checked():
+    names = {m.relative_to(PACKAGE).as_posix() for m in rule_modules()}
+    assert {"analysis/rules.py", "prongs/tensor_core_specs/rules.py", "prongs/resource_account/rules.py",
+            "prongs/trace/rules.py", "prongs/settings_audit/rules.py"} <= names
+
+
 def test_no_rule_module_states_text_its_catalog_entry_holds():
     entries = list(catalog())
-    found = {m: duplicates((ANALYSIS / m).read_text(), entries) for m in RULE_MODULES}
+    found = {m.relative_to(PACKAGE).as_posix(): duplicates(m.read_text(), entries) for m in rule_modules()}
+    found = {m: [x for x in d if (m, x.split(": ")[1]) not in KNOWN] for m, d in found.items()}
     assert not {m: d for m, d in found.items() if d}, found
+
+
+def test_no_finding_that_names_its_entry_states_its_own_confidence():
+    found = {m.relative_to(PACKAGE).as_posix(): literal_confidences(m.read_text()) for m in rule_modules()}
+    assert not {m: d for m, d in found.items() if d}, found
+
+
+def test_a_planted_literal_confidence_on_an_entry_finding_is_named():
+    planted = 'f = Finding(id="x", category="kernel", confidence=0.8, entry="gemm-far-below-roofline", claim="c")\n'
+    assert literal_confidences(planted) == ["line 1: 'gemm-far-below-roofline'"]
+    assert literal_confidences('f = Finding(id="x", category="kernel", confidence=0.8, claim="c")\n') == []
 
 
 def test_a_planted_copy_of_an_entry_title_or_clause_is_named():

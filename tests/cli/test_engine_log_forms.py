@@ -4,8 +4,8 @@ its log (formats as vLLM prints them: vllm/config/scheduler.py, vllm/entrypoints
 from __future__ import annotations
 
 from orchestrator.hosts.local import LocalHost
-from orchestrator.probes.engine import collect_engine_report
-from orchestrator.probes.engine_logs import parse_log_lines
+from orchestrator.prongs.serving_engine.probe import collect_engine_report
+from orchestrator.prongs.serving_engine.logs import parse_log_lines
 
 NAMESPACE = ("INFO 05-01 16:02:39 [api_server.py:1044] args: Namespace(subparser='serve', model_tag='/data/model', "
              "config='', host=None, port=8000, tensor_parallel_size=2, gpu_memory_utilization=0.85, max_num_seqs=None, "

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from orchestrator.hosts.local import LocalHost
-from orchestrator.probes import engine as engine_probe
+from orchestrator.prongs.serving_engine import probe as engine_probe
 from orchestrator.probes import logscan
 from orchestrator.render.summaries import summarize_engines, summarize_logs
 from support.cli import investigate, one_line

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from orchestrator.hosts.local import LocalHost
-from orchestrator.probes.benchmarks import run_comm_probe, run_gemm_probe
+from orchestrator.prongs.tensor_core_specs.probe import run_comm_probe, run_gemm_probe
 from orchestrator.probes.scripts import load
 
 pytestmark = pytest.mark.skipif(any(p.startswith(("nvidia", "kfd", "dxg")) for p in __import__("os").listdir("/dev")),

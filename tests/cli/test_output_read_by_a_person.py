@@ -117,3 +117,19 @@ def test_show_piped_into_head_ends_cleanly(tmp_path):
                           env=cli_env(tmp_path, COLUMNS="400"), timeout=60)
     assert proc.returncode == 0, (proc.returncode, proc.stderr)
     assert proc.stderr == "" and proc.stdout.startswith("run ")
+
+
+def test_a_cause_does_not_repeat_the_sentence_the_verdict_quotes():
+    from reports.sample import sample_diagnosis
+
+    from orchestrator.render.diagnosis import to_text
+
+    d = sample_diagnosis()
+    said = "vllm serves the model with CUDA graphs off: every decode step launches each kernel from the CPU."
+    d.verdict = f"The primary limiter is latency: {said} Ranked causes: (1) CUDA graphs are off."
+    d.causes[0].explanation = f"{said} Without graph replay the launch overhead dominates."
+    text = to_text(d)
+    assert text.count("every decode step launches each kernel") == 1, text
+    assert "   Without graph replay the launch overhead dominates." in text
+    d.causes[0].explanation = said  # a cause the verdict says in full keeps its explanation
+    assert to_text(d).count("every decode step launches each kernel") == 2

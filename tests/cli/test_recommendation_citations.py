@@ -65,7 +65,7 @@ def test_the_check_finds_a_misattributed_and_a_tool_advice_citation():
 
 
 def test_the_serving_rule_advice_written_in_python_cites_a_source_that_names_it():
-    from orchestrator.analysis import serving_rules
+    from orchestrator.prongs.serving_engine import rules as serving_rules
 
     entry = serving_rules._entry()
     assert entry is not None

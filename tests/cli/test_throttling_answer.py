@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from orchestrator.analysis.clock_events import asks_about_clocks
+from orchestrator.prongs.node_health.clock_events import asks_about_clocks
 from orchestrator.knowledge import clock_event_reasons
 from support.cli import investigate
 

@@ -14,9 +14,9 @@ from orchestrator.api import investigate
 from orchestrator.benchresults import load_bench
 from orchestrator.events import ToolResult
 from orchestrator.hosts.local import LocalHost
-from orchestrator.probes.engine import collect_engine_report
+from orchestrator.prongs.serving_engine.probe import collect_engine_report
 from orchestrator.observations import Observations
-from orchestrator.probes.engine_models import EngineReport
+from orchestrator.prongs.serving_engine.models import EngineReport
 from orchestrator.settings import Settings
 from support.stage_engine import SECRET_ENV, start_engines
 from support.staged_host import stage_host

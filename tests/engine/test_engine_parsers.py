@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.probes.engine import build_report
-from orchestrator.probes.engine_cmdline import effective_config, engine_kind, split_command
-from orchestrator.probes.engine_logs import parse_log_lines
-from orchestrator.probes.engine_metrics import parse_metrics
+from orchestrator.prongs.serving_engine.probe import build_report
+from orchestrator.prongs.serving_engine.cmdline import effective_config, engine_kind, split_command
+from orchestrator.prongs.serving_engine.logs import parse_log_lines
+from orchestrator.prongs.serving_engine.metrics import parse_metrics
 
 DATA = Path(__file__).parent / "data"
 H200 = ("NVIDIA H200", 143771.0)
@@ -204,7 +204,7 @@ def test_build_report_without_process_reads_launch_script_and_log():
 def test_sglang_later_decode_and_prefill_wording():
     """SGLang's later lines: 'Decode batch,' with hybrid models' '#full token: .., full token usage: .., mamba ..'
     and 'Prefill batch,' (the scheduler's log_decode_stats / log_prefill_stats)."""
-    from orchestrator.probes.engine_logs import parse_log_lines
+    from orchestrator.prongs.serving_engine.logs import parse_log_lines
 
     lines = ["[2026-03-23 09:20:01 TP0] Prefill batch, #new-seq: 1, #new-token: 2000, #cached-token: 500, full token "
              "usage: 0.03, mamba usage: 0.04, #running-req: 2, #queue-req: 0, ",

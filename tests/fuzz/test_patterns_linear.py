@@ -6,7 +6,7 @@ many times and the rest fails late (`server_args=ServerArgs\\((.*)\\)\\s*$` on a
 line: the red team's 920 kB log line took minutes, two 100 kB kernel names 87 s.
 
 For each pattern of the catalog (failure-mode log signals and `matches` conditions), the kernel classes, the engine
-log parser (probes/engine_logs.py), the probe scripts and the trace readers, this builds hostile inputs from the
+log parser (prongs/serving_engine/logs.py), the probe scripts and the trace readers, this builds hostile inputs from the
 pattern itself (each prefix of a minimal match, each literal, pumped) and searches 4,000 characters of each. A search
 that takes over 1 ms of CPU (most take microseconds; a quadratic one ~5 ms on 4,000 characters) is timed again on
 2,000 and 8,000 characters (the longest line a log reader passes on), interleaved, best of three, in CPU time (a
@@ -96,7 +96,7 @@ def all_patterns() -> list:
         conditions(e.model_dump(), f"failure mode {e.id}")
     for row in yaml.safe_load((ROOT / "knowledge" / "kernel_classes.yaml").read_text()):
         out.append((f"kernel class {row['class']}", row["pattern"], re.I))
-    out += _module_patterns("orchestrator.probes.engine_logs")
+    out += _module_patterns("orchestrator.prongs.serving_engine.logs")
     out += _module_patterns("orchestrator.traces.steps") + _module_patterns("orchestrator.traces.kineto")
     for script in sorted((ROOT / "probes" / "scripts").glob("*.py")):
         out += _script_patterns(script)
@@ -263,7 +263,7 @@ def test_the_detector_finds_the_known_quadratic_patterns():
 @pytest.mark.parametrize("source", ["catalog", "kernel classes", "engine logs", "probe scripts", "traces"])
 def test_every_pattern_over_host_or_trace_text_is_linear(source):
     prefix = {"catalog": ("failure mode",), "kernel classes": ("kernel class",),
-              "engine logs": ("orchestrator.probes.engine_logs",),
+              "engine logs": ("orchestrator.prongs.serving_engine.logs",),
               "traces": ("orchestrator.traces",)}.get(source)
     bad = []
     for where, pattern, flags in all_patterns():

@@ -1,8 +1,8 @@
-"""analysis/fleet.py on evidence built in memory: majority, ties, roles, measured tolerance, volatile facts."""
+"""prongs/fleet/rules.py on evidence built in memory: majority, ties, roles, measured tolerance, volatile facts."""
 
 from __future__ import annotations
 
-from orchestrator.analysis.fleet import (
+from orchestrator.prongs.fleet.rules import (
     compare,
     fleet_findings,
     fleet_tables,
@@ -57,7 +57,7 @@ def test_measured_numbers_compare_within_a_tolerance():
             "kind": "gemm_sweep", "points": [{"shape": "qkv", "dtype": "bf16", "m": 64, "n": 1, "k": 1, "ms": 1,
                                               "flops": 1, "bytes": 1, "tflops": tf, "gbps": 1}]})
     facts = {}
-    from orchestrator.analysis.fleet import host_facts
+    from orchestrator.prongs.fleet.rules import host_facts
 
     facts = host_facts([gemm("ev-5.1", "a", 500), gemm("ev-5.2", "b", 520), gemm("ev-5.3", "c", 480),
                         gemm("ev-5.4", "d", 300)])
@@ -92,7 +92,7 @@ def test_reports_render_the_fleet_table():
 
 def test_a_hosts_merged_facts_are_shared_by_views_with_the_same_evidence_for_it():
     """Every agent's view of a fleet asks for the comparison: each host's facts are merged once per evidence set."""
-    from orchestrator.analysis.fleet import host_facts
+    from orchestrator.prongs.fleet.rules import host_facts
     a1, b1 = inv("ev-5.1", "a"), inv("ev-5.2", "b")
     first = host_facts([a1, b1])
     b2 = inv("ev-5.3", "b", driver="570.86.15")
@@ -117,7 +117,7 @@ def test_each_fact_gets_the_first_comparison_rule_that_matches_it():
     """The rules are matched as one regex: the first pattern in COMPARED that matches decides, as in a loop."""
     import fnmatch
 
-    from orchestrator.analysis.fleet import COMPARED, _rule_for
+    from orchestrator.prongs.fleet.rules import COMPARED, _rule_for
     names = {p.replace("*", x) for p, _, _ in COMPARED for x in ("3", "7.ecc.sbe", "power.limit_w", "a")}
     names |= {"gpu.0.power.limit_w", "gpu.1.xid_79", "host.driver_version", "lib.torch.version", "nothing.here"}
     for name in names:

@@ -18,8 +18,8 @@ import yaml
 
 from orchestrator import knowledge
 from orchestrator.probes import scripts
-from orchestrator.probes.autotune import report_from_output, script_params
-from orchestrator.probes.cache_formats import PARSERS, CacheContext, parse_cache_file, parser
+from orchestrator.prongs.autotune.probe import report_from_output, script_params
+from orchestrator.prongs.autotune.cache_formats import PARSERS, CacheContext, parse_cache_file, parser
 from orchestrator.probes.results import AutotuneReport
 
 DATA = Path(__file__).parents[1] / "probes" / "data"

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from orchestrator import knowledge
-from orchestrator.probes import benchmark_math as measure, measure_peaks
+from orchestrator.prongs.tensor_core_specs import arithmetic as measure
+from orchestrator.prongs.tensor_core_specs import peaks as measure_peaks
 from orchestrator.analysis import moe_inputs, roofline, rules
 
 

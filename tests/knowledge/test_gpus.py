@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from orchestrator import knowledge
-from orchestrator.probes.measure_peaks import peaks_for
+from orchestrator.prongs.tensor_core_specs.peaks import peaks_for
 from orchestrator.render.specs import render_roofline
 
 # nvidia-smi --query-gpu=name prints these (AMD: the product name amd-smi/rocm-smi print)

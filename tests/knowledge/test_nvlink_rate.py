@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orchestrator.analysis.signals import Fact, HostFacts, evaluate_entry
 from orchestrator.knowledge.catalog import entry
-from orchestrator.probes.node import health_from_output
+from orchestrator.prongs.node_health.probe import health_from_output
 
 DATA = Path(__file__).parent.parent / "node" / "data" / "h200x2"  # a real 2x H200 capture
 

@@ -3,6 +3,11 @@
 tests/knowledge/real_lines.yaml holds, per (entry, pattern), lines built from the library's format string at a named
 version (file and line, or commit URL) and near misses. The patterns are taken through the catalog's own compiled
 regex (case-insensitive search), as the log scan applies them.
+
+A pattern for a program whose settings the project harvests (vLLM, SGLang, NCCL, TGI, TensorRT-LLM, PyTorch:
+knowledge/settings) also records, under `releases`, the format string and a line at the harvested releases, the
+newest one always: a pattern written from an old release keeps being checked against the current one, and a pattern
+that matches no harvested release fails (a log signal that can never fire on a current engine).
 """
 
 from __future__ import annotations
@@ -13,12 +18,23 @@ from pathlib import Path
 import pytest
 import yaml
 
+from orchestrator.knowledge import settings as kb
 from orchestrator.knowledge.catalog import catalog, expand_tables
 
 DATA = Path(__file__).with_name("real_lines.yaml")
 RECORDS = yaml.safe_load(DATA.read_text(encoding="utf-8"))
 VERSIONED = re.compile(r"^https://\S+/(blob|tree)/[0-9a-f]{7,40}/\S+|^https://\S+/blob/v[\d.]+\S*/\S+"
                        r"|^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$|^https://docs\.nvidia\.com/\S+$")
+
+
+HARVESTED = {"vLLM": "vllm", "SGLang": "sglang", "NCCL": "nccl", "TGI": "tgi", "TensorRT-LLM": "tensorrt_llm",
+             "PyTorch": "pytorch"}
+"""A record's `library` (its start) -> the harvested project whose releases it must cover."""
+
+
+def _project(rec: dict) -> str | None:
+    lib = str(rec["library"])
+    return next((p for name, p in HARVESTED.items() if lib.startswith(name) and p in kb.projects()), None)
 
 
 def _signals() -> list[tuple[str, str]]:
@@ -68,6 +84,41 @@ def test_the_pattern_matches_the_line_of_every_release_recorded(rec):
         assert VERSIONED.match(rel["source"]), f"{_ids(rec)} at {version}: {rel['source']} is not pinned"
         missed = [line for line in rel.get("lines", []) if not rx.search(line)]
         assert not missed, f"{_ids(rec)} misses the line {rec['library']} {version} prints: {missed}"
+
+
+HARVESTED_RECORDS = [r for r in RECORDS if _project(r)]
+
+
+@pytest.mark.parametrize("rec", HARVESTED_RECORDS, ids=_ids)
+def test_a_harvested_programs_pattern_is_checked_against_its_newest_release(rec):
+    project = _project(rec)
+    assert project is not None
+    newest = kb.project_data(project)["versions"][-1]
+    releases = {str(k): v for k, v in (rec.get("releases") or {}).items()}
+    assert newest in releases, (f"{_ids(rec)}: no line of {rec['library']} {newest}, the newest harvested release "
+                                f"(releases: {sorted(releases)}); read the format string there")
+    rel = releases[newest]
+    assert rel.get("format") and (rel.get("lines") or rel.get("absent")), f"{_ids(rec)} at {newest}: format and lines"
+
+
+@pytest.mark.parametrize("rec", HARVESTED_RECORDS, ids=_ids)
+def test_a_pattern_matches_at_least_one_harvested_release(rec):
+    project = _project(rec)
+    assert project is not None
+    harvested = set(kb.project_data(project)["versions"])
+    rx = _compiled(rec["entry"], rec["pattern"])
+    hits = [str(v) for v, rel in (rec.get("releases") or {}).items()
+            if str(v) in harvested and any(rx.search(line) for line in rel.get("lines") or [])]
+    assert hits, f"{_ids(rec)} matches no line of any harvested {rec['library']} release: it can never fire today"
+
+
+def test_a_stale_pattern_is_caught():
+    rec = {"entry": "sglang-decode-above-cuda-graph-max-bs", "library": "SGLang",
+           "releases": {"0.5.23": {"format": "f'Decode batch{iter_msg}, #running-req: ...'", "lines": [
+               "[2026-11-30 18:02:11 TP0] Decode batch, #running-req: 300, #token: 1, token usage: 0.5, cuda graph: "
+               "False, gen throughput (token/s): 1.0, #queue-req: 0"]}}}
+    old = re.compile(r"Decode batch\. #running-req: (\d+),.*cuda graph: False", re.IGNORECASE)
+    assert not any(old.search(line) for rel in rec["releases"].values() for line in rel["lines"])
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=_ids)

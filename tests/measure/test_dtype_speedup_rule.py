@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from orchestrator.probes.benchmark_math import gemm_bytes
-from orchestrator.analysis.measure_rules import _dtype_speedup_findings
+from orchestrator.prongs.tensor_core_specs.arithmetic import gemm_bytes
+from orchestrator.prongs.tensor_core_specs.rules import _dtype_speedup_findings
 from orchestrator.observations import parse_observations
-from orchestrator.probes.measure_models import GemmPoint, GemmSweep
+from orchestrator.prongs.tensor_core_specs.models import GemmPoint, GemmSweep
 
 OBS = parse_observations({"model": {"num_experts": 64, "top_k": 8, "hidden_size": 4096, "moe_intermediate_size": 1024,
                                     "num_layers": 32, "quantization": "fp8"},

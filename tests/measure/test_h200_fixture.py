@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.probes.benchmark_math import attach_comm_arithmetic, attach_gemm_arithmetic
-from orchestrator.probes.measure_peaks import peaks_for
-from orchestrator.analysis.measure_rules import measure_findings
+from orchestrator.prongs.tensor_core_specs.arithmetic import attach_comm_arithmetic, attach_gemm_arithmetic
+from orchestrator.prongs.tensor_core_specs.peaks import peaks_for
+from orchestrator.prongs.tensor_core_specs.rules import measure_findings
 from orchestrator.evidence import Evidence
 from orchestrator.observations import parse_observations
-from orchestrator.probes.benchmarks import parse_topology
-from orchestrator.probes.measure_models import CommSweep, GemmSweep
+from orchestrator.prongs.tensor_core_specs.probe import parse_topology
+from orchestrator.prongs.tensor_core_specs.models import CommSweep, GemmSweep
 
 DATA = Path(__file__).parent / "data" / "h200"
 

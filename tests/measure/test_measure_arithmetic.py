@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.probes import benchmark_math as ar
-from orchestrator.probes.measure_models import CommPoint, CommSweep, GemmPoint, GemmSweep, Peaks, ClockSample
+from orchestrator.prongs.tensor_core_specs import arithmetic as ar
+from orchestrator.prongs.tensor_core_specs.models import CommPoint, CommSweep, GemmPoint, GemmSweep, Peaks, ClockSample
 
 H200 = Peaks(gpu="NVIDIA H200", dense_tflops={"bf16": 989.0, "fp8": 1979.0}, mem_bw_tbs=4.8, source="test")
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from orchestrator.probes import benchmark_math as ar
-from orchestrator.analysis.measure_rules import measure_findings
+from orchestrator.prongs.tensor_core_specs import arithmetic as ar
+from orchestrator.prongs.tensor_core_specs.rules import measure_findings
 from orchestrator.evidence import Evidence
 from orchestrator.observations import parse_observations
-from orchestrator.probes.measure_models import CommPoint, CommSweep, GemmPoint, GemmSweep, Peaks
+from orchestrator.prongs.tensor_core_specs.models import CommPoint, CommSweep, GemmPoint, GemmSweep, Peaks
 
 H200 = Peaks(gpu="NVIDIA H200", dense_tflops={"bf16": 989.0, "fp8": 1979.0}, mem_bw_tbs=4.8, source="datasheet")
 OBS = parse_observations({

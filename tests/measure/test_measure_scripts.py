@@ -12,7 +12,7 @@ import pytest
 from orchestrator.hosts.local import LocalHost
 from orchestrator.observations import parse_observations
 from orchestrator.probes import scripts
-from orchestrator.probes.benchmarks import comm_params, gemm_params, run_comm_probe, run_gemm_probe
+from orchestrator.prongs.tensor_core_specs.probe import comm_params, gemm_params, run_comm_probe, run_gemm_probe
 
 torch = pytest.importorskip("torch", reason="needs torch (its CPU build; bash .ci/run installs it)", exc_type=ImportError)
 

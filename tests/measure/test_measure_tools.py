@@ -10,13 +10,14 @@ from orchestrator.inputs import RunInputs
 from orchestrator.hosts.local import LocalHost
 from orchestrator.settings import Settings
 from orchestrator.tools.base import ToolRegistry, execute
-from orchestrator.tools.benchmarks import register
+from orchestrator.prongs.tensor_core_specs import PRONG
 from orchestrator.tools.mock import MockToolContext
 from support.machine import needs_torch
 
 
 REGISTRY = ToolRegistry()
-register(REGISTRY)
+for _tool in PRONG.parts("tools"):
+    REGISTRY.add(_tool())
 
 
 def _ctx(measure: bool) -> MockToolContext:
@@ -40,7 +41,5 @@ async def test_gemm_tool_with_measure_records_the_typed_sweep():
     assert ("skipped: no CUDA GPU" in res.output.text or "skipped: no GPU on this host" in res.output.text) and res.output.host == "local"
 
 
-def test_register_adds_both_tools():
-    reg = ToolRegistry()
-    register(reg)
-    assert reg.names() == ["comm_benchmark", "gemm_benchmark"]
+def test_the_prong_record_names_both_tools():
+    assert sorted(t.name for t in PRONG.parts("tools")) == ["comm_benchmark", "gemm_benchmark"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.analysis.signals import catalog_findings
 from orchestrator.evidence import Evidence
-from orchestrator.probes.node import health_from_output
+from orchestrator.prongs.node_health.probe import health_from_output
 
 DATA = Path(__file__).parent / "data"
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.probes.node import health_from_output
-from orchestrator.probes.node_kernel import parse_xids, xid_table
-from orchestrator.probes.node_nccl import summarize_nccl
-from orchestrator.probes.node_models import NcclLine
-from orchestrator.probes.node_smi import parse_health_xml, parse_lspci, parse_nvlink, same_pci
+from orchestrator.prongs.node_health.probe import health_from_output
+from orchestrator.prongs.node_health.kernel_log import parse_xids, xid_table
+from orchestrator.prongs.node_health.nccl import summarize_nccl
+from orchestrator.prongs.node_health.models import NcclLine
+from orchestrator.prongs.node_health.pci import same_pci
+from orchestrator.prongs.node_health.smi import parse_health_xml, parse_lspci, parse_nvlink
 
 DATA = Path(__file__).parent / "data"
 

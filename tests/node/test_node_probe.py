@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from orchestrator.probes.node import collect_node_health, health_from_output, node_params
+from orchestrator.prongs.node_health.probe import collect_node_health, health_from_output, node_params
 from orchestrator.probes.runner import run_script
 from orchestrator.render.summaries import summarize_node
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from orchestrator.probes.cache_formats import CacheContext, parse_cache_file, parse_moe_config_name
+from orchestrator.prongs.autotune.cache_formats import CacheContext, parse_cache_file, parse_moe_config_name
 
 DATA = Path(__file__).parent / "data"
 RTX = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"

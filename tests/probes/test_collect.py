@@ -3,9 +3,9 @@
 import pytest
 
 from orchestrator.hosts.base import CommandResult, HostLost
-from orchestrator.probes.autotune import collect_autotune_caches
+from orchestrator.prongs.autotune.probe import collect_autotune_caches
 from orchestrator.probes.gpu import collect_gpu_inventory
-from orchestrator.probes.kernels import collect_kernel_inventory
+from orchestrator.prongs.kernel_research.probe import collect_kernel_inventory
 from orchestrator.probes.logscan import scan_logs
 from orchestrator.probes.power import sample_power
 from orchestrator.probes.pyenv import collect_python_env

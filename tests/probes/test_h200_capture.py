@@ -12,9 +12,9 @@ from pathlib import Path
 
 from orchestrator.hosts.local import LocalHost
 from orchestrator.probes import scripts
-from orchestrator.probes.autotune import report_from_output, script_params
+from orchestrator.prongs.autotune.probe import report_from_output, script_params
 from orchestrator.probes.gpu import collect_gpu_inventory, inventory_from_outputs
-from orchestrator.probes.kernels import inventory_from_output
+from orchestrator.prongs.kernel_research.probe import inventory_from_output
 from orchestrator.probes.power import sampling_from_output
 from orchestrator.probes.pyenv import env_from_output
 from support.staged_host import stage_host

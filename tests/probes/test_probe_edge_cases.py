@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from orchestrator.probes import scripts
-from orchestrator.probes.autotune import report_from_output, script_params
-from orchestrator.probes.cache_formats import CacheContext, parse_cache_file, parse_moe_config_name
+from orchestrator.prongs.autotune.probe import report_from_output, script_params
+from orchestrator.prongs.autotune.cache_formats import CacheContext, parse_cache_file, parse_moe_config_name
 from orchestrator.probes.gpu import inventory_from_outputs
 
 DATA = Path(__file__).parent / "data"

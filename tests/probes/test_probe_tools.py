@@ -5,8 +5,8 @@ from orchestrator.hosts.base import HostLost
 from orchestrator.hosts.local import LocalHost
 from orchestrator.probes.results import parse_probe
 from orchestrator.settings import Settings
-from orchestrator.tools import probes as probe_tools
-from orchestrator.tools.base import ToolRegistry, execute
+from orchestrator.tools.base import execute
+from orchestrator.tools.registry import default_registry
 from orchestrator.tools.mock import MockToolContext
 from support.staged_host import stage_host
 
@@ -14,8 +14,7 @@ OBS = {"model": {"num_experts": 256, "moe_intermediate_size": 2048}, "runs": [{"
        "gpu": {"power_w": 330, "power_limit_w": 600, "sm_occupancy": 0.98}}
 
 
-REGISTRY = ToolRegistry()
-probe_tools.register(REGISTRY)
+REGISTRY = default_registry()
 
 
 def _ctx(host, **inputs) -> MockToolContext:

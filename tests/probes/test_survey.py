@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import anyio
 
-from orchestrator.probes import engine, interpreter, node, session
+from orchestrator.probes import interpreter, session
+from orchestrator.prongs.serving_engine import probe as engine
+from orchestrator.prongs.node_health import probe as node
 from orchestrator.probes.runner import ProbeUnavailable, run_bundle
-from orchestrator.probes.survey import run_survey, survey, survey_keys
+from orchestrator.prongs.fleet.survey import run_survey, survey, survey_keys
 
 
 class Counting:
@@ -166,7 +168,8 @@ def _servers(*exes):
 
 async def test_the_survey_reads_python_env_on_the_host_as_the_probe_does(staged):
     from orchestrator.hosts.local import LocalHost
-    from orchestrator.probes import kernels, pyenv
+    from orchestrator.probes import pyenv
+    from orchestrator.prongs.kernel_research import probe as kernels
     from orchestrator.tools.probes import _python_env
 
     s, host = staged()
@@ -222,8 +225,9 @@ def test_what_the_chain_found_is_what_resolve_would_choose_and_the_env_it_read(t
     import sys
 
     from orchestrator.hosts.local import LocalHost
-    from orchestrator.probes import interpreter, kernels, pyenv
-    from orchestrator.probes.survey import CHAIN_KEYS, _chained
+    from orchestrator.probes import interpreter, pyenv
+    from orchestrator.prongs.kernel_research import probe as kernels
+    from orchestrator.prongs.fleet.survey import CHAIN_KEYS, _chained
 
     host = LocalHost()
     real = os.path.realpath(sys.executable)

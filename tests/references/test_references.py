@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.references import Setup, match, reference_rule
+from orchestrator.prongs.reference.rules import Setup, match, reference_rule
 from orchestrator.evidence import Evidence
 from orchestrator.knowledge import references as refs
 from orchestrator.observations import Observations

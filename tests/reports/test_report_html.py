@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from orchestrator.diagnosis import Diagnosis, Number
-from orchestrator.analysis.roof import find_roof
+from orchestrator.analysis.roof_from_numbers import find_roof
 from orchestrator.render.html import (
     anchor,
     diagnosis_from_events,

@@ -157,10 +157,10 @@ def evidence_of(result: InvestigationResult) -> list[Evidence]:
                      is_error=e.is_error) for e in result.events if isinstance(e, ToolResult)]
 
 
-def findings_over(evidence: list[Evidence], observations: dict[str, Any] | None) -> list[Finding]:
-    """The rules' findings over a run's evidence (what the synthesis ranked from)."""
+def findings_over(evidence: list[Evidence], observations: dict[str, Any] | None, question: str = "") -> list[Finding]:
+    """The rules' findings over a run's evidence and question (what the synthesis ranked from)."""
     obs = Observations.model_validate(observations) if observations else None
-    return run_rules(EvidenceView(evidence, obs))
+    return run_rules(EvidenceView(evidence, obs, question=question))
 
 
 def findings_of(result: InvestigationResult, observations: dict[str, Any] | None) -> list[Finding]:
@@ -321,7 +321,7 @@ def judge(case: Case, path: Path, d: Diagnosis | SubmittedDiagnosis, evidence: l
     investigating; tests/support/rescore.py on recorded evidence)."""
     outcome = CaseOutcome(case, path)
     outcome.words = diagnosis_words(d, echoed)
-    found = findings_over(evidence, case.observations)
+    found = findings_over(evidence, case.observations, case.question)
     outcome.fired, areas = fired_entries(found)
     outcome.failures = check(case, d, outcome.words, outcome.fired, areas)
     outcome.off_symptom = off_symptom(case, d, found, evidence)

@@ -171,9 +171,9 @@ CONFIG_DEEP = "max-num-seqs: 7\ncompilation-config: " + "[" * 20000 + "]" * 2000
 
 _AUDIT = """
 import json, sys, time
-from orchestrator.analysis.settings_audit import audit_process
-from orchestrator.probes.engine_cmdline import effective_config
-from orchestrator.probes.settings_models import ProcessSettings, SettingsFile
+from orchestrator.prongs.settings_audit.audit import audit_process
+from orchestrator.prongs.serving_engine.cmdline import effective_config
+from orchestrator.prongs.settings_audit.models import ProcessSettings, SettingsFile
 out = {}
 for name in sys.argv[1:]:
     text = open(name).read()
@@ -206,7 +206,7 @@ def test_a_served_configs_alias_bomb_or_deep_nesting_is_left_out_in_bounded_time
 
 def _seed_with_settings_text(text: str) -> list[str]:
     """The seed transcript with a settings_audit result whose --config text is `text` (as the host returned it)."""
-    from orchestrator.probes.settings_models import ProcessSettings, SettingsFile, SettingsReport
+    from orchestrator.prongs.settings_audit.models import ProcessSettings, SettingsFile, SettingsReport
 
     report = SettingsReport(host="gpu-box", processes=[ProcessSettings(
         pid=7, engine="vllm", version="0.32.0", argv=["vllm", "serve", "/m", "--config", "/srv/serve.yaml"],

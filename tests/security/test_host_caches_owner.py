@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from orchestrator.hosts.ssh import SshHost
-from orchestrator.probes.autotune import collect_autotune_caches
+from orchestrator.prongs.autotune.probe import collect_autotune_caches
 from orchestrator.settings import Settings
 from support.tenant import stage
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from orchestrator.hosts.ssh import SshHost
-from orchestrator.probes.engine import collect_engine_report
+from orchestrator.prongs.serving_engine.probe import collect_engine_report
 from orchestrator.settings import Settings
 from support.stage_engine import start_engines
 from support.staged_host import stage_host

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.hosts.ssh import SshHost
-from orchestrator.probes.survey import survey
+from orchestrator.prongs.fleet.survey import survey
 from orchestrator.settings import Settings
 from orchestrator.tools.base import execute
 from support.security import REGISTRY, make_ctx

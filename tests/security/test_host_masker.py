@@ -15,10 +15,10 @@ import pytest
 
 from orchestrator.hosts.ssh import SshHost
 from orchestrator.probes import scripts
-from orchestrator.probes.engine import collect_engine_report
+from orchestrator.prongs.serving_engine.probe import collect_engine_report
 from orchestrator.probes.interpreter import discover
-from orchestrator.probes.node import collect_node_health
-from orchestrator.probes.settings import collect_settings
+from orchestrator.prongs.node_health.probe import collect_node_health
+from orchestrator.prongs.settings_audit.probe import collect_settings
 from orchestrator.settings import Settings
 from security_corpus import HOST_ARGV_SAMPLES, HOST_ENV_SAMPLES
 

@@ -12,7 +12,7 @@ import yaml
 
 from orchestrator.hosts.policy import credential_rules, secret_path
 from orchestrator.probes import scripts
-from orchestrator.probes.settings import config_keys
+from orchestrator.prongs.settings_audit.probe import config_keys
 
 
 def _ns(name: str | None = None) -> dict:

@@ -18,8 +18,8 @@ import uuid
 import pytest
 
 from orchestrator.hosts.ssh import SshHost
-from orchestrator.probes.engine import collect_engine_report
-from orchestrator.probes.settings import collect_settings
+from orchestrator.prongs.serving_engine.probe import collect_engine_report
+from orchestrator.prongs.settings_audit.probe import collect_settings
 from orchestrator.settings import Settings
 from support.tenant import stage
 

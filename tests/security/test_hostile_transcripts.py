@@ -104,3 +104,67 @@ def test_lone_surrogates_are_read_and_printed_safely(tmp_path, capsys):
 def test_plausible_numbers_still_report(tmp_path, capsys):
     assert main(["report", str(SEED), "-o", str(tmp_path / "r.html")]) == 0
     assert not math.isnan(1.0)
+
+
+# --- the red team's hostile_transcripts_fuzz (round 3): the 7 of 231 that still ended in tracebacks ----------------
+
+def _nest(n: int):
+    v: object = 1
+    for _ in range(n):
+        v = {"a": v}
+    return v
+
+
+def _edited(edit) -> list[str]:
+    """The seed with the first event `edit` returns True for rewritten."""
+    out, done = [], False
+    for line in _lines():
+        ev = json.loads(line)
+        if not done and edit(ev):
+            line, done = json.dumps(ev), True
+        out.append(line)
+    assert done
+    return out
+
+
+RED_TEAM = {
+    "tool-data-nested-400": lambda: _edited(lambda e: e["type"] == "tool_result" and e.update(data={"x": _nest(400)})
+                                            is None),
+    "tool-data-nested-900": lambda: _edited(lambda e: e["type"] == "tool_result" and e.update(data={"x": _nest(900)})
+                                            is None),
+    "observations-nested-600": lambda: _edited(lambda e: e["type"] == "run_started" and e["inputs"].update(
+        observations={"model": _nest(600)}) is None),
+    "extra-key-in-agent-result": lambda: _edited(lambda e: e["type"] == "agent_finished" and e["result"].update(evil=1)
+                                                 is None),
+    "extra-key-in-a-finding": lambda: _edited(lambda e: e["type"] == "agent_finished" and e["result"]["findings"][0]
+                                              .update(evil=1) is None),
+}
+"""Data nested 400/900 deep in a tool result or observations 600 deep: `report` (.html and .md) ended in
+"ValueError: Circular reference detected (depth exceeded)" (pydantic's serializer stops at ~255 levels; json.loads
+read the line). An extra key in an agent's recorded result: `replay --offline` ended in a pydantic traceback."""
+
+
+@pytest.mark.parametrize("kind,command,rc", [
+    ("tool-data-nested-400", "report-html", 2), ("tool-data-nested-400", "report-md", 2),
+    ("tool-data-nested-400", "show", 0), ("tool-data-nested-400", "replay-offline", 2),
+    ("tool-data-nested-900", "report-md", 2), ("observations-nested-600", "report-html", 2),
+    ("observations-nested-600", "replay-offline", 2),
+    ("extra-key-in-agent-result", "replay-offline", 2), ("extra-key-in-agent-result", "replay", 0),
+    ("extra-key-in-a-finding", "replay-offline", 2),
+])
+def test_the_red_teams_hostile_transcripts_get_one_line_or_a_result(kind, command, rc, tmp_path, capsys):
+    path = tmp_path / f"{kind}.jsonl"
+    path.write_text("\n".join(RED_TEAM[kind]()) + "\n")
+    args = {"report-html": ["report", str(path), "-o", str(tmp_path / "r.html")],
+            "report-md": ["report", str(path), "-o", str(tmp_path / "r.md")],
+            "replay": ["replay", str(path), "--json"], "replay-offline": ["replay", str(path), "--offline", "--json"],
+            "show": ["show", str(path)]}[command]
+    got = main(args)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and got == rc, (got, err[-2000:])
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("notice:", "warning:"))]
+    if rc == 2:
+        assert len(lines) == 1 and str(path) in lines[0] and "damaged or hostile" in lines[0], err
+        assert ("nested more than" in lines[0]) == ("nested" in kind), lines[0]
+    elif command == "show":
+        assert "line 38 is nested more than 190 levels deep" in err and "skipped it" in err, err

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from orchestrator.analysis.settings_audit import audit_process, upgrade_in
-from orchestrator.analysis.settings_rules import asked_symptoms
+from orchestrator.prongs.settings_audit.audit import audit_process, upgrade_in
+from orchestrator.prongs.settings_audit.rules import asked_symptoms
 from orchestrator.knowledge import settings as kb
-from orchestrator.probes.settings_models import ProcessSettings, SettingsFile
+from orchestrator.prongs.settings_audit.models import ProcessSettings, SettingsFile
 from orchestrator.tools.base import ToolFailure
-from orchestrator.tools.settings import SettingDocInput, SettingDocTool
+from orchestrator.prongs.settings_audit.tool import SettingDocInput, SettingDocTool
 
 
 def _rows(p: ProcessSettings) -> dict[str, tuple]:
@@ -100,7 +100,7 @@ async def test_setting_doc_looks_up_any_setting_by_name():
 def _view(question: str, *procs: ProcessSettings, observations=None):
     from orchestrator.analysis.evidence_view import EvidenceView
     from orchestrator.evidence import Evidence
-    from orchestrator.probes.settings_models import SettingsReport
+    from orchestrator.prongs.settings_audit.models import SettingsReport
 
     rep = SettingsReport(host="h", processes=list(procs))
     ev = Evidence(id="ev-1.1", agent_id="a", tool="settings_audit", data=rep.model_dump(mode="json"))
@@ -108,7 +108,7 @@ def _view(question: str, *procs: ProcessSettings, observations=None):
 
 
 def test_only_settings_whose_effect_explains_the_asked_symptom_become_causes():
-    from orchestrator.analysis.settings_rules import settings_rule
+    from orchestrator.prongs.settings_audit.rules import settings_rule
 
     p = ProcessSettings(pid=7, engine="vllm", version="0.31.0",
                         env={"CUDA_MODULE_LOADING": "EAGER", "CUDA_LAUNCH_BLOCKING": "1", "CUDA_VISIBLE_DEVICES": "0"})
@@ -123,7 +123,7 @@ def test_only_settings_whose_effect_explains_the_asked_symptom_become_causes():
 
 
 def test_upgrade_question_ranks_changed_defaults_the_process_does_not_set():
-    from orchestrator.analysis.settings_rules import settings_rule
+    from orchestrator.prongs.settings_audit.rules import settings_rule
 
     q = "inter-token latency got worse after upgrading vllm from 0.28.0 to 0.29.0"
     p = ProcessSettings(pid=7, engine="vllm", version="0.29.0", argv=["vllm", "serve", "m"])
@@ -137,7 +137,7 @@ def test_upgrade_question_ranks_changed_defaults_the_process_does_not_set():
 
 
 def test_a_version_outside_the_harvest_says_which_release_the_default_is_from():
-    from orchestrator.analysis.settings_rules import settings_rule
+    from orchestrator.prongs.settings_audit.rules import settings_rule
 
     p = ProcessSettings(pid=7, engine="vllm", version="0.11.2", argv=["vllm", "serve", "m", "--enforce-eager"])
     f = {x.id: x for x in settings_rule(_view("why is ITL high?", p))}["setting-vllm-enforce_eager"]

@@ -1,5 +1,5 @@
 """Before and after (issue 27): two benchmark runs compared per statistic and load, two engine logs' versions and
-settings compared (analysis/compare.py), the log before read and redacted on this machine (orchestrator/baselines.py),
+settings compared (prongs/settings_audit/before_after.py), the log before read and redacted on this machine (orchestrator/baselines.py),
 and the bad inputs of --baseline / --baseline-log refused in one line, exit 2, before any work."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.analysis import compare
+from orchestrator.prongs.settings_audit import before_after as compare
 from orchestrator.baselines import BaselineLogError, load_baseline_log
 from orchestrator.benchresults import load_bench
 

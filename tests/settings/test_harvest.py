@@ -84,3 +84,19 @@ def test_committed_harvest_covers_the_stack():
     for key in kb.effects():
         project, name = key.split(":", 1)
         assert kb.find(name, project), key
+
+
+@pytest.mark.parametrize("member", ["/etc/x.py", "torch/../../usercustomize.py", "../x.py", "torch/..\\..\\x.py",
+                                    "C:/x.py"])
+def test_gather_refuses_wheel_members_outside_the_source_dir(tmp_path, member):
+    with pytest.raises(ValueError, match="refusing archive member"):
+        _harvest().safe_member_path(tmp_path / "torch" / "2.14.1", member)
+
+
+def test_gather_refuses_a_member_through_a_symlink_out(tmp_path):
+    root = tmp_path / "src"
+    root.mkdir()
+    (root / "torch").symlink_to(tmp_path.parent)
+    with pytest.raises(ValueError, match="resolves outside"):
+        _harvest().safe_member_path(root, "torch/evil.py")
+    assert _harvest().safe_member_path(root, "vllm/envs.py") == root / "vllm/envs.py"

@@ -1,13 +1,13 @@
-"""The regression rule over recorded evidence (analysis/settings_rules.py): versions from the question, from two engine
+"""The regression rule over recorded evidence (prongs/settings_audit/rules.py): versions from the question, from two engine
 logs or from two hosts; the changed defaults ranked by the symptom the two benchmark runs show worse."""
 
 from __future__ import annotations
 
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.analysis.settings_rules import settings_rule
+from orchestrator.prongs.settings_audit.rules import settings_rule
 from orchestrator.evidence import Evidence
 from orchestrator.observations import BaselineLog, BenchResult, Latency, Observations
-from orchestrator.probes.engine_models import EngineInstance, EngineLogLine, EngineReport
+from orchestrator.prongs.serving_engine.models import EngineInstance, EngineLogLine, EngineReport
 
 
 def _engine_ev(eid: str, version: str, host: str | None = None, lines: list[str] = ()) -> Evidence:

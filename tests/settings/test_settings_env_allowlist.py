@@ -15,7 +15,7 @@ import pytest
 from orchestrator.api import investigate
 from orchestrator.events import ToolResult
 from orchestrator.knowledge import settings as kb
-from orchestrator.probes.settings_models import SettingsReport
+from orchestrator.prongs.settings_audit.models import SettingsReport
 from orchestrator.settings import Settings
 from support.stage_engine import start_engines
 from support.staged_host import stage_host

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from orchestrator.probes.benchmark_math import attach_gemm_arithmetic
+from orchestrator.prongs.tensor_core_specs.arithmetic import attach_gemm_arithmetic
 from orchestrator.observations import parse_observations
-from orchestrator.probes.benchmarks import HOLD_S, gemm_params
-from orchestrator.probes.measure_models import ClockSample, GemmPoint, GemmSweep
+from orchestrator.prongs.tensor_core_specs.probe import HOLD_S, gemm_params
+from orchestrator.prongs.tensor_core_specs.models import ClockSample, GemmPoint, GemmSweep
 from orchestrator.render.summaries import gemm_text
 
 OBS = parse_observations({

@@ -668,7 +668,7 @@ def stage_node(staged, spec: dict[str, Any] | None = None,
 
 def _query_rows(xml: str) -> list[dict[str, str]]:
     """`--query-gpu` rows consistent with the staged XML (the GPU inventory probe reads both)."""
-    from orchestrator.probes.node_smi import parse_health_xml
+    from orchestrator.prongs.node_health.smi import parse_health_xml
 
     driver, _cuda, gpus = parse_health_xml(xml)
     root = ET.fromstring(xml.split("\n", 2)[2])

@@ -355,7 +355,7 @@ def _prerendered() -> list[list[str]]:
     """The queries the probes send, answered at staging so that even their first, concurrent calls are read from
     the cache (`-q -x` is the front's own `cat`): the GPU inventory's and the power sampler's from their own argv
     (orchestrator/probes/gpu.py, power.py), the ones the host-side scripts build (scripts/node.py, engine.py,
-    _quiet.py; probes/autotune.py) as they write them. Any other query is answered by the Python fake and kept."""
+    _quiet.py; prongs/autotune/probe.py) as they write them. Any other query is answered by the Python fake and kept."""
     from orchestrator.probes import gpu, power
 
     return [gpu.TOPO_ARGV[1:], gpu.QUERY_ARGV[1:], ["--query-gpu=" + power.FIELDS, "--format=csv"],

@@ -14,7 +14,7 @@ import pytest
 from orchestrator.api import investigate
 from orchestrator.events import ToolResult
 from orchestrator.hosts import open_host
-from orchestrator.probes.engine import collect_engine_report
+from orchestrator.prongs.serving_engine.probe import collect_engine_report
 from orchestrator.prongs.trace.host import fetch, profiler_dirs
 from orchestrator.settings import Settings
 from orchestrator.traces.model import TraceReport

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.traces import intervals as iv
-from orchestrator.traces.account import account_rank
+from orchestrator.traces.step_account import account_rank
 from orchestrator.traces.analyze import analyze
 from orchestrator.traces.inputs import TraceInputError, expand
 from orchestrator.traces.kineto import read_kineto

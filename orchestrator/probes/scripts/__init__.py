@@ -62,7 +62,7 @@ def environ() -> str:
 
 
 def smi() -> str:
-    """The reading of `nvidia-smi -q -x`'s health fields (`_smi.py`), also imported here by probes/node_smi.py."""
+    """The reading of `nvidia-smi -q -x`'s health fields (`_smi.py`), also imported here by prongs/node_health/smi.py."""
     return _read("_smi")
 
 

@@ -1,7 +1,7 @@
 # --- nvidia-smi -q -x health fields (orchestrator/probes/scripts/_smi.py): sent after the prelude with the node
 # script, which reads the XML on the host and sends only these fields (a fleet's hosts each have ~100 KB of XML
 # per 8 GPUs; the investigating process would parse every one under one lock). The same code parses XML in the
-# investigating process (probes/node_smi.py), so there is one reading of the format. stdlib only, Python >= 3.8.
+# investigating process (prongs/node_health/smi.py), so there is one reading of the format. stdlib only, Python >= 3.8.
 #
 # Formats from real captures (tests/node/data: `nvidia-smi -q -x` of H200s idle and under load, driver 580): the
 # XML follows nvsmi_device_v13.dtd; older drivers call the clocks-event element `clocks_throttle_reasons` and the

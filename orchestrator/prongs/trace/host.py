@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from orchestrator.hosts.base import Host
 from orchestrator.hosts.policy import secret_path, unsafe_read
 from orchestrator.probes import runner
-from orchestrator.probes.engine_models import EngineInstance
+from orchestrator.prongs.serving_engine.models import EngineInstance
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 BUDGET_BYTES = 2_000_000_000

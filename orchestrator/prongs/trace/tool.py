@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 import orchestrator
 from orchestrator import knowledge, limits
 from orchestrator.analysis.roofline import gemm_roofline
-from orchestrator.probes.engine import engine_report
+from orchestrator.prongs.serving_engine.probe import engine_report
 from orchestrator.prongs.trace.host import HostTraces, TraceDir, copy_error, fetch, profiler_dirs
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
 from orchestrator.traces import worker

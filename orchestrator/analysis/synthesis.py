@@ -340,7 +340,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     healthy = node_view.healthy_line(view, findings)
     if healthy:
         verdict += f" {healthy}"
-    throttling = clock_events_answer(view, question)  # "is my GPU throttling?" answered in words (issue 30 item 10)
+    throttling = clock_events_answer(view, question)  # "is my GPU throttling?" answered in words
     if throttling:
         verdict += f" {throttling}"
     if gaps:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.diagnosis import Number
 from orchestrator.evidence import Evidence
-from orchestrator.findings import Finding, Symptom
+from orchestrator.findings import BoundClaim, Finding, Rank, Symptom, diagnosis_bound
 from orchestrator.traces.classes import LABELS
 from orchestrator.traces.model import RankAccount, TraceReport
 
@@ -130,6 +130,10 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool, phase: str | None 
         numbers=[_num("trace step time", step, "us", ev, where), _num("GPU busy share", b.busy_share, "fraction", ev),
                  _num("GPU idle share", b.idle_share, "fraction", ev)],
         matched=[where], short=_short(a, bound, host_bound, exposed)))
+    if bound:  # a profile is the ground truth of where a step's time went: it sets the bound
+        step_account = out[-1]
+        step_account.sets_bound = BoundClaim(rank=Rank.TRACE, bound=diagnosis_bound(bound, "unknown"),  # type: ignore[arg-type]
+                                             words=step_account.short or step_account.claim)
     if host_bound >= HOST_BOUND_SHARE:
         ln = a.launch
         out.append(Finding(

@@ -13,5 +13,5 @@ PRONG = Prong(
            "orchestrator.prongs.resource_account.load_rules:load_runs",
            "orchestrator.prongs.resource_account.fit_rules:what_fits",
            "orchestrator.prongs.resource_account.engine_work_rules:engine_work",
-           "orchestrator.analysis.bench_rules:bench_without_gpu"),
+           "orchestrator.prongs.resource_account.bench_rules:bench_without_gpu"),
 )

@@ -32,7 +32,6 @@ TRTLLM_SERVE = "https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/co
 TRTLLM_ARGS = "https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/llmapi/llm_args.py"
 TGI_LAUNCHER = "https://github.com/huggingface/text-generation-inference/blob/main/launcher/src/main.rs"
 
-ENGINE_LABEL = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "tgi": "TGI"}
 
 
 @dataclass(frozen=True)

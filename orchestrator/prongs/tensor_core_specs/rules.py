@@ -21,7 +21,7 @@ from orchestrator.prongs.tensor_core_specs.arithmetic import (
 from orchestrator.prongs.tensor_core_specs.peaks import peaks_for
 from orchestrator.evidence import Evidence
 from orchestrator.analysis.templates import entry_words
-from orchestrator.findings import Finding
+from orchestrator.findings import Agreement, BoundClaim, Finding, Rank
 from orchestrator.knowledge.workloads import engine_of
 from orchestrator.observations import Observations, RunObservation
 from orchestrator.prongs.tensor_core_specs.models import CommSweep, GemmPoint, GemmSweep, Peaks
@@ -294,6 +294,17 @@ def _comm_vs_gemm(eid: str, sweep: CommSweep, obs: Observations | None,
                   "bound": "communication" if verdict == "communication" else None, "peaks_source": peaks.source},
             recommendations=entry_words("comm-vs-gemm", {"tp_half": max(run.tp // 2, 1)})["recommendations"]
             if comm_dom else [], entry="comm-vs-gemm"))  # the claim is the measurement itself: numbers throughout
+        measured = out[-1]
+        if verdict == "communication":  # states the bound, without being a cause of its own
+            measured.sets_bound = BoundClaim(rank=Rank.COMM_MEASURED, bound="communication", leads=False,
+                                             words="Measured all-reduce time exceeds the GEMMs' roofline time: "
+                                                   + measured.claim)
+        elif verdict == "gemm":
+            measured.rules_out = ["communication"]
+        else:
+            measured.agrees = [Agreement(tier=Rank.MOE_ROOFLINE, order=3, words=(
+                f"The measured all-reduce latency is comparable ({ratio:.0%}) to this memory floor, so TP "
+                "communication is a second limiter of the same size."))]
     return out
 
 

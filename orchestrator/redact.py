@@ -387,6 +387,15 @@ _GUARDS: dict[str, tuple[str, ...] | re.Pattern[str]] = {
 _LONG_RUN = re.compile(r"[A-Za-z0-9+/_\-]{24}")
 _NEED_LONG_RUN = frozenset({"aws-secret-key", "high-entropy", "long-hex"})
 _LITERAL_GUARDS = [(name, g) for name, g in _GUARDS.items() if isinstance(g, tuple)]
+# A short text is scanned for every guard literal at once (one pass of a regex, 1.7 us, against 7 us for a `lit in
+# low` per literal; a long text is faster the other way): at each position the longest literal that starts there is
+# reported, and the literals inside it are taken as found too (those that start at the same position are its prefixes).
+_ALL_LITERALS = sorted({lit for _, lits in _LITERAL_GUARDS for lit in lits}, key=len, reverse=True)
+_LITERAL_SCAN = re.compile("(?=(" + "|".join(map(re.escape, _ALL_LITERALS)) + "))")
+_GUARDED_BY = {lit: frozenset(name for name, lits in _LITERAL_GUARDS if any(sub in lit for sub in lits))
+               for lit in _ALL_LITERALS}
+"""A literal found -> the patterns whose guard it satisfies (its own, and those of the literals inside it)."""
+SHORT_SCAN = 4096
 _REGEX_GUARDS = [(name, g) for name, g in _GUARDS.items() if not isinstance(g, tuple)]
 assert {n for n, _, _ in _PATTERNS} == set(_GUARDS), "every pattern needs a guard"
 
@@ -523,7 +532,12 @@ def redact(text: str) -> str:
 
 def _redact(text: str) -> str:
     low = text.lower()
-    hits = {name for name, lits in _LITERAL_GUARDS if any(lit in low for lit in lits)}
+    if len(low) <= SHORT_SCAN:
+        hits: set[str] = set()
+        for found in {m.group(1) for m in _LITERAL_SCAN.finditer(low)}:
+            hits |= _GUARDED_BY[found]
+    else:
+        hits = {name for name, lits in _LITERAL_GUARDS if any(lit in low for lit in lits)}
     long_run = None
     for name, guard in _REGEX_GUARDS:
         if name == "pgpass-line" and ":" not in text:
@@ -603,8 +617,46 @@ def scrub_obj(obj):
     return obj
 
 
-def scrub_model(model):
-    """A pydantic model fit to print: every string scrubbed (the same object when nothing changed)."""
-    dumped = model.model_dump(mode="json")
-    clean = scrub_obj(dumped)
-    return model if clean == dumped else type(model).model_validate(clean)
+def scrub_model(model: Any) -> Any:
+    """A pydantic model (or dataclass) fit to print: every string in it, and every string key, scrubbed; the same
+    object when nothing changed, else a copy sharing what did not.
+
+    Walked in place rather than dumped to JSON and validated again: a timeline of 100,000 agents was copied twice
+    (the dump and its scrubbed copy) to find the few strings that change; each distinct string is scrubbed once."""
+    import dataclasses
+
+    from pydantic import BaseModel
+
+    memo: dict[str, str | None] = {}  # a string -> what it is scrubbed to, None when that is itself
+    field_names: dict[type, tuple[str, ...]] = {}
+
+    def walk(v: Any) -> Any:
+        kind = type(v)
+        if kind is str:
+            if v in memo:
+                done = memo[v]
+            else:
+                done = scrub_text(v)
+                done = memo[v] = None if done == v else done
+            return v if done is None else done
+        if kind in _PLAIN or isinstance(v, str):  # (a str enum is ours: its values are constants)
+            return v
+        if kind is list or kind is tuple:
+            items = [walk(x) for x in v]
+            return v if all(a is b for a, b in zip(items, v)) else kind(items)
+        if kind is dict:
+            pairs = [(walk(k), walk(x)) for k, x in v.items()]
+            return v if all(k is k0 and x is x0 for (k, x), (k0, x0) in zip(pairs, v.items())) else dict(pairs)
+        if isinstance(v, BaseModel):
+            changes = {k: new for k, old in v.__dict__.items() if (new := walk(old)) is not old}
+            return v.model_copy(update=changes) if changes else v
+        names = field_names.get(kind)
+        if names is None:
+            names = field_names[kind] = (tuple(f.name for f in dataclasses.fields(v))
+                                         if dataclasses.is_dataclass(v) and not isinstance(v, type) else ())
+        if names:
+            changes = {k: new for k in names if (new := walk(old := getattr(v, k))) is not old}
+            return dataclasses.replace(v, **changes) if changes else v
+        return v
+
+    return walk(model)

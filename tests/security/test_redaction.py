@@ -181,3 +181,16 @@ def test_the_linear_matchers_find_what_the_plain_patterns_find():
         for name, pattern in plain.items():
             anchored, repl = patterns[name]
             assert anchored.sub(repl, text) == pattern.sub(repl, text), (name, text)
+
+
+def test_a_short_text_finds_the_same_guards_in_one_scan():
+    """Short texts look for every guard literal in one regex pass; the patterns that run are those `lit in text`
+    per literal would run."""
+    from orchestrator import redact as redact_mod
+
+    for text in [*compositions(seed=11, n=3000), "sk-ant-x", "SK-ANT-", "hvs.hvb.", "github_pat_ghp_", "password"]:
+        low = text.lower()
+        one_scan: set[str] = set()
+        for found in {m.group(1) for m in redact_mod._LITERAL_SCAN.finditer(low)}:
+            one_scan |= redact_mod._GUARDED_BY[found]
+        assert one_scan == {name for name, lits in redact_mod._LITERAL_GUARDS if any(lit in low for lit in lits)}

@@ -12,7 +12,8 @@ from orchestrator.analysis.rules import run_rules
 from orchestrator.diagnosis import (Bound, Cause, Gap, Noticed, Number, Recommendation, SubmittedDiagnosis,
                                     sentence_case)
 from orchestrator.evidence import Evidence
-from orchestrator.findings import AgentResult, BoundClaim, Finding, Rank, diagnosis_bound
+from orchestrator.findings import AgentResult, BoundClaim, Finding, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
@@ -340,7 +341,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     healthy = node_view.healthy_line(view, findings)
     if healthy:
         verdict += f" {healthy}"
-    throttling = clock_events_answer(view, question)  # "is my GPU throttling?" answered in words (issue 30 item 10)
+    throttling = clock_events_answer(view, question)  # "is my GPU throttling?" answered in words
     if throttling:
         verdict += f" {throttling}"
     if gaps:

@@ -12,7 +12,8 @@ from support.evidence import SEED_OBS, ev, inventory, obs_ev, pyenv
 
 from orchestrator.analysis import synthesize
 from orchestrator.analysis.synthesis import bound_of
-from orchestrator.findings import AgentResult, Agreement, BoundClaim, Finding, Rank
+from orchestrator.findings import AgentResult, Agreement, BoundClaim, Finding
+from orchestrator.ranks import Rank
 from orchestrator.observations import Observations
 
 GLM = SEED_OBS["model"]

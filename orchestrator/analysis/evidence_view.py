@@ -136,7 +136,7 @@ class EvidenceView:
     def observed_gpu(self) -> HostGpu | None:
         """The GPU the observations name (`gpu.name`, `gpu.count`), when the spec database knows it: what the
         user measured on, for arithmetic over their figures (the roofline floor of their latency) when the host
-        investigated shows no GPU (issue 30 item 9: the report's floor column stayed empty)."""
+        investigated shows no GPU (the report's floor column would stay empty)."""
         oe = self.observations_evidence
         if oe is None or oe[1].gpu is None or not oe[1].gpu.name:
             return None

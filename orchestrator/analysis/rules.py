@@ -15,7 +15,8 @@ from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView, HostGpu
 from orchestrator.analysis.observation_rules import PowerReading, analyze_observations, read_power
 from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_roofline
-from orchestrator.findings import Agreement, Bound, BoundClaim, Finding, Rank, diagnosis_bound
+from orchestrator.findings import Agreement, Bound, BoundClaim, Finding, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.knowledge.catalog import catalog
 from orchestrator.knowledge.catalog import entry as catalog_entry
 from orchestrator.analysis.templates import entry_words, fill

@@ -12,7 +12,8 @@ from orchestrator.analysis.rules import run_rules
 from orchestrator.diagnosis import (Bound, Cause, Gap, Noticed, Number, Recommendation, SubmittedDiagnosis,
                                     sentence_case)
 from orchestrator.evidence import Evidence
-from orchestrator.findings import AgentResult, BoundClaim, Finding, Rank, diagnosis_bound
+from orchestrator.findings import AgentResult, BoundClaim, Finding, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
@@ -146,6 +147,12 @@ def bound_of(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
         if pointers:
             parts.append("Evidence pointing the same way: " + "; ".join(f.title or f.id for f in pointers[:3]) + ".")
     tier = int(claim.rank)
+    if tier == Rank.COMM_EXPERIMENT:
+        # the experiment says where the time goes; a known communication fault the evidence shows says why, and leads
+        why = _catalog_bound([f for f in findings if f.bound == "communication"], set())
+        if why is not None:
+            parts.append(f"{why.title} explains it: {why.short or _first_sentence(why.claim)}")
+            setter = why
     agreeing = [(a.order, i, a.words) for i, f in enumerate(findings) if f is not setter for a in f.agrees
                 if a.tier == tier and not (a.unless_bound is not None and a.unless_bound == setter.bound)]
     parts += [words for _, _, words in sorted(agreeing)]
@@ -340,7 +347,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     healthy = node_view.healthy_line(view, findings)
     if healthy:
         verdict += f" {healthy}"
-    throttling = clock_events_answer(view, question)  # "is my GPU throttling?" answered in words (issue 30 item 10)
+    throttling = clock_events_answer(view, question)  # "is my GPU throttling?" answered in words
     if throttling:
         verdict += f" {throttling}"
     if gaps:

@@ -2,8 +2,8 @@
 
 The renderers (html.py, diagnosis.py, engine.py, settings.py, trace.py, timeline.py) read a tool result's data and
 an excerpt of its text (`evidence_entries`: the first 400 characters with whitespace collapsed), and a model call's
-usage, turn and times; never the conversation a model call carried nor a tool result's full text. A report of a
-200 MB transcript kept all of it, then a scrubbed copy of all of it (bench/transcript_memory.py: 6x the file).
+usage, turn and times; never the conversation a model call carried nor a tool result's full text, so a report of a
+200 MB transcript does not hold it in memory (bench/transcript_memory.py measures it).
 """
 
 from __future__ import annotations

@@ -302,7 +302,7 @@ def _tree_order(spans: list[AgentSpan]) -> list[AgentSpan]:
 
 MAX_OVERLAPS = 16
 """Overlapping agents listed per agent, and agents listed at the peak; the rest are counted. Bounds `show`'s memory
-and time on a transcript of 100,000 concurrent agents (issue 23: 5.8 GB) to O(agents x MAX_OVERLAPS)."""
+and time on a transcript of 100,000 concurrent agents (5.8 GB) to O(agents x MAX_OVERLAPS)."""
 
 
 def _concurrency(tl: Timeline) -> None:

@@ -9,7 +9,7 @@ from support.evidence import ev, inventory, obs_ev, pyenv
 
 from orchestrator.analysis import synthesize
 from orchestrator.analysis.synthesis import bound_of
-from orchestrator.findings import Rank
+from orchestrator.ranks import Rank
 from orchestrator.prongs.resource_account.rules import account_findings
 
 

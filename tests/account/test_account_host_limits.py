@@ -12,7 +12,7 @@ import pytest
 from support.evidence import ev, inventory
 
 from orchestrator.analysis.synthesis import bound_of
-from orchestrator.findings import Rank
+from orchestrator.ranks import Rank
 from orchestrator.prongs.resource_account.rules import account_findings
 
 

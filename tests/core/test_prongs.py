@@ -235,3 +235,26 @@ def test_a_planted_id_comparison_is_named():
     assert foreign_ids(planted, ids, own=None) == ["line 1: 'trace-step-account' (trace)",
                                                    "line 2: 'account-gpu-idle' (resource_account)"]
     assert foreign_ids(planted, ids, own="trace") == ["line 2: 'account-gpu-idle' (resource_account)"]
+
+
+def claimed_tiers(source: str) -> set[str]:
+    """The `Rank` tiers a module's `BoundClaim(rank=...)` calls name."""
+    import ast
+
+    out = set()
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "BoundClaim":
+            for k in n.keywords:
+                if k.arg == "rank":
+                    out |= {a.attr for a in ast.walk(k.value)
+                            if isinstance(a, ast.Attribute) and getattr(a.value, "id", None) == "Rank"}
+    return out
+
+
+def test_each_prong_declares_the_tiers_at_which_its_findings_set_the_bound():
+    from orchestrator.ranks import Rank
+
+    names = {v: k for k, v in vars(Rank).items() if isinstance(v, int)}
+    for p in PRONGS:
+        claimed = set().union(*(claimed_tiers(m.read_text()) for m in (PACKAGE / "prongs" / p.name).rglob("*.py")))
+        assert claimed == {names[t] for t in p.bound_tiers}, p.name

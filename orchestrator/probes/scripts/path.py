@@ -59,6 +59,10 @@ PROGRAMS = {"nginx": "nginx", "openresty": "nginx", "haproxy": "haproxy", "envoy
             "triton_python_backend_stub": "triton_python", "pilot-agent": "istio_agent"}
 ENGINE_KINDS = ("vllm", "sglang", "tensorrt_llm", "trtllm", "tgi", "llamacpp", "ollama", "triton", "ray_serve")
 UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
+NOT_SECRET = ("proxy_pass", "grpc_pass", "fastcgi_pass", "uwsgi_pass", "scgi_pass", "memcached_pass",
+              "proxy_pass_header", "proxy_pass_request_body", "proxy_pass_request_headers", "proxy_pass_trailers",
+              "fastcgi_pass_header", "fastcgi_pass_request_body", "fastcgi_pass_request_headers")
+# nginx directives whose last word is `pass` (they name where requests go, not a password)
 SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie")
 SHOW_PROPS = ("LoadState", "Environment", "CPUQuotaPerSecUSec", "CPUWeight", "CPUAffinity", "AllowedCPUs", "LimitMEMLOCK",
               "LimitNOFILE", "Nice", "MemoryMax", "MemoryHigh", "TasksMax", "NRestarts", "Restart", "IOWeight",
@@ -83,7 +87,7 @@ TOKEN_SPLIT = re.compile(r"[\s=:,;{}()\[\]]+")
 
 def secret_token(tok):
     t = tok.strip("'\"`$-").lower()
-    if not t or len(t) > 100:
+    if not t or len(t) > 100 or t in NOT_SECRET:
         return False
     return t in SECRET_HEADERS or secret_key(t)
 
@@ -104,8 +108,15 @@ def mask_line(line):
                 return line
             while pos < end and line[pos] in " \t:=":
                 pos += 1
-            tail = ";" if line.rstrip().endswith(";") else ""
-            return line[:pos] + (" " if pos == at + len(tok) else "") + MASK + tail
+            stop, quote = pos, None  # the value ends at a `;` outside quotes (nginx, haproxy), else with the line
+            while stop < end and (quote or line[stop] != ";"):
+                if quote and line[stop] == quote:
+                    quote = None
+                elif not quote and line[stop] in "\"'":
+                    quote = line[stop]
+                stop += 1
+            rest = mask_line(line[stop:]) if stop < end else line[stop:]
+            return line[:pos] + (" " if pos == at + len(tok) else "") + MASK + rest
     return line
 
 

@@ -2,6 +2,7 @@
 serving processes and their threads, cgroup, CPUs, memory, PSI, filesystems, NICs), what the load and the
 benchmark runs say, what fits in GPU memory, and the engine's work that returns nothing."""
 
+from orchestrator.ranks import Rank
 from orchestrator.prong import Prong
 
 PRONG = Prong(
@@ -14,4 +15,5 @@ PRONG = Prong(
            "orchestrator.prongs.resource_account.fit_rules:what_fits",
            "orchestrator.prongs.resource_account.engine_work_rules:engine_work",
            "orchestrator.prongs.resource_account.bench_rules:bench_without_gpu"),
+    bound_tiers=(Rank.FLAW, Rank.ACCOUNT, Rank.BATCH_HELD),
 )

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from orchestrator.prongs.resource_account.queue_rules import queue_state
 from orchestrator.diagnosis import Number
-from orchestrator.findings import BoundClaim, Finding, Rank, capitalized, diagnosis_bound
+from orchestrator.findings import BoundClaim, Finding, capitalized, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.observations import BenchResult
 from orchestrator.prongs.serving_engine.models import EngineReport
 

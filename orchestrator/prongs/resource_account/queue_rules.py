@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orchestrator.diagnosis import Number
-from orchestrator.findings import BoundClaim, Finding, Rank, capitalized
+from orchestrator.findings import BoundClaim, Finding, capitalized
+from orchestrator.ranks import Rank
 from orchestrator.prongs.serving_engine.models import EngineReport
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from orchestrator.prongs.resource_account.load_rules import burst_queue, client_limited, flat_throughput
 from orchestrator.prongs.resource_account.queue_rules import BOUNDS_BATCH, engine_queue
 from orchestrator.diagnosis import Bound, Number
-from orchestrator.findings import BoundClaim, Finding, Rank, Symptom, capitalized
+from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
+from orchestrator.ranks import Rank
 from orchestrator.prongs.resource_account.models import ProcessAccount, ResourceAccount, ThreadAccount
 
 if TYPE_CHECKING:

@@ -85,8 +85,11 @@ FLAGS: dict[str, list[Flag]] = {
         _f("ep", "--ep-size", "--ep", "--expert-parallel-size", kind="int"),
         _f("dp_attention", "--enable-dp-attention", kind="true"),
         _f("cuda_graphs", "--disable-cuda-graph", kind="false"),
-        _f("cuda_graph_max_bs", "--cuda-graph-max-bs", kind="int"),
-        _f("cuda_graph_sizes", "--cuda-graph-bs", kind="list"),
+        # SGLang's CUDA-graph refactor (sglang#23906) replaced --cuda-graph-max-bs / --cuda-graph-bs with per-phase
+        # flags; 0.5.18 and 0.5.23 have only --cuda-graph-max-bs-decode / --cuda-graph-bs-decode (and -prefill), so
+        # the old spelling is an ambiguous abbreviation there that argparse refuses.
+        _f("cuda_graph_max_bs", "--cuda-graph-max-bs-decode", "--cuda-graph-max-bs", kind="int"),
+        _f("cuda_graph_sizes", "--cuda-graph-bs-decode", "--cuda-graph-bs", kind="list"),
         _f("torch_compile", "--enable-torch-compile", kind="true"),
         _f("attention_backend", "--attention-backend"),
         _f("prefill_attention_backend", "--prefill-attention-backend"),

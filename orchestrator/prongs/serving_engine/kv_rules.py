@@ -20,7 +20,8 @@ from orchestrator import knowledge
 from orchestrator.prongs.serving_engine.kv_fit import KvShape, kv_bytes_per_element, kv_shape, sequences
 from orchestrator.prongs.serving_engine.floors import ModelShape, shape_from_name, shape_from_observations
 from orchestrator.diagnosis import Number
-from orchestrator.findings import BoundClaim, Finding, Rank, capitalized
+from orchestrator.findings import BoundClaim, Finding, capitalized
+from orchestrator.ranks import Rank
 from orchestrator.observations import ModelInfo
 from orchestrator.prongs.resource_account.models import ResourceAccount
 from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport

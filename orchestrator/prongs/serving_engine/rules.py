@@ -17,7 +17,8 @@ from orchestrator.prongs.serving_engine.floors import (
     shape_from_observations,
 )
 from orchestrator.diagnosis import Number
-from orchestrator.findings import BoundClaim, Finding, Rank, diagnosis_bound
+from orchestrator.findings import BoundClaim, Finding, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.prongs.serving_engine.metrics import MetricSummary
 from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
 from orchestrator.prongs.serving_engine.weights import weight_dtype as _dtype

@@ -1,4 +1,4 @@
-"""Findings of the settings audit (issue 27): the non-default settings whose effect can explain the asked symptom
+"""Findings of the settings audit: the non-default settings whose effect can explain the asked symptom
 are causes; every non-default is listed in one context finding (the report's table); an upgrade question ranks the
 defaults that changed between the two versions.
 

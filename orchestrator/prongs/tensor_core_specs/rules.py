@@ -21,7 +21,8 @@ from orchestrator.prongs.tensor_core_specs.arithmetic import (
 from orchestrator.prongs.tensor_core_specs.peaks import peaks_for
 from orchestrator.evidence import Evidence
 from orchestrator.analysis.templates import entry_words
-from orchestrator.findings import Agreement, BoundClaim, Finding, Rank
+from orchestrator.findings import Agreement, BoundClaim, Finding
+from orchestrator.ranks import Rank
 from orchestrator.knowledge.workloads import engine_of
 from orchestrator.observations import Observations, RunObservation
 from orchestrator.prongs.tensor_core_specs.models import CommSweep, GemmPoint, GemmSweep, Peaks

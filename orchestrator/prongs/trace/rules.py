@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.diagnosis import Number
 from orchestrator.evidence import Evidence
-from orchestrator.findings import BoundClaim, Finding, Rank, Symptom, diagnosis_bound
+from orchestrator.findings import BoundClaim, Finding, Symptom, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.traces.classes import LABELS
 from orchestrator.traces.model import RankAccount, TraceReport
 

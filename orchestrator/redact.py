@@ -422,7 +422,12 @@ bytes a character): least recently used first out. An entry-count bound alone ke
 
 
 class _ByteLRU:
-    """A least-recently-used map of str to str bounded by the bytes its strings occupy (sys.getsizeof)."""
+    """A least-recently-used map of str to str bounded by the bytes its strings occupy (sys.getsizeof) and what each
+    entry costs beside them (ENTRY_BYTES)."""
+
+    ENTRY_BYTES = 170
+    """The map's slot and order link, the (value, size) pair and the size's int: measured 168 bytes an entry. Not
+    counted, 300,000 short strings held 16.8 MB in a cache of 4 MiB."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
@@ -439,7 +444,7 @@ class _ByteLRU:
             return hit[0]
 
     def put(self, key: str, value: str) -> None:
-        size = sys.getsizeof(key) + (0 if value is key else sys.getsizeof(value))
+        size = self.ENTRY_BYTES + sys.getsizeof(key) + (0 if value is key else sys.getsizeof(value))
         if size > self.max_bytes:
             return
         with self._lock:

@@ -154,23 +154,6 @@ def read_env(base, pid):
     return env
 
 
-def creds_of(base, pid):
-    """(uid, gids) of a process from base/PID/status; None when they cannot be read."""
-    uid, gids = None, set()
-    try:
-        for line in host_text("%s/%s/status" % (base, pid), 1 << 16).splitlines():
-            key, _, rest = line.partition(":")
-            if key == "Uid":
-                uid = int(rest.split()[3])
-            elif key == "Gid":
-                gids.add(int(rest.split()[3]))
-            elif key == "Groups":
-                gids.update(int(g) for g in rest.split())
-    except (OSError, ValueError, IndexError):
-        return None
-    return None if uid is None else (uid, frozenset(gids))
-
-
 def status_field(base, pid, name):
     try:
         for line in host_text("%s/%s/status" % (base, pid), 1 << 16).splitlines():
@@ -585,7 +568,7 @@ def main():
         env = read_env(base, pid)
         if TAG is not None and base == "/proc" and (env or {}).get("INVESTIGATE_STAGED_TAG") != TAG:
             continue
-        creds = creds_of(base, pid)
+        creds = proc_creds(pid, base, "self" if ROOT == "/" else "1")
         try:
             cwd = os.readlink("%s/%s/cwd" % (base, pid))
         except OSError:

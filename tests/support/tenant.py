@@ -62,11 +62,12 @@ class Stage:
         os.lchown(path, self.pw.pw_uid, self.pw.pw_gid)
         return path
 
-    def start(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-        """Start argv as the tenant (no supplementary groups), in the tenant's directory, tagged for this test."""
+    def start(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen:
+        """Start argv as the tenant (no supplementary groups), in the tenant's directory (or cwd, one it may enter),
+        tagged for this test."""
         full_env = {"PATH": "/usr/bin:/bin", "HOME": str(self.mine), "INVESTIGATE_STAGED_TAG": self.tag, **(env or {})}
         proc = subprocess.Popen(argv, user=self.pw.pw_uid, group=self.pw.pw_gid, extra_groups=[], env=full_env,
-                                cwd=str(self.mine), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                cwd=str(cwd or self.mine), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         self.procs.append(proc)
         deadline = time.monotonic() + 10

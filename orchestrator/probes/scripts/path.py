@@ -302,6 +302,20 @@ class Files(object):
         return entry
 
 
+def names_in(files, d, layer, creds, pid):
+    """The names in host directory d, as the process of creds (None: this probe's own standard places) could list
+    them; [] when it could not, and that said once for the directory, never a name of what is in it."""
+    why = unreachable(hp(d), creds) if creds is not None else None
+    if why:
+        key = (os.path.normpath(hp(d)), layer, "listing")
+        if key not in files.seen and len(files.items) < files.most:
+            files.seen.add(key)
+            files.items.append({"path": d, "layer": layer, "role": "directory", "named_by": pid,
+                                "error": "%s: not listed" % why})
+        return []
+    return listdir(hp(d))
+
+
 NGINX_INCLUDE = re.compile(r"^\s*include\s+([^;#\s]+)\s*;", re.M)
 
 
@@ -320,7 +334,8 @@ def nginx_files(files, path, creds, pid):
                     continue
                 pat = pat if pat.startswith("/") else os.path.join(prefix, pat)
                 d, g = os.path.split(pat)
-                names = [n for n in listdir(hp(d)) if fnmatch.fnmatchcase(n, g)] if any(c in g for c in "*?[") else [g]
+                names = [n for n in names_in(files, d, "nginx", creds, pid) if fnmatch.fnmatchcase(n, g)] \
+                    if any(c in g for c in "*?[") else [g]
                 for n in names[:64]:
                     nxt.append(files.read(os.path.join(d, n), "nginx", "include", creds, pid))
         todo, depth = nxt, depth + 1
@@ -328,27 +343,29 @@ def nginx_files(files, path, creds, pid):
 
 def ray_serve_files(files, dirs):
     """A Ray Serve config (applications -> deployments) and the deployment modules it imports, in the given
-    directories (the process's working directory, the logs' directories, Ray's image home)."""
+    directories ((dir, creds, pid): a Ray Serve process's working directory, read as that process could; the logs'
+    directories and Ray's image home, as this probe)."""
     found = 0
-    for d in dirs:
-        for n in listdir(hp(d))[:400]:
+    for d, creds, pid in dirs:
+        for n in names_in(files, d, "ray_serve", creds, pid)[:400]:
             if not n.endswith((".yaml", ".yml")) or found >= 4:
                 continue
             p = os.path.join(d, n)
             size = size_of(hp(p))
             if size is None or size > files.limit:
                 continue
-            entry = files.read(p, "ray_serve", "config", quiet=True,
+            entry = files.read(p, "ray_serve", "config", creds, pid, quiet=True,
                                keep=lambda t: "applications:" in t and "deployments:" in t)
             if not entry or "text" not in entry:
                 continue
             found += 1
             for mod in re.findall(r"import_path:\s*['\"]?([A-Za-z_][\w.]*):", entry["text"])[:8]:
-                files.read(os.path.join(d, mod.replace(".", "/") + ".py"), "ray_serve", "deployment", quiet=True)
+                files.read(os.path.join(d, mod.replace(".", "/") + ".py"), "ray_serve", "deployment", creds, pid,
+                           quiet=True)
 
 
 def triton_files(files, repo, creds, pid):
-    for model in listdir(hp(repo))[:64]:
+    for model in names_in(files, repo, "triton", creds, pid)[:64]:
         files.read(os.path.join(repo, model, "config.pbtxt"), "triton", "model_config", creds, pid, quiet=True)
 
 
@@ -614,7 +631,7 @@ def main():
                 if kind == "nginx":
                     nginx_files(files, path, creds, p["pid"])
                 elif kind == "haproxy" and os.path.isdir(hp(path)):
-                    for n in listdir(hp(path))[:32]:
+                    for n in names_in(files, path, kind, creds, p["pid"])[:32]:
                         if n.endswith(".cfg"):
                             files.read(os.path.join(path, n), kind, "config", creds, p["pid"])
                 else:
@@ -633,14 +650,14 @@ def main():
             d = os.path.dirname(os.path.dirname(argv[1]))
             files.read(os.path.join(d, "config.pbtxt"), "triton", "model_config", creds, p["pid"], quiet=True)
         if kind == "ray_serve" and p["_cwd"]:
-            ray_dirs.append(p["_cwd"])
+            ray_dirs.append((p["_cwd"], creds, p["pid"]))
         if kind == "envoy" and any("istio" in a for a in argv):
             p["istio"] = True
     if any(p["kind"] == "ray_serve" for p in procs):
         for log in params.get("logs") or []:
-            ray_dirs.append(shown(os.path.dirname(log)))
-        ray_dirs.append("/home/ray")
-        ray_serve_files(files, list(dict.fromkeys(d for d in ray_dirs if d)))
+            ray_dirs.append((shown(os.path.dirname(log)), None, None))
+        ray_dirs.append(("/home/ray", None, None))
+        ray_serve_files(files, [d for i, d in enumerate(ray_dirs) if d[0] and d not in ray_dirs[:i]])
 
     # the orchestrator around each engine (and each layer): unit, container, pod, job
     units, containers, pods, jobs, named_units = [], [], [], [], set()

@@ -83,6 +83,7 @@ def shown(path):
 
 # --- masking ------------------------------------------------------------------------------------------------------
 TOKEN_SPLIT = re.compile(r"[\s=:,;{}()\[\]]+")
+ITEM = re.compile(r"[ \t]*(?:-[ \t]+)*")
 
 
 def secret_token(tok):
@@ -95,6 +96,11 @@ def secret_token(tok):
 def mask_line(line):
     """A config line with credentials masked: every secret-looking value (SECRET_VALUE) and, after a token that names
     a secret (a key, directive or header such as password, api_key, Authorization), the rest of the line."""
+    return _mask(line)[0]
+
+
+def _mask(line):
+    """(mask_line's line, whether the secret's value goes on past the line: nothing ended it with a `;`)."""
     line = SECRET_VALUE.sub(MASK, line[:4000])
     pos = 0
     for tok in TOKEN_SPLIT.split(line):
@@ -105,9 +111,11 @@ def mask_line(line):
         if secret_token(tok):
             end = len(line.rstrip())
             if pos >= end:
-                return line
+                return line, True
             while pos < end and line[pos] in " \t:=":
                 pos += 1
+            if pos >= end:
+                return line, True  # `key:` with its value below
             stop, quote = pos, None  # the value ends at a `;` outside quotes (nginx, haproxy), else with the line
             while stop < end and (quote or line[stop] != ";"):
                 if quote and line[stop] == quote:
@@ -115,13 +123,39 @@ def mask_line(line):
                 elif not quote and line[stop] in "\"'":
                     quote = line[stop]
                 stop += 1
-            rest = mask_line(line[stop:]) if stop < end else line[stop:]
-            return line[:pos] + (" " if pos == at + len(tok) else "") + MASK + rest
-    return line
+            rest, more = _mask(line[stop:]) if stop < end else (line[stop:], True)
+            return line[:pos] + (" " if pos == at + len(tok) else "") + MASK + rest, more
+    return line, False
 
 
 def mask_text(text):
-    return "\n".join(mask_line(x) for x in text.splitlines())
+    """mask_line over each line, and the lines a secret's value continues on: after a line whose secret no `;` ends
+    (`proxy_set_header X-Api-Key` with its value below, a YAML `master_key: >-` or `private_key:` block), each
+    following line indented deeper than it, or continued by a trailing backslash, is masked up to the `;` that ends
+    the directive."""
+    out, owed, joined = [], None, False
+    for line in text.splitlines():
+        body = line.lstrip()
+        indent = len(line) - len(body)
+        if owed is not None and (joined or indent > owed or not body):
+            joined = line.rstrip().endswith("\\")
+            if not body:
+                out.append(line)
+                continue
+            cut = body.find(";")
+            if cut < 0:
+                out.append(line[:indent] + MASK)
+                continue
+            rest, more = _mask(body[cut:])
+            out.append(line[:indent] + MASK + rest)
+            owed = owed if more else None
+            continue
+        owed = None
+        masked, more = _mask(line)
+        out.append(masked)
+        if more:  # deeper than the line's first word (a YAML list item's key sits after its `- `)
+            owed, joined = len(ITEM.match(line).group(0)), line.rstrip().endswith("\\")
+    return "\n".join(out)
 
 
 def env_ok(name, value, names, prefixes):

@@ -82,8 +82,9 @@ class _Builder:
             if k in x.settings or len(x.settings) >= 2000:
                 continue
             d = pk.doc(parsed.layer, k)
-            x.settings[k] = LayerValue(value=_scalar(s.value), default=_scalar(pk.default(parsed.layer, k)),
-                                       where=s.where, url=d.url if d else "")
+            x.settings[k] = LayerValue(value=_secret_kept(k, _scalar(s.value)),
+                                       default=_scalar(pk.default(parsed.layer, k)), where=s.where,
+                                       url=d.url if d else "")
 
     def error(self, layer: str, found_by: str, why: str) -> None:
         x = self.layer(layer, found_by)
@@ -105,6 +106,17 @@ _NGINX_SHOWN = {"proxy_buffering", "proxy_request_buffering", "proxy_read_timeou
                 "postpone_output"}
 """The nginx directives on a streamed LLM response's path given with their defaults when unset (the rest of the
 harvested directives are shown only when the configuration sets them)."""
+
+
+def _secret_kept(name: str, v: Any) -> Any:
+    """v, or the redaction marker where the setting's own name says it holds a secret (`master_key`, `env.HF_TOKEN`,
+    `proxy_set_header.x-api-key`) and v is not a path, number or placeholder: the host masks each such value, and
+    this holds whatever a file's shape carried past it (a value on the line below its name)."""
+    from orchestrator.redact import REDACTED, benign_value, secret_name
+
+    if isinstance(v, str) and secret_name(name.rsplit(".", 1)[-1]) and not benign_value(v):
+        return REDACTED
+    return v
 
 
 def _scalar(v: Any) -> Any:

@@ -161,3 +161,15 @@ def test_a_setting_named_as_a_secret_never_leaves_in_clear():
     assert nginx.settings["proxy_set_header.authorization"].value == M
     assert nginx.settings["proxy_ssl_certificate_key"].value == "/etc/nginx/k.pem"
     assert litellm.settings["master_key"].value == "[REDACTED]" and litellm.settings["max_parallel_requests"].value == 8
+
+
+def test_nginx_pass_directives_are_not_taken_for_secrets():
+    from orchestrator.prongs.path.probe import report_from
+
+    text = ("http { server { location /v1/ { proxy_pass http://127.0.0.1:8000; proxy_pass_header Server;\n"
+            "grpc_pass grpc://127.0.0.1:9000; auth_delay 2s; } } }\n")
+    nginx = report_from("h", {"files": [{"path": "/etc/nginx/nginx.conf", "layer": "nginx", "role": "config",
+                                         "text": text}]}).layer("nginx")
+    got = {k: nginx.settings[k].value for k in ("proxy_pass", "pass_to", "proxy_pass_header", "grpc_pass", "auth_delay")}
+    assert got == {"proxy_pass": "http://127.0.0.1:8000", "pass_to": "http://127.0.0.1:8000",
+                   "proxy_pass_header": "Server", "grpc_pass": "grpc://127.0.0.1:9000", "auth_delay": "2s"}, got

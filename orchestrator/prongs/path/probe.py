@@ -4,6 +4,7 @@ prongs/path/parsers.py, each setting set beside its documented default (prongs/p
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from orchestrator.hosts.base import Host
@@ -114,9 +115,15 @@ def _secret_kept(name: str, v: Any) -> Any:
     this holds whatever a file's shape carried past it (a value on the line below its name)."""
     from orchestrator.redact import REDACTED, benign_value, secret_name
 
-    if isinstance(v, str) and secret_name(name.rsplit(".", 1)[-1]) and not benign_value(v):
+    last = name.rsplit(".", 1)[-1]
+    if isinstance(v, str) and secret_name(last) and not _NOT_SECRET.fullmatch(last) and not benign_value(v):
         return REDACTED
     return v
+
+
+_NOT_SECRET = re.compile(r"(?:proxy|grpc|fastcgi|uwsgi|scgi|memcached)_pass(?:_\w+)?|pass_to|auth_delay")
+"""Settings whose name has a secret's word in it but not a secret's value: nginx's `*_pass` directives (where
+requests go), the upstream they name, the delay of a refused authentication."""
 
 
 def _scalar(v: Any) -> Any:

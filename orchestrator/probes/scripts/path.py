@@ -350,7 +350,7 @@ def names_in(files, d, layer, creds, pid):
     return listdir(hp(d))
 
 
-NGINX_INCLUDE = re.compile(r"^\s*include\s+([^;#\s]+)\s*;", re.M)
+NGINX_INCLUDE = re.compile(r"^[ \t]*include\s+([^;#\s]+)\s*;", re.M)  # not `^\s*`: quadratic over blank lines
 
 
 def nginx_files(files, path, creds, pid):

@@ -147,6 +147,12 @@ def bound_of(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
         if pointers:
             parts.append("Evidence pointing the same way: " + "; ".join(f.title or f.id for f in pointers[:3]) + ".")
     tier = int(claim.rank)
+    if tier == Rank.COMM_EXPERIMENT:
+        # the experiment says where the time goes; a known communication fault the evidence shows says why, and leads
+        why = _catalog_bound([f for f in findings if f.bound == "communication"], set())
+        if why is not None:
+            parts.append(f"{why.title} explains it: {why.short or _first_sentence(why.claim)}")
+            setter = why
     agreeing = [(a.order, i, a.words) for i, f in enumerate(findings) if f is not setter for a in f.agrees
                 if a.tier == tier and not (a.unless_bound is not None and a.unless_bound == setter.bound)]
     parts += [words for _, _, words in sorted(agreeing)]

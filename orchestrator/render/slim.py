@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from orchestrator.events import ModelCall, ToolResult
 from orchestrator.messages import ModelResponse
+from orchestrator.transcript import tidy
 
 EXCERPT_BASIS = 401
 """Characters of a result's whitespace-collapsed text kept: one more than an excerpt shows, so that the renderer
@@ -33,7 +34,8 @@ def collapsed_prefix(text: str, n: int = EXCERPT_BASIS) -> str:
 
 
 def report_view(ev: Any, clean: Callable[[str], str] = lambda s: s) -> Any:
-    """The event as the report renderers need it (the same object when nothing is dropped).
+    """The event as the report renderers need it (the same object when nothing is dropped; a copy held as compactly
+    as the reader holds events, `transcript.tidy`).
 
     `clean` is applied to a tool result's whole text before it is cut (the caller's redaction and terminal scrub): a
     secret that straddles the cut is still recognised whole."""
@@ -42,7 +44,7 @@ def report_view(ev: Any, clean: Callable[[str], str] = lambda s: s) -> Any:
             return ev
         response = ModelResponse(content=[], stop_reason=ev.response.stop_reason, model=ev.response.model,
                                  usage=ev.response.usage)
-        return ev.model_copy(update={"messages": [], "system": "", "tools": [], "response": response})
+        return tidy(ev.model_copy(update={"messages": [], "system": "", "tools": [], "response": response}))
     if isinstance(ev, ToolResult) and len(ev.content) > EXCERPT_BASIS:
-        return ev.model_copy(update={"content": collapsed_prefix(clean(ev.content))})
+        return tidy(ev.model_copy(update={"content": collapsed_prefix(clean(ev.content))}))
     return ev

@@ -108,3 +108,17 @@ def test_an_agents_gemm_bound_on_a_bound_setting_finding_is_unknown_in_the_diagn
         d = synthesize("why is decode slow?", None, evs,
                        [AgentResult(agent_id="a2", name="kernels", status="ok", findings=[agent])])
         assert d.bound == "unknown", fid
+
+
+def test_a_communication_fault_leads_the_experiment_that_implicates_all_reduce():
+    """The experiment says where the time goes (communication); a catalog fault of that bound the evidence shows says
+    why, and is ranked first."""
+    comm = _f("parallelism-points-at-communication", bound="communication", category="communication",
+              claim="TP2 barely beats one GPU.",
+              sets_bound=BoundClaim(rank=Rank.COMM_EXPERIMENT, bound="communication", words="TP2 barely beats one GPU."))
+    p2p = _f("nccl-p2p-disabled", rule="catalog", entry="nccl-p2p-disabled", bound="communication", severity="high",
+             confidence=0.8, category="interconnect", title="NCCL peer-to-peer disabled", short="P2P is off.")
+    bound, why, setter = bound_of([comm, p2p])
+    assert (bound, setter) == ("communication", p2p)
+    assert why == "TP2 barely beats one GPU. NCCL peer-to-peer disabled explains it: P2P is off."
+    assert bound_of([comm])[2] is comm  # without a fault, the experiment leads

@@ -64,4 +64,6 @@ PRONG = Prong(
     html="orchestrator.prongs.path.report:path_html",
     markdown="orchestrator.prongs.path.report:path_markdown",
     terminal="orchestrator.prongs.path.report:path_terminal",
+    inputs=("path_configs",),
+    check="orchestrator.prongs.path.inputs:check",
 )

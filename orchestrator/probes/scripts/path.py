@@ -244,10 +244,33 @@ def cgroup_of(base, pid):
     return unified[0] if unified else (paths[0] if paths else None)
 
 
+CGROUP_MOUNTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd")
+
+
+def users_words(cg):
+    """Whether a cgroup path lies where an unprivileged user names the cgroups: a systemd user manager's slice
+    (`systemd-run --user --unit=vllm.service` makes .../user@1001.service/app.slice/vllm.service) or a directory of
+    the cgroup file system that a user owns (a delegated subtree)."""
+    parts = [x for x in cg.strip("/").split("/") if x]
+    if any(x == "user.slice" or x.startswith("user@") for x in parts):
+        return True
+    for mnt in CGROUP_MOUNTS:
+        d = hp(mnt)
+        for x in parts:
+            d = os.path.join(d, x)
+            try:
+                if os.stat(d).st_uid != 0:
+                    return True
+            except OSError:
+                break
+    return False
+
+
 def placement(cg):
-    """What a cgroup path says of where the process runs: systemd unit, docker container, pod uid, container id."""
+    """What a cgroup path says of where the process runs: systemd unit, docker container, pod uid, container id;
+    nothing when a user named the cgroups (its unit would be root's unit of that name, its container id another's)."""
     out = {}
-    if not cg:
+    if not cg or users_words(cg):
         return out
     parts = cg.strip("/").split("/")
     for part in parts:

@@ -362,15 +362,26 @@ class Files(object):
 def names_in(files, d, layer, creds, pid):
     """The names in host directory d, as the process of creds (None: this probe's own standard places) could list
     them; [] when it could not, and that said once for the directory, never a name of what is in it."""
-    why = unreachable(hp(d), creds) if creds is not None else None
+    if creds is None:
+        return listdir(hp(d))
+    try:  # what is checked is what is listed: the directory opened once, its place read back from the descriptor
+        fd = os.open(hp(d), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        why = unreachable(os.readlink("/proc/self/fd/%d" % fd), creds)
+        names = [] if why else sorted(os.listdir(fd))
+    except OSError as exc:
+        why, names = str(exc.strerror or exc), []
+    finally:
+        os.close(fd)
     if why:
         key = (os.path.normpath(hp(d)), layer, "listing")
         if key not in files.seen and len(files.items) < files.most:
             files.seen.add(key)
             files.items.append({"path": d, "layer": layer, "role": "directory", "named_by": pid,
                                 "error": "%s: not listed" % why})
-        return []
-    return listdir(hp(d))
+    return names
 
 
 NGINX_INCLUDE = re.compile(r"^[ \t]*include\s+([^;#\s]+)\s*;", re.M)  # not `^\s*`: quadratic over blank lines

@@ -15,6 +15,7 @@ from orchestrator.prongs.fleet import PRONG as FLEET
 from orchestrator.prongs.kernel_research import PRONG as KERNEL_RESEARCH
 from orchestrator.prongs.node_health import PRONG as NODE_HEALTH
 from orchestrator.prongs.reference import PRONG as REFERENCE
+from orchestrator.prongs.request import PRONG as REQUEST
 from orchestrator.prongs.resource_account import PRONG as RESOURCE_ACCOUNT
 from orchestrator.prongs.serving_engine import PRONG as SERVING_ENGINE
 from orchestrator.prongs.settings_audit import PRONG as SETTINGS_AUDIT
@@ -28,6 +29,7 @@ PRONGS: tuple[Prong, ...] = (
     TENSOR_CORE_SPECS,
     SERVING_ENGINE,
     RESOURCE_ACCOUNT,
+    REQUEST,
     FLEET,
     REFERENCE,
     TRACE,

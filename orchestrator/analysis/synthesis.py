@@ -93,6 +93,11 @@ def uncapped_notes(uncapped: list[Finding], findings: list[Finding]) -> list[tup
 
 def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     """The bound, its reasoning, and the catalog finding that set it (ranked first), if one did."""
+    lead = max((f for f in findings if f.data.get("leads")), key=lambda f: f.data["leads"], default=None)
+    if lead is not None:
+        # a residual of the request account whose mechanism the evidence confirms (prongs/request): the figures'
+        # disagreement says where the time or the work went, before any resource's share of it
+        return _as_bound(lead.bound, "unknown"), lead.short[:1].upper() + lead.short[1:], lead
     flaw = next((f for f in findings if f.data.get("not_the_server")), None)
     if flaw is not None:
         # the figure the question is about does not measure the server (a TTFT that is the whole request, runs of
@@ -281,6 +286,11 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     # finding whose condition the evidence does not show (a MoE kernel's tuning for a model not known to be MoE) is
     # said apart too.
     relevant = [f for f in findings if asked.explains(f) and not f.unmet]
+    # a verdict never contradicts a figure it holds: a finding the figures contradict (a decode called memory-bound
+    # below its memory floor, a prefill bound read off a TTFT spent outside the engine) is left out; the finding
+    # that vetoes it says why
+    vetoes = {i for f in findings for i in f.data.get("vetoes", [])}
+    relevant = [f for f in relevant if f.id not in vetoes]
     bound, reasoning, setter = _bound(relevant)
     not_serving = served.never_served(view, asked)
     if not_serving is not None:
@@ -301,9 +311,11 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     causes_f = _agree_with_bound(causes_f, bound)
     uncapped = _caps_not_reached(causes_f)  # a batch cap the engine's own state shows it is far from
     causes_f = [f for f in causes_f if f not in uncapped]
-    noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and _noticeable(f)]
+    noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and f.id not in vetoes
+                 and _noticeable(f)]
     noticed_f = [(f, _unmet_note(f) if f.unmet else note) for f, note in noticed_f]
     noticed_f += uncapped_notes(uncapped, findings)
+
     noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
     noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
                    "after the first five causes).") for f in causes_f[MAX_CAUSES:]]
@@ -344,7 +356,8 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         limiter = (f"the primary limiter is {bound}: {_first_sentence(reasoning)}" if bound != "unknown"
                    else f"no GPU or host resource is the limit: {_first_sentence(reasoning)}"
                    if setter is not None and setter.id.startswith("account-") and setter.bound is None and reasoning
-                   else unsettled_words(asked))
+                   else _first_sentence(reasoning[:1].lower() + reasoning[1:]) if setter is not None
+                   and setter.data.get("leads") else unsettled_words(asked))
         verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {_titled_number(f)};" for i, f in
                                                                   enumerate(causes_f[:4], 1)).rstrip(";") + "."
         if recs:

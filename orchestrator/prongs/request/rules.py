@@ -525,9 +525,11 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
         cands = [x for x in explained if r in x.residuals and x.judged.status == "candidate"]
         if not cands:
             continue
-        if r.between[1] == "floor" and r.ratio > 1 and not any(x.judged.seen for x in cands):
-            # far above its floor with no layer of the table seen on the host: the serving rules' own reading of a
-            # phase far above its roofline (queueing, chunking, the host) says more than a list of absent layers
+        within = r.between[1] == "floor" and r.ratio > 1 or r.between[0] == r.between[1] and r.between[0] != "run"
+        if within and not any(x.judged.seen for x in cands):
+            # a figure far above its floor, or a tail within one measuring point, with no layer of the table seen on
+            # the host: the serving rules' own reading (queueing, chunking, preemption, the host) says more than a
+            # list of layers nobody saw
             continue
         key = tuple(x.judged.id for x in cands[:2])
         groups.setdefault(key, ([], cands))[0].append(r)

@@ -311,7 +311,7 @@ class RequestAccount:
             out["request.gpu_busy_pct"] = self.gpu_busy_pct
         for d in self.deltas:
             for term, (x, y) in d.moved.items():
-                out[f"request.delta.{term}"] = y - x
+                out[f"request.delta.{term}"] = abs(y - x)
                 out[f"request.delta.{term}.ratio"] = (y / x) if x else math.inf
             for term in d.same:
                 out[f"request.delta.{term}.same"] = True

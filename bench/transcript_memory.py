@@ -10,6 +10,11 @@ and its imports), and (peak - that base) / file size. Target: at most 2x the fil
 
 `--profile CMD` runs one command in-process under tracemalloc on the middle size and prints the 15 largest
 allocation sites at its peak (where the memory goes).
+
+`--sizes 150 --copies 400` makes the other shape: many agents with short results (each padded to the 1 kB floor,
+25,688 events in 239 MB), where each event's own overhead, not its text, is the memory (REDTEAM round 3: replay
+--offline 3.5x a 151 MB one). 2026-12-05, this machine: replay --offline 682 -> 483 MB peak (2.68x -> 1.81x over its
+base) once events share their field-name sets, intern short strings and hold a text carried twice once.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ MAX_AGENT_FILE_BYTES = 1024 * 1024
 
 def parse_agent_file(path: Path) -> AgentDef:
     # bounded like every YAML a user hands us (orchestrator/safeload.py): size checked before reading; an alias bomb,
-    # deep nesting, a 4,300+-digit integer or a duplicate key is one line naming the file (issue 23)
+    # deep nesting, a 4,300+-digit integer or a duplicate key is one line naming the file
     from orchestrator.safeload import SafeLoadError, load_yaml, read_capped
 
     try:

@@ -103,6 +103,7 @@ async def investigate(
     logs: Iterable[str] = (),
     traces: Iterable[str] = (),
     baseline_traces: Iterable[str] = (),
+    path_configs: Iterable[str | Path] = (),
     bench: Iterable[str | Path] = (),
     baseline: str | Path | None = None,
     baseline_log: str | Path | None = None,
@@ -154,7 +155,8 @@ async def run_request(request: RunRequest, *, backend: Backend | None = None, se
     inputs = RunInputs(question=scrub_text(request.question), host=single or "local",
                        observations=normalize_observations(request.observations), logs=list(request.logs),
                        python=request.python, measure=request.measure, ssh_config=ssh_config, hosts=entries,
-                       slurm=request.slurm, traces=list(request.traces), baseline_traces=list(request.baseline_traces))
+                       slurm=request.slurm, traces=list(request.traces), baseline_traces=list(request.baseline_traces),
+                       path_configs=[str(p) for p in request.path_configs])
     async with Run(inputs=inputs, settings=settings, backend=backend, agents=load_agents(list(request.agents_dirs)),
                    registry=registry, transcript=request.transcript,
                    host=_host_opener(single, ssh_config, settings, entries), progress=progress, notices=notices,

@@ -20,6 +20,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from orchestrator.errors import InputError
 from orchestrator.observations import BenchFormat, BenchResult, Latency, ObservationsError
 
@@ -189,12 +191,19 @@ def parse_bench_text(text: str, source: str = "bench") -> list[BenchResult]:
         if (bad := _negative(d)) is not None:
             raise BenchFormatError(f"{where}: {bad[0]} = {bad[1]:g} is negative; latencies, throughputs and counts "
                                    "are at least 0: pass the file the benchmark wrote")
-        if _is_genai_perf(d):
-            out.append(_from_genai_perf(d, source))
-        elif _is_flat(d):
-            sglang = any(k in d for k in ("dataset_name", "mean_e2e_latency_ms", "total_output_tokens_retokenized",
-                                          "accept_length")) and "endpoint_type" not in d
-            out.append(_from_flat(d, "sglang-bench-serving" if sglang else "vllm-bench-serve", source))
+        if _is_genai_perf(d) or _is_flat(d):
+            try:
+                if _is_genai_perf(d):
+                    out.append(_from_genai_perf(d, source))
+                else:
+                    sglang = any(k in d for k in ("dataset_name", "mean_e2e_latency_ms",
+                                                  "total_output_tokens_retokenized", "accept_length")) \
+                        and "endpoint_type" not in d
+                    out.append(_from_flat(d, "sglang-bench-serving" if sglang else "vllm-bench-serve", source))
+            except ValidationError as exc:  # a field of the wrong kind (a number where a label goes, ...)
+                err = exc.errors()[0]
+                field = ".".join(str(x) for x in err["loc"])[:60]
+                raise BenchFormatError(f"{where}: {field}: {err['msg'][:80]}; {EXPECTED}") from None
         else:
             found = (f"found keys {', '.join(sorted(map(str, d))[:8])}" if isinstance(d, dict) and d else
                      "found an empty object" if isinstance(d, dict) else f"found a JSON {_json_kind(d)}")

@@ -325,6 +325,9 @@ def ask(
                                     "files (repeatable)"),
     baseline_trace: List[str] = typer.Option([], "--baseline-trace", metavar="FILE", help="profile to diff the "
                                              "--trace against (repeatable, same forms)"),
+    path_config: List[Path] = typer.Option([], "--path-config", metavar="FILE", help="config of a layer in front "
+                                           "of the engine that the host cannot show (nginx, HAProxy, Envoy/Istio, "
+                                           "LiteLLM, a Kubernetes manifest...), on this machine (repeatable)"),
     bench: List[Path] = typer.Option([], "--bench", metavar="FILE", help="benchmark result file: vllm bench serve "
                                      "JSON, SGLang bench_serving JSONL, genai-perf profile export (repeatable)"),
     baseline: List[Path] = typer.Option([], "--baseline", metavar="FILE", help="benchmark result of the run before "
@@ -348,7 +351,7 @@ def ask(
     # every input first: nothing runs (nothing is paid for) before all of them are known to be usable
     request = _request(question, host=host, hosts_file=hosts_file, slurm=slurm, k8s=k8s, k8s_namespace=k8s_namespace,
                        k8s_container=k8s_container, ssh_config=ssh_config, python=python, observations=observations,
-                       logs=log, traces=trace, baseline_traces=baseline_trace, bench=bench, baseline=baseline,
+                       logs=log, traces=trace, baseline_traces=baseline_trace, path_configs=path_config, bench=bench, baseline=baseline,
                        baseline_log=baseline_log, model=model, offline=offline or None, agents_dirs=agents,
                        measure=measure, sample_s=sample_s, measure_wait=measure_wait, transcript=transcript)
     _check_report(report)

@@ -21,7 +21,7 @@ def child_id(name: str, ordinal: int) -> str:
 async def spawn(ctx: AgentContext, agent: str, brief: str) -> AgentResult:
     """Run subagent `agent` for the calling agent's current `task` call (or reuse its earlier result on resume).
     The run hands this to its context (`RunContext.spawner`); a subagent's wall time ends before its parent's because
-    the loop reads the enclosing cancel scope's deadline (`anyio.current_effective_deadline`)."""
+    its loop reads the parent agent's cancel scope (`loop._AGENT_SCOPE`) and ends with it."""
     run = ctx.run
     defn = run.agents.get(agent)
     if defn is None or defn.role == "lead":

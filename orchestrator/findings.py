@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from orchestrator.diagnosis import Bound as DiagnosisBound
 from orchestrator.diagnosis import Number
 from orchestrator.events import AgentStatus
 from orchestrator.messages import Usage
@@ -21,8 +22,57 @@ ttft (time to first token, prefill), startup (start-up / model load / compile ti
 errors (crashes, hangs, failures), cost (money per token, GPUs needed)."""
 
 _TYPED_KEYS = ("title", "numbers", "informational", "secondary", "bound", "short", "rule", "entry", "severity",
-               "matched", "symptoms", "explains", "static", "unmet")
+               "matched", "symptoms", "explains", "static", "unmet", "sets_bound", "agrees", "rules_out", "queue_wait",
+               "caps_batch", "batch_uncapped", "change_kind", "verdict_words", "reads",
+               "contradicts")
 """Fields that older transcripts carried inside `data` (read back into the typed fields on load)."""
+
+
+class BoundClaim(BaseModel):
+    """How a finding sets the diagnosis's bound when no finding of a lower rank does, set by the rule that makes it."""
+
+    model_config = ConfigDict(extra="forbid")
+    rank: float
+    """Its tier (`Rank`) plus a fraction below 1 that orders the findings of one tier."""
+    bound: DiagnosisBound
+    """The bound the diagnosis states when this finding sets it."""
+    words: str = ""
+    """The bound reasoning (the synthesis adds what other findings say in agreement, `Finding.agrees`)."""
+    leads: bool = True
+    """Whether the finding is then ranked first among the causes (an experiment or a roofline states the bound
+    without being a cause itself)."""
+    pointers: bool = False
+    """Whether the reasoning names the other findings that point at latency or communication."""
+    needs: str = ""
+    """The id of a finding of the same rule that must also explain the asked symptom for this claim to hold (the
+    resource account's claims need its finding that the GPUs idle)."""
+    otherwise: BoundClaim | None = None
+    """The claim that holds instead when `needs` is not met (the engine's held batch, outside the account)."""
+
+
+def diagnosis_bound(bound: Bound | None, default: DiagnosisBound) -> DiagnosisBound:
+    """A finding's bound as a diagnosis states it: `gemm` (the per-GPU GEMMs, memory or compute not settled) is
+    unknown there; none is the default."""
+    if bound is None:
+        return default
+    return "unknown" if bound == "gemm" else bound
+
+
+def capitalized(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+class Agreement(BaseModel):
+    """Words a finding adds to the bound reasoning when a finding of another tier sets the bound."""
+
+    model_config = ConfigDict(extra="forbid")
+    tier: int
+    """The `Rank` tier of the finding whose reasoning these words join."""
+    words: str
+    order: int = 0
+    """Position among the words that join that reasoning."""
+    unless_bound: Bound | None = None
+    """Left out when the finding that sets the bound says this bound itself."""
 
 
 class Finding(BaseModel):
@@ -74,6 +124,31 @@ class Finding(BaseModel):
     unmet: SkipJsonSchema[str] = ""
     """The condition under which this finding would matter that the evidence does not show (the served model is MoE):
     said under also noticed with it, never ranked."""
+    sets_bound: SkipJsonSchema[BoundClaim | None] = None
+    """How this finding sets the diagnosis's bound, at which rank; None: it does not."""
+    agrees: SkipJsonSchema[list[Agreement]] = Field(default_factory=list)
+    """What it adds to the bound reasoning when a finding of another tier sets the bound."""
+    rules_out: SkipJsonSchema[list[Bound]] = Field(default_factory=list)
+    """Bounds its evidence excludes: a catalog failure that says one of them does not set the bound."""
+    queue_wait: SkipJsonSchema[bool] = False
+    """It shows requests waiting in the engine's queue (what limits throughput then sets the TTFT too)."""
+    caps_batch: SkipJsonSchema[bool] = False
+    """It says a setting caps how many requests run at once."""
+    batch_uncapped: SkipJsonSchema[bool] = False
+    """The engine's own state shows the batch far from any cap (few requests running, none waiting): a cap that is
+    not reached is not a cause."""
+    change_kind: SkipJsonSchema[Literal["", "setting", "default", "summary"]] = ""
+    """What it says changed between two runs: a setting the user changed, a default the version changed, or a summary
+    of either; empty for a finding about one run."""
+    verdict_words: SkipJsonSchema[str] = ""
+    """A sentence the verdict carries whenever this finding explains the asked symptom (the published reference)."""
+    reads: SkipJsonSchema[str] = ""
+    """The measured figure whose roofline verdict this finding states (`decode`: the inter-token latency against the
+    decode floor; `prefill`: the TTFT against the prefill floor); empty for other findings."""
+    contradicts: SkipJsonSchema[list[str]] = Field(default_factory=list)
+    """Measured figures (`reads`) whose verdicts this finding's evidence contradicts (a decode step below its memory
+    floor, a TTFT spent outside the engine): the synthesis leaves those verdicts out, so the diagnosis never states a
+    bound a figure it holds contradicts."""
     data: dict[str, Any] = Field(default_factory=dict)
     """Rule-specific extras (e.g. a measured ratio); nothing the synthesis relies on by magic key."""
 

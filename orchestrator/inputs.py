@@ -34,6 +34,9 @@ class RunInputs(BaseModel):
     """`--trace` paths on this machine (files, directories of per-rank traces, globs): the trace prong reads them."""
     baseline_traces: list[str] = Field(default_factory=list)
     """`--baseline-trace` paths: the trace the `--trace` ones are diffed against."""
+    path_configs: list[str] = Field(default_factory=list)
+    """`--path-config` files on this machine: configs of the layers in front of the engine that the host cannot show
+    (a proxy's config, a Kubernetes manifest); the path prong reads them."""
 
     @property
     def usable_hosts(self) -> list[str]:

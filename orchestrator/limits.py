@@ -27,6 +27,11 @@ CONFIG_MAX_SETTINGS = 10_000
 """Keys one served process's config file may give the settings audit and the engine configuration (a vLLM --config
 or TensorRT-LLM extra options file holds tens)."""
 
+PATH_CONFIG_MAX_BYTES = 4 << 20
+"""Characters of one configuration of a layer in front of or around the engine (an nginx file, a HAProxy cfg, an Envoy
+bootstrap, a pod list's JSON, a `--path-config` file) read by prongs/path/parsers.py: real ones are kilobytes; a
+cluster's whole pod list a few megabytes."""
+
 # --- traces (orchestrator/traces) ------------------------------------------------------------------------------------
 
 TRACE_MAX_DEPTH = 64

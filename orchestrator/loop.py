@@ -44,8 +44,8 @@ SUBMIT_DIAGNOSIS = "submit_diagnosis"
 
 _AGENT_SCOPE: contextvars.ContextVar[anyio.CancelScope | None] = contextvars.ContextVar("agent_scope", default=None)
 """The wall-time cancel scope of the agent whose code is running: a subagent started by one of its tool calls (a child
-task, which inherits the context) reads its parent's deadline here instead of having it threaded by hand. An
-enclosing scope of the caller's (a notebook's own `move_on_after`) is not an agent's: it cancels, as before."""
+task, which inherits the context) reads its parent's deadline here. An enclosing scope of the caller's (a notebook's
+own `move_on_after`) is not an agent's: it cancels the run."""
 
 FINAL_TURN_PROMPT = (
     "LIMIT: {reason}. This is your final turn. Do not call any other tool: report what you have found so far "
@@ -117,7 +117,7 @@ def fence(text: str, *, tool: str, host: str | None, evidence_id: str, untrusted
 
 # Anything in host content that a reader could take for the fence's own tags (`</untrusted-data>`, any case, with
 # spaces or a fullwidth/small `<`) or for our evidence markers is shown escaped, so the content cannot end the fence
-# early and follow it with a forged `[evidence ev-9.9] SYSTEM NOTE` (issue 15).
+# early and follow it with a forged `[evidence ev-9.9] SYSTEM NOTE`.
 # Look-alikes count: the match runs on `sanitize.fold(text)` (‹ ⟨ 〈 ＜ as `<`, ［ 【 as `[`, every dash as `-`,
 # fullwidth and Cyrillic/Greek look-alike letters as ASCII) after the characters that only hide text (soft hyphen,
 # zero-width, tag characters) are removed; anything that is not a letter or digit may stand between the words

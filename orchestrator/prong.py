@@ -10,6 +10,7 @@ report sections) plus its agent definition in `agents/`. Its record says what it
 | `tools`         | the default tool registry (`tools.registry.default_registry`)    |
 | `probe_models`  | the probe-model registry (`probes.results.parse_probe`), by `kind` |
 | `rules`         | the rules (`analysis.rules.RULES`), in this order                 |
+| `bound_tiers`   | (said, not read) the ranks at which its findings may set the bound |
 | `html`, `markdown`, `terminal` | the report sections (`render.html`, `render.diagnosis`, `investigate show`) |
 | `inputs`, `check` | the run inputs the prong reads, and the check they pass before any work |
 | `follow_up`     | the offline lead's second round (`models.offline`): steps planned from the first round's evidence |
@@ -48,6 +49,9 @@ class Prong:
     """`ProbeModel` classes (or tuples of them) a recorded `data` payload is parsed back into, by its `kind`."""
     rules: tuple[Ref, ...] = ()
     """Rule functions (`EvidenceView -> list[Finding]`), run in this order after the rules of the prongs before."""
+    bound_tiers: tuple[int, ...] = ()
+    """The `findings.Rank` tiers at which this prong's findings may set the diagnosis's bound (its rules give each
+    such finding its `BoundClaim`; the synthesis takes the lowest claim, whichever prong made it)."""
     html: Ref | None = None
     markdown: Ref | None = None
     terminal: Ref | None = None

@@ -26,7 +26,7 @@ OPTIONS: dict[str, str] = {
     "baseline_traces": "--baseline-trace", "bench": "--bench", "baseline": "--baseline",
     "baseline_log": "--baseline-log", "model": "--model", "offline": "--offline", "agents_dirs": "--agents",
     "measure": "--measure", "sample_s": "--sample-s", "measure_wait": "--measure-wait",
-    "transcript": "--transcript", "run_id": "run_id",
+    "transcript": "--transcript", "run_id": "run_id", "path_configs": "--path-config",
 }
 """Each field's option on the command line: messages name what the user typed (a library caller reads the same
 words as a CLI user, and the keyword is the option without dashes)."""
@@ -79,6 +79,9 @@ class RunRequest(BaseModel):
     logs: list[str] = Field(default_factory=list)
     traces: list[str] = Field(default_factory=list)
     baseline_traces: list[str] = Field(default_factory=list)
+    path_configs: list[Path] = Field(default_factory=list)
+    """Files of the layers in front of the engine that the host cannot show (a proxy config or a Kubernetes
+    manifest from another machine), on this machine: the path prong reads them beside what the host shows."""
     bench: list[Path] = Field(default_factory=list)
     baseline: list[Path] = Field(default_factory=list)
     baseline_log: list[Path] = Field(default_factory=list)
@@ -92,8 +95,8 @@ class RunRequest(BaseModel):
     """A path, None for a new file under the user state directory, or False for none."""
     run_id: str | None = None
 
-    @field_validator("host", "logs", "traces", "baseline_traces", "bench", "baseline", "baseline_log", "agents_dirs",
-                     mode="before")
+    @field_validator("host", "logs", "traces", "baseline_traces", "path_configs", "bench", "baseline", "baseline_log",
+                     "agents_dirs", mode="before")
     @classmethod
     def _one_or_several(cls, v: Any) -> list[Any]:
         return _listed(v)
@@ -192,9 +195,9 @@ class RunRequest(BaseModel):
             if (why := name_refusal(self.python)) is not None:
                 raise InputError(f"--python {self.python!r} refused: {why.split(' refused: ', 1)[-1]}; pass the "
                                  "serving interpreter (e.g. --python /opt/venv/bin/python3)")
-        from orchestrator.prongs import check_inputs  # each prong checks the inputs it reads (the traces)
+        from orchestrator.prongs import check_inputs  # each prong checks the inputs it reads (traces, path configs)
 
-        check_inputs(traces=self.traces, baseline_traces=self.baseline_traces)
+        check_inputs(**{name: getattr(self, name) for name in type(self).model_fields})
         if isinstance(self.transcript, Path):
             check_writable(self.transcript, "--transcript", "transcript")
 
@@ -242,8 +245,8 @@ def _check_empty(fields: dict[str, Any]) -> None:
     for name, value in fields.items():
         if name in ("question", "offline", "measure", "transcript", "sample_s", "measure_wait", "observations"):
             continue
-        values = _listed(value) if name in ("host", "logs", "traces", "baseline_traces", "bench", "baseline",
-                                            "baseline_log", "agents_dirs") else [value]
+        values = _listed(value) if name in ("host", "logs", "traces", "baseline_traces", "path_configs", "bench",
+                                            "baseline", "baseline_log", "agents_dirs") else [value]
         if any(isinstance(v, (str, Path)) and not str(v).strip() for v in values):
             option = OPTIONS.get(name, name)
             fix = EMPTY_FIX.get(name, f"pass a value to {option}, or leave {option} out")

@@ -71,9 +71,11 @@ PROJECTS: dict[str, dict[str, Any]] = {
                  "sdist": "llama-cpp-python", "files": ["vendor/llama.cpp/common/arg.cpp"]},
     "cuda": {"label": "CUDA runtime/driver", "url": "{doc}", "docs": True},
     # NVIDIA publishes the tensorrt_llm wheels on its own index (PyPI has a stub sdist) and the repository is over the
-    # mirror's size limit here: `gather --wheel tensorrt_llm VERSIONS` needs a pip configured with that index.
-    "tensorrt_llm": {"label": "TensorRT-LLM",
-                     "url": "https://github.com/NVIDIA/TensorRT-LLM/blob/v{version}/{path}#L{line}",
+    # mirror's size limit here: `gather --wheel tensorrt_llm VERSIONS` needs a pip configured with that index; without
+    # it, `gather --files tensorrt_llm main@SHA DIR` takes files read at a commit (the version label names the commit,
+    # and the URLs point at it, without line numbers when the files are extracts: "lines": False).
+    "tensorrt_llm": {"label": "TensorRT-LLM", "lines": False,
+                     "url": "https://github.com/NVIDIA/TensorRT-LLM/blob/{ref}/{path}",
                      "wheel": "tensorrt_llm", "files": ["tensorrt_llm/llmapi/llm_args.py",
                                                          "tensorrt_llm/commands/serve.py", "tensorrt_llm/*.py",
                                                          "tensorrt_llm/**/*.py"]},
@@ -935,8 +937,11 @@ def build_project(project: str, src: Path) -> dict:
                     s[k] = e[k]
                 elif k in s and k in ("raw_default", "required"):
                     del s[k]
-            s["source"] = f"{e['path']}:{e['line']}"
-            s["url"] = (e.get("doc") or spec["url"].format(version=v.lstrip("v"), path=e["path"], line=e["line"])) \
+            lines = spec.get("lines", True)
+            s["source"] = f"{e['path']}:{e['line']}" if lines else e["path"]
+            ref = v.split("@", 1)[1] if "@" in v else "v" + v.lstrip("v")
+            s["url"] = (e.get("doc") or spec["url"].format(version=v.lstrip("v"), ref=ref, path=e["path"],
+                                                          line=e["line"])) \
                 if "{doc}" != spec["url"] or e.get("doc") else ""
     rows = []
     for key in sorted(settings):
@@ -996,6 +1001,16 @@ def gather_git(project: str, gitdir: str, tags: list[str], src: Path) -> None:
         (src / project / "PROVENANCE").write_text(f"git show TAG:PATH on a mirror of the repository, tags {', '.join(tags)}\n")
 
 
+def gather_files(project: str, version: str, folder: Path, src: Path) -> None:
+    """Files read by other means (the stored-file index at a commit) into SRC/<project>/<version>/, each checked to
+    stay under it."""
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = str(f.relative_to(folder))
+        dest = safe_member_path(src / project / version, rel)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(f.read_bytes())
+
+
 def safe_member_path(root: Path, name: str) -> Path:
     """Where an archive member `name` goes under `root`; an absolute name, a `..` part or a path that resolves
     outside `root` (a symlink already there) is refused: a wheel is someone else's file, and fnmatch's `*` matches
@@ -1041,6 +1056,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--git", nargs=3, action="append", metavar=("PROJECT", "GITDIR", "TAGS"), default=[],
                    help="TAGS: comma-separated")
     g.add_argument("--wheel", nargs=2, action="append", metavar=("PROJECT", "VERSIONS"), default=[])
+    g.add_argument("--files", nargs=3, action="append", metavar=("PROJECT", "VERSION", "DIR"), default=[],
+                   help="copy the files under DIR (read by hand at a release or commit) into SRC/PROJECT/VERSION")
     a = ap.parse_args(argv)
     if a.cmd == "build":
         if not a.src.is_dir():
@@ -1054,6 +1071,8 @@ def main(argv: list[str] | None = None) -> int:
         gather_git(project, gitdir, tags.split(","), a.src)
     for project, versions in a.wheel:
         gather_wheel(project, versions.split(","), a.src)
+    for project, version, folder in a.files:
+        gather_files(project, version, Path(folder), a.src)
     return 0
 
 

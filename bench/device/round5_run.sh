@@ -16,7 +16,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   || { echo "wheel install failed"; exit 1; }
 export PYTHONPATH="/tmp/site:$PWD"
-python3 -c "import orchestrator, pydantic, paramiko, anthropic, ijson; print('imports ok', pydantic.VERSION)" || exit 1
+python3 -c "import orchestrator, pydantic, paramiko, anthropic; print('imports ok', pydantic.VERSION)" || exit 1
 nvidia-smi -L; python3 -VV; nproc
 
 echo "===== 1a. the landed code (before): offline investigation, 3 runs"

@@ -28,12 +28,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'orchestrator.analysis' has no attribute {name!r}")
 
 
-def agent_findings(agent_name: str, evidence: list[Evidence], observations: Observations | None) -> list[Finding]:
-    """The findings one agent's evidence supports (every rule runs; each claims only what it can cite)."""
+def agent_findings(evidence: list[Evidence], observations: Observations | None) -> list[Finding]:
+    """The findings one agent's evidence supports (every rule runs; each claims only what it can cite: rules are
+    evidence-driven, whichever agent gathered it)."""
     from orchestrator.analysis.evidence_view import EvidenceView
     from orchestrator.analysis.rules import run_rules
 
-    del agent_name  # rules are evidence-driven; the agent's name does not change what its evidence shows
     return run_rules(EvidenceView(evidence, observations))
 
 

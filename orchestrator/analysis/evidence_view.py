@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from orchestrator import knowledge
 from orchestrator.evidence import Evidence
 from orchestrator.observations import Observations
 from orchestrator.probes.results import GpuInventory, ProbeModel, norm_lib, parse_probe
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -57,6 +60,7 @@ class EvidenceView:
     but not in `probes()`, whose single-host rules read the primary host; prongs/fleet/rules.py compares hosts."""
     notices: list[tuple[str, str]] = field(default_factory=list, init=False)
     """(what, why) of evidence that failed validation and rules or catalog entries that raised: become gaps."""
+    _facts: dict[str, Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         for ev in self.evidence:
@@ -73,6 +77,13 @@ class EvidenceView:
                 self._fanout.append((ev, model))
             elif model is not None:
                 self._probes.setdefault(model.kind, []).append((ev, model))
+
+    def fact(self, name: str, compute: Callable[[], T]) -> T:
+        """A fact of this evidence, computed once for the view: what one rule needs of another's evidence (the KV
+        cache's fit, the engine's work that returns nothing) is read here, never by calling that rule."""
+        if name not in self._facts:
+            self._facts[name] = compute()
+        return self._facts[name]
 
     def notice(self, what: str, why: str) -> None:
         """Record something that did not work (a failing rule, invalid evidence), once."""
@@ -125,7 +136,7 @@ class EvidenceView:
     def observed_gpu(self) -> HostGpu | None:
         """The GPU the observations name (`gpu.name`, `gpu.count`), when the spec database knows it: what the
         user measured on, for arithmetic over their figures (the roofline floor of their latency) when the host
-        investigated shows no GPU (issue 30 item 9: the report's floor column stayed empty)."""
+        investigated shows no GPU (the report's floor column would stay empty)."""
         oe = self.observations_evidence
         if oe is None or oe[1].gpu is None or not oe[1].gpu.name:
             return None

@@ -123,7 +123,7 @@ def read_power(power_w: float | None, limit_w: float | None, busy: float | None,
     """Power vs limit at a given busy fraction: low power while busy -> the SMs stall (memory/sync), not math.
 
     `kernel_time`: the busy fraction is nvidia-smi's utilization.gpu, the share of time a kernel was running (NVML
-    nvmlUtilization_t), not SM occupancy: the words say so (issue 30 item 10)."""
+    nvmlUtilization_t), not SM occupancy: the words say so."""
     if power_w is None or not limit_w:
         return None
     frac = power_w / limit_w

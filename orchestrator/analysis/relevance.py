@@ -287,17 +287,12 @@ def measured_symptoms(observations: "Observations") -> set[Symptom]:
     return out
 
 
-QUEUE_FINDINGS = ("account-engine-queue", "fit-kv-fewer-sequences-than-offered")
-"""Findings that show requests waiting in the engine's queue (prongs/serving_engine/queue_rules.py: `queue-*`, account_rules.py,
-fit_rules.py)."""
-
-
 def with_paths(a: Asked, view: "EvidenceView", findings: "Sequence[Finding]") -> Asked:
     """The reading with the paths from one symptom to another that the evidence shows: a slower decode step is lower
     throughput whatever the load; where requests wait in the engine's queue, what limits throughput or the decode
     step also sets the time to first token (the queue drains at that rate)."""
     via: set[tuple[Symptom, Symptom]] = {("itl", "throughput")}
-    waiting = any(f.id in QUEUE_FINDINGS or f.id.startswith("queue-") for f in findings)
+    waiting = any(f.queue_wait for f in findings)
     for _ev, rep in view.probes("engine_config"):
         for e in rep.engines:
             if e.log is not None and (e.log.waiting_max or 0) > 0:

@@ -15,7 +15,8 @@ from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView, HostGpu
 from orchestrator.analysis.observation_rules import PowerReading, analyze_observations, read_power
 from orchestrator.analysis.roofline import MoeDecodeRoofline, moe_decode_roofline
-from orchestrator.findings import Finding
+from orchestrator.findings import Agreement, Bound, BoundClaim, Finding, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.knowledge.catalog import catalog
 from orchestrator.knowledge.catalog import entry as catalog_entry
 from orchestrator.analysis.templates import entry_words, fill
@@ -59,6 +60,8 @@ def _moe_model(v: EvidenceView) -> bool | None:
             names.append(eng.model)
     for _ev, rep in v.probes("engine_config"):  # a served model named only in a log the user passed
         names += [e.model for e in getattr(rep, "engines", []) if e.model]
+    for _ev, acct in v.probes("resource_account"):  # the model files the serving processes hold (their --model)
+        names += [f.path for p in getattr(acct, "processes", []) for f in p.files]
     for name in names:
         known = knowledge.moe_by_name(name)
         if known is not None:
@@ -310,6 +313,9 @@ def _config_is_for_this_model(v: EvidenceView, f) -> bool:
         return True
     if not _triton_moe_configs_matter(v)[0]:
         return False
+    g = v.gpu
+    if g is not None and getattr(f, "device_name", None) and f.device_name != g.name.replace(" ", "_"):
+        return False  # a config for another device name is never read on this GPU (the name must match exactly)
     oe = v.observations_evidence
     e_model = oe[1].model.num_experts if oe and oe[1].model else None
     e_file = (f.expert_shape or {}).get("E")
@@ -339,9 +345,12 @@ def autotune_mismatch(v: EvidenceView) -> list[Finding]:
             formats = sorted({f.format for f in stale})
             w = entry_words("tuned-config-stale", {"count": len(stale), "formats": ", ".join(formats),
                                                    "fields": ", ".join(fields), "path": stale[0].path})
+            moe_only = all(f.format in _MOE_CONFIG_FORMATS for f in stale)
             out.append(Finding(
                 id="tuned-config-stale", category="autotune", confidence=w["confidence"], evidence=[ev.id],
                 claim=w["words"]["claim"], recommendations=w["recommendations"], entry=w["entry"],
+                # fused-MoE configs are read only for a mixture of experts: said apart until the model is known
+                unmet=entry_words("moe-config-missing")["words"]["unmet"] if moe_only and _moe_model(v) is None else "",
                 data={"title": w["title"], "secondary": True}))
     return out
 
@@ -487,14 +496,22 @@ def moe_decode_memory_bound(v: EvidenceView) -> list[Finding]:
     recs = [_moe_backend_rec(v, r)] + w["recommendations"]
     fid = "moe-decode-memory-bound" if r.bound == "memory" else "moe-decode-compute-bound"
     if comm_limited:
-        return [Finding(id=fid, category="roofline", confidence=w["secondary_confidence"], evidence=ids, claim=claim,
-                        recommendations=recs[:1], title=w["words"]["title_communication"],
-                        numbers=nums, secondary=True, entry=w["entry"])]
-    return [Finding(id=fid, category="roofline", confidence=w["confidence"], evidence=ids, claim=claim,
+        f = Finding(id=fid, category="roofline", confidence=w["secondary_confidence"], evidence=ids, claim=claim,
+                    recommendations=recs[:1], title=w["words"]["title_communication"],
+                    numbers=nums, secondary=True, entry=w["entry"])
+    else:
+        f = Finding(id=fid, category="roofline", confidence=w["confidence"], evidence=ids, claim=claim,
                     recommendations=recs, entry=w["entry"],
                     data={"short": w["words"]["short"],
                           "title": w["title"] if r.bound == "memory" else w["words"]["title_compute"],
-                          "numbers": nums, "bound": r.bound})]
+                          "numbers": nums, "bound": r.bound})
+    # the decode roofline states the bound (memory first) without being a cause of its own, and beside a fault that
+    # sets another bound says what it alone would have said
+    f.sets_bound = BoundClaim(rank=Rank.MOE_ROOFLINE + (0.0 if r.bound == "memory" else 0.5), leads=False,
+                              bound=diagnosis_bound(f.bound, "memory"), words=f.short or f.claim)
+    f.agrees = [Agreement(tier=Rank.CATALOG, order=1, unless_bound=f.bound, words=(
+        f"(The decode roofline alone would say {f.bound}-bound: {f.short or f.title}; the fault above comes first.)"))]
+    return [f]
 
 
 FAR_BELOW_ROOF = 0.05
@@ -520,11 +537,15 @@ def _far_below_every_roof(v: EvidenceView, r: MoeDecodeRoofline, ids: list[str],
               "step_ms": f"{step_ms:.3g}", "bandwidth": f"{r.bandwidth_gbs:,.0f}",
               "gbs": f"{frac * r.bandwidth_gbs:,.3g}", "where": where}
     claim = f"{fill(e.claim, values)} {fill(e.explanation, values)} [{e.source}]"
+    short = fill(e.reasoning or "", values)
+    bound: Bound = "communication" if comm and nv is False else "latency"
     return Finding(id="decode-far-below-every-roof", entry=e.id, category="roofline", confidence=e.confidence,
                    evidence=ids, claim=claim, title=fill(e.title, values), numbers=nums,
                    recommendations=[e.cite(fx, fill(fx, values)) for fx in e.fixes()],
-                   bound="communication" if comm and nv is False else "latency", severity=e.severity,
-                   short=fill(e.reasoning or "", values))
+                   bound=bound, severity=e.severity, short=short,
+                   sets_bound=BoundClaim(rank=Rank.FAR_BELOW_ROOF, bound=diagnosis_bound(bound, "latency"), words=short,
+                                         pointers=True),
+                   agrees=[Agreement(tier=Rank.COMM_EXPERIMENT, order=1, words=short)])
 
 
 _NO_NVLINK = re.compile(r"\b(?:no|without)\s+nvlink\b|\bpcie[- ]only\b|\bnvlink\s*:\s*(?:no|none)\b", re.IGNORECASE)
@@ -573,7 +594,15 @@ def parallelism_scaling(v: EvidenceView) -> list[Finding]:
             out.append(Finding(
                 id="parallelism-rules-out-allreduce", category="observation", confidence=w["confidence"],
                 evidence=[ev.id], claim=c.reasoning, recommendations=w["recommendations"], title=w["title"],
-                numbers=nums, bound="gemm", entry=w["entry"]))
+                numbers=nums, bound="gemm", entry=w["entry"], rules_out=["communication"],
+                sets_bound=BoundClaim(rank=Rank.GEMM_EXPERIMENT, bound="unknown", leads=False, words=(
+                    "The parallelism experiment puts the cost in the per-GPU GEMMs, but no roofline evidence "
+                    "separates memory- from compute-bound.")),
+                agrees=[Agreement(tier=Rank.FAR_BELOW_ROOF, order=3, words=(
+                    "The parallelism experiment puts the difference between layouts in the per-GPU GEMMs, but at "
+                    "this throughput the GEMMs' floor is a small part of the step.")),
+                        Agreement(tier=Rank.MOE_ROOFLINE, order=1, words=(
+                            "The parallelism experiment puts the cost in the per-GPU GEMMs, not all-reduce."))]))
         else:
             run = by_name.get(c.a)
             batch = (run.batch or run.concurrency) if run else None
@@ -595,6 +624,8 @@ def parallelism_scaling(v: EvidenceView) -> list[Finding]:
                 claim=" ".join([w["claim"]] + [x for x in extra if x]) + f" [{w['source']}]",
                 recommendations=w["recommendations"], title=w["title"], numbers=nums, bound="communication",
                 entry=w["entry"]))
+            # the experiment that implicates all-reduce sets the bound first among the experiments
+            out[-1].sets_bound = BoundClaim(rank=Rank.COMM_EXPERIMENT, bound="communication", words=out[-1].claim)
     return out
 
 
@@ -656,6 +687,28 @@ def _power_over_gpus(gpus: list[tuple[int, float, float, float | None]]) -> Powe
         + reading.reasoning)})
 
 
+_STALL_AGREES = "Power far below the limit while the GPU is busy agrees: the SMs wait rather than compute."
+_STALL: dict = {
+    "sets_bound": BoundClaim(rank=Rank.POWER_STALL, bound="unknown", leads=False,
+                             words="Low power while the GPU is busy says it stalls, but no evidence says on what."),
+    "agrees": [Agreement(tier=Rank.COMM_EXPERIMENT, order=2, words=_STALL_AGREES),
+               Agreement(tier=Rank.FAR_BELOW_ROOF, order=2, words=_STALL_AGREES),
+               Agreement(tier=Rank.MOE_ROOFLINE, order=2, words=(
+                   "Power far below the limit while the GPU is busy agrees: the SMs wait on memory rather than "
+                   "compute."))]}
+"""A stall (low power while busy): it states the bound as unknown when nothing else does, and agrees with what says
+the SMs wait."""
+
+
+def _account_idle_pct(v: EvidenceView) -> float | None:
+    """The share of the resource account's window the GPUs were idle (100 - their mean busy %), or None."""
+    for _ev, acct in v.probes("resource_account"):
+        busy = [g.busy_pct for g in getattr(acct, "gpus", []) if g.busy_pct is not None]
+        if busy:
+            return 100.0 - sum(busy) / len(busy)
+    return None
+
+
 def power_vs_limit(v: EvidenceView) -> list[Finding]:
     """Power against the limit at high occupancy: from observations, the power sampler or the inventory. A GPU that
     another workload holds (node_view.other_workloads) is left out: its load is not the one asked about."""
@@ -691,13 +744,13 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
                 id="power-stall", category="power", confidence=w["confidence"],
                 evidence=list(dict.fromkeys(ids + [oe[0].id])),
                 claim=reading.reasoning + " " + w["words"]["communication"], recommendations=w["recommendations"],
-                entry=w["entry"], data={"title": w["words"]["title_communication"], "numbers": [num]}))
+                entry=w["entry"], data={"title": w["words"]["title_communication"], "numbers": [num]}, **_STALL))
         elif reading.pattern == "stall":
             w = entry_words("power-stall", {"pct": f"{reading.fraction * 100:.0f}", "while_busy": reading.while_busy,
                                             "what": "kernels" if reading.kernel_time else "SMs"}, flags={"gemm"})
             out.append(Finding(id="power-stall", category="power", confidence=w["confidence"], evidence=ids,
                                claim=reading.reasoning, recommendations=w["recommendations"], entry=w["entry"],
-                               data={"title": w["title"], "numbers": [num]}))
+                               data={"title": w["title"], "numbers": [num]}, **_STALL))
         else:
             claim, cids, nums = reading.reasoning, list(ids), [num]
             clocks = _inventory_clocks(v)
@@ -711,10 +764,15 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
                 clocks_held = cur < 0.95 * mx or bool(reasons)
                 claim += (" " + w["words"]["clocks"] + (w["words"]["clock_reasons"] if reasons else "")
                           + w["words"]["clocks_held" if clocks_held else "clocks_free"])
+            idle = _account_idle_pct(v)
             out.append(Finding(id="power-limited", category="power", confidence=w["confidence"],
                                evidence=list(dict.fromkeys(cids)), claim=claim,
                                recommendations=w["recommendations"], entry=w["entry"],
-                               data={"title": w["title"], "numbers": nums}))
+                               # a snapshot near the limit cannot explain steps in which the GPUs mostly wait
+                               unmet=entry_words("power-limited", {"idle": f"{idle:.0f}"})["words"]["unmet"]
+                               if idle is not None and idle >= 50 else "",
+                               data={"title": w["title"], "numbers": nums},
+                               sets_bound=BoundClaim(rank=Rank.POWER_LIMITED, bound="compute", leads=False, words=claim)))
         break  # one power reading is enough; observations come first, then the sampler
     return out
 

@@ -28,8 +28,7 @@ from orchestrator.probes.scripts import logscan as _script
 
 __all__ = ["Fact", "HostFacts", "Hit", "Line", "catalog_findings", "entry_words", "evaluate_entry", "fill",
            "finding_for", "gather", "reads_observations", "render", "strict", "unclassified_findings"]
-"""What callers import from here; the facts, conditions and templates live in their own modules (entry_words and fill
-are re-exported for callers written before the split)."""
+"""What callers import from here; the facts, conditions and templates live in their own modules."""
 
 
 def strict() -> bool:

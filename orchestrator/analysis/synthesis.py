@@ -7,15 +7,13 @@ import re
 from orchestrator.analysis import relevance, served
 from orchestrator.prongs.node_health import view as node_view
 from orchestrator.prongs.node_health.clock_events import clock_events_answer
-from orchestrator.prongs.resource_account.rules import account_bound
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.prongs.serving_engine.queue_rules import BATCH_HELD
 from orchestrator.analysis.rules import run_rules
 from orchestrator.diagnosis import (Bound, Cause, Gap, Noticed, Number, Recommendation, SubmittedDiagnosis,
                                     sentence_case)
 from orchestrator.evidence import Evidence
-from orchestrator.findings import AgentResult, Finding
-from orchestrator.findings import Bound as FindingBound
+from orchestrator.findings import AgentResult, BoundClaim, Finding, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.observations import Observations
 
 # Rank: the experiment's verdict first, then what explains it (roofline, kernels, autotune), then context.
@@ -55,130 +53,110 @@ def collect_findings(evidence: list[Evidence], observations: Observations | None
     return found
 
 
-def _catalog_bound(findings: list[Finding], comm_ruled_out: bool) -> Finding | None:
+# The engine facts a catalog entry matches (`engine.<fact>=...`) and the flags they are read from (the derivations of
+# prongs/serving_engine/cmdline.py: --enforce-eager or cudagraph_mode NONE turn CUDA graphs off, and so on).
+_FACT_FROM = {"cuda_graphs": {"enforce_eager", "compilation_config", "disable_cuda_graph", "cuda_graph_config",
+                              "use_cuda_graph", "cuda_graph_sizes"},
+              "prefix_caching": {"enable_prefix_caching", "disable_radix_cache", "enable_block_reuse"},
+              "chunked_prefill": {"enable_chunked_prefill", "chunked_prefill_size"}}
+
+
+def _fold_changes(findings: list[Finding]) -> list[Finding]:
+    """A setting that changed between the two runs and a finding about the state it set (CUDA graphs off, from
+    --enforce-eager False -> True) are one cause: said once, in the finding that explains the mechanism, with the
+    change, its evidence and its advice folded in."""
+    changes = [f for f in findings if f.change_kind == "setting" and f.data.get("setting")]
+    if not changes:
+        return findings
+    out, folded = list(findings), set()
+    for c in changes:
+        name = str(c.data["setting"]).lower()
+        for i, f in enumerate(out):
+            if f is c or f.change_kind or f.informational:
+                continue
+            facts = {m.split("=", 1)[0].removeprefix("engine.") for m in f.matched if m.startswith("engine.")}
+            if not any(name == fact or name in _FACT_FROM.get(fact, ()) for fact in facts):
+                continue
+            change = c.title.replace(" changed between the two runs: ", " ", 1)
+            out[i] = f.model_copy(update={
+                "title": f"{_title(f)} ({change} between the two runs)",
+                "claim": f"{f.claim} {c.title.rstrip('.')}: {_first_sentence(c.claim)}",
+                "evidence": list(dict.fromkeys([*f.evidence, *c.evidence])),
+                "recommendations": list(dict.fromkeys([*c.recommendations, *f.recommendations])),
+                "symptoms": list(dict.fromkeys([*relevance.symptoms_of(f), *relevance.symptoms_of(c)])),
+                "confidence": max(f.confidence, c.confidence), "static": False})
+            folded.add(c.id)
+            break
+    return [f for f in out if f.id not in folded]
+
+
+def _catalog_bound(findings: list[Finding], ruled_out: set[str]) -> Finding | None:
     """A failure from the catalog (node fault, engine misconfiguration...) that says what the workload is bound by:
-    fired by its signals, high severity, confident, not secondary, and not contradicted by the experiments."""
+    fired by its signals, high severity, confident, not secondary, and not contradicted by the experiments (a bound
+    another finding's evidence rules out)."""
     cands = [f for f in findings if f.rule == "catalog" and f.entry and f.bound in ("compute", "memory", "communication",
                                                                                    "latency")
              and f.severity == "high" and f.confidence >= 0.7 and not f.secondary and not f.informational
-             and not (f.bound == "communication" and comm_ruled_out)]
+             and f.bound not in ruled_out]
     return max(cands, key=lambda f: f.confidence, default=None)
 
 
-def _as_bound(bound: FindingBound | None, default: Bound) -> Bound:
-    """A finding's bound as a diagnosis states it: `gemm` (the per-GPU GEMMs, memory or compute not settled) is
-    unknown there; none is the default."""
-    if bound is None:
-        return default
-    return "unknown" if bound == "gemm" else bound
-
-
-_CAP = re.compile(r"\bcaps how many requests\b", re.I)
-
-
 def _caps_not_reached(causes: list[Finding]) -> list[Finding]:
-    """Findings that say a setting caps the batch, when the engine's own state (the account's low-concurrency or
-    no-load finding: few requests running, none waiting) shows the batch is far from any cap: a cap that is not
-    reached cannot explain the shortfall."""
-    if not any(f.id in ("account-low-concurrency", "account-no-load") for f in causes):
+    """Findings that say a setting caps the batch, when the engine's own state (few requests running, none waiting)
+    shows the batch is far from any cap: a cap that is not reached cannot explain the shortfall."""
+    if not any(f.batch_uncapped for f in causes):
         return []
-    return [f for f in causes if f.id.startswith("setting-") and _CAP.search(f.claim)]
+    return [f for f in causes if f.caps_batch]
 
 
 def uncapped_notes(uncapped: list[Finding], findings: list[Finding]) -> list[tuple[Finding, str]]:
-    load = next((f for f in findings if f.id in ("account-low-concurrency", "account-no-load")), None)
+    load = next((f for f in findings if f.batch_uncapped), None)
     why = (load.short or load.title).rstrip(".") if load else "few requests ran and none waited"
     return [(f, f"not a cause here: {why}, so the batch never reaches this cap.") for f in uncapped]
 
 
-def _bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
-    """The bound, its reasoning, and the catalog finding that set it (ranked first), if one did."""
-    lead = max((f for f in findings if f.data.get("leads")), key=lambda f: f.data["leads"], default=None)
-    if lead is not None:
-        # a residual of the request account whose mechanism the evidence confirms (prongs/request): the figures'
-        # disagreement says where the time or the work went, before any resource's share of it
-        return _as_bound(lead.bound, "unknown"), lead.short[:1].upper() + lead.short[1:], lead
-    flaw = next((f for f in findings if f.data.get("not_the_server")), None)
-    if flaw is not None:
-        # the figure the question is about does not measure the server (a TTFT that is the whole request, runs of
-        # different workloads compared, a TTFT spent mostly on the path to it): that comes first, and no limit of
-        # the server is read from it
-        return _as_bound(flaw.bound, "unknown"), (flaw.short[:1].upper() + flaw.short[1:] + " No limit of the "
-                                                  "server can be read from this figure."), flaw
-    acct = account_bound(findings)  # where the time goes (prongs/resource_account/rules.py): the GPUs idle, and on what
-    if acct is not None:
-        return acct
-    by_id = {f.id: f for f in findings}
-    comm = by_id.get("parallelism-points-at-communication")
-    measured = by_id.get("comm-vs-gemm")
-    far = by_id.get("decode-far-below-every-roof")
-    moe = by_id.get("moe-decode-memory-bound") or by_id.get("moe-decode-compute-bound")
-    gemm = by_id.get("parallelism-rules-out-allreduce")
-    stall = by_id.get("power-stall")
-    if comm:
-        parts = [comm.claim]
-        if far:
-            parts.append(far.short)
-        if stall:
-            parts.append("Power far below the limit while the GPU is busy agrees: the SMs wait rather than compute.")
-        # the experiment says where the time goes; a known communication fault the evidence shows says why, and leads
-        why = _catalog_bound([f for f in findings if f.bound == "communication"], False)
-        if why is not None:
-            parts.insert(1, f"{why.title} explains it: {why.short or _first_sentence(why.claim)}")
-        return "communication", " ".join(parts), why or comm  # else the experiment that implicates all-reduce leads
-    if measured and measured.bound == "communication":
-        return "communication", "Measured all-reduce time exceeds the GEMMs' roofline time: " + measured.claim, None
-    comm_ruled_out = bool(gemm) or bool(measured and measured.data.get("dominant") == "gemm")
-    setter = _catalog_bound(findings, comm_ruled_out)
-    if setter:
-        parts = [f"{setter.title}: {setter.short or _first_sentence(setter.claim)}"]
-        if moe and moe.bound != setter.bound:
-            parts.append(f"(The decode roofline alone would say {moe.bound}-bound: {moe.short or moe.title}; the "
-                         f"fault above comes first.)")
-        return _as_bound(setter.bound, "unknown"), " ".join(parts), setter
-    # A profile (prongs/trace/rules.py) is the ground truth of where a step's time went: it sets the bound.
-    traced = [f for f in findings if f.id.startswith("trace-step-account") and f.bound]
-    if traced:
-        return _as_bound(traced[0].bound, "unknown"), traced[0].short or traced[0].claim, traced[0]
-    # The engine's batch held below the load (prongs/serving_engine/queue_rules.py, kv_rules.py): requests wait for a place in it
-    held = next((f for f in findings if f.id in BATCH_HELD), None)
-    if held:
-        return "latency", (held.short[:1].upper() + held.short[1:]) if held.short else held.title, held
-    if far:
-        parts = [far.short]
-        pointers = [f for f in findings if f is not far and f.bound in ("latency", "communication")]
+def _claims(findings: list[Finding]) -> list[tuple[Finding, BoundClaim]]:
+    """Each finding's claim to set the bound that holds among these findings (a claim that needs another finding
+    falls back to its alternative without it), and the catalog failure that states one."""
+    ids = {f.id for f in findings}
+    out = []
+    for f in findings:
+        claim = f.sets_bound
+        while claim is not None and claim.needs and claim.needs not in ids:
+            claim = claim.otherwise
+        if claim is not None:
+            out.append((f, claim))
+    fault = _catalog_bound(findings, {b for f in findings for b in f.rules_out})
+    if fault is not None:
+        out.append((fault, BoundClaim(rank=Rank.CATALOG, bound=diagnosis_bound(fault.bound, "unknown"),
+                                      words=f"{fault.title}: {fault.short or _first_sentence(fault.claim)}")))
+    return out
+
+
+def bound_of(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
+    """The bound, its reasoning, and the finding that set it (ranked first), if one leads: the claim of lowest rank
+    that the findings carry (`Finding.sets_bound`, set by the rules that make them), with what the other findings
+    say in agreement (`Finding.agrees`)."""
+    claims = _claims(findings)
+    if not claims:
+        return "unknown", "The evidence gathered does not show which resource limits throughput.", None
+    setter, claim = min(claims, key=lambda fc: fc[1].rank)  # the first of the lowest rank
+    parts = [claim.words]
+    if claim.pointers:
+        pointers = [f for f in findings if f is not setter and f.bound in ("latency", "communication")]
         if pointers:
             parts.append("Evidence pointing the same way: " + "; ".join(f.title or f.id for f in pointers[:3]) + ".")
-        if stall:
-            parts.append("Power far below the limit while the GPU is busy agrees: the SMs wait rather than compute.")
-        if gemm:
-            parts.append("The parallelism experiment puts the difference between layouts in the per-GPU GEMMs, but "
-                         "at this throughput the GEMMs' floor is a small part of the step.")
-        return _as_bound(far.bound, "latency"), " ".join(parts), far
-    if moe:
-        bound = _as_bound(moe.bound, "memory")
-        parts = [moe.short or moe.claim]
-        if gemm:
-            parts.append("The parallelism experiment puts the cost in the per-GPU GEMMs, not all-reduce.")
-        if stall:
-            parts.append("Power far below the limit while the GPU is busy agrees: the SMs wait on memory rather than compute.")
-        if measured and measured.data.get("dominant") == "comparable":
-            parts.append(f"The measured all-reduce latency is comparable ({measured.data['ratio']:.0%}) to this "
-                         "memory floor, so TP communication is a second limiter of the same size.")
-        return bound, " ".join(parts), None
-    # Serving latency against its roofline floor (prongs/serving_engine/rules.py): the phase the question asks about.
-    serving = [f for f in findings if f.id in ("serving-decode-vs-roofline", "serving-prefill-vs-roofline") and f.bound]
-    serving.sort(key=lambda f: (not f.data.get("asked"), f.id != "serving-decode-vs-roofline"))
-    if serving and not gemm:
-        return _as_bound(serving[0].bound, "unknown"), serving[0].short or serving[0].claim, serving[0]
-    if gemm:
-        return "unknown", ("The parallelism experiment puts the cost in the per-GPU GEMMs, but no roofline evidence "
-                           "separates memory- from compute-bound."), None
-    if stall:
-        return "unknown", "Low power while the GPU is busy says it stalls, but no evidence says on what.", None
-    if "power-limited" in by_id:
-        return "compute", by_id["power-limited"].claim, None
-    return "unknown", "The evidence gathered does not show which resource limits throughput.", None
+    tier = int(claim.rank)
+    if tier == Rank.COMM_EXPERIMENT:
+        # the experiment says where the time goes; a known communication fault the evidence shows says why, and leads
+        why = _catalog_bound([f for f in findings if f.bound == "communication"], set())
+        if why is not None:
+            parts.append(f"{why.title} explains it: {why.short or _first_sentence(why.claim)}")
+            setter = why
+    agreeing = [(a.order, i, a.words) for i, f in enumerate(findings) if f is not setter for a in f.agrees
+                if a.tier == tier and not (a.unless_bound is not None and a.unless_bound == setter.bound)]
+    parts += [words for _, _, words in sorted(agreeing)]
+    return claim.bound, " ".join(parts), setter if claim.leads else None
 
 
 def unsettled_words(asked: relevance.Asked) -> str:
@@ -272,7 +250,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                results: list[AgentResult]) -> SubmittedDiagnosis:
     """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
     view = EvidenceView(evidence, observations, question=question)
-    findings = collect_findings(evidence, observations, results, view)
+    findings = _fold_changes(collect_findings(evidence, observations, results, view))
     gaps = _gaps(evidence, results, view, findings)
     if not findings:
         why = "no evidence was gathered" if not evidence else "the evidence gathered supports no finding"
@@ -286,12 +264,13 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     # finding whose condition the evidence does not show (a MoE kernel's tuning for a model not known to be MoE) is
     # said apart too.
     relevant = [f for f in findings if asked.explains(f) and not f.unmet]
-    # a verdict never contradicts a figure it holds: a finding the figures contradict (a decode called memory-bound
-    # below its memory floor, a prefill bound read off a TTFT spent outside the engine) is left out; the finding
-    # that vetoes it says why
-    vetoes = {i for f in findings for i in f.data.get("vetoes", [])}
-    relevant = [f for f in relevant if f.id not in vetoes]
-    bound, reasoning, setter = _bound(relevant)
+    # a verdict never contradicts a figure it holds: a verdict read off a figure the evidence contradicts (a decode
+    # called memory-bound below its memory floor, a prefill bound read off a TTFT spent outside the engine) is left
+    # out; the finding that contradicts it (`Finding.contradicts`) says why
+    contradicted = {x for f in findings for x in f.contradicts}
+    vetoed = {f.id for f in findings if f.reads and f.reads in contradicted}
+    relevant = [f for f in relevant if f.id not in vetoed]
+    bound, reasoning, setter = bound_of(relevant)
     not_serving = served.never_served(view, asked)
     if not_serving is not None:
         # no serving time to account for: no bound, whatever the GPUs or the host do meanwhile
@@ -311,11 +290,10 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     causes_f = _agree_with_bound(causes_f, bound)
     uncapped = _caps_not_reached(causes_f)  # a batch cap the engine's own state shows it is far from
     causes_f = [f for f in causes_f if f not in uncapped]
-    noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and f.id not in vetoes
+    noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and f.id not in vetoed
                  and _noticeable(f)]
     noticed_f = [(f, _unmet_note(f) if f.unmet else note) for f, note in noticed_f]
     noticed_f += uncapped_notes(uncapped, findings)
-
     noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
     noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
                    "after the first five causes).") for f in causes_f[MAX_CAUSES:]]
@@ -355,9 +333,12 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     elif causes:
         limiter = (f"the primary limiter is {bound}: {_first_sentence(reasoning)}" if bound != "unknown"
                    else f"no GPU or host resource is the limit: {_first_sentence(reasoning)}"
-                   if setter is not None and setter.id.startswith("account-") and setter.bound is None and reasoning
-                   else _first_sentence(reasoning[:1].lower() + reasoning[1:]) if setter is not None
-                   and setter.data.get("leads") else unsettled_words(asked))
+                   if setter is not None and setter.sets_bound is not None and int(setter.sets_bound.rank) == Rank.ACCOUNT
+                   and setter.bound is None and reasoning
+                   else _first_sentence(reasoning[:1].lower() + reasoning[1:])
+                   if setter is not None and setter.sets_bound is not None
+                   and int(setter.sets_bound.rank) == Rank.RESIDUAL and reasoning
+                   else unsettled_words(asked))
         verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {_titled_number(f)};" for i, f in
                                                                   enumerate(causes_f[:4], 1)).rstrip(";") + "."
         if recs:
@@ -370,13 +351,13 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                    + f" cause of {what} is supported by the evidence. " + context).rstrip()
         if also:
             verdict += " Also noticed, not a cause here: " + "; ".join(a.title for a in also[:3]) + "."
-    reference = next((f for f in relevant if f.id == "reference-throughput" and f.short), None)
-    if reference is not None:  # is my number bad? the published figure for the same GPU and model (prongs/reference/rules.py)
-        verdict += f" {reference.short}"
+    said = next((f for f in relevant if f.verdict_words), None)
+    if said is not None:  # is my number bad? the published figure for the same GPU and model (prongs/reference)
+        verdict += f" {said.verdict_words}"
     healthy = node_view.healthy_line(view, findings)
     if healthy:
         verdict += f" {healthy}"
-    throttling = clock_events_answer(view, question)  # "is my GPU throttling?" answered in words (issue 30 item 10)
+    throttling = clock_events_answer(view, question)  # "is my GPU throttling?" answered in words
     if throttling:
         verdict += f" {throttling}"
     if gaps:

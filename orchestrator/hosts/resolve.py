@@ -8,7 +8,7 @@ from orchestrator.hosts.policy import resolved_refusal
 
 # Fixed shell code; the paths are positional arguments. Prints "KIND REALPATH" and a NUL per path (KIND: f file, d
 # directory, o other existing thing such as a device, n missing or unresolvable). NUL is the one byte a path cannot
-# hold: a symlink whose target holds a newline cannot frame a second record (issue 23), and the `.` keeps command
+# hold: a symlink whose target holds a newline cannot frame a second record, and the `.` keeps command
 # substitution from eating newlines at the end of the real path.
 _RESOLVE = (
     'for p; do r=$(readlink -f -- "$p" 2>/dev/null && echo .) || r=; r=${r%.}; r=${r%?}; '

@@ -299,6 +299,25 @@ def torch_check_env(value: str, default: Any = None) -> Reading:
                                        f"(c10::utils::check_env takes exactly 0 or 1, {TORCH_CHECK_ENV_SOURCE})")
 
 
+TORCH_NO_CACHING_VARS = ("PYTORCH_NO_CUDA_MEMORY_CACHING", "PYTORCH_NO_HIP_MEMORY_CACHING")
+TORCH_NO_CACHING_CHECK_ENV_SINCE = "2.7.0"
+"""c10/cuda/CUDACachingAllocator.cpp forceUncachedAllocator reads these. Up to 2.6 it disables the caching allocator
+when the variable is set at all (`getenv(...) != nullptr`, later `c10::utils::has_env`), so `=0` disables it too
+(pytorch#145661, reported on 2.5.1); pytorch#145905 (merged 2025-01-30, first in 2.7.0) reads it with check_env, so
+only a true value does."""
+TORCH_NO_CACHING_SOURCES = ("https://github.com/pytorch/pytorch/issues/145661, "
+                            "https://github.com/pytorch/pytorch/pull/145905")
+
+
+def torch_no_memory_caching(value: str, default: Any = None, *, before_check_env: bool = False) -> Reading:
+    """PYTORCH_NO_CUDA_MEMORY_CACHING as the installed caching allocator reads it (TORCH_NO_CACHING_VARS):
+    set at all before 2.7, check_env's `1` from 2.7."""
+    if before_check_env:
+        return Reading(True, "ok", "PyTorch before 2.7 disables its caching allocator when the variable is set at all, "
+                                   f"0 included ({TORCH_NO_CACHING_SOURCES})")
+    return torch_check_env(value, False if default in (None, 0, "0", "") else default)
+
+
 def torch_bool(value: str) -> bool:
     """c10 `check_env` as a boolean: exactly `1` is true (see `torch_check_env` for what other values do)."""
     return value == "1"

@@ -101,7 +101,7 @@ class OfflineModel:
             name, payload = "submit_diagnosis", body.model_dump(mode="json")
         else:
             mine = self.run.evidence(self.agent_id)
-            findings = analysis.agent_findings(self.defn.name, mine, observations)
+            findings = analysis.agent_findings(mine, observations)
             errors = [e for e in mine if e.is_error]
             summary = (f"{self.defn.name}: {len(findings)} finding(s) from {len(mine)} tool result(s)"
                        + (f", {len(errors)} failed ({', '.join(e.tool for e in errors)})" if errors else ""))

@@ -9,7 +9,7 @@ A transcript outlives the version that wrote it: when only the agent's system pr
 since the recording (a newer release added a field to a tool, a tool to an agent, a sentence to a prompt) and the
 conversation itself is the recorded one, message for message, the recorded answer is still the answer to it. Such a
 turn replays, and the drift is said (`ReplayBackend.drift`, a notice in the run) instead of refusing every old
-transcript after each upgrade. A conversation that differs is a divergence as before.
+transcript after each upgrade. A conversation that differs is a divergence.
 """
 
 from __future__ import annotations

@@ -63,5 +63,5 @@ async def run_probes(host: "Host", inputs: "RunInputs", settings: "Settings") ->
         raise leaf from None
     order = ["gpus", "power", "python_env", "autotune", "kernels", "logs", "node"]
     if not got["gpus"].available:
-        order.remove("power")  # no GPU to sample: as before, no power section
+        order.remove("power")  # no GPU to sample: no power section
     return [got[name] for name in order if name in got]

@@ -32,7 +32,7 @@ class Interpreter:
     `path` and read this interpreter's environment as files (scripts/_sitepath.py)."""
     refused: dict[str, str] = field(default_factory=dict)
     """Server interpreters not started because another user controls them, and why (one line each): said in the
-    probes' results as gaps (an executable that is no interpreter at all is passed over silently, as before)."""
+    probes' results as gaps (an executable that is no interpreter at all is passed over silently)."""
 
     @property
     def gap(self) -> str | None:

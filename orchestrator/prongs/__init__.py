@@ -14,6 +14,7 @@ from orchestrator.prongs.autotune import PRONG as AUTOTUNE
 from orchestrator.prongs.fleet import PRONG as FLEET
 from orchestrator.prongs.kernel_research import PRONG as KERNEL_RESEARCH
 from orchestrator.prongs.node_health import PRONG as NODE_HEALTH
+from orchestrator.prongs.path import PRONG as PATH
 from orchestrator.prongs.reference import PRONG as REFERENCE
 from orchestrator.prongs.request import PRONG as REQUEST
 from orchestrator.prongs.resource_account import PRONG as RESOURCE_ACCOUNT
@@ -29,6 +30,7 @@ PRONGS: tuple[Prong, ...] = (
     TENSOR_CORE_SPECS,
     SERVING_ENGINE,
     RESOURCE_ACCOUNT,
+    PATH,
     REQUEST,
     FLEET,
     REFERENCE,

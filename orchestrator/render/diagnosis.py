@@ -4,9 +4,10 @@ HTML report shares. Pure functions of the models in `orchestrator/diagnosis.py`.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from orchestrator.diagnosis import Diagnosis, FleetTable, Number, Recommendation
+if TYPE_CHECKING:
+    from orchestrator.diagnosis import Diagnosis, FleetTable, Number, Recommendation
 
 
 def fleet_markdown(tables: list[FleetTable], esc=lambda s: s, max_rows: int = 40) -> list[str]:

@@ -2,8 +2,8 @@
 
 The renderers (html.py, diagnosis.py, engine.py, settings.py, trace.py, timeline.py) read a tool result's data and
 an excerpt of its text (`evidence_entries`: the first 400 characters with whitespace collapsed), and a model call's
-usage, turn and times; never the conversation a model call carried nor a tool result's full text. A report of a
-200 MB transcript kept all of it, then a scrubbed copy of all of it (bench/transcript_memory.py: 6x the file).
+usage, turn and times; never the conversation a model call carried nor a tool result's full text, so a report of a
+200 MB transcript does not hold it in memory (bench/transcript_memory.py measures it).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from orchestrator.events import ModelCall, ToolResult
 from orchestrator.messages import ModelResponse
+from orchestrator.transcript import tidy
 
 EXCERPT_BASIS = 401
 """Characters of a result's whitespace-collapsed text kept: one more than an excerpt shows, so that the renderer
@@ -33,7 +34,8 @@ def collapsed_prefix(text: str, n: int = EXCERPT_BASIS) -> str:
 
 
 def report_view(ev: Any, clean: Callable[[str], str] = lambda s: s) -> Any:
-    """The event as the report renderers need it (the same object when nothing is dropped).
+    """The event as the report renderers need it (the same object when nothing is dropped; a copy held as compactly
+    as the reader holds events, `transcript.tidy`).
 
     `clean` is applied to a tool result's whole text before it is cut (the caller's redaction and terminal scrub): a
     secret that straddles the cut is still recognised whole."""
@@ -42,7 +44,7 @@ def report_view(ev: Any, clean: Callable[[str], str] = lambda s: s) -> Any:
             return ev
         response = ModelResponse(content=[], stop_reason=ev.response.stop_reason, model=ev.response.model,
                                  usage=ev.response.usage)
-        return ev.model_copy(update={"messages": [], "system": "", "tools": [], "response": response})
+        return tidy(ev.model_copy(update={"messages": [], "system": "", "tools": [], "response": response}))
     if isinstance(ev, ToolResult) and len(ev.content) > EXCERPT_BASIS:
-        return ev.model_copy(update={"content": collapsed_prefix(clean(ev.content))})
+        return tidy(ev.model_copy(update={"content": collapsed_prefix(clean(ev.content))}))
     return ev

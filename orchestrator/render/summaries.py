@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from orchestrator.prongs.serving_engine.cmdline import ENGINE_LABEL
+from orchestrator.prongs.serving_engine.models import ENGINE_LABEL
 from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
 from orchestrator.prongs.tensor_core_specs.models import CommSweep, GemmSweep
 from orchestrator.prongs.node_health.models import GpuHealth, NodeHealth

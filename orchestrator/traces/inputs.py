@@ -60,7 +60,7 @@ def _check_head(path: Path, fmt: str) -> None:
     else:
         import sqlite3
 
-        from orchestrator.traces.nsys import NsysFormatError, check_schema, connect
+        from orchestrator.traces.nsys import NsysFormatError, check_schema, connect, one_line
 
         try:
             db = connect(path, NSYS_CHECK_TIMEOUT_S)
@@ -70,8 +70,8 @@ def _check_head(path: Path, fmt: str) -> None:
                 db.close()
         except NsysFormatError as e:
             raise TraceInputError(f"trace {e}") from None
-        except sqlite3.DatabaseError as e:
-            raise TraceInputError(f"trace {path}: not a readable SQLite file ({e})") from None
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            raise TraceInputError(f"trace {path}: not a readable SQLite file ({one_line(e)})") from None
         if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
             raise TraceInputError(f"trace {path}: an SQLite file without CUPTI_ACTIVITY_KIND_KERNEL; export a report "
                                   "recorded with `nsys profile -t cuda` using `nsys export --type sqlite`")

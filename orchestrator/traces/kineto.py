@@ -7,9 +7,9 @@ https://github.com/pytorch/kineto/blob/main/libkineto/src/output_json.cpp). GPU 
 Python functions and CPU ops are counted and dropped (HTA skips `python_function` by default too:
 hta/configs/parser_config.py).
 
-The file is read a chunk at a time and each top-level value and event is decoded on its own by json's C decoder
-(as fast as a streaming parser, and nothing is kept per nesting level: ijson's prefix paths made memory grow with
-the square of the nesting). Bounds (orchestrator/limits.py): one event or header value at most TRACE_EVENT_MAX_BYTES
+The file is read a chunk at a time and each top-level value and event is decoded on its own by json's C decoder:
+as fast as a streaming parser, and nothing is kept per nesting level (a parser that names each event by its path
+keeps N paths of ~N characters at N levels: memory grows with the square of the nesting). Bounds (orchestrator/limits.py): one event or header value at most TRACE_EVENT_MAX_BYTES
 and TRACE_MAX_DEPTH levels deep, the part before `traceEvents` at most TRACE_HEADER_MAX_BYTES, names cut at
 TRACE_NAME_MAX_CHARS, and an event whose `ts`/`dur` is not a finite number within TRACE_TIME_MAX_US left out and
 counted. A parse error names the byte offset, never the file's text.
@@ -295,10 +295,11 @@ def read_kineto(path: Path, include_host: bool = False) -> RankColumns:
                     cols.add_runtime(_name(e.get("name")), ts, dur, _int(args.get("correlation")), _int(e.get("tid")))
                 else:
                     cols.annotations.append(Annotation(_name(e.get("name")), ts, ts + dur, _int(e.get("tid"))))
-            elif cat == "cpu_op" and e.get("name") in GEMM_OPS and isinstance(args.get("Input Dims"), list):
+            elif cat == "cpu_op" and isinstance(e.get("name"), str) and e["name"] in GEMM_OPS \
+                    and isinstance(args.get("Input Dims"), list):
                 types = args.get("Input type")
-                cols.add_shape(_int(args.get("External id")), str(e["name"]), list(args["Input Dims"]),
-                               [str(x) for x in types] if isinstance(types, list) else [])
+                cols.add_shape(_int(args.get("External id")), e["name"], list(args["Input Dims"]),
+                               [_name(x) for x in types] if isinstance(types, list) else [])
             else:
                 cols.skip(cat[:64] or "other")
     cols.events_read = n

@@ -53,16 +53,27 @@ def connect(path: Path, timeout_s: float) -> sqlite3.Connection:
     """The export opened read-only and bounded (see the module); reading past `timeout_s` raises OperationalError
     ("interrupted")."""
     db = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+    db.text_factory = _text  # text that is not UTF-8 is read with replacement characters, not an exception
     try:
         db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, NSYS_MAX_VALUE_BYTES)
         db.execute("PRAGMA trusted_schema=OFF")
         db.execute("PRAGMA query_only=ON")
         deadline = time.monotonic() + timeout_s
         db.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, NSYS_PROGRESS_OPS)
-    except sqlite3.DatabaseError:
+    except (sqlite3.DatabaseError, UnicodeDecodeError):
         db.close()
         raise
     return db
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def one_line(e: BaseException) -> str:
+    """An SQLite error as one short line (a damaged schema's error quotes its SQL, newlines and all; sqlite3 raises
+    UnicodeDecodeError for an error text that is not UTF-8, so both are caught where the export is read)."""
+    return " ".join(str(e).split())[:200]
 
 
 def check_schema(db: sqlite3.Connection, path: Path) -> set[str]:
@@ -129,13 +140,13 @@ def read_nsys(path: Path, timeout_s: float = TRACE_ANALYSIS_TIMEOUT_S) -> RankCo
     NVTX ranges host ranges (step markers among them)."""
     try:
         db = connect(path, timeout_s)
-    except sqlite3.DatabaseError as e:
-        raise NsysFormatError(f"{path}: not a readable SQLite file ({e})") from None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+        raise NsysFormatError(f"{path}: not a readable SQLite file ({one_line(e)})") from None
     try:
         try:
             tables = check_schema(db, path)
-        except sqlite3.DatabaseError as e:
-            raise NsysFormatError(f"{path}: not a readable SQLite file ({e})") from None
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            raise NsysFormatError(f"{path}: not a readable SQLite file ({one_line(e)})") from None
         if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables or "StringIds" not in tables:
             raise NsysFormatError(f"{path}: no CUPTI_ACTIVITY_KIND_KERNEL / StringIds tables: not an Nsight Systems "
                                   "export with CUDA traced (record with `nsys profile -t cuda` and export with "
@@ -145,9 +156,9 @@ def read_nsys(path: Path, timeout_s: float = TRACE_ANALYSIS_TIMEOUT_S) -> RankCo
     except sqlite3.OperationalError as e:
         if "interrupt" in str(e):
             raise NsysFormatError(f"{path}: reading the export took longer than {timeout_s:,.0f} s") from None
-        raise NsysFormatError(f"{path}: the export does not have the documented columns ({e})") from None
-    except sqlite3.DatabaseError as e:
-        raise NsysFormatError(f"{path}: the export does not have the documented columns ({e})") from None
+        raise NsysFormatError(f"{path}: the export does not have the documented columns ({one_line(e)})") from None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+        raise NsysFormatError(f"{path}: the export does not have the documented columns ({one_line(e)})") from None
     finally:
         db.close()
     cols.events_read = cols.n_gpu + cols.n_runtime + len(cols.annotations)

@@ -14,7 +14,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 from statistics import median
 
 from orchestrator.traces import intervals as iv
@@ -70,6 +70,17 @@ def _dtype(type_name: str) -> str:
     return t or "unknown"
 
 
+MAX_DIM = 1 << 40
+"""A GEMM dimension (or batch) beyond this is not a shape a profiler recorded: the op is left off the roofline."""
+
+
+def _dim(x: Any) -> int:
+    """One recorded size: a positive int within MAX_DIM (ValueError otherwise)."""
+    if isinstance(x, bool) or not isinstance(x, int) or not 0 < x <= MAX_DIM:
+        raise ValueError(x)
+    return x
+
+
 def gemm_shape(op: str, dims: list, types: list[str]) -> tuple[int, int, int, int, str] | None:
     """(m, n, k, batch, dtype) of a GEMM-like op from its recorded Input Dims; None when they do not fit."""
     try:
@@ -78,15 +89,18 @@ def gemm_shape(op: str, dims: list, types: list[str]) -> tuple[int, int, int, in
         dt = _dtype(types[tidx]) if tidx < len(types) else "unknown"
         if op == "aten::linear":
             x, w = dims[0], dims[1]
-            m = math.prod(x[:-1])
-            return m, int(w[0]), int(x[-1]), 1, dt
-        a, b = mats[0], mats[1]
-        if len(a) == 3 and len(b) == 3:
-            return int(a[1]), int(b[2]), int(a[2]), int(a[0]), dt
-        if len(b) == 2:
-            return math.prod(a[:-1]), int(b[1]), int(a[-1]), 1, dt
-        return int(a[-2]), int(b[-1]), int(a[-1]), math.prod(b[:-2]), dt
-    except (IndexError, TypeError, ValueError, StopIteration):
+            shape = (math.prod(map(_dim, x[:-1])), _dim(w[0]), _dim(x[-1]), 1)
+        else:
+            a, b = mats[0], mats[1]
+            if len(a) == 3 and len(b) == 3:
+                shape = (_dim(a[1]), _dim(b[2]), _dim(a[2]), _dim(a[0]))
+            elif len(b) == 2:
+                shape = (math.prod(map(_dim, a[:-1])), _dim(b[1]), _dim(a[-1]), 1)
+            else:
+                shape = (_dim(a[-2]), _dim(b[-1]), _dim(a[-1]), math.prod(map(_dim, b[:-2])))
+        m, n, k, batch = (_dim(v) for v in shape)  # products within MAX_DIM too
+        return m, n, k, batch, dt
+    except (IndexError, TypeError, ValueError, StopIteration, OverflowError):
         return None
 
 

@@ -20,8 +20,13 @@ MAX_SKIP_KINDS = 64
 
 def clip_name(name: str) -> str:
     """A name as kept and classified: at most TRACE_NAME_MAX_CHARS characters (the kernel-class patterns and every
-    later step then work on bounded text, and a few hundred bytes of gzip cannot become gigabytes of names)."""
-    return name if len(name) <= TRACE_NAME_MAX_CHARS else name[:TRACE_NAME_MAX_CHARS - 1] + "…"
+    later step then work on bounded text, and a few hundred bytes of gzip cannot become gigabytes of names), with a
+    lone surrogate (JSON's "\\ud800") replaced: the report must encode as UTF-8."""
+    if len(name) > TRACE_NAME_MAX_CHARS:
+        name = name[:TRACE_NAME_MAX_CHARS - 1] + "…"
+    if not name.isascii():
+        name = name.encode("utf-8", "replace").decode("utf-8")
+    return name
 
 
 @dataclass(slots=True)

@@ -11,7 +11,16 @@ import sys
 import pytest
 from support.evidence import ev, inventory
 
-from orchestrator.prongs.resource_account.rules import account_bound, account_findings
+from orchestrator.analysis.synthesis import bound_of
+from orchestrator.ranks import Rank
+from orchestrator.prongs.resource_account.rules import account_findings
+
+
+def account_bound(found):
+    """The bound the account's own claims set (None when none of its findings claims it)."""
+    if not any(f.sets_bound and int(f.sets_bound.rank) == Rank.ACCOUNT for f in found):
+        return None
+    return bound_of(found)
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.prongs.resource_account.models import (
     FileMount, GpuBusy, HostAccount, Nic, ProcessAccount, ResourceAccount, ThreadAccount,

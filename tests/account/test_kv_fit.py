@@ -12,7 +12,7 @@ from support.evidence import ev, inventory, obs_ev
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.prongs.resource_account.fit_rules import fit_findings
 from orchestrator.prongs.serving_engine.kv_fit import kv_bytes_per_element, kv_shape
-from orchestrator.prongs.serving_engine.queue_rules import engine_queue
+from orchestrator.prongs.resource_account.queue_rules import engine_queue
 from orchestrator.observations import Observations
 from orchestrator.prongs.serving_engine.metrics import MetricSummary
 from orchestrator.prongs.serving_engine.models import (

@@ -11,8 +11,9 @@ import re
 from support.evidence import SEED_OBS, ev, inventory, obs_ev, pyenv
 
 from orchestrator.analysis import synthesize
-from orchestrator.analysis.synthesis import _bound
-from orchestrator.findings import AgentResult, Finding
+from orchestrator.analysis.synthesis import bound_of
+from orchestrator.findings import AgentResult, Agreement, BoundClaim, Finding
+from orchestrator.ranks import Rank
 from orchestrator.observations import Observations
 
 GLM = SEED_OBS["model"]
@@ -78,28 +79,46 @@ def _f(fid, **kw):
 
 
 def test_a_catalog_fault_with_a_bound_sets_it_and_ranks_first():
-    moe = _f("moe-decode-memory-bound", bound="memory", short="memory short", category="roofline", confidence=0.8)
+    # as the MoE roofline rule makes it: it states the bound without leading, and beside a fault says what it would say
+    moe = _f("moe-decode-memory-bound", bound="memory", short="memory short", category="roofline", confidence=0.8,
+             sets_bound=BoundClaim(rank=Rank.MOE_ROOFLINE, bound="memory", leads=False, words="memory short"),
+             agrees=[Agreement(tier=Rank.CATALOG, unless_bound="memory",
+                               words="(The decode roofline alone would say memory-bound: memory short.)")])
     node = _f("gpu-power-limit-lowered", rule="catalog", entry="gpu-power-limit-lowered", bound="compute",
               severity="high", confidence=0.8, category="node", title="GPU power limit set below its default")
-    bound, why, setter = _bound([moe, node])
+    bound, why, setter = bound_of([moe, node])
     assert (bound, setter) == ("compute", node) and why.startswith("GPU power limit set below its default:")
     assert "would say memory-bound" in why
     # weak or secondary catalog findings do not
-    assert _bound([moe, node.model_copy(update={"severity": "medium"})])[0] == "memory"
-    assert _bound([moe, node.model_copy(update={"secondary": True})])[0] == "memory"
+    assert bound_of([moe, node.model_copy(update={"severity": "medium"})])[0] == "memory"
+    assert bound_of([moe, node.model_copy(update={"secondary": True})])[0] == "memory"
     # a communication fault the parallelism experiment rules out does not either
     comm = node.model_copy(update={"bound": "communication"})
-    gemm = _f("parallelism-rules-out-allreduce", bound="gemm", category="observation")
-    assert _bound([moe, comm, gemm])[0] == "memory"
-    assert _bound([moe, comm])[0] == "communication"
+    gemm = _f("parallelism-rules-out-allreduce", bound="gemm", category="observation", rules_out=["communication"])
+    assert bound_of([moe, comm, gemm])[0] == "memory"
+    assert bound_of([moe, comm])[0] == "communication"
 
 
 def test_an_agents_gemm_bound_on_a_bound_setting_finding_is_unknown_in_the_diagnosis():
-    # `gemm` (memory or compute not settled) is a finding's bound, not a diagnosis's: an agent's finding under one of
-    # the ids the bound is read from used to reach SubmittedDiagnosis as "gemm" and fail its validation
+    # `gemm` (memory or compute not settled) is a finding's bound, not a diagnosis's; and an agent's own finding
+    # under the id of a rule's sets no bound: the rank is the rule's to give, not the id's
     evs = [ev("e1", inventory(), tool="gpu_inventory")]
     for fid in ("decode-far-below-every-roof", "moe-decode-memory-bound", "serving-decode-vs-roofline"):
         agent = _f(fid, bound="gemm", short="the agent's reading")
         d = synthesize("why is decode slow?", None, evs,
                        [AgentResult(agent_id="a2", name="kernels", status="ok", findings=[agent])])
         assert d.bound == "unknown", fid
+
+
+def test_a_communication_fault_leads_the_experiment_that_implicates_all_reduce():
+    """The experiment says where the time goes (communication); a catalog fault of that bound the evidence shows says
+    why, and is ranked first."""
+    comm = _f("parallelism-points-at-communication", bound="communication", category="communication",
+              claim="TP2 barely beats one GPU.",
+              sets_bound=BoundClaim(rank=Rank.COMM_EXPERIMENT, bound="communication", words="TP2 barely beats one GPU."))
+    p2p = _f("nccl-p2p-disabled", rule="catalog", entry="nccl-p2p-disabled", bound="communication", severity="high",
+             confidence=0.8, category="interconnect", title="NCCL peer-to-peer disabled", short="P2P is off.")
+    bound, why, setter = bound_of([comm, p2p])
+    assert (bound, setter) == ("communication", p2p)
+    assert why == "TP2 barely beats one GPU. NCCL peer-to-peer disabled explains it: P2P is off."
+    assert bound_of([comm])[2] is comm  # without a fault, the experiment leads

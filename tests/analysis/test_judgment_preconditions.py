@@ -145,3 +145,40 @@ def test_every_catalog_entry_states_the_symptoms_it_can_explain():
     with pytest.raises(CatalogError, match=r"entry 'x': field symptoms\.0"):  # only the known symptoms
         load_catalog({"x.yaml": "- {id: x, area: node, title: x, claim: x, signals: [{log: x}], symptoms: [slowness], "
                                 "sources: ['https://example.org']}"})
+
+
+def test_a_changed_flag_and_the_state_it_set_are_one_cause():
+    """--enforce-eager False -> True between two logs and 'CUDA graphs are off' (the catalog entry the flag fires) are
+    one mechanism: one cause, titled with the change, citing both, advising both; other changes stay causes."""
+    from orchestrator.analysis.synthesis import synthesize
+    from orchestrator.observations import BaselineLog, Observations
+    from orchestrator.prongs.serving_engine.models import (EngineInstance, EngineLogLine, EngineReport,
+                                                           SettingValue)
+
+    def log(version, args):
+        return [f"(APIServer pid=1) INFO 11-28 10:02:44 [api_server.py:1896] vLLM API server version {version}",
+                f"(APIServer pid=1) INFO 11-28 10:02:44 [utils.py:233] non-default args: {args}"]
+    after = log("0.29.0", "{'model': 'meta-llama/Llama-3.1-8B-Instruct', 'enforce_eager': True, "
+                          "'async_scheduling': False}")
+    before = log("0.29.0", "{'model': 'meta-llama/Llama-3.1-8B-Instruct', 'enforce_eager': False}")
+    src = "log /var/log/vllm.log:2"
+    eng = EngineInstance(name="vllm", version="0.29.0", pid=1, model="meta-llama/Llama-3.1-8B-Instruct",
+                         settings={"enforce_eager": SettingValue(value=True, source=src),
+                                   "cuda_graphs": SettingValue(value=False, source=src),
+                                   "async_scheduling": SettingValue(value=False, source=src)})
+    rep = EngineReport(host="local", engines=[eng], log_files=["/var/log/vllm.log"],
+                       lines=[EngineLogLine(path="/var/log/vllm.log", line_no=i + 1, line=ln)
+                              for i, ln in enumerate(after)])
+    obs = Observations(baseline_log=BaselineLog(source="before.log", lines=before))
+    ev = [Evidence(id="ev-0.1", agent_id="lead", tool="observations",
+                   data={"kind": "observations", "observations": obs.model_dump(mode="json")}),
+          Evidence(id="ev-1.1", agent_id="a", tool="engine_config", data=rep.model_dump(mode="json"))]
+    d = synthesize("why did inter-token latency get worse after the restart?", obs, ev, [])
+    titles = [c.title for c in d.causes]
+    graphs = [t for t in titles if "CUDA graphs" in t]
+    assert len(graphs) == 1 and "--enforce-eager False -> True between the two runs" in graphs[0], titles
+    assert not any(t.startswith("--enforce-eager changed") for t in titles), titles
+    assert any(t.startswith("--async-scheduling changed") for t in titles), titles
+    cause = next(c for c in d.causes if "CUDA graphs" in c.title)
+    assert set(cause.evidence) == {"ev-0.1", "ev-1.1"}
+    assert any("--enforce-eager back to False" in r.action for r in d.recommendations)

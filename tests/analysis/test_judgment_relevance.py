@@ -184,6 +184,6 @@ def test_a_throughput_finding_explains_ttft_only_where_requests_queue():
     cap = _fs("batch-cap", ["throughput"])
     view = EvidenceView([Evidence(id="ev-1", agent_id="a", tool="x", text="")], None)
     assert not relevance.with_paths(ttft, view, [cap]).explains(cap)
-    queued = relevance.with_paths(ttft, view, [cap, _fs("account-engine-queue", ["ttft"])])
+    queued = relevance.with_paths(ttft, view, [cap, _fs("account-engine-queue", ["ttft"]).model_copy(update={"queue_wait": True})])
     assert queued.explains(cap)
     assert not queued.explains(_fs("other-phase", ["itl", "throughput"], secondary=True))  # context, not a shortfall

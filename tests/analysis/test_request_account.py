@@ -131,7 +131,7 @@ def test_generated_far_beyond_kept_with_the_length_cap_and_a_missing_stop_token_
     assert {"tokens_out.engine_over_client", "finish.length"} <= _shapes(v)
     found = {f.id: f for f in request_account_findings(v)}
     f = found["request-stop-token-missing"]
-    assert "576" in f.claim and "1,024" in f.claim and "128009" in f.claim and f.data.get("leads")
+    assert "576" in f.claim and "1,024" in f.claim and "128009" in f.claim and f.sets_bound is not None
     assert any("eos_token_id" in r for r in f.recommendations)
     # the twin: the stop token is there, requests stop on their own: no such finding
     ok = files.model_copy(deep=True)
@@ -203,7 +203,7 @@ def test_a_client_itl_below_the_memory_floor_vetoes_any_memory_bound_verdict():
                             e2el={"mean": 5607.0})], model={"name": "Mistral-7B-Instruct-v0.3"}, gpu="NVIDIA L40S")
     found = {f.id: f for f in request_account_findings(v)}
     veto = found["request-contradiction-floor"]
-    assert "serving-decode-vs-roofline" in veto.data["vetoes"]
+    assert veto.contradicts == ["decode"]
     assert BELOW_FLOOR > 0.02 / 16.2
 
 

@@ -61,7 +61,7 @@ def test_rule_fires_on_its_evidence_and_not_without_it(rule, positive, negative)
 
 def test_error_results_are_never_cited():
     bad = ev("ev-9.1", inventory(), is_error=True)
-    assert agent_findings("specs", [bad], None) == []
+    assert agent_findings([bad], None) == []
 
 
 def test_seed_case_diagnosis_says_what_an_expert_would(seed, seed_obs):
@@ -98,7 +98,7 @@ def test_h200_host_gets_a_different_true_diagnosis():
     # title is capitalised, and every cause has evidence, so the old `... not in c.title or c.evidence` always held)
     power = [c for c in d.causes if "near the power limit" in c.title.lower()]
     assert len(power) == 1 and power[0].evidence == ["ev-3.1"]
-    assert not any(f.id == "pcie-allreduce" for f in agent_findings("x", h200(), None))
+    assert not any(f.id == "pcie-allreduce" for f in agent_findings(h200(), None))
 
 
 def test_diagnosis_never_cites_a_nonexistent_id(seed, seed_obs):

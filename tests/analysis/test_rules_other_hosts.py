@@ -196,7 +196,7 @@ def test_autotune_not_persisted_is_secondary_on_weight_only_paths():
 
 def test_rules_that_dropped_a_finding_with_fuller_context_win_over_an_agents_partial_view():
     evs = [ev("ev-1", inventory(H200, "9.0")), ev("ev-2", _stale()), obs_ev("ev-3", DENSE)]
-    partial = agent_findings("autotune", evs[:2], None)  # the autotune agent never saw the observations
+    partial = agent_findings(evs[:2], None)  # the autotune agent never saw the observations
     assert "tuned-config-stale" in ids(partial)
     d = synthesize("why slow?", Observations.model_validate(DENSE), evs,
                    [AgentResult(agent_id="a2", name="autotune", status="ok", findings=partial)])

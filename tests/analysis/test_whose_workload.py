@@ -88,3 +88,17 @@ def test_a_process_on_the_gpu_while_the_tools_own_measurement_ran_is_another_wor
     (f,) = other_workload_findings(_view(node, sweep))
     assert "it held the GPU while this tool's own measurement ran (ev-4.3)" in f.claim
     assert f.evidence[:2] == ["ev-3.1", "ev-4.3"]
+
+
+def test_a_measurement_beside_the_users_engine_says_so_and_not_another_workload():
+    from orchestrator.prongs.tensor_core_specs.models import GemmSweep
+    from orchestrator.prongs.tensor_core_specs.rules import shared_gpu_finding
+
+    def sweep(name: str) -> GemmSweep:
+        return GemmSweep.model_validate({"host": HOST, "available": False, "shared_gpu": True, "gpu_activity": {
+            "others": [{"gpu_index": 0, "pid": 11, "name": name, "used_memory_mib": 70000}], "shared_gpu": True}})
+
+    (own,) = shared_gpu_finding("ev-4.3", sweep("VLLM::Worker_TP0"), "GEMM sweep")
+    (other,) = shared_gpu_finding("ev-4.3", sweep("python3"), "GEMM sweep")
+    assert own.title == "The GEMM sweep shared the GPU with the serving engine"
+    assert other.title == "The GEMM sweep shared the GPU with another workload"

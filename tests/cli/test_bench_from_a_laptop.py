@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from orchestrator.analysis.bench_rules import bench_without_gpu
+from orchestrator.prongs.resource_account.bench_rules import bench_without_gpu
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.benchresults import load_bench
 from orchestrator.evidence import Evidence

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.analysis.signals import entry_words
+from orchestrator.analysis.templates import entry_words
 from orchestrator.diagnosis import Diagnosis, Recommendation
 from orchestrator.knowledge.catalog import Fix, catalog
 from support.hygiene import citation_problem, citation_problems

@@ -153,3 +153,108 @@ async def test_a_prongs_follow_up_is_the_offline_leads_second_round(monkeypatch)
 
 def replace_plan(lead: AgentDef, label: str) -> AgentDef:
     return lead.model_copy(update={"plan": [PlanStep(tool="sleep", args={"label": label})]})
+
+
+# --- no finding id compared as a string outside its own prong ------------------------------------------------------
+
+PACKAGE = ROOT / "orchestrator"
+
+
+def _docstrings(tree) -> set[int]:
+    import ast
+
+    return {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+
+def finding_ids(source: str) -> set[str]:
+    """The ids a module gives the findings it makes: `Finding(id="x")` as "x", `Finding(id=f"x-{...}")` as "x-*"."""
+    import ast
+
+    out = set()
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None)) == "Finding":
+            for k in n.keywords:
+                v = k.value
+                if k.arg == "id" and isinstance(v, ast.Attribute) and v.attr == "lower":  # f"...".lower()
+                    v = v.value
+                if k.arg == "id" and isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value:
+                    out.add(v.value)
+                elif k.arg == "id" and isinstance(v, ast.JoinedStr) and v.values \
+                        and isinstance(v.values[0], ast.Constant) and len(v.values[0].value) >= 4:
+                    out.add(v.values[0].value + "*")
+    return out
+
+
+def foreign_ids(source: str, ids: dict[str, str], own: str | None) -> list[str]:
+    """`line: literal (prong)` for every string literal (docstrings aside) that names a finding another prong
+    makes: the id itself, or the fixed start of an id the other prong builds."""
+    import ast
+
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    out: list[tuple[int, str]] = []
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Constant) and isinstance(n.value, str)) or id(n) in docs:
+            continue
+        for fid, prong in ids.items():
+            if prong == own:
+                continue
+            hit = (n.value.startswith(fid[:-1]) and len(n.value) >= 4) if fid.endswith("*") else n.value == fid
+            if hit:
+                out.append((n.lineno, f"line {n.lineno}: {n.value!r} ({prong})"))
+    return [x for _, x in sorted(out)]
+
+
+def prong_ids() -> dict[str, str]:
+    ids = {}
+    for folder in sorted((PACKAGE / "prongs").iterdir()):
+        if (folder / "__init__.py").exists():
+            for m in folder.rglob("*.py"):
+                ids.update({fid: folder.name for fid in finding_ids(m.read_text())})
+    return ids
+
+
+def test_no_finding_id_is_compared_as_a_string_outside_its_own_prong():
+    ids = prong_ids()
+    assert len(ids) > 40  # every prong's findings were found
+    found = {}
+    for m in sorted(PACKAGE.rglob("*.py")):
+        rel = m.relative_to(PACKAGE)
+        own = rel.parts[1] if rel.parts[0] == "prongs" and len(rel.parts) > 2 else None
+        hits = foreign_ids(m.read_text(), ids, own)
+        if hits:
+            found[rel.as_posix()] = hits
+    assert not found, found
+
+
+def test_a_planted_id_comparison_is_named():
+    ids = {"trace-step-account*": "trace", "account-gpu-idle": "resource_account"}
+    planted = 'x = [f for f in found if f.id.startswith("trace-step-account")]\ny = by_id.get("account-gpu-idle")\n'
+    assert foreign_ids(planted, ids, own=None) == ["line 1: 'trace-step-account' (trace)",
+                                                   "line 2: 'account-gpu-idle' (resource_account)"]
+    assert foreign_ids(planted, ids, own="trace") == ["line 2: 'account-gpu-idle' (resource_account)"]
+
+
+def claimed_tiers(source: str) -> set[str]:
+    """The `Rank` tiers a module's `BoundClaim(rank=...)` calls name."""
+    import ast
+
+    out = set()
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "BoundClaim":
+            for k in n.keywords:
+                if k.arg == "rank":
+                    out |= {a.attr for a in ast.walk(k.value)
+                            if isinstance(a, ast.Attribute) and getattr(a.value, "id", None) == "Rank"}
+    return out
+
+
+def test_each_prong_declares_the_tiers_at_which_its_findings_set_the_bound():
+    from orchestrator.ranks import Rank
+
+    names = {v: k for k, v in vars(Rank).items() if isinstance(v, int)}
+    for p in PRONGS:
+        claimed = set().union(*(claimed_tiers(m.read_text()) for m in (PACKAGE / "prongs" / p.name).rglob("*.py")))
+        assert claimed == {names[t] for t in p.bound_tiers}, p.name

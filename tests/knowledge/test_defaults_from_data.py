@@ -93,7 +93,7 @@ def _data_has(project: str, setting: str) -> bool:
 
 
 @pytest.mark.parametrize("project, fn", [("vllm", ec._vllm_defaults), ("sglang", ec._sglang_defaults),
-                                         ("tgi", ec._tgi_defaults)])
+                                         ("tgi", ec._tgi_defaults), ("tensorrt_llm", ec._trtllm_defaults)])
 def test_no_literal_default_where_the_harvested_settings_hold_one(project, fn):
     bad = [(k, v) for k, v in _literal_defaults(inspect.getsource(fn)) if _data_has(project, k)]
     assert not bad, f"{fn.__name__} writes defaults the harvested settings hold for {project}: {bad}"
@@ -109,3 +109,10 @@ def test_a_planted_literal_is_caught():
     src = "def f(s):\n    s.setdefault('gpu_memory_utilization', _default(0.9, 'vllm/config/cache.py'))\n"
     bad = [(k, v) for k, v in _literal_defaults(src) if _data_has("vllm", k)]
     assert bad == [("gpu_memory_utilization", 0.9)]
+
+
+def test_tensorrt_llm_defaults_come_from_its_llm_args():
+    s, _ = ec.effective_config("trtllm", "trtllm-serve m".split())
+    assert s["max_num_seqs"].value == 2048 and "llm_args.py" in s["max_num_seqs"].source
+    assert s["gpu_memory_utilization"].value == 0.9 and s["prefix_caching"].value is True
+    assert s["attention_backend"].value == "TRTLLM" and s["chunked_prefill"].value is False

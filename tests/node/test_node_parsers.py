@@ -8,7 +8,8 @@ from orchestrator.prongs.node_health.probe import health_from_output
 from orchestrator.prongs.node_health.kernel_log import parse_xids, xid_table
 from orchestrator.prongs.node_health.nccl import summarize_nccl
 from orchestrator.prongs.node_health.models import NcclLine
-from orchestrator.prongs.node_health.smi import parse_health_xml, parse_lspci, parse_nvlink, same_pci
+from orchestrator.prongs.node_health.pci import same_pci
+from orchestrator.prongs.node_health.smi import parse_health_xml, parse_lspci, parse_nvlink
 
 DATA = Path(__file__).parent / "data"
 

@@ -103,3 +103,73 @@ def test_a_secret_across_the_excerpt_cut_is_redacted_whole():
     view = report_view(ev, scrub_text)
     assert len(view.content) == 401 and "Q7Q7" not in view.content and "REDACTED" in view.content
     assert "Q7Q7" in report_view(ev).content  # planted: cut first, then redacted, the key's head stays in clear
+
+
+# REDTEAM round 3, big_transcript_memory: a transcript of many small events (many agents, short outputs) defeated
+# the slim renderers (report 2.5x, replay --offline 3.5x a 151 MB one): each event's own overhead is the memory
+# there, not its text. Measured at scale by bench/transcript_memory.py --copies.
+
+
+def _many_small_events(path: Path, agents: int) -> Path:
+    """A run whose subagents each make one model call that carries the previous tool result, one tool call and its
+    result: thousands of events of a few hundred bytes."""
+    from datetime import datetime, timedelta, timezone
+
+    from orchestrator.events import AgentFinished, AgentStarted, ModelCall, ToolCall
+    from orchestrator.messages import Message, ModelResponse, ToolResultBlock, Usage
+    from orchestrator.transcript import SCHEMA_VERSION
+
+    t0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
+    lines = [json.dumps({"type": "header", "schema_version": SCHEMA_VERSION, "tool_version": "0",
+                         "created": t0.isoformat(), "run_id": "r" * 32})]
+    for i in range(agents):
+        a, ts, out = f"lead/{i + 1}-prong{i + 1}", t0 + timedelta(milliseconds=i), f"GPU {i % 8} util 97 % " * 8
+        u = Usage(input_tokens=1500 + i, output_tokens=120, cost_usd=0.006, calls=1)
+        for ev in (
+            AgentStarted(run_id="r" * 32, ts=ts, agent_id=a, name=f"prong{i + 1}", parent_id="lead", model="m"),
+            ToolCall(run_id="r" * 32, ts=ts, agent_id=a, turn=1, call_id="c1", tool="shell", args={"cmd": "x"}),
+            ToolResult(run_id="r" * 32, ts=ts, agent_id=a, turn=1, call_id="c1", tool="shell",
+                       evidence_id=f"ev-{i + 1}.1", content=out, host="h200-box", duration_s=0.3),
+            ModelCall(run_id="r" * 32, ts=ts, agent_id=a, turn=2, model="m", fingerprint=f"{i:064x}",
+                      messages=[Message(role="user", content=[ToolResultBlock(tool_use_id="c1", content=out)])],
+                      response=ModelResponse(content=[]), usage=u),
+            AgentFinished(run_id="r" * 32, ts=ts, agent_id=a, status="ok", turns=2, usage=u, duration_s=1.0),
+        ):
+            lines.append(ev.model_dump_json())
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_report_holds_each_of_many_small_events_in_about_a_kilobyte(tmp_path):
+    """Each event read kept its own set of field names and its own copies of the run id, agent id, tool and host
+    names: 2.6 kB an event of this shape in `report`; shared and interned, 1.3 kB."""
+    import gc
+
+    from orchestrator.transcript import iter_transcript
+
+    path = _many_small_events(tmp_path / "t.jsonl", 800)
+    gc.collect()
+    tracemalloc.start()
+    events = [scrub_model(report_view(e, scrub_text)) for e in iter_transcript(path, [], strict=True)[1]]
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(events) == 4000
+    assert held / len(events) < 1_600, f"{held / len(events):.0f} bytes an event"
+
+
+def test_the_full_reader_holds_a_text_once_and_reads_the_same_values(tmp_path):
+    """A tool result's text and the model call that carried it are two copies in the file, one in memory; every
+    value is what validating each line gives."""
+    from orchestrator.events import EVENT_ADAPTER
+
+    path = _many_small_events(tmp_path / "t.jsonl", 200)
+    events = read_transcript(path).events
+    results = [e for e in events if isinstance(e, ToolResult)]
+    carried = [e.messages[0].content[0].content for e in events if type(e).__name__ == "ModelCall"]
+    assert len(results) == len(carried) == 200
+    assert all(r.content is c for r, c in zip(results, carried))
+    assert all(e.run_id is events[0].run_id for e in events)
+    assert events == [EVENT_ADAPTER.validate_json(line) for line in path.read_text().splitlines()[1:]]
+    assert read_transcript(SEED).events == [EVENT_ADAPTER.validate_json(line)
+                                            for line in SEED.read_text().splitlines()[1:] if line.strip()]

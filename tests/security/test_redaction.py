@@ -181,3 +181,65 @@ def test_the_linear_matchers_find_what_the_plain_patterns_find():
         for name, pattern in plain.items():
             anchored, repl = patterns[name]
             assert anchored.sub(repl, text) == pattern.sub(repl, text), (name, text)
+
+
+def test_a_short_text_finds_the_same_guards_in_one_scan():
+    """Short texts look for every guard literal in one regex pass; the patterns that run are those `lit in text`
+    per literal would run."""
+    from orchestrator import redact as redact_mod
+
+    for text in [*compositions(seed=11, n=3000), "sk-ant-x", "SK-ANT-", "hvs.hvb.", "github_pat_ghp_", "password"]:
+        low = text.lower()
+        one_scan: set[str] = set()
+        for found in {m.group(1) for m in redact_mod._LITERAL_SCAN.finditer(low)}:
+            one_scan |= redact_mod._GUARDED_BY[found]
+        assert one_scan == {name for name, lits in redact_mod._LITERAL_GUARDS if any(lit in low for lit in lits)}
+
+
+@pytest.mark.parametrize("fingerprint", [
+    "SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s",           # ssh-keygen -l, ed25519
+    "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",           # with + and /
+    "SHA1:Zm9vYmFyQmF6UXV4MTIzNDU2Nzg",
+    "SHA512:" + "q8Xz2LmN4vB7kR1tY9wE3uI6oP0aSdFgHj" * 2 + "q8Xz2LmN4vB7kR1tY9",
+])
+def test_a_host_key_fingerprint_shown_for_the_user_to_check_is_kept(fingerprint):
+    """A fingerprint is public: the user compares it before trusting a host (NEWCOMER #7)."""
+    line = f"host key for [127.0.0.1]:2222 is not known (ssh-ed25519 {fingerprint}); check it and add it"
+    assert redact(line) == line
+
+
+@pytest.mark.parametrize("text", [
+    "key q8Xz2LmN4vB7kR1tY9wE3uI6oP0aSdFgHjKlZxCvBnM ok",                      # the same shape with no SHA256:
+    "SHA256:q8Xz2LmN4vB7kR1tY9wE3uI6oP0aSdFgHjKlZxCvBnMq ok",                # 44 characters: not a SHA256 digest
+    "XSHA256:q8Xz2LmN4vB7kR1tY9wE3uI6oP0aSdFgHjKlZxCvBnM ok",                # not the word SHA256
+])
+def test_only_a_fingerprint_of_its_digest_length_is_let_through(text):
+    assert "[REDACTED]" in redact(text)
+
+
+def test_the_run_id_is_shown_but_a_32_hex_secret_elsewhere_is_not():
+    """The run id is not a secret (NEWCOMER #14): kept under a `run_id` key or field; the same digits elsewhere are
+    redacted as any long hex."""
+    from orchestrator.redact import scrub_model, scrub_obj
+    from orchestrator.render.timeline import AgentSpan, Timeline
+
+    rid = "0749061bf917490ea75e4bffdc1cc196"
+    out = scrub_model(Timeline(run_id=rid, question=f"token {rid}", agents=[AgentSpan(agent_id="lead", error=rid)]))
+    assert out.run_id == rid and rid not in out.question and rid not in out.agents[0].error
+    assert scrub_obj({"run_id": rid, "token": rid, "list": [rid]}) == {"run_id": rid, "token": "[REDACTED]",
+                                                                          "list": ["[REDACTED]"]}
+    assert scrub_obj({"run_id": "Q8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO"})["run_id"] == "[REDACTED]"  # not a run id's form
+
+
+def test_show_prints_the_run_id_in_text_and_json(tmp_path):
+    import json
+    from pathlib import Path
+
+    from support.cli import investigate
+
+    seed = Path(__file__).resolve().parents[2] / "transcripts" / "seed-rtx-pro-6000-fp4.jsonl"
+    rid = json.loads(seed.read_text().splitlines()[0])["run_id"]
+    text = investigate("show", seed, tmp_path=tmp_path)
+    assert text.returncode == 0 and text.stdout.splitlines()[0].startswith(f"run {rid} "), text.stdout[:200]
+    as_json = investigate("show", seed, "--json", tmp_path=tmp_path)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["run_id"] == rid

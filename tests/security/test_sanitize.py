@@ -33,3 +33,20 @@ def test_controls_are_removed_or_escaped(raw, want):
 def test_newline_tab_and_unicode_pass():
     text = "line 1\n\tline 2 — µs, 日本語, emoji 🚀"
     assert sanitize(text) is text
+
+
+def test_scrub_model_walks_models_and_dataclasses_and_copies_only_what_changes():
+    from orchestrator.redact import scrub_model
+    from orchestrator.render.timeline import AgentSpan, Timeline, ToolSpan
+
+    clean = Timeline(run_id="r", agents=[AgentSpan(agent_id="lead", tool_calls=[ToolSpan(call_id="c", tool="t",
+                                                                                          start_s=0.0)])])
+    assert scrub_model(clean) is clean
+    dirty = Timeline(run_id="r", question="q", agents=[
+        clean.agents[0], AgentSpan(agent_id="w", error="boom \x1b]0;T\x07 password=hunter2secret",
+                                   overlaps=["lead", "x\u202ey"])])
+    out = scrub_model(dirty)
+    assert out is not dirty and out.agents[0] is clean.agents[0]  # what did not change is shared
+    assert "hunter2secret" not in out.agents[1].error and "\x1b" not in out.agents[1].error
+    assert out.agents[1].overlaps == ["lead", "x\\u202ey"]
+    assert dirty.agents[1].error.startswith("boom \x1b")  # the original is left as it was

@@ -106,6 +106,19 @@ def test_check_env_takes_exactly_0_and_1():
     assert ep.torch_check_env("1").value is True and ep.torch_check_env("true", False).outcome == "default"
 
 
+@pytest.mark.parametrize("raw, version, applies", [
+    ("1", "2.14.1", True), ("0", "2.14.1", False), ("true", "2.14.1", False),
+    ("1", "2.5.1", True), ("0", "2.5.1", True), ("false", "2.6.0", True), ("0", "2.7.0", False),
+])
+def test_no_cuda_memory_caching_is_read_as_the_installed_allocator_reads_it(raw, version, applies):
+    """c10/cuda/CUDACachingAllocator.cpp forceUncachedAllocator: before 2.7 the variable set at all (0 included)
+    disables the caching allocator (pytorch#145661 on 2.5.1); from 2.7 (pytorch#145905) only check_env's true does."""
+    e = _effect("PYTORCH_NO_CUDA_MEMORY_CACHING", "pytorch", raw, version)
+    assert (e is not None and e.effect.startswith("disables")) is applies
+    if raw == "true" and version == "2.14.1":  # check_env ignores it with a warning: reported as not taken
+        assert e is not None and "does not take this value" in e.effect
+
+
 # --- NCCL: ncclLoadParam, ncclGetLevel's strtol (audit #7) ---------------------------------------------------------------
 
 @pytest.mark.parametrize("raw", ["1", "2", "0x1", "-1", "1abc"])

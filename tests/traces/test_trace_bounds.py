@@ -391,3 +391,24 @@ def test_read_header_reads_only_the_keys_before_trace_events(tmp_path):
     p = tmp_path / "t.json"
     p.write_text('{"distributedInfo": {"rank": 3}, "traceEvents": [' + "[" * 100_000 + "]" * 100_000 + "]}")
     assert read_header(p) == {"distributedInfo": {"rank": 3}}
+
+
+def test_an_offline_run_on_a_trace_with_out_of_range_times_gives_a_finite_diagnosis_and_replays(tmp_path, capsys):
+    """m5 end to end: ts 1e308 / dur +-1.7e308 became Infinity in the findings; the offline run ended with no
+    diagnosis (exit 1) and `replay --offline` with a traceback."""
+    from orchestrator.cli import main
+
+    doc = json.load(gzip.open(DATA / "prefill_eager.json.gz"))
+    head = json.dumps({k: v for k, v in doc.items() if k != "traceEvents"})[1:-1]
+    p = tmp_path / "rank0.json"
+    p.write_text(_trace([*doc["traceEvents"], _kernel(ts=1e308), _kernel(dur=1.7e308), _kernel(dur=-1.7e308)],
+                        head=head))
+    t = tmp_path / "t.jsonl"
+    assert main(["why is prefill slow?", "--trace", str(p), "--offline", "--no-progress", "--transcript", str(t),
+                 "--json"]) == 0
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and json.loads(out.out)["verdict"]
+    text = t.read_text()
+    assert "Infinity" not in text and "NaN" not in text and "3 events left out" in text
+    assert main(["replay", str(t), "--offline", "--json"]) == 0
+    assert "Traceback" not in capsys.readouterr().err

@@ -250,6 +250,9 @@ def _reader(doc: SettingDoc, version: str | None, like: Any) -> Callable[[str, A
                 return ep.nccl_strtol_int
             return None
         if p == "pytorch":
+            if doc.name in ep.TORCH_NO_CACHING_VARS:
+                old = version is not None and _vkey(version) < _vkey(ep.TORCH_NO_CACHING_CHECK_ENV_SINCE)
+                return lambda raw, d: ep.torch_no_memory_caching(raw, d, before_check_env=old)
             cvar = ep.TORCH_CVAR.get(doc.name)
             if cvar == "bool":
                 return ep.torch_cvar_bool

@@ -23,7 +23,7 @@ SITE_READERS = frozenset({"pyenv", "kernels", "caches"})
 """Scripts that read an environment's packages, run isolated (`-I -S`): sent with `_sitepath.py`, which finds the
 package directories as files (pyvenv.cfg, .pth path lines) instead of letting `site` execute them."""
 QUIET_READERS = frozenset({"gemm_bench", "comm_bench"})
-"""Scripts that load a GPU: sent with `_quiet.py`, which reads what else runs on it first (issue 24)."""
+"""Scripts that load a GPU: sent with `_quiet.py`, which reads what else runs on it first."""
 SENT_ALONG = {"pyenv_chain": ("pyenv",)}
 """Scripts a bundle part runs itself: their sources travel in the bundle with it."""
 

@@ -10,7 +10,7 @@ start (scripts/_bundle.py) and leaves each result in the host's probe session un
 (scripts/_interp.py, the one probes/interpreter.py runs) and runs pyenv.py under the interpreter
 `interpreter.resolve` would choose, filling the interpreter and python_env keys too. The tool calls that follow take
 them there (once each for the readings, like any prefetched snapshot), and a call with other arguments runs its
-probe as before. A part that fails is that probe's failure alone; a chain that cannot answer leaves python_env to
+own probe. A part that fails is that probe's failure alone; a chain that cannot answer leaves python_env to
 its own probe.
 """
 

@@ -1,6 +1,6 @@
 """The answer to "is my GPU throttling?": which clocks-event reasons the node probe read, which were active and what
 each means, the SM clock against its maximum (and over the power sampler's window where it ran), or why the reasons
-could not be read (issue 30 item 10).
+could not be read.
 
 The reasons come from `nvidia-smi -q -x` (<clocks_event_reasons>, <clocks_throttle_reasons> before driver 535), read
 once by the node-health probe; their meanings are data (knowledge/clock_events.yaml, NVML's nvmlClocksEventReasons).

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from orchestrator.knowledge.workloads import engine_of
-from orchestrator.prongs.node_health.kernel_log import worst
-from orchestrator.prongs.node_health.models import FactValue, GpuHealth, NodeHealth
-from orchestrator.prongs.node_health.smi import GEN_OF_SPEED, same_pci
+from orchestrator.prongs.node_health.pci import GEN_OF_SPEED, same_pci
+
+if TYPE_CHECKING:
+    from orchestrator.prongs.node_health.models import FactValue, GpuHealth, NodeHealth, XidEvent
 
 # Reasons that mean something holds the clocks down (idle, app clocks and sync boost are not throttles, and neither is
 # SW power cap alone: a busy H200 at its default 700 W limit shows it; the lowered limit is the fault, not the cap).
@@ -29,6 +32,13 @@ def cpu_set(spec: str | None) -> set[int] | None:
     except ValueError:
         return None
     return out or None
+
+
+def worst(events: list[XidEvent]) -> XidEvent | None:
+    """The most serious event (then the latest)."""
+    if not events:
+        return None
+    return max(enumerate(events), key=lambda p: (p[1].rank, p[0]))[1]
 
 
 def _put(facts: dict[str, FactValue], key: str, value: object) -> None:

@@ -12,7 +12,7 @@ import re
 from pydantic import BaseModel
 
 from orchestrator.prongs.node_health.models import GpuHealth, XidEvent
-from orchestrator.prongs.node_health.smi import same_pci
+from orchestrator.prongs.node_health.pci import same_pci
 
 XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)(?: GPU-I:\d+)?(?: GPU-CI:\d+)?\): (\d+)\b")
 """With MIG the driver adds the GPU / compute instance inside the parenthesis (kernel_rc.c XID_PRINT_WITH_ATTR)."""
@@ -98,10 +98,3 @@ def parse_xids(lines: list[tuple[int, str]], gpus: list[GpuHealth]) -> list[XidE
                                action=info.action if info else None, klass=klass,
                                rank=CLASS_RANK.get(klass, 2)))
     return events
-
-
-def worst(events: list[XidEvent]) -> XidEvent | None:
-    """The most serious event (then the latest)."""
-    if not events:
-        return None
-    return max(enumerate(events), key=lambda p: (p[1].rank, p[0]))[1]

@@ -226,7 +226,15 @@ def _fmt(x: float) -> str:
 
 
 def reference_rule(v: EvidenceView) -> list[Finding]:
-    """The user's best measured output tok/s per GPU against the closest published figure."""
+    """The user's best measured output tok/s per GPU against the closest published figure (the verdict carries its
+    short form whenever it explains the asked symptom)."""
+    found = _reference(v)
+    for f in found:
+        f.verdict_words = f.short
+    return found
+
+
+def _reference(v: EvidenceView) -> list[Finding]:
     figures = measured(v)
     if not figures:
         return []

@@ -24,6 +24,7 @@ Its own facts are `request.*` (the account: `request.engine.*`, `request.client.
 """
 
 from orchestrator.prong import Prong
+from orchestrator.ranks import Rank
 
 PRONG = Prong(
     name="request",
@@ -35,4 +36,5 @@ PRONG = Prong(
     markdown="orchestrator.prongs.request.report:account_markdown",
     terminal="orchestrator.prongs.request.report:render_account_terminal",
     follow_up="orchestrator.prongs.request.rules:second_round",
+    bound_tiers=(Rank.RESIDUAL,),
 )

@@ -653,7 +653,7 @@ def _config_json(v: "EvidenceView") -> tuple[str, dict[str, Any]] | None:
 def model_facts(v: "EvidenceView", engines: list[EngineInstance]) -> ModelFacts | None:
     from orchestrator.prongs.serving_engine.floors import shape_from_name, shape_from_observations
     from orchestrator.prongs.serving_engine.kv_fit import kv_bytes_per_element, kv_shape
-    from orchestrator.prongs.serving_engine.rules import weight_dtype
+    from orchestrator.prongs.serving_engine.weights import weight_dtype
 
     oe = v.observations_evidence
     obs_model = oe[1].model if oe else None
@@ -1143,7 +1143,7 @@ def _waste(c: View | None, e: View) -> list[Waste]:
 
 def build_account(v: "EvidenceView") -> RequestAccount | None:
     """The account of the workload the evidence shows, or None when neither a client nor an engine view exists."""
-    from orchestrator.prongs.resource_account.rules import gpus_busy
+    from orchestrator.prongs.resource_account.where import gpus_busy
 
     oe = v.observations_evidence
     clients = [] if oe is None else [client_view(b, oe[0].id) for b in oe[1].bench if b.label != "baseline"]

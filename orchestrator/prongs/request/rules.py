@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.analysis.facts import Fact, gather
 from orchestrator.diagnosis import Number
-from orchestrator.findings import Finding, Symptom
+from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
+from orchestrator.ranks import Rank
 from orchestrator.prongs.request.account import (BELOW_FLOOR, POINT_WORDS, RequestAccount, Residual, build_account,
                                                  fmt)
 from orchestrator.prongs.request.table import HostFacts, Judged, host_facts, judge, render, table
@@ -200,7 +201,8 @@ def _weight(r: Residual) -> float:
 
 
 LEADS_WEIGHT = 0.5
-"""A confirmed mechanism whose residual accounts for at least this share of the user's figure leads the diagnosis."""
+"""A confirmed mechanism whose residual accounts for at least this share of the user's figure leads the diagnosis
+(it sets the bound reasoning at `Rank.RESIDUAL`: where the time or the work went, no GPU roof)."""
 
 
 @dataclass
@@ -276,8 +278,10 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
         numbers=[Number(name=f"{top.term}: {top.between[0]} vs {top.between[1]}", value=round(top.a, 3),
                         unit=top.unit, peak=None, source=(top.evidence or [""])[0] or "request account",
                         note=f"against {fmt(top.b, top.unit)} ({top.b_src})")],
-        data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes,
-              **({"leads": round(1 + ex.weight, 3)} if ex.weight >= LEADS_WEIGHT else {})})
+        sets_bound=(BoundClaim(rank=Rank.RESIDUAL + (1 - ex.weight) / 2, bound="unknown",
+                               words=capitalized(f"{title[:1].lower() + title[1:]}: {top.words()}."))
+                    if ex.weight >= LEADS_WEIGHT else None),
+        data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes})
 
 
 def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: RequestAccount,
@@ -474,19 +478,20 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
                 "Check the floor's inputs against the served model (its config.json: experts and how many each token "
                 "uses, the weights' real dtype) and where the figure was measured (the engine's own "
                 "vllm:inter_token_latency_seconds against the client's)."],
-            symptoms=["itl"], data={"vetoes": ["serving-decode-vs-roofline"],
-                                    **({} if why is not None else {"leads": 1.0})}))
+            symptoms=["itl"], contradicts=["decode"],
+            sets_bound=None if why is not None else BoundClaim(
+                rank=Rank.RESIDUAL + 0.5, bound="unknown",
+                words=f"{capitalized(r.words())}: a figure below its floor cannot be memory-bound.")))
     # the user's figure of a phase is mostly spent outside the engine: a roofline verdict on that phase (the engine's
     # own prefill or decode) is true of the engine and says nothing of what the user waits for
-    phase_of = {"ttft.client_over_engine": "serving-prefill-vs-roofline",
-                "itl.client_over_engine": "serving-decode-vs-roofline",
-                "itl.client_under_engine": "serving-decode-vs-roofline"}
+    phase_of = {"ttft.client_over_engine": "prefill", "itl.client_over_engine": "decode",
+                "itl.client_under_engine": "decode"}
     vetoes: list[str] = []
     shown: list[Residual] = []
     for r in acct.residuals:
         target = phase_of.get(r.shape)
         if target and _weight(r) >= 0.5 and target not in vetoes and \
-                not (below and target == "serving-decode-vs-roofline"):
+                not (below and target == "decode"):
             vetoes.append(target)
             shown.append(r)
     if vetoes:
@@ -500,7 +505,7 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
                    "measured is not the engine's prefill or decode, and no compute or memory bound of the engine "
                    "explains it" + (f" ({explained_by.judged.id.replace('-', ' ')} does)." if explained_by else ".")),
             short=f"{r.words()}: the difference sits outside the engine.", symptoms=["itl", "ttft"],
-            data={"vetoes": vetoes}))
+            contradicts=vetoes))
     return out
 
 

@@ -2,6 +2,7 @@
 serving processes and their threads, cgroup, CPUs, memory, PSI, filesystems, NICs), what the load and the
 benchmark runs say, what fits in GPU memory, and the engine's work that returns nothing."""
 
+from orchestrator.ranks import Rank
 from orchestrator.prong import Prong
 
 PRONG = Prong(
@@ -13,5 +14,6 @@ PRONG = Prong(
            "orchestrator.prongs.resource_account.load_rules:load_runs",
            "orchestrator.prongs.resource_account.fit_rules:what_fits",
            "orchestrator.prongs.resource_account.engine_work_rules:engine_work",
-           "orchestrator.analysis.bench_rules:bench_without_gpu"),
+           "orchestrator.prongs.resource_account.bench_rules:bench_without_gpu"),
+    bound_tiers=(Rank.FLAW, Rank.ACCOUNT, Rank.BATCH_HELD),
 )

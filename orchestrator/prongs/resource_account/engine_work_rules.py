@@ -128,7 +128,7 @@ def speculation_state(e: EngineInstance, facts: dict[str, Any]) -> Speculation |
                        f"its {lg.spec_lines} {what}" + (" log lines" if e.name == "vllm" else ""))
 
 
-def speculation_overhead(v: "EvidenceView") -> Finding | None:
+def _speculation_overhead(v: "EvidenceView") -> Finding | None:
     """Speculative decoding whose drafts are rejected: about one token per target step, drafting for nothing (and,
     informational, speculation ruled out where it emits PAYS_ACCEPT_LEN tokens per step or more)."""
     for ev, e, facts in _engines(v):
@@ -242,7 +242,7 @@ def _prompt_ratio(v: "EvidenceView", e: EngineInstance, facts: dict[str, Any]) -
     return None
 
 
-def prefix_never_hits(v: "EvidenceView") -> Finding | None:
+def _prefix_never_hits(v: "EvidenceView") -> Finding | None:
     """Prefix caching on, a prompt-heavy load, and a hit rate near 0: every prompt is prefilled in full (and,
     informational, the cache ruled out where it serves REUSED_PCT of prompt tokens or more)."""
     for ev, e, facts in _engines(v):
@@ -379,6 +379,24 @@ def startup_phases(v: "EvidenceView") -> Finding | None:
             + ([_num("start (banner to serving)", span, "s", ev)] if span else []),
             recommendations=[rec])
     return None
+
+
+def speculation_overhead(v: "EvidenceView") -> Finding | None:
+    """Rejected speculative drafts, computed once for the view (a copy each call)."""
+    f = v.fact("engine-work.speculation", lambda: _speculation_overhead(v))
+    return f.model_copy() if f is not None else None
+
+
+def prefix_never_hits(v: "EvidenceView") -> Finding | None:
+    """A prefix cache that never hits, computed once for the view (a copy each call)."""
+    f = v.fact("engine-work.prefix", lambda: _prefix_never_hits(v))
+    return f.model_copy() if f is not None else None
+
+
+def redone_work(v: "EvidenceView") -> Finding | None:
+    """The fact that the GPUs do work the engine redoes or discards (prompts prefilled again, drafts rejected), as its
+    finding, or None: read by the resource account's answer to where the time went."""
+    return prefix_never_hits(v) or speculation_overhead(v)
 
 
 def engine_work_findings(v: "EvidenceView") -> list[Finding]:

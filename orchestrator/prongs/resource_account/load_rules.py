@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from orchestrator.prongs.serving_engine.queue_rules import queue_state
+from orchestrator.prongs.resource_account.queue_rules import queue_state
 from orchestrator.diagnosis import Number
-from orchestrator.findings import Finding
+from orchestrator.findings import BoundClaim, Finding, capitalized, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.observations import BenchResult
 from orchestrator.prongs.serving_engine.models import EngineReport
 
@@ -395,4 +396,9 @@ def runs_compared(v: "EvidenceView") -> Finding | None:
 def load_runs(v: "EvidenceView") -> list[Finding]:
     """Every benchmark run used and compared with the others, and what the measurement itself says (a TTFT that is
     the whole request, runs of different output lengths, a TTFT spent mostly outside the engine)."""
-    return [f for f in (runs_compared(v), ttft_is_whole_request(v), unequal_outputs(v), ttft_outside_engine(v)) if f]
+    found = [f for f in (runs_compared(v), ttft_is_whole_request(v), unequal_outputs(v), ttft_outside_engine(v)) if f]
+    for f in found:
+        if f.data.get("not_the_server"):  # no limit of the server is read from such a figure: it comes first
+            f.sets_bound = BoundClaim(rank=Rank.FLAW, bound=diagnosis_bound(f.bound, "unknown"),
+                                      words=capitalized(f.short) + " No limit of the server can be read from this figure.")
+    return found

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orchestrator.prongs.resource_account.load_rules import burst_queue, client_limited, flat_throughput
-from orchestrator.prongs.serving_engine.queue_rules import BOUNDS_BATCH, engine_queue
+from orchestrator.prongs.resource_account.queue_rules import BOUNDS_BATCH, engine_queue
 from orchestrator.diagnosis import Bound, Number
-from orchestrator.findings import Finding, Symptom
+from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
+from orchestrator.ranks import Rank
 from orchestrator.prongs.resource_account.models import ProcessAccount, ResourceAccount, ThreadAccount
 
 if TYPE_CHECKING:
@@ -666,7 +667,7 @@ def _turns(a: Account) -> Finding | None:
 
 
 def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:
-    """The engine's own queue (prongs/serving_engine/queue_rules.py): what bounds its batch, or no request reaching it."""
+    """The engine's own queue (prongs/resource_account/queue_rules.py): what bounds its batch, or no request reaching it."""
     return engine_queue(v, a.busy, a.ev)
 
 
@@ -731,6 +732,8 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
             out.append(f.model_copy(update={"explains": round(idle_share, 2)}))
         if not saturated and queue is None and client is None and flat is None:
             out.append(_nothing(a))
+        out += [f for f in (client, flat, burst) if f and f.id not in {x.id for x in out}]
+        return _claim_bound(out, idle)
     else:
         out += [queue] if queue else []
         out += [f.model_copy(update={"secondary": True}) for f in saturated]
@@ -769,74 +772,31 @@ def _nothing(a: Account) -> Finding:
             "client offered too little load; flat throughput means a fixed-rate stage."])
 
 
-def gpus_busy(v: "EvidenceView") -> float | None:
-    """The serving GPUs' mean busy share over the account's window (percent), or None without an account."""
-    a = _account(v)
-    return a.busy if a is not None else None
+BOUND_ORDER = ("account-shm-small", "account-memlock-small", "account-cgroup-throttled", "account-cpu-allowance",
+               "account-memory-swap", "account-memory-limit", "account-filesystem", "account-model-reload",
+               "account-cpu-thread", "account-host-cpu", "account-io", "account-nic", "account-gpus-take-turns",
+               *BOUNDS_BATCH, "account-engine-queue", "account-client-limited", "account-low-concurrency",
+               "account-no-load", "account-flat-throughput", "account-nothing-saturated")
+"""Which of the account's findings sets the bound when the GPUs idle and several explain it: the cause before its
+symptom, the host before the load."""
 
 
-def serving_gpus(v: "EvidenceView") -> int | None:
-    """How many GPUs the serving processes hold (nvidia-smi's compute apps over the account's window), or None."""
-    a = _account(v)
-    if a is None:
-        return None
-    held = {i for p in a.acct.processes for i in p.gpus if isinstance(i, int)}
-    return len(held) or None
-
-
-def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:
-    """One sentence of what the account shows (the GPUs' busy share, and the saturated resource if any) for a
-    latency far above its floor to cite, with the account's evidence id; (None, []) without an account."""
-    a = _account(v)
-    if a is None or a.busy is None:
-        return None, []
-    sat = next((f for f in (rule(a) for rule in SATURATION) if f), None)
-    if a.busy >= GPU_BUSY_PCT:
-        from orchestrator.prongs.serving_engine.kv_rules import kv_findings
-
-        q = engine_queue(v, a.busy, a.ev)
-        held = q if q is not None and q.id in BOUNDS_BATCH else \
-            next((f for f in kv_findings(v) if f.id == "fit-kv-fewer-sequences-than-offered"), None)
-        if held is not None:
-            # busy GPUs at the batch the KV cache or the request limit allows: the wait is for a place in the batch
-            return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window while {held.short.rstrip('.')}: "
-                    "the extra time is waiting for a place in the batch, not GPU work."), \
-                list(dict.fromkeys([a.ev, *held.evidence]))
-        from orchestrator.prongs.resource_account.engine_work_rules import prefix_never_hits, speculation_overhead
-
-        redo = prefix_never_hits(v) or speculation_overhead(v)
-        if redo is not None and not redo.informational:
-            # busy GPUs doing work the engine throws away: prompts prefilled again, drafts rejected
-            return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window while {redo.short.rstrip('.')}: the "
-                    "extra time is GPU work the engine redoes or discards."), list(dict.fromkeys([a.ev, *redo.evidence]))
-        return (f"the GPUs were busy {a.busy:.0f} % of its {a.window} window, so the extra time is GPU work beyond the "
-                "floor (kernels below their roofline, recomputation)."), [a.ev]
-    tail = f" while {sat.short}" if sat else ", and nothing on the host was saturated."
-    return f"the GPUs were busy {a.busy:.0f} % of its {a.window} window{tail}", [a.ev]
-
-
-def account_bound(findings: list[Finding]) -> tuple[Bound, str, Finding | None] | None:
-    """The bound when the account has something to say (the GPUs idle most of the window): the saturated resource,
-    with the GPUs' numbers first; None when the GPUs are busy or were not sampled (the roofline decides)."""
-    by_id = {f.id: f for f in findings}
-    idle = by_id.get("account-gpu-idle")
-    if idle is None:
-        return None
-    order = ("account-shm-small", "account-memlock-small", "account-cgroup-throttled", "account-cpu-allowance",
-             "account-memory-swap", "account-memory-limit",
-             "account-filesystem", "account-model-reload", "account-cpu-thread", "account-host-cpu", "account-io",
-             "account-nic", "account-gpus-take-turns", *BOUNDS_BATCH, "account-engine-queue", "account-client-limited",
-             "account-low-concurrency", "account-no-load", "account-flat-throughput", "account-nothing-saturated")
-    setter = next((by_id[i] for i in order if i in by_id), None)
-    if setter is None:
-        return "unknown", idle.short, idle
-    bound: Bound = setter.bound if setter.bound in ("latency", "communication") else "unknown"
-    reasoning = idle.short
-    if setter.id == "account-nothing-saturated":
-        reasoning += " " + setter.claim.split(". ", 1)[-1]
-    elif setter.short and setter.short not in reasoning:
-        reasoning += " " + setter.short[:1].upper() + setter.short[1:]
-    return bound, reasoning.strip(), setter
+def _claim_bound(out: list[Finding], idle: Finding) -> list[Finding]:
+    """The GPUs idle most of the window: each finding that says what they wait on claims the bound at the account's
+    tier, in BOUND_ORDER (the GPUs' numbers first in the reasoning), as long as the idle finding also explains the
+    asked symptom; the idle finding itself claims it last, as unknown."""
+    for f in out:
+        if f.id in BOUND_ORDER:
+            reasoning = idle.short
+            if f.id == "account-nothing-saturated":
+                reasoning += " " + f.claim.split(". ", 1)[-1]
+            elif f.short and f.short not in reasoning:
+                reasoning += " " + capitalized(f.short)
+            bound: Bound = f.bound if f.bound in ("latency", "communication") else "unknown"
+            f.sets_bound = BoundClaim(rank=Rank.ACCOUNT + BOUND_ORDER.index(f.id) / 100, bound=bound,
+                                      words=reasoning.strip(), needs=idle.id, otherwise=f.sets_bound)
+    idle.sets_bound = BoundClaim(rank=Rank.ACCOUNT + 0.99, bound="unknown", words=idle.short)
+    return out
 
 
 def resource_account(v: "EvidenceView") -> list[Finding]:

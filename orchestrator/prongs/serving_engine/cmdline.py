@@ -32,7 +32,6 @@ TRTLLM_SERVE = "https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/co
 TRTLLM_ARGS = "https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/llmapi/llm_args.py"
 TGI_LAUNCHER = "https://github.com/huggingface/text-generation-inference/blob/main/launcher/src/main.rs"
 
-ENGINE_LABEL = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "tgi": "TGI"}
 
 
 @dataclass(frozen=True)
@@ -86,8 +85,11 @@ FLAGS: dict[str, list[Flag]] = {
         _f("ep", "--ep-size", "--ep", "--expert-parallel-size", kind="int"),
         _f("dp_attention", "--enable-dp-attention", kind="true"),
         _f("cuda_graphs", "--disable-cuda-graph", kind="false"),
-        _f("cuda_graph_max_bs", "--cuda-graph-max-bs", kind="int"),
-        _f("cuda_graph_sizes", "--cuda-graph-bs", kind="list"),
+        # SGLang's CUDA-graph refactor (sglang#23906) replaced --cuda-graph-max-bs / --cuda-graph-bs with per-phase
+        # flags; 0.5.18 and 0.5.23 have only --cuda-graph-max-bs-decode / --cuda-graph-bs-decode (and -prefill), so
+        # the old spelling is an ambiguous abbreviation there that argparse refuses.
+        _f("cuda_graph_max_bs", "--cuda-graph-max-bs-decode", "--cuda-graph-max-bs", kind="int"),
+        _f("cuda_graph_sizes", "--cuda-graph-bs-decode", "--cuda-graph-bs", kind="list"),
         _f("torch_compile", "--enable-torch-compile", kind="true"),
         _f("attention_backend", "--attention-backend"),
         _f("prefill_attention_backend", "--prefill-attention-backend"),
@@ -433,6 +435,12 @@ HARVESTED: dict[str, dict[str, str]] = {
                "quantization": "quantization"},
     "sglang_not": {"cuda_graphs": "disable_cuda_graph", "prefix_caching": "disable_radix_cache"},
     "tgi": {"max_num_seqs": "max_concurrent_requests"},
+    "tensorrt_llm": {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "max_num_seqs": "max_batch_size",
+                     "max_num_batched_tokens": "max_num_tokens",
+                     "gpu_memory_utilization": "kv_cache_config.free_gpu_memory_fraction",
+                     "backend": "backend", "prefix_caching": "kv_cache_config.enable_block_reuse",
+                     "chunked_prefill": "enable_chunked_prefill", "kv_cache_dtype": "kv_cache_config.dtype",
+                     "attention_backend": "attn_backend"},
 }
 """The effective-config settings whose defaults come from the harvested knowledge base (knowledge/settings), per
 engine: setting -> the engine's own field name (`sglang_not`: the field is the negation, disable_*)."""
@@ -611,18 +619,13 @@ def _sglang_defaults(s: dict[str, Setting], env: dict[str, str], version: str | 
         s["enforce_eager"] = Setting(not graphs.value, graphs.source, graphs.default)
 
 
-def _trtllm_defaults(s: dict[str, Setting]) -> None:
-    for k, v in (("tp", 1), ("pp", 1), ("max_num_seqs", 2048), ("max_num_batched_tokens", 8192),
-                 ("gpu_memory_utilization", 0.9), ("backend", "pytorch")):
-        s.setdefault(k, _default(v, "tensorrt_llm/commands/serve.py"))
-    s.setdefault("ep", _default(s["tp"].value if isinstance(s["tp"].value, int) else 1,
+def _trtllm_defaults(s: dict[str, Setting], version: str | None = None) -> None:
+    _harvested_defaults(s, "tensorrt_llm", version)
+    tp = s.get("tp")
+    s.setdefault("ep", _default(tp.value if tp is not None and isinstance(tp.value, int) else 1,
                                 "tensorrt_llm/llmapi/llm_args.py: MoE EP follows TP when unset"))
     s.setdefault("dp", _default(1, "tensorrt_llm/llmapi/llm_args.py"))
     s.setdefault("scheduler_policy", _default("GUARANTEED_NO_EVICT", "llm_args.py SchedulerConfig.capacity_scheduler_policy"))
-    s.setdefault("prefix_caching", _default(True, "llm_args.py KvCacheConfig.enable_block_reuse"))
-    s.setdefault("chunked_prefill", _default(False, "llm_args.py enable_chunked_prefill"))
-    s.setdefault("kv_cache_dtype", _default("auto", "llm_args.py KvCacheConfig.dtype"))
-    s.setdefault("attention_backend", _default("TRTLLM", "llm_args.py attn_backend"))
     if "cuda_graphs" in s:
         s["enforce_eager"] = Setting(not s["cuda_graphs"].value, s["cuda_graphs"].source)
 
@@ -679,7 +682,7 @@ def effective_config(kind: str, argv: list[str], *, env: dict[str, str] | None =
     defaults: dict[str, Callable[[], None]] = {
         "vllm": lambda: _vllm_defaults(settings, env, gpu_name, gpu_mem_mib, version),
         "sglang": lambda: _sglang_defaults(settings, env, version),
-        "trtllm": lambda: _trtllm_defaults(settings),
+        "trtllm": lambda: _trtllm_defaults(settings, version),
         "tgi": lambda: _tgi_defaults(settings, env, version),
     }
     defaults[kind]()

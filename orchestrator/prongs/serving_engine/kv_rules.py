@@ -20,10 +20,12 @@ from orchestrator import knowledge
 from orchestrator.prongs.serving_engine.kv_fit import KvShape, kv_bytes_per_element, kv_shape, sequences
 from orchestrator.prongs.serving_engine.floors import ModelShape, shape_from_name, shape_from_observations
 from orchestrator.diagnosis import Number
-from orchestrator.findings import Finding
+from orchestrator.findings import BoundClaim, Finding, capitalized
+from orchestrator.ranks import Rank
 from orchestrator.observations import ModelInfo
 from orchestrator.prongs.resource_account.models import ResourceAccount
 from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
+from orchestrator.prongs.serving_engine.weights import weight_dtype
 from orchestrator.prongs.settings_audit.models import SettingsReport
 
 if TYPE_CHECKING:
@@ -120,8 +122,6 @@ def intended_dtype(v: "EvidenceView", prim: EngineInstance | None, name: str | N
     q = (obs_model.quantization if obs_model and obs_model.quantization else None) or \
         (str(prim.value("quantization")) if prim and prim.value("quantization") else None)
     if not q:
-        from orchestrator.prongs.serving_engine.rules import weight_dtype
-
         q = weight_dtype(v, prim, name)[0]
     try:
         return str(q).lower(), knowledge.bytes_per_element(str(q).lower())
@@ -192,6 +192,18 @@ def _num(name: str, value: float, unit: str, ev: str, note: str = "", peak: floa
 
 
 def kv_findings(v: "EvidenceView") -> list[Finding]:
+    """What the weights and the KV cache fit (each call a copy of the view's one computation)."""
+    return [f.model_copy() for f in v.fact("kv-fit", lambda: _kv_findings(v))]
+
+
+def kv_holds_fewer(v: "EvidenceView") -> Finding | None:
+    """The fact that the KV cache holds fewer requests than offered, as its finding (None otherwise): read by the
+    resource account's answer to where the time went, computed once with the rest of the fit."""
+    return next((f for f in v.fact("kv-fit", lambda: _kv_findings(v)) if f.id == "fit-kv-fewer-sequences-than-offered"),
+                None)
+
+
+def _kv_findings(v: "EvidenceView") -> list[Finding]:
     fi = fit_inputs(v)
     if fi is None:
         return []
@@ -320,6 +332,7 @@ def _kv(v: "EvidenceView", fi: FitInputs) -> list[Finding]:
             out.append(Finding(
                 id="fit-kv-fewer-sequences-than-offered", category="workload", confidence=0.75, evidence=fi.ev_ids,
                 bound=None, title=f"The KV cache holds {fits:.1f} requests at once, fewer than the {conc} offered",
+                queue_wait=True,
                 claim=claim, short=f"the KV cache holds {fits:.1f} of the {conc} concurrent requests offered; the "
                 f"rest wait.", symptoms=["ttft", "throughput", "itl"],
                 numbers=[_num("requests the KV cache holds at once", fits, "requests", src_ev, pool_src,
@@ -333,6 +346,8 @@ def _kv(v: "EvidenceView", fi: FitInputs) -> list[Finding]:
                     "per GPU (FP8 weights, or more GPUs: TP/PP), or a --max-model-len no longer than the requests "
                     "need.",
                     f"Or offer no more concurrency than fits ({max(int(fits), 1)}) and add replicas for the rest."]))
+            # requests wait for a place in the batch the KV cache allows: that sets the bound (latency)
+            out[-1].sets_bound = BoundClaim(rank=Rank.BATCH_HELD, bound="latency", words=capitalized(out[-1].short))
     running = e is not None and e.origin == "process"
     if max_len and pool < max_len and not (at_most and running):
         # an estimate against a running engine is not enough: vLLM checks this at start and would not be running

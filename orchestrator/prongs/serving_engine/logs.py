@@ -23,7 +23,18 @@
   "Decode batch. #running-req: N, #token: T, token usage: U, cuda graph: True, gen throughput (token/s): G,
   #queue-req: Q", "Prefill batch. #new-seq: .., #new-token: .., #cached-token: .., token usage: .., ...",
   "Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: 0.9 -> 1.0" (managers/scheduler.py).
-- TGI: "Using attention flashinfer - Prefix caching true", "Using default cuda graphs [1, 2, 4, 8, 16, 32]".
+  SGLang 0.5.18-0.5.23 (the harvested releases) print "server_args={'model_path': ..., 'tp_size': 8, ...}" (a dict,
+  0.5.23), "KV Cache is allocated. dtype: torch.bfloat16, #tokens: N, ..", "Post-capture KV sizing: KV cache
+  allocated. dtype: .., #tokens: N, ..", "Load weight end. elapsed=.. s, type=.., mem usage=.. GB.", "Capture target
+  decode CUDA graph end. elapsed=.. s, ..", "Decode batch, #running-req: N, ..." and "KV cache pool is full. Retract
+  requests. #retracted_reqs: N, ..".
+- TGI: "Using attention flashinfer - Prefix caching true", "Using default cuda graphs [1, 2, 4, 8, 16, 32]", and the
+  launcher's arguments, one line ("Args { model_id: .. }") up to 2.0, pretty-printed ("Args {" then a field a line)
+  since.
+Each pattern's format string, per release, with a line built from it: tests/knowledge/engine_log_lines.yaml (a pattern
+no harvested release prints fails there). vLLM 0.26.0-0.33.0 print "vLLM server version X, serving model M" (or the
+logo's "version X"), "init engine (...) took X s", "Starting vLLM server on ..", "Compiling a graph for compile range
+(1, 8192) takes X s" and "torch.compile took X s in total".
 Pure functions over (path, line_no, line) tuples.
 """
 
@@ -39,15 +50,21 @@ from orchestrator.prongs.serving_engine.models import LogState
 # Each pattern is searched anywhere in a line the host returned: where a literal is followed by `.*`, the match starts at
 # the line's first occurrence of the literal (`^(?>.*?LITERAL)`, atomic: not retried at every later occurrence), and
 # other repetitions are bounded, so that the work grows linearly with the line (tests/fuzz/test_patterns_linear.py).
-RX_VERSION = [re.compile(r"vLLM API server version ([0-9][\w.+-]*)"),
+RX_VERSION = [re.compile(r"vLLM (?:API )?server version ([0-9][\w.+-]*)"),
+              re.compile(r"^(?>.*?\u2580\u2584\u2580 \u2588)[^\n]{0,24}?version\s{1,4}(?:\x1b\[[0-9;]{0,8}m)?([0-9][\w.+-]*)"),
               re.compile(r"Initializing a V1 LLM engine \(v([0-9][\w.+-]*)\)"),
               re.compile(r"Initializing an LLM engine \(v([0-9][\w.+-]*)\)"),
-              re.compile(r"\bvLLM version ([0-9][\w.+-]*)"),
-              re.compile(r"TensorRT-LLM version: ([0-9][\w.+-]*)"),
+              re.compile(r"\bvLLM [Vv]ersion\s{0,40}:?\s{0,4}([0-9][\w.+-]*)"),
+              re.compile(r"TensorRT[- ]LLM version: ([0-9][\w.+-]*)"),
               re.compile(r"sglang version[:=]? ?([0-9][\w.+-]*)", re.I)]
 RX_ENGINE_CONFIG = re.compile(r"LLM engine \(v[\w.+-]+\) with config: (.*)$")
 RX_NON_DEFAULT = re.compile(r"^(?>.*?non-default args: )(\{.*\})\s*$")
 RX_SERVER_ARGS = re.compile(r"^(?>.*?server_args=ServerArgs\()(.*)\)\s*$")
+RX_SERVER_ARGS_DICT = re.compile(r"^(?>.*?server_args=\{)(.*)\}\s*$")
+"""SGLang's server arguments at start: up to 0.5.18 `logger.info(f"{server_args=}")` (the dataclass repr,
+`server_args=ServerArgs(model_path='...', tp_size=8, ...)`, entrypoints/engine.py L253); 0.5.23 logs
+`server_args={_server_args_for_logging(server_args)}`, a dict (`server_args={'model_path': '...', 'tp_size': 8, ...}`,
+engine.py L311)."""
 RX_ARGS_NAMESPACE = re.compile(r"^(?>.*?\] args: Namespace\()(.*)\)\s*$")
 """vLLM before "non-default args" (e.g. 0.5-0.8): `INFO 05-01 16:02:39 [api_server.py:1044] args: Namespace(subparser=
 'serve', ..., gpu_memory_utilization=0.9, ...)` (vllm/entrypoints/openai/api_server.py: logger.info("args: %s", args))."""
@@ -62,13 +79,21 @@ RX_SELECTED = [
                r"Triton|FlashMLA|Triton MLA|PallasAttention)[ -]?backend\.?"),
     re.compile(r"Using attention ([a-z_-]+) - Prefix caching"),
 ]
-RX_FALLBACK = re.compile(r"Cannot use (Flash ?Attention(?:-2)?|FlashInfer|FA3?)[\w ]* backend[^\n]*", re.I)
-RX_KV_TOKENS = [re.compile(r"GPU KV cache size: ([\d,]+) tokens"), re.compile(r"KV Cache is allocated\. #tokens: (\d+)"),
+RX_FALLBACK = re.compile(r"Cannot use (?:Flash ?Attention(?:-2)?|FlashInfer|FA3?)[\w ]{0,80} backend[^\n]{0,300}|"
+                         r"Cannot use FA version \d[^\n]{0,300}|--block-size \d+ precluded higher-priority backend[^\n]{0,300}",
+                         re.I)
+"""A backend the engine wanted and could not use: vLLM V0's selector ("Cannot use FlashAttention-2 backend for Volta
+and Turing GPUs."), vLLM V1's FlashAttention version downgrade ("Cannot use FA version 3 on Blackwell platform,
+defaulting to FA version 2.", v1/attention/backends/fa_utils.py L122 at 0.33.0) and its selector's warning that
+--block-size ruled out a higher-priority backend (platforms/cuda.py L497 at 0.33.0)."""
+RX_KV_TOKENS = [re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
+                re.compile(r"KV Cache is allocated\. (?:dtype: \S+, )?#tokens: (\d+)|Post-capture KV sizing: KV cache allocated\. dtype: \S+, "
+                           r"#tokens: (\d+)"),
                 re.compile(r"max_total_num_tokens=(\d+)")]
 RX_GPU_BLOCKS = re.compile(r"# (?:GPU|CUDA) blocks: (\d+)")
 RX_MAX_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 RX_WEIGHTS_MEM = [re.compile(r"Model loading took ([\d.]+) GiB(?: memory)? and"),
-                  re.compile(r"^(?>.*?Load weight end\. type=).*?mem usage=([\d.]+) GB")]
+                  re.compile(r"^(?>.*?Load weight end\. (?:elapsed=[\d.]+ s, )?type=).*?mem usage=([\d.]+) GB")]
 """GPU memory the weights took, per GPU worker: vLLM `INFO 07-24 17:23:00 [gpu_model_runner.py:1770] Model loading took
 14.9889 GiB and 5.123 seconds` (vllm/v1/worker/gpu_model_runner.py v0.10.0, logger.info("Model loading took %.4f GiB
 and %.6f seconds", ...); V0 worker/model_runner.py the same; from v0.11 "Model loading took %s GiB memory and %.6f
@@ -79,12 +104,20 @@ RX_KV_MEMORY = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 """vLLM V1 `INFO 06-23 10:27:28 [gpu_worker.py:440] Available KV cache memory: 5.16 GiB` (vllm/v1/worker/gpu_worker.py,
 determine_available_memory), per worker."""
 RX_GRAPH_DONE = [re.compile(r"Graph capturing finished in (\d+) secs?(?:, took ([\d.]+) GiB)?"),
-                 re.compile(r"Capture cuda graph end\. Time elapsed: ([\d.]+) s")]
+                 re.compile(r"Capture (?:target (?:decode|verify) )?cuda graph end\. (?:Time elapsed: |elapsed=)([\d.]+) s",
+                            re.IGNORECASE)]
+"""vLLM `Graph capturing finished in 8 secs, took 0.31 GiB` (gpu_model_runner.py); SGLang up to 0.5.3 `Capture cuda
+graph end. Time elapsed: 20.64 s`, 0.5.18/0.5.23 `Capture target decode CUDA graph end. elapsed=20.64 s, mem usage=..`
+(`f"Capture {capture_name} {graph_backend[device]} end. "`, capture_name "target decode" or "target verify" with
+speculative decoding; model_executor/model_runner_components/cuda_graph_setup.py L788 at 0.5.23); the prefill graph
+and the draft model's graphs print other names and are not the decode graph."""
 RX_EAGER = re.compile(r"(Cudagraph is disabled under eager mode|enforce_eager=True|"
-                      r"CUDA graph is disabled|disable_cuda_graph=True|cuda graph: False)")
+                      r"(?i:cuda graph is disabled)|disable_cuda_graph=True|'disable_cuda_graph': True|cuda graph: False)")
 RX_VLLM_STATS = re.compile(
     r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, "
-    r"(?:Swapped: (\d+) reqs, )?(?:Pending|Waiting): (\d+) reqs,?\s*(?:Preemptions: (\d+), )?"
+    r"(?:Swapped: (\d+) reqs, )?(?:Pending|Waiting): (\d+) reqs,?\s*"
+    r"(?:(?:Deferred: \d+ reqs|KV fetch: \d+ waiting to start, \d+ in progress, \d+ completed waiting), )*"
+    r"(?:Preemptions: (\d+), )?"
     r"(?:GPU KV cache usage: ([\d.]+)%)?(?:, (?:CPU KV cache usage: [\d.]+%\.?|Prefix cache hit rate: ([\d.]+)%))?")
 RX_SGL_DECODE = re.compile(
     r"^(?>.*?Decode batch)(?: \[\d+\])?[.,] #running-req: (\d+), #(?:full )?token: (\d+), (?:full )?token usage: ([\d.]+),"
@@ -95,25 +128,25 @@ hybrid models (SGLang's scheduler, log_decode_stats)."""
 RX_VLLM_SPEC = re.compile(r"^(?>.*?SpecDecoding metrics: ).*?Mean acceptance length: ([\d.]+)")
 RX_VLLM_SPEC_TOKENS = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
 RX_VLLM_SPEC_POS = re.compile(r"Per-position acceptance rate: ((?:[\d.]+(?:, )?)+)")
-RX_SGL_ACCEPT = re.compile(r"accept len: ([\d.]+)")
+RX_SGL_ACCEPT = re.compile(r"(?<!block )accept len: ([\d.]+)")
 RX_SGL_PREFILL = re.compile(r"Prefill batch(?: \[\d+\])?[.,] #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)")
 RX_PREEMPT = re.compile(r"(preempted by PreemptionMode\.(RECOMPUTE|SWAP)|Decode out of memory happened|"
                         r"KV cache pool is full\. Retract requests|"
-                        r"#retracted_reqs: (\d+)|running out of KV cache|Preemptions?: [1-9])", re.I)
+                        r"(?<!Testing retraction\. )#retracted_reqs: ([1-9]\d*)|running out of KV cache|Preemptions?: [1-9])", re.I)
 RX_MOE_DEFAULT = re.compile(r"Using default MoE (?:kernel )?config", re.I)
 RX_COMPILE = re.compile(r"torch\.compile takes? ([\d.]+) s in total|compile took ([\d.]+) s", re.I)
 # One engine start: vLLM's API server banner, SGLang's server_args dump, TGI's launcher args, trtllm-serve's banner.
 RX_WEIGHTS_LOAD = re.compile(r"Loading weights took ([\d.]+) seconds")
 """vLLM `INFO 06-19 23:05:01 [loader.py:447] Loading weights took 0.69 seconds` (model_loader/default_loader.py)."""
 RX_MODEL_LOAD_S = re.compile(r"Model loading took [\d.]+ GiB(?: memory)? and ([\d.]+) seconds")
-RX_INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) seconds")
+RX_INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s(?:econds)?\b")
 """vLLM `INFO 06-19 23:05:35 [core.py:162] init engine (profile, create kv cache, warmup model) took 34.11 seconds`
-(vllm/v1/engine/core.py)."""
-RX_READY = re.compile(r"Starting vLLM API server|Application startup complete")
+(vllm/v1/engine/core.py); 0.26.0-0.33.0 print `took 34.11 s` (`%.2f s`, optionally `(compilation: ...)`: core.py L413)."""
+RX_READY = re.compile(r"Starting vLLM (?:API )?server|Application startup complete")
 RX_VLLM_TS = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
-RX_START = re.compile(r"(vLLM API server version|server_args=ServerArgs\(|Args \{\s*model_id|"
-                      r"Starting TensorRT-LLM|TensorRT-LLM version:)")
-RX_COLD_COMPILE = re.compile(r"Compiling a graph for (?:dynamic shape|shape .*) takes [\d.]+ s")
+RX_START = re.compile(r"(vLLM (?:API )?server version|\u2580\u2584\u2580 \u2588[^\n]{0,24}?version\s|server_args=(?:ServerArgs\(|\{)|"
+                      r"\bArgs \{\s*(?:model_id\b|$)|TensorRT[- ]LLM version:)")
+RX_COLD_COMPILE = re.compile(r"Compiling a graph for (?:dynamic shape|shape .*|compile range .*) takes [\d.]+ s")
 RX_WARM_COMPILE = re.compile(r"Directly load the compiled graph\(s\) for .* from the cache")
 RX_DEEPGEMM_JIT = re.compile(r"(Try )?DeepGEMM JIT Compiling for|Entering DeepGEMM JIT Pre-Compile session")
 
@@ -132,6 +165,7 @@ _VLLM_CONFIG_KEYS: dict[str, tuple[str, _Typ]] = {
 _SGL_KEYS: dict[str, tuple[str, _Typ]] = {
     "tp_size": ("tp", int), "pp_size": ("pp", int), "dp_size": ("dp", int), "ep_size": ("ep", int),
     "disable_cuda_graph": ("cuda_graphs", "not"), "cuda_graph_max_bs": ("cuda_graph_max_bs", int),
+    "cuda_graph_max_bs_decode": ("cuda_graph_max_bs", int),
     "attention_backend": ("attention_backend", str), "kv_cache_dtype": ("kv_cache_dtype", str),
     "mem_fraction_static": ("gpu_memory_utilization", float), "max_running_requests": ("max_num_seqs", int),
     "chunked_prefill_size": ("chunked_prefill_size", int), "max_prefill_tokens": ("max_num_batched_tokens", int),
@@ -161,6 +195,14 @@ MAX_FALLBACKS = 10
 
 def _num(s: str) -> float:
     return float(s.replace(",", ""))
+
+
+def _dict_pairs(text: str) -> dict[str, str]:
+    """key -> value text of a `'k': v, 'k2': 'v'` dict repr (SGLang 0.5.23's server_args dict), nesting kept whole."""
+    out: dict[str, str] = {}
+    for k, v in _kv_pairs(re.sub(r"'(\w+)': ", r"\1=", text)).items():
+        out[k.strip("'\"")] = v
+    return out
 
 
 def _kv_pairs(text: str) -> dict[str, str]:
@@ -286,8 +328,12 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
         if m:
             settings["max_num_batched_tokens"] = Setting(int(m.group(1)), where)
         m = RX_SERVER_ARGS.search(line)
-        if m:
-            for k, raw in _kv_pairs(m.group(1)).items():
+        pairs = _kv_pairs(m.group(1)) if m else {}
+        if not m:
+            d = RX_SERVER_ARGS_DICT.search(line)
+            pairs = _dict_pairs(d.group(1)) if d else {}
+        if pairs:
+            for k, raw in pairs.items():
                 if k in _SGL_KEYS:
                     name, typ = _SGL_KEYS[k]
                     val = _typed(raw, typ)
@@ -305,7 +351,7 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
         for rx in RX_KV_TOKENS:
             m = rx.search(line)
             if m:
-                f.kv_cache_tokens = int(_num(m.group(1)))
+                f.kv_cache_tokens = int(_num(next(g for g in m.groups() if g is not None)))
         m = RX_GPU_BLOCKS.search(line)
         if m:
             f.num_gpu_blocks = int(m.group(1))
@@ -328,7 +374,7 @@ def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
                     f.graph_memory_gib = float(m.group(2))
         m = RX_EAGER.search(line)
         if m and "cuda graph: False" not in line:
-            explicit = "=True" not in m.group(0)
+            explicit = "=True" not in m.group(0) and "': True" not in m.group(0)
             if f.eager_line is None or (explicit and not eager_explicit):
                 f.eager_line = f"{where}: {line.strip()[:300]}"
                 eager_explicit = explicit

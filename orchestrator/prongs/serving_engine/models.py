@@ -31,6 +31,10 @@ from orchestrator.probes.results import LogSkip, ProbeModel
 EngineName = Literal["vllm", "sglang", "trtllm", "tgi"]
 
 
+ENGINE_LABEL = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "tgi": "TGI"}
+"""How each engine is named in words."""
+
+
 class SettingValue(BaseModel):
     value: Any = None
     source: str = ""
@@ -123,8 +127,6 @@ class EngineInstance(BaseModel):
 
     @property
     def label(self) -> str:
-        from orchestrator.prongs.serving_engine.cmdline import ENGINE_LABEL
-
         return ENGINE_LABEL.get(self.name, self.name) + (f" {self.version}" if self.version else "")
 
     def value(self, key: str) -> Any:

@@ -118,7 +118,8 @@ def build_report(host_name: str, data: dict[str, Any], log_paths: list[str]) -> 
             engines.append((inst, settings))
             break
     if not engines and log_settings:
-        kind = "sglang" if any("ServerArgs" in ln.line or "Decode batch" in ln.line for ln in lines) else (
+        kind = "sglang" if any("ServerArgs" in ln.line or "server_args={" in ln.line or "Decode batch" in ln.line
+                               for ln in lines) else (
             "tgi" if any("Using attention" in ln.line for ln in lines) else "vllm")
         settings, model = effective_config(kind, ["x", "-m", "x"], gpu_name=gpu_name, gpu_mem_mib=gpu_mem)
         inst = EngineInstance(name=kind, origin="log", where=f"log {files[0] if files else '?'}", model=model)

@@ -81,16 +81,19 @@ def latency_charts(events: Iterable[Any], diagnosis: Any = None) -> list[Latency
     floors = _floors(diagnosis) if diagnosis is not None else {}
     charts: list[LatencyChart] = []
     for ev in _events_of(events, "observations"):
-        obs = (ev.data or {}).get("observations") or {}
-        for b in (obs.get("bench") or [])[:1]:
-            name = f"{b.get('format')} {b.get('source') or ''}".strip()
-            if b.get("max_concurrency"):
-                name += f", concurrency {b['max_concurrency']}"
-            for phase, metric, key in PHASES:
-                lat = b.get(key) or (b.get("tpot") if key == "itl" else None) or {}
-                pts = [(k, float(lat[k])) for k in ("mean", "p50", "p90", "p95", "p99") if lat.get(k) is not None]
-                if pts:
-                    charts.append(LatencyChart(phase, metric, name, pts, floors.get(phase)))
+        try:  # recorded data, read as the recording has it: a value of another shape leaves the chart out
+            obs = (ev.data or {}).get("observations") or {}
+            for b in (obs.get("bench") or [])[:1]:
+                name = f"{b.get('format')} {b.get('source') or ''}".strip()
+                if b.get("max_concurrency"):
+                    name += f", concurrency {b['max_concurrency']}"
+                for phase, metric, key in PHASES:
+                    lat = b.get(key) or (b.get("tpot") if key == "itl" else None) or {}
+                    pts = [(k, float(lat[k])) for k in ("mean", "p50", "p90", "p95", "p99") if lat.get(k) is not None]
+                    if pts:
+                        charts.append(LatencyChart(phase, metric, name, pts, floors.get(phase)))
+        except (AttributeError, TypeError, ValueError, KeyError, OverflowError):
+            continue
         if charts:
             return charts
     for ev in _events_of(events, "engine_config"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.prongs.resource_account.rules import GPU_BUSY_PCT, gpus_busy, serving_gpus, where_time_went
+from orchestrator.prongs.resource_account.where import GPU_BUSY_PCT, gpus_busy, serving_gpus, where_time_went
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.prongs.resource_account.load_rules import engine_ttft_instead, ttft_whole
 from orchestrator.prongs.serving_engine.floors import (
@@ -17,17 +17,11 @@ from orchestrator.prongs.serving_engine.floors import (
     shape_from_observations,
 )
 from orchestrator.diagnosis import Number
-from orchestrator.findings import Finding
+from orchestrator.findings import BoundClaim, Finding, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.prongs.serving_engine.metrics import MetricSummary
 from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
-
-# Weight storage -> (roofline dtype for bytes, tensor dtype for the compute peak).
-_WEIGHTS = {"fp8": ("fp8", "fp8"), "fp8_w8a8": ("fp8", "fp8"), "modelopt": ("fp8", "fp8"), "nvfp4": ("nvfp4", "fp4"),
-            "modelopt_fp4": ("nvfp4", "fp4"), "mxfp4": ("mxfp4", "fp4"), "awq": ("fp4", "bf16"),
-            "awq_marlin": ("fp4", "bf16"), "gptq": ("fp4", "bf16"), "gptq_marlin": ("fp4", "bf16"),
-            "w4a16": ("fp4", "bf16"), "int4": ("fp4", "bf16"), "int8": ("int8", "bf16"), "bf16": ("bf16", "bf16"),
-            "fp16": ("fp16", "fp16"), "auto": ("bf16", "bf16")}
-
+from orchestrator.prongs.serving_engine.weights import weight_dtype as _dtype
 
 def _engine(v: EvidenceView) -> tuple[str, EngineInstance] | None:
     for ev, rep in v.probes("engine_config"):
@@ -37,26 +31,6 @@ def _engine(v: EvidenceView) -> tuple[str, EngineInstance] | None:
     return None
 
 
-def _dtype(v: EvidenceView, eng: EngineInstance | None, model_name: str | None) -> tuple[str, str, str]:
-    """(bytes dtype, compute dtype, where it came from)."""
-    obs_q, _ = v.workload_dtype()
-    cands = [(obs_q, "the observations' quantization")]
-    if eng is not None:
-        cands.append((eng.value("quantization"), "the engine's --quantization"))
-    name = (model_name or "").lower()
-    for tag in ("nvfp4", "mxfp4", "fp8", "awq", "gptq", "int4"):
-        if tag in name.replace("-", "").replace("_", "") or tag in name:
-            cands.append((tag, f"the model name {model_name!r}"))
-            break
-    for q, where in cands:
-        if q and str(q).lower() in _WEIGHTS:
-            b, c = _WEIGHTS[str(q).lower()]
-            return b, c, where
-    return "bf16", "bf16", "no quantization named: BF16 weights assumed"
-
-
-weight_dtype = _dtype
-"""(bytes dtype, compute dtype, where) of the weights: the observations' or the engine's quantization, else the name."""
 
 
 def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[str, Any]]:
@@ -262,6 +236,10 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
         numbers=numbers, bound=vd.bound, short=short, symptoms=["ttft"] if vd.phase == "prefill" else ["itl", "throughput"],
         explains=round(1 - 1 / vd.ratio, 2) if far else None,
         entry=entry.id if entry is not None else "", secondary=asked is not None and asked != vd.phase,
+        reads=vd.phase,
+        # the phase asked about first, decode before prefill
+        sets_bound=BoundClaim(rank=Rank.SERVING_FLOOR + 0.2 * (asked != vd.phase) + 0.1 * (vd.phase != "decode"),
+                              bound=diagnosis_bound(vd.bound, "unknown"), words=short) if vd.bound else None,
         data={"phase": vd.phase, "asked": asked == vd.phase,
               "serving": {"phase": vd.phase, "measured_ms": vd.measured_ms, "floor_ms": fl.floor_ms,
                           "ratio": vd.ratio, "bound": vd.bound, "label": vd.measured_label, "batch": fl.tokens,
@@ -292,6 +270,7 @@ def _queued_prefill(f: Finding, vd: PhaseVerdict, batch: int, busy: float | None
              f"{busy:.0f} %: each request waits behind the other requests' prefill.")
     return f.model_copy(update={
         "claim": claim, "short": short, "bound": "compute", "explains": None,
+        "sets_bound": f.sets_bound.model_copy(update={"bound": "compute", "words": short}) if f.sets_bound else None,
         "title": f"TTFT is the prefill of {batch} concurrent prompts: each waits behind the others' prefill "
                  f"({vd.measured_ms / together:.1f}x their combined floor)",
         "recommendations": [

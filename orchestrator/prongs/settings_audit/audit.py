@@ -1,4 +1,4 @@
-"""The settings audit: what each serving process was told to do, against the defaults of its version (issue 27).
+"""The settings audit: what each serving process was told to do, against the defaults of its version.
 
 Pure: a `ProcessSettings` (prongs/settings_audit/models.py) and the settings knowledge base (knowledge/settings) in, the
 list of settings that differ from their default out, each with where the value came from, the version whose default

@@ -1,4 +1,4 @@
-"""Before and after (issue 27, regressions): two benchmark runs and two engine logs compared, as data the settings
+"""Before and after (regressions): two benchmark runs and two engine logs compared, as data the settings
 rules rank changed defaults and changed settings with.
 
 - Two runs (`--bench AFTER --baseline BEFORE`, or `--bench` twice: first = before): throughput, TTFT, TPOT and ITL

@@ -1,4 +1,4 @@
-"""Findings of the settings audit (issue 27): the non-default settings whose effect can explain the asked symptom
+"""Findings of the settings audit: the non-default settings whose effect can explain the asked symptom
 are causes; every non-default is listed in one context finding (the report's table); an upgrade question ranks the
 defaults that changed between the two versions.
 
@@ -61,7 +61,13 @@ def _cause(a: ProcessAudit, nd: NonDefault, ev: str, asked: set[Symptom]) -> Fin
         evidence=[ev], recommendations=[eff.fix] if eff.fix else [], symptoms=list(eff.symptoms),
         confidence=0.8 if eff.direction == "slower" else 0.5, severity="high" if eff.direction == "slower" else "medium",
         secondary=eff.direction != "slower", short=f"{nd.name}={v} {eff.effect}", bound=eff.bound,
-        matched=[f"{nd.name}={v}"], data={"setting": nd.row, "asked": sorted(asked)})
+        matched=[f"{nd.name}={v}"], data={"setting": nd.row, "asked": sorted(asked)},
+        caps_batch=bool(_CAPS_BATCH.search(claim)))
+
+
+_CAPS_BATCH = re.compile(r"\bcaps how many requests\b", re.I)
+"""A setting whose documented effect caps the batch: no cause where the engine's own state shows the batch far
+from any cap (`Finding.batch_uncapped`)."""
 
 
 def _table(audits: list[ProcessAudit], ev: str) -> Finding | None:
@@ -178,7 +184,7 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
             recommendations=[f"Set {name}={_show(before)} explicitly to get {label} {old}'s behaviour back, and "
                              f"benchmark both ({eff.fix})"],
             symptoms=["regression", *eff.symptoms], confidence=0.6, severity="medium",
-            data={"project": project, "old": old, "new": new, "setting": doc.name}))
+            data={"project": project, "old": old, "new": new, "setting": doc.name}, change_kind="default"))
     rest = [f"{(d.flag if d.kind == 'cli' and d.flag else d.name)}: {_show(b)} -> {_show(a)}"
             for _, d, b, a, _ in ranked[:40]]
     out.append(Finding(
@@ -186,7 +192,7 @@ def _regression(v: EvidenceView, audits: list[ProcessAudit], ev: str | None, ask
         title=f"Defaults changed between {label} {old} and {new}",
         claim=(f"{measured} " if measured else "") + f"{len(ranked)} {'defaults' if len(ranked) != 1 else 'default'} "
               f"changed between {versions} (harvested from the releases' own definitions): " + "; ".join(rest) + ".",
-        numbers=numbers, data={"project": project, "old": old, "new": new, "changed": len(ranked)}))
+        numbers=numbers, data={"project": project, "old": old, "new": new, "changed": len(ranked)}, change_kind="summary"))
     return out
 
 
@@ -221,7 +227,7 @@ def _log_changes(v: EvidenceView, asked: set[Symptom]) -> list[Finding]:
             recommendations=[f"Set {name} back to {a if a is not None else _show(default)} and benchmark both "
                              f"({eff.fix})"], symptoms=["regression", *eff.symptoms], confidence=0.7,
             severity="high" if eff.direction == "slower" else "medium", bound=eff.bound,
-            data={"setting": doc.name, "before": a, "after": b}))
+            data={"setting": doc.name, "before": a, "after": b}, change_kind="setting"))
     shown = [f"{k}: {a if a is not None else 'default'} -> {b if b is not None else 'default'}"
              for k, a, b in changes[:30]]
     out.append(Finding(
@@ -230,7 +236,7 @@ def _log_changes(v: EvidenceView, asked: set[Symptom]) -> list[Finding]:
         claim=(f"{len(changes)} {'settings differ' if len(changes) != 1 else 'setting differs'} between the engine log "
                f"of the run before ({before.source}, {before.version or 'version not printed'}) and the run now "
                f"({after.source}, {after.version or 'version not printed'}): " + "; ".join(shown) + "."),
-        data={"changes": [list(c) for c in changes]}))
+        data={"changes": [list(c) for c in changes]}, change_kind="summary"))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Settings tools (issue 27): `settings_audit` reads what the serving processes were given and lists every setting
+"""Settings tools: `settings_audit` reads what the serving processes were given and lists every setting
 that differs from its version's default; `setting_doc` looks up any setting of the stack by name."""
 
 from __future__ import annotations

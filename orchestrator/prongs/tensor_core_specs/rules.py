@@ -21,7 +21,9 @@ from orchestrator.prongs.tensor_core_specs.arithmetic import (
 from orchestrator.prongs.tensor_core_specs.peaks import peaks_for
 from orchestrator.evidence import Evidence
 from orchestrator.analysis.templates import entry_words
-from orchestrator.findings import Finding
+from orchestrator.findings import Agreement, BoundClaim, Finding
+from orchestrator.ranks import Rank
+from orchestrator.knowledge.workloads import engine_of
 from orchestrator.observations import Observations, RunObservation
 from orchestrator.prongs.tensor_core_specs.models import CommSweep, GemmPoint, GemmSweep, Peaks
 
@@ -293,6 +295,17 @@ def _comm_vs_gemm(eid: str, sweep: CommSweep, obs: Observations | None,
                   "bound": "communication" if verdict == "communication" else None, "peaks_source": peaks.source},
             recommendations=entry_words("comm-vs-gemm", {"tp_half": max(run.tp // 2, 1)})["recommendations"]
             if comm_dom else [], entry="comm-vs-gemm"))  # the claim is the measurement itself: numbers throughout
+        measured = out[-1]
+        if verdict == "communication":  # states the bound, without being a cause of its own
+            measured.sets_bound = BoundClaim(rank=Rank.COMM_MEASURED, bound="communication", leads=False,
+                                             words="Measured all-reduce time exceeds the GEMMs' roofline time: "
+                                                   + measured.claim)
+        elif verdict == "gemm":
+            measured.rules_out = ["communication"]
+        else:
+            measured.agrees = [Agreement(tier=Rank.MOE_ROOFLINE, order=3, words=(
+                f"The measured all-reduce latency is comparable ({ratio:.0%}) to this memory floor, so TP "
+                "communication is a second limiter of the same size."))]
     return out
 
 
@@ -335,9 +348,11 @@ def shared_gpu_finding(eid: str, sw: GemmSweep | CommSweep, what: str) -> list[F
     act = sw.gpu_activity
     waited = f" after waiting {act.waited_s:g} s of the {act.wait_s:g} s allowed" if act and act.wait_s else ""
     ran = "ran" if sw.available else "was to run"
+    # the user's own engine on the GPU is the deployment being measured around, not another workload
+    engine = bool(act and act.others) and all(engine_of(str(o.get("name") or "")) for o in act.others)  # type: ignore[union-attr]
     return [Finding(
         id=f"measured-on-shared-gpu-{sw.kind}", category="observation", confidence=0.9, evidence=[eid],
-        title=f"The {what} shared the GPU with another workload",
+        title=f"The {what} shared the GPU with " + ("the serving engine" if engine else "another workload"),
         claim=(f"The {what} on {sw.host} {ran} while {_others(sw)} used the GPU{waited}: its figures are shared "
                f"with that load, not the GPU's own, and are not compared with the roofline."),
         recommendations=["Measure again when the other process is gone, or let the probe wait for it: "

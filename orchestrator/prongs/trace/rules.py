@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.diagnosis import Number
 from orchestrator.evidence import Evidence
-from orchestrator.findings import Finding, Symptom
+from orchestrator.findings import BoundClaim, Finding, Symptom, diagnosis_bound
+from orchestrator.ranks import Rank
 from orchestrator.traces.classes import LABELS
 from orchestrator.traces.model import RankAccount, TraceReport
 
@@ -65,7 +66,7 @@ share (the condition under which it would matter), never ranked."""
 
 
 def _small(share: float) -> str:
-    return f"if it took a larger share of the step (it takes {_p(share)})" if share < SMALL_SHARE else ""
+    return "if it took a larger share of the step" if share < SMALL_SHARE else ""  # the claim gives the share
 
 
 def _step_bound(a: RankAccount, host_bound: float, exposed: float) -> str | None:
@@ -130,6 +131,10 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool, phase: str | None 
         numbers=[_num("trace step time", step, "us", ev, where), _num("GPU busy share", b.busy_share, "fraction", ev),
                  _num("GPU idle share", b.idle_share, "fraction", ev)],
         matched=[where], short=_short(a, bound, host_bound, exposed)))
+    if bound:  # a profile is the ground truth of where a step's time went: it sets the bound
+        step_account = out[-1]
+        step_account.sets_bound = BoundClaim(rank=Rank.TRACE, bound=diagnosis_bound(bound, "unknown"),  # type: ignore[arg-type]
+                                             words=step_account.short or step_account.claim)
     if host_bound >= HOST_BOUND_SHARE:
         ln = a.launch
         out.append(Finding(
@@ -174,7 +179,8 @@ def _rank_findings(ev: Evidence, a: RankAccount, multi: bool, phase: str | None 
                              "to pageable memory); copy to pinned memory with non_blocking=True and wait on an event"],
             numbers=[_num(f"{s.name} host share", s.share_of_step, "fraction", ev, where),
                      _num(f"GPU idle after {s.name}", gpu_cost, "fraction", ev, where)],
-            matched=[where], short=f"{s.name} {s.count_per_step:g}x per step"))
+            matched=[where], short=(f"{s.name} {s.count_per_step:.3g}x per step, the GPU idle {_p(gpu_cost)} of the "
+                                    "step after it returns")))
     if b.comm_us:
         out.append(Finding(
             id=f"trace-communication{tag}", title="Communication exposed on the critical path", category="trace",

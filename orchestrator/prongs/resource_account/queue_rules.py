@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orchestrator.diagnosis import Number
-from orchestrator.findings import Finding
+from orchestrator.findings import BoundClaim, Finding, capitalized
+from orchestrator.ranks import Rank
 from orchestrator.prongs.serving_engine.models import EngineReport
 
 if TYPE_CHECKING:
@@ -96,7 +97,19 @@ def _n(name: str, value: float, unit: str, ev: str, peak: float | None = None) -
 
 
 def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | None = None) -> Finding | None:
-    """What the engine's queue says bounds the batch, with the numbers (None when it says nothing)."""
+    """What the engine's queue says bounds the batch, with the numbers (None when it says nothing): computed once
+    for the view and the account's window (the account's findings and its answer to where the time went read it)."""
+    f = v.fact(f"engine-queue:{busy}:{acct_ev}", lambda: _engine_queue(v, busy, acct_ev))
+    if f is None:
+        return None
+    f = f.model_copy()
+    if f.id in BOUNDS_BATCH:  # requests wait for a place in the batch the engine holds: that sets the bound
+        f.sets_bound = BoundClaim(rank=Rank.BATCH_HELD, bound="latency",
+                                  words=capitalized(f.short) if f.short else f.title)
+    return f
+
+
+def _engine_queue(v: "EvidenceView", busy: float | None, acct_ev: str | None) -> Finding | None:
     q = queue_state(v)
     if q is None:
         return None
@@ -110,6 +123,7 @@ def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | No
                  "before the engine: the client offers too little load (concurrency or request rate), or a proxy in "
                  "front of it holds requests.")
         return Finding(id="account-no-load", category="workload", confidence=0.7, evidence=ev, bound=None,
+                       batch_uncapped=True,
                        title="The engine is idle: no requests reach it", claim=claim,
                        short="the engine had no request running or waiting: the load offered is the limit.",
                        symptoms=["throughput"],
@@ -121,25 +135,41 @@ def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | No
     pre = f"; {q.preemptions:.0f} preemptions counted" if q.preemptions else ""
     if q.kv_usage is not None and q.kv_usage >= KV_FULL:
         both = q.max_seqs is not None and running >= q.max_seqs
-        claim = (f"The engine had {waiting:.0f} requests waiting and {running:.0f} running with its KV cache "
-                 f"{100 * q.kv_usage:.0f} % full ({q.kv_src}{pre}){gpus}: the KV cache bounds the batch. A waiting "
-                 "request is admitted only when blocks free up, so its TTFT includes the wait for a running request "
-                 f"to finish, and throughput is what {running:.0f} concurrent streams give."
-                 + (f" The running count is also at its limit of {q.max_seqs:.0f} ({q.max_seqs_src}): both are at "
-                    "capacity, so raising the limit alone would admit no one." if both else ""))
-        return Finding(id="queue-kv-cache-bounds-batch", category="engine", confidence=0.75, evidence=ev,
-                       bound=None, title=f"The KV cache bounds the batch: {waiting:.0f} requests wait with it "
-                       f"{100 * q.kv_usage:.0f} % full", claim=claim,
-                       short=f"{waiting:.0f} requests waited with the KV cache {100 * q.kv_usage:.0f} % full: the KV "
-                       "cache bounds the batch.", symptoms=["ttft", "throughput"],
+        full = f"{100 * q.kv_usage:.0f} % full"
+        if both:  # the request limit is reached as well: neither alone bounds the batch
+            claim = (f"The engine had {waiting:.0f} requests waiting and {running:.0f} running, its limit of "
+                     f"{q.max_seqs:.0f} ({q.max_seqs_src}), with its KV cache {full} ({q.kv_src}{pre}){gpus}: the "
+                     "batch is full on both counts. A waiting request is admitted only when a running one finishes, "
+                     f"so its TTFT includes that wait, and throughput is what {running:.0f} concurrent streams give; "
+                     "raising the limit alone would find no KV blocks free, and more KV room alone would meet the "
+                     "limit.")
+            title = (f"The batch is full: {waiting:.0f} requests wait with {running:.0f} running (the limit) and "
+                     f"the KV cache {full}")
+            short = (f"{waiting:.0f} requests waited with the running count at its limit and the KV cache {full}: "
+                     "the batch is full.")
+            recs = ["Add replicas (or GPUs per replica): one engine serves only the requests its limit and its KV "
+                    "cache hold at once.",
+                    "Or raise both together: the running-request limit (vLLM --max-num-seqs, SGLang "
+                    "--max-running-requests) and the KV cache's room (--gpu-memory-utilization / "
+                    "--mem-fraction-static, an FP8 KV cache with --kv-cache-dtype fp8), watching TPOT, which grows "
+                    "with the batch."]
+        else:
+            claim = (f"The engine had {waiting:.0f} requests waiting and {running:.0f} running with its KV cache "
+                     f"{full} ({q.kv_src}{pre}){gpus}: the KV cache bounds the batch. A waiting request is admitted "
+                     "only when blocks free up, so its TTFT includes the wait for a running request to finish, and "
+                     f"throughput is what {running:.0f} concurrent streams give.")
+            title = f"The KV cache bounds the batch: {waiting:.0f} requests wait with it {full}"
+            short = f"{waiting:.0f} requests waited with the KV cache {full}: the KV cache bounds the batch."
+            recs = ["Give the KV cache more room (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static;"
+                    " an FP8 KV cache with --kv-cache-dtype fp8; the weights over more GPUs or in FP8), or "
+                    "shorten what each request holds (--max-model-len, max_tokens).",
+                    "Or add replicas: one engine serves only the requests its KV cache holds at once."]
+        return Finding(id="queue-kv-cache-bounds-batch", category="engine", confidence=0.75, evidence=ev, queue_wait=True,
+                       bound=None, title=title, claim=claim, short=short, symptoms=["ttft", "throughput"],
                        numbers=[_n("requests waiting", waiting, "requests", q.ev),
                                 _n("requests running", running, "requests", q.ev),
                                 _n("KV cache usage", 100 * q.kv_usage, "%", q.ev, peak=100.0)],
-                       recommendations=[
-                           "Give the KV cache more room (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static;"
-                           " an FP8 KV cache with --kv-cache-dtype fp8; the weights over more GPUs or in FP8), or "
-                           "shorten what each request holds (--max-model-len, max_tokens).",
-                           "Or add replicas: one engine serves only the requests its KV cache holds at once."])
+                       recommendations=recs)
     at_cap = q.max_seqs is not None and running >= q.max_seqs
     if q.kv_usage is not None and q.kv_usage < KV_ROOM and at_cap and q.engine != "vllm":
         # vLLM's case is the catalog's max-num-seqs-caps-batch entry (its metrics and stats lines); the others here
@@ -147,6 +177,7 @@ def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | No
                  f"{q.max_seqs:.0f} ({q.max_seqs_src}), while its KV cache was only {100 * q.kv_usage:.0f} % full "
                  f"({q.kv_src}){gpus}: the request limit, not memory, bounds the batch.")
         return Finding(id="queue-request-limit-bounds-batch", category="engine", confidence=0.7, evidence=ev,
+                       queue_wait=True,
                        bound=None, title=f"The request limit ({q.max_seqs:.0f}) bounds the batch while the KV cache "
                        f"is {100 * q.kv_usage:.0f} % full", claim=claim,
                        short=f"{running:.0f} requests ran at the limit of {q.max_seqs:.0f} with {waiting:.0f} "
@@ -162,7 +193,7 @@ def engine_queue(v: "EvidenceView", busy: float | None = None, acct_ev: str | No
              f"{busy:.0f} % of the window: requests queue in the "
              "engine's scheduler, not on the GPU (admission limited by max running requests, KV-cache blocks or the "
              "prefill budget).")
-    return Finding(id="account-engine-queue", category="engine", confidence=0.6, evidence=ev,
+    return Finding(id="account-engine-queue", category="engine", confidence=0.6, evidence=ev, queue_wait=True,
                    bound="latency", title=f"Requests wait in the engine's queue ({waiting:.0f} waiting)",
                    claim=claim, short=f"{waiting:.0f} requests waited in the engine's queue.",
                    symptoms=["ttft", "throughput"],
@@ -187,7 +218,7 @@ def _low_concurrency(v: "EvidenceView", q: QueueState, busy: float, ev: list[str
                  f"window: {offered - running:.0f} of the offered requests never reach the engine at once. They "
                  "are held before it, by the client's HTTP connection pool or a proxy / gateway in front of the "
                  "server with a connection limit, so the engine batches only what gets through.")
-        return Finding(id="account-low-concurrency", category="workload", confidence=0.7,
+        return Finding(id="account-low-concurrency", category="workload", confidence=0.7, batch_uncapped=True,
                        evidence=[*ev, oe[0].id] if oe else ev, bound=None,
                        title=f"Only {running:.0f} of {offered} offered requests reach the engine at once",
                        claim=claim, short=f"only {running:.0f} of the {offered} requests offered at once "
@@ -209,7 +240,7 @@ def _low_concurrency(v: "EvidenceView", q: QueueState, busy: float, ev: list[str
                  "flight, so each decode step carries a batch of that size and the GPU idles between steps and "
                  "requests. The offered concurrency, not the engine, sets the throughput (continuous batching "
                  "only batches requests that are in flight at once).")
-        return Finding(id="account-low-concurrency", category="workload", confidence=0.7,
+        return Finding(id="account-low-concurrency", category="workload", confidence=0.7, batch_uncapped=True,
                        evidence=ev, bound=None,
                        title=f"The client keeps only {running:.0f} request(s) in flight (none waiting)",
                        claim=claim, short=f"the engine ran only {running:.0f} request(s) at a time and none "
@@ -227,6 +258,3 @@ def _low_concurrency(v: "EvidenceView", q: QueueState, busy: float, ev: list[str
 
 BOUNDS_BATCH = ("queue-kv-cache-bounds-batch", "queue-request-limit-bounds-batch")
 """Queue findings that explain TTFT and throughput whether or not the GPUs are busy."""
-BATCH_HELD = (*BOUNDS_BATCH, "fit-kv-fewer-sequences-than-offered")
-"""Findings that say requests wait for a place in the engine's batch: they set the bound (latency: the wait) when no
-fault did."""

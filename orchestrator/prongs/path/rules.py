@@ -1,0 +1,222 @@
+"""Findings of the path: each setting of a layer between the user and the engine whose documented effect
+(knowledge/settings/path/effects.yaml) holds for the value the layer was given, with that value against its
+default, where it was set, the effect and its source, the symptoms it can explain and the request account's
+residual shapes it can explain (`data.residuals`).
+
+A concurrency cap (HAProxy's server maxconn, Ray Serve's max_ongoing_requests, Istio's connection pool, Knative's
+containerConcurrency, Ollama's parallel slots) is compared with the load the user offered: above the load it is
+said as ruled out (noticed, never ranked); below it, it is a cause, and the share of the offered load it holds back
+is what it explains. Pure: an EvidenceView in, findings out.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.diagnosis import Number
+from orchestrator.findings import Finding
+from orchestrator.prongs.path import knowledge as pk
+from orchestrator.prongs.path.models import Layer, PathReport
+
+_NUM = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    m = _NUM.match(str(v))
+    if not m:
+        return None
+    x = float(m.group(1))
+    return x * {None: 1, "s": 1, "ms": 0.001, "m": 60, "h": 3600}[m.group(2)]
+
+
+def _holds(when: Any, value: Any) -> bool:
+    if value is None:
+        return False
+    if isinstance(when, list):
+        return str(value).strip().lower() in {str(w).lower() for w in when}
+    if isinstance(when, dict):
+        n = _number(value)
+        if "contains" in when:
+            words = set(str(value).split())
+            if not any(str(w) in words for w in when["contains"]):
+                return False
+        if "max" in when and (n is None or n > float(when["max"])):
+            return False
+        if "min" in when and (n is None or n < float(when["min"])):
+            return False
+        if when.get("cap") and (n is None or n <= 0):
+            return False
+        return True
+    return when is None
+
+
+def offered(view: EvidenceView) -> tuple[int | None, list[str]]:
+    """The concurrency the user's load offered (the largest of their runs' max_concurrency), with its evidence."""
+    oe = view.observations_evidence
+    if oe is None:
+        return None, []
+    obs = oe[1]
+    values = [int(b.max_concurrency) for b in obs.bench if b.max_concurrency] + \
+        [int(c) for r in obs.runs if (c := getattr(r, "concurrency", None))]
+    return (max(values), [oe[0].id]) if values else (None, [])
+
+
+def refused_share(view: EvidenceView) -> float | None:
+    oe = view.observations_evidence
+    if oe is None:
+        return None
+    for b in oe[1].bench:
+        if b.failed and b.completed is not None and b.failed + b.completed > 0:
+            return b.failed / (b.failed + b.completed)
+    return None
+
+
+def _capacity(x: Layer, eff: pk.PathEffect, value: float) -> tuple[float, str]:
+    when = eff.when if isinstance(eff.when, dict) else {}
+    s = x.settings
+    if when.get("total") and when["total"] in s and _number(s[when["total"]].value):
+        return float(_number(s[when["total"]].value) or value), f"{when['total']} {s[when['total']].value}"
+    cap, how = value, f"{eff.setting} {value:g}"
+    if when.get("per") and when["per"] in s and _number(s[when["per"]].value):
+        n = float(_number(s[when["per"]].value) or 1)
+        cap, how = value * n, f"{eff.setting} {value:g} x {when['per']} {n:g}"
+    if when.get("plus") and when["plus"] in s and _number(s[when["plus"]].value) is not None:
+        p = float(_number(s[when["plus"]].value) or 0)
+        cap, how = cap + p, f"{how} + {when['plus']} {p:g}"
+    return cap, how
+
+
+def path_findings(view: EvidenceView) -> list[Finding]:
+    out: list[Finding] = []
+    seen: set[str] = set()
+    load, load_ev = offered(view)
+    for ev, rep in view.probes("path_layers"):
+        assert isinstance(rep, PathReport)
+        for eff in pk.effects():
+            x = rep.layer(eff.layer)
+            if x is None or eff.id in seen:
+                continue
+            s = x.settings.get(eff.setting)
+            if s is None or not _holds(eff.when, s.value):
+                continue
+            if eff.also and not all(k in x.settings and _holds(v, x.settings[k].value) for k, v in eff.also.items()):
+                continue
+            seen.add(eff.id)
+            out.append(_finding(eff, x, s, ev.id, load, load_ev, view))
+        if rep.layers:
+            out.append(_layers_context(rep, ev.id))
+    return out
+
+
+def _finding(eff: pk.PathEffect, x: Layer, s: Any, ev_id: str, load: int | None, load_ev: list[str],
+             view: EvidenceView) -> Finding:
+    explicit = s.where != "default" and not s.where.startswith("default (")
+    shown = f"{eff.setting} = {s.value}"
+    vs = (f"the default, {s.default}" if not explicit else
+          f"its default {s.default}" if s.default is not None and str(s.default) != str(s.value) else
+          "the default value" if s.default is not None else "no default (unset)")
+    origin = f"set at {s.where}" if explicit else "not set, so the default applies"
+    claim = (f"{x.label}: {shown} ({origin}; {vs if explicit else 'documented default'}). {eff.effect[0].upper()}"
+             f"{eff.effect[1:]}.")
+    numbers: list[Number] = []
+    informational = False
+    explains: float | None = None
+    confidence = 0.75
+    title = f"{x.label} {eff.setting} = {s.value}"
+    when = eff.when if isinstance(eff.when, dict) else {}
+    shown_too = [f"{k} = {x.settings[k].value}" + (" ms" if "_ms" in k else "") for k in eff.show if k in x.settings]
+    if shown_too:
+        claim += f" Here: {'; '.join(shown_too)} ({x.settings[eff.show[-1]].where if eff.show[-1] in x.settings else s.where})."
+    if when.get("cap"):
+        value = _number(s.value) or 0.0
+        cap, how = _capacity(x, eff, value)
+        if eff.each:
+            claim += f" At most {value:g} requests run in each {eff.each}."
+        if load is not None:
+            numbers.append(Number(name="offered concurrency", value=float(load), unit="requests",
+                                  source="the user's benchmark (max_concurrency)"))
+            numbers.append(Number(name=f"{x.label} cap", value=cap, unit="requests", source=f"{how} ({s.where})"))
+            if load > cap:
+                explains = round(1 - cap / load, 3)
+                claim += (f" The load offered {load} requests at once against a cap of {cap:g} ({how}): "
+                          f"{load - cap:g} of them ({explains:.0%}) wait or are refused in {x.label}, not in the "
+                          "engine.")
+                title = f"{x.label} {eff.setting} {s.value} caps the load ({cap:g} of {load} in flight)"
+                confidence = 0.85
+            else:
+                informational = True
+                claim += f" The load offered ({load} at once) stays under its cap of {cap:g} ({how}): it is not the limit."
+                title = f"{x.label} {eff.setting} {s.value} is above the load offered ({load}): not the limit"
+        else:
+            claim += f" It admits {cap:g} requests at once ({how}); the load offered is not known here."
+            confidence = 0.6 if not when.get("max") else 0.7
+    if "requests_refused" in eff.residuals and not informational:
+        share = refused_share(view)
+        if share is not None and share > 0:
+            explains = max(explains or 0.0, round(share, 3))
+            claim += f" The client saw {share:.0%} of its requests fail."
+    if "ttft_client_over_engine" in eff.residuals and not informational:
+        through = _through_and_without(view, x)
+        if through is not None:
+            claim += through[0]
+            explains = max(explains or 0.0, through[1])
+    claim += f" It can explain: {', '.join(eff.residuals)} (source: {', '.join(eff.source)})."
+    return Finding(
+        id=eff.id, title=title, claim=claim, confidence=confidence, evidence=[ev_id] + load_ev,
+        recommendations=[] if informational else [eff.fix], category="engine", symptoms=list(eff.symptoms),  # type: ignore[arg-type]
+        informational=informational, explains=explains, numbers=numbers, rule="path_findings",
+        severity="high" if not informational else None, short=_short(title),
+        matched=[f"path.{x.layer}.{eff.setting}={s.value}"],
+        data={"layer": x.layer, "setting": eff.setting, "value": s.value, "default": s.default, "where": s.where,
+              "residuals": list(eff.residuals), "sources": list(eff.source), "url": s.url})
+
+
+def _through_and_without(view: EvidenceView, x: Layer) -> tuple[str, float] | None:
+    """The user's two runs of one load, one through this layer (its name in the run's label or source) and one
+    without it: the time to first token the layer adds, before the request reaches the engine."""
+    oe = view.observations_evidence
+    if oe is None:
+        return None
+    words = {x.layer.replace("_", " "), x.label.split()[0].lower(), x.layer.split("_")[0]}
+
+    def names(b: Any) -> bool:
+        text = f"{b.label or ''} {b.source or ''}".lower()
+        return any(w and w in text for w in words)
+
+    runs = [b for b in oe[1].bench if b.ttft is not None and b.ttft.mean is not None]
+    via = [b for b in runs if names(b)]
+    other = [b for b in runs if not names(b)]
+    if not via or not other:
+        return None
+    a, d = via[0], other[0]
+    assert a.ttft is not None and d.ttft is not None and a.ttft.mean is not None and d.ttft.mean is not None
+    added = a.ttft.mean - d.ttft.mean
+    if added <= 0 or a.ttft.mean <= 0:
+        return None
+    text = (f" The same load through {x.label} ({a.label or a.source}) has a mean TTFT of {a.ttft.mean:,.1f} ms, "
+            f"without it ({d.label or d.source}) {d.ttft.mean:,.1f} ms: {added / 1000:.2f} s ({added:,.0f} ms) is "
+            f"added before the request reaches the engine, in front of it")
+    if a.e2el is not None and d.e2el is not None and a.e2el.mean is not None and d.e2el.mean is not None:
+        text += f" (end-to-end latency moves by {(a.e2el.mean - d.e2el.mean) / 1000:.2f} s too)"
+    return text + ".", round(added / a.ttft.mean, 3)
+
+
+def _short(title: str) -> str:
+    return title[0].upper() + title[1:] if title else title
+
+
+def _layers_context(rep: PathReport, ev_id: str) -> Finding:
+    parts = []
+    for x in rep.layers:
+        set_here = [k for k, s in x.settings.items() if s.where != "default" and not s.where.startswith("default (")]
+        parts.append(f"{x.label} ({', '.join(x.found_by[:2]) or 'found'}; {len(set_here)} settings read)")
+    return Finding(id="path-layers", title="The layers between the user and the engine",
+                   claim="Read on the path: " + "; ".join(parts) + ".", confidence=0.9, evidence=[ev_id],
+                   category="engine", informational=True, rule="path_findings",
+                   data={"layers": [x.layer for x in rep.layers]})

@@ -1,0 +1,130 @@
+"""The path probe reads what a proxy or gateway process names only as that process could (REDTEAM round 3, C1).
+
+Another Unix user (`invtest-tenant`) runs processes that look like LiteLLM, HAProxy and nginx, whose command lines
+name: a root-only file (`litellm --config`), a symlink in the tenant's directory to root's file (`haproxy -f`), and
+the tenant's own nginx.conf whose `include` names a root-only file. The path probe then runs as root over a real
+sshd. None of root's text may come back; the tenant's own configuration does, its secret masked on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from orchestrator.hosts.ssh import SshHost
+from orchestrator.prongs.path.probe import collect_path
+from orchestrator.settings import Settings
+from support.tenant import PYTHON, stage
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/usr/sbin/sshd"), reason="needs sshd")
+
+ROOT_CANARY = "ROOT-PATH-CANARY-4c1e"
+INCLUDE_CANARY = "ROOT-INCLUDE-CANARY-88aa"
+TENANT_SECRET = "sk-tenantSecretDoNotShip42"
+SLEEPER = "import time; time.sleep(600)\n"
+
+
+@pytest.fixture
+def tenant_stage():
+    s = stage(uuid.uuid4().hex)
+    try:
+        secret = s.root_only / "litellm.yaml"
+        secret.write_text(f"model_list:\n  - model_name: {ROOT_CANARY}\n    litellm_params: {{model: openai/x}}\n")
+        os.chmod(secret, 0o600)
+        inc = s.root_only / "upstream.conf"
+        inc.write_text(f"server {{ location /{INCLUDE_CANARY}/ {{ proxy_pass http://x; }} }}\n")
+        os.chmod(inc, 0o600)
+        link = s.mine / "haproxy.cfg"
+        os.symlink(secret, link)
+        s.give(link)
+        own = s.mine / "nginx.conf"
+        own.write_text(f"events {{}}\nhttp {{\n  include {inc};\n  server {{ location /v1/ {{ proxy_pass "
+                       f"http://127.0.0.1:8000; proxy_set_header Authorization \"Bearer {TENANT_SECRET}\"; }} }}\n}}\n")
+        s.give(own)
+        for name in ("litellm", "haproxy", "nginx"):
+            script = s.mine / name
+            script.write_text(SLEEPER)
+            s.give(script)
+        s.start([PYTHON, str(s.mine / "litellm"), "--config", str(secret), "--port", "14000"])
+        s.start([PYTHON, str(s.mine / "haproxy"), "-f", str(link)])
+        s.start([PYTHON, str(s.mine / "nginx"), "-c", str(own)])
+        yield s
+    finally:
+        s.stop()
+
+
+async def test_a_local_users_proxy_gets_no_root_file_into_the_path_report(tenant_stage, sshd_factory):
+    s = tenant_stage
+    sshd = sshd_factory(env={"INVESTIGATE_STAGED_TAG": s.tag})
+    host = await SshHost(sshd.target(), Settings()).connect()
+    try:
+        report = await collect_path(host, timeout_s=60)
+    finally:
+        await host.aclose()
+    assert report.available, report.reason
+    dumped = report.model_dump_json()
+    for canary in (ROOT_CANARY, INCLUDE_CANARY, TENANT_SECRET):
+        assert canary not in dumped, canary
+    kinds = sorted(p.kind for p in report.processes)
+    assert kinds == ["haproxy", "litellm", "nginx"], kinds
+    errors = [e for x in report.layers for e in x.errors]
+    # root's file, the tenant's link to it and root's include: each refused as the tenant's process could not read it
+    for name in ("litellm.yaml", "haproxy.cfg", "upstream.conf"):
+        assert any(name in e and "uid" in e for e in errors), (name, errors)
+    nginx = report.layer("nginx")
+    assert nginx is not None and nginx.settings["pass_to"].value == "http://127.0.0.1:8000"
+    assert nginx.settings["proxy_set_header.authorization"].value == "<redacted on host>"
+
+
+NAME_CANARY = "ROOT-NAME-CANARY-3d7f"
+RAY_CANARY = "ROOT-RAY-CANARY-a05c"
+
+
+async def test_a_local_users_layers_get_no_root_directory_listed_or_read(sshd_factory):
+    """A Ray Serve actor (argv[0] `ray::ServeReplica...`, any process may say so) whose working directory is root's
+    (searchable, its files root's alone): its config and deployment module were read as root. An nginx.conf of the
+    tenant's including `<root-only dir>/*.conf`, a Triton whose model repository is root's 0700 directory: the names
+    in root's directory were listed into the report. Now each is read, or listed, only as the tenant could."""
+    s = stage(uuid.uuid4().hex)
+    try:
+        srv = s.base / "srv"
+        srv.mkdir(mode=0o755)
+        (srv / "serve.yaml").write_text(f"applications:\n- name: app\n  import_path: prod_app:app\n  deployments:\n"
+                                        f"  - name: {RAY_CANARY}\n    max_ongoing_requests: 5\n")
+        (srv / "prod_app.py").write_text(f"@serve.deployment(name='{RAY_CANARY}', max_ongoing_requests=3)\n"
+                                         f"class A: pass\n")
+        for f in ("serve.yaml", "prod_app.py"):
+            os.chmod(srv / f, 0o600)
+        (s.root_only / f"{NAME_CANARY}.conf").write_text("events {}\n")
+        (s.root_only / NAME_CANARY).mkdir()
+        (s.root_only / NAME_CANARY / "config.pbtxt").write_text('name: "m"\nbackend: "python"\n')
+        own = s.mine / "nginx.conf"
+        own.write_text(f"events {{}}\nhttp {{\n  include {s.root_only}/*.conf;\n  server {{ location /v1/ {{ "
+                       f"proxy_pass http://127.0.0.1:8000; }} }}\n}}\n")
+        s.give(own)
+        for name in ("nginx", "tritonserver"):
+            script = s.mine / name
+            script.write_text(SLEEPER)
+            s.give(script)
+        s.start([PYTHON, str(s.mine / "nginx"), "-c", str(own)])
+        s.start([PYTHON, str(s.mine / "tritonserver"), "--model-repository", str(s.root_only)])
+        s.start([PYTHON, "-c", "import os; os.execv('/usr/bin/sleep', ['ray::ServeReplica:app:A', '600'])"], cwd=srv)
+        sshd = sshd_factory(env={"INVESTIGATE_STAGED_TAG": s.tag})
+        host = await SshHost(sshd.target(), Settings()).connect()
+        try:
+            report = await collect_path(host, timeout_s=60)
+        finally:
+            await host.aclose()
+    finally:
+        s.stop()
+    assert report.available, report.reason
+    assert {"nginx", "triton", "ray_serve"} <= {p.kind for p in report.processes}, report.processes
+    dumped = report.model_dump_json()
+    for canary in (NAME_CANARY, RAY_CANARY):
+        assert canary not in dumped, canary
+    errors = [e for x in report.layers for e in x.errors]
+    assert any("serve.yaml" in e and "uid" in e for e in errors), errors
+    assert sum(str(s.root_only) in e and "not listed" in e for e in errors) == 2, errors
+    assert report.layer("nginx").settings["pass_to"].value == "http://127.0.0.1:8000"

@@ -4,19 +4,15 @@ mechanisms the residual table (orchestrator/knowledge/residuals.yaml) gives for 
 the evidence, or the candidates and the one measurement that splits them; the work nobody asked for; and a second
 round of probes when the first round leaves the top residual's candidates unsplit.
 
-Facts the residual table reads from the whole-path probe (`probe: path_layers`; the path prong emits them as flat
-`path.<layer>.<setting>` facts), by the names the table uses:
-
-- `path.haproxy.server_maxconn` (the smallest `maxconn` on a backend's `server` lines), `path.haproxy.queue_ms`
-  (Tw, the time requests waited in HAProxy's queue, from its log);
-- `path.nginx.proxy_buffering` (bool, the effective value on the location that proxies the engine),
-  `path.nginx.gzip_event_stream` (bool: gzip on with text/event-stream among gzip_types), `path.nginx.upstream_max_conns`;
-- `path.envoy.max_requests`, `path.envoy.upstream_rq_pending_overflow` (counter), `path.istio.http2_max_requests`,
-  `path.istio.http1_max_pending_requests`;
-- `path.litellm.tpm_limit`, `path.litellm.rpm_limit`, `path.litellm.rate_limited` (count of 429 answers in its log);
-- `path.ray_serve.max_ongoing_requests` (effective, the default where unset);
-- `path.k8s.readiness_timeout_s`, `path.k8s.restart_count`, `path.k8s.not_ready_events`;
-- `path.triton.postprocessing.compute_ms` (compute time per execution of an ensemble's postprocessing model).
+Facts the residual table reads from the whole-path prong (prongs/path: `probe: path_layers`), by its names:
+`path.<layer>.present`, `path.haproxy.server_maxconn` / `backend_maxconn_total` / `servers`, `path.nginx.proxy_buffering`
+/ `gzip` / `gzip_types`, `path.envoy.max_requests` / `istio_http2MaxRequests`, `path.litellm.tpm_limit` / `rpm_limit` /
+`max_parallel_requests`, `path.ray_serve.max_ongoing_requests`, `path.k8s.readiness_timeout_s` / `restarts` /
+`events.readiness_probe_failed`, `path.docker.restarts`, `path.systemd.NRestarts`, `path.systemd.env.OLLAMA_NUM_PARALLEL`,
+`path.runtime.gc_gen2_pause_ms_max`. And some the path prong does not read yet, named here for it:
+`path.haproxy.queue_ms` (Tw, the time requests waited in HAProxy's queue, from its log), `path.nginx.upstream_max_conns`,
+`path.envoy.upstream_rq_pending_overflow` (the sidecar's counter), `path.litellm.rate_limited` (429 answers in its log),
+`path.client.pool_size` (the client's HTTP connection pool).
 
 Its own facts are `request.*` (the account: `request.engine.*`, `request.client.*`, `request.finish.*`,
 `request.residual.<shape>`, `request.floor.*`, `request.log.*`, `request.host.<layer>`, `request.model.*`) and

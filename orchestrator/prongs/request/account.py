@@ -1031,9 +1031,12 @@ def _throughput_flat(clients: list[View], out: list[Residual]) -> None:
     rated.sort(key=lambda x: x[0])
     (lo_c, lo_r, lo), (hi_c, hi_r, hi) = rated[0], rated[-1]
     if hi_c >= 2 * lo_c and hi_r < 1.25 * lo_r:
-        out.append(Residual("throughput.flat_with_concurrency", "requests per second", ("run", "run"), hi_r, lo_r,
-                            "req/s", f"{hi.label} ({hi_c:,.0f} at once)", f"{lo.label} ({lo_c:,.0f} at once)",
-                            list(dict.fromkeys(lo.evidence + hi.evidence)), hi.label,
+        # what the rate would be if the service scaled with the load (a batch of hi_c as fast as one of lo_c), against
+        # what it was
+        scaled = lo_r * hi_c / lo_c
+        out.append(Residual("throughput.flat_with_concurrency", "requests per second", ("run", "run"), scaled, hi_r,
+                            "req/s", f"{lo.label}'s {lo_r:.3g} req/s at {lo_c:,.0f} at once, scaled to {hi_c:,.0f} at "
+                            "once", f"{hi.label}, measured", list(dict.fromkeys(lo.evidence + hi.evidence)), hi.label,
                             note=f"{hi_c / lo_c:g}x the load, {hi_r / lo_r:.2f}x the throughput"))
 
 

@@ -194,7 +194,8 @@ def _weight(r: Residual) -> float:
     if r.between[1] == "floor":
         return min(1.0, abs(1 - r.ratio)) if r.ratio < 1 else min(1.0, 1 - 1 / r.ratio) * 0.6
     if r.shape.startswith("itl.tail"):
-        return 0.3
+        # the tail's share of the tokens' worst case: what a p99 question asks about
+        return min(0.6, max(0.0, 1 - r.b / r.a)) if r.a else 0.0
     if not r.a:
         return 0.0
     return min(1.0, abs(r.gap) / max(abs(r.a), abs(r.b), 1e-9))
@@ -278,7 +279,8 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
         numbers=[Number(name=f"{top.term}: {top.between[0]} vs {top.between[1]}", value=round(top.a, 3),
                         unit=top.unit, peak=None, source=(top.evidence or [""])[0] or "request account",
                         note=f"against {fmt(top.b, top.unit)} ({top.b_src})")],
-        sets_bound=(BoundClaim(rank=Rank.RESIDUAL + (1 - ex.weight) / 2, bound="unknown",
+        # the larger the share of the user's figure it explains, the earlier (within the tier: int() keeps it)
+        sets_bound=(BoundClaim(rank=Rank.RESIDUAL - ex.weight / 2, bound="unknown",
                                words=capitalized(f"{title[:1].lower() + title[1:]}: {top.words()}."))
                     if ex.weight >= LEADS_WEIGHT else None),
         data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes})
@@ -480,7 +482,7 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
                 "vllm:inter_token_latency_seconds against the client's)."],
             symptoms=["itl"], contradicts=["decode"],
             sets_bound=None if why is not None else BoundClaim(
-                rank=Rank.RESIDUAL + 0.5, bound="unknown",
+                rank=Rank.RESIDUAL - 0.1, bound="unknown",
                 words=f"{capitalized(r.words())}: a figure below its floor cannot be memory-bound.")))
     # the user's figure of a phase is mostly spent outside the engine: a roofline verdict on that phase (the engine's
     # own prefill or decode) is true of the engine and says nothing of what the user waits for

@@ -173,3 +173,28 @@ def test_nginx_pass_directives_are_not_taken_for_secrets():
     got = {k: nginx.settings[k].value for k in ("proxy_pass", "pass_to", "proxy_pass_header", "grpc_pass", "auth_delay")}
     assert got == {"proxy_pass": "http://127.0.0.1:8000", "pass_to": "http://127.0.0.1:8000",
                    "proxy_pass_header": "Server", "grpc_pass": "grpc://127.0.0.1:9000", "auth_delay": "2s"}, got
+
+
+def test_a_directory_swapped_after_its_check_is_not_listed(tmp_path):
+    """names_in checks the directory it then lists: a tenant's link that points at the tenant's own directory when
+    checked and at root's when listed (a race) lists the tenant's."""
+    mine, roots = tmp_path / "mine", tmp_path / "roots"
+    mine.mkdir()
+    roots.mkdir()
+    (mine / "a.conf").write_text("")
+    (roots / "ROOT-NAME.conf").write_text("")
+    link = tmp_path / "link"
+    link.symlink_to(mine)
+    ns = _ns(scripts.load("path").rsplit("\nmain()", 1)[0])  # its own: the check is replaced below
+    checked = ns["unreachable"]
+
+    def swap_after_check(path, creds):
+        why = checked(path, creds)
+        link.unlink()
+        link.symlink_to(roots)
+        return why
+
+    ns["unreachable"] = swap_after_check
+    files = ns["Files"](1000, 10)
+    got = ns["names_in"](files, str(link), "nginx", (os.getuid(), frozenset()), 1)
+    assert got == ["a.conf"], got

@@ -148,6 +148,7 @@ def log_lines(fd, max_bytes, skipped):
 # policy's list, written after this prelude when it is sent (scripts.prelude). No probe script opens a file any other
 # way (tests/security/test_host_one_reader.py walks them).
 import stat
+import struct
 
 KERNEL_TREES = ("/proc/", "/sys/")
 # Kernel files whose reading has effects (hosts/policy.py unsafe_read): consumed by reading, or a PCI device's
@@ -244,24 +245,45 @@ def elsewhere(creds):
     return creds[2] if creds is not None and len(creds) > 2 else None
 
 
-def _has_acl(path):
+ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK = 0x01, 0x02, 0x04, 0x08, 0x10
+
+
+def _acl(path):
+    """The POSIX access ACL of path (the kernel's xattr: a version word, then (tag, perm, id) entries), [] without
+    one, None when there is one this cannot read."""
     try:
-        return bool(os.getxattr(path, "system.posix_acl_access"))
+        raw = os.getxattr(path, "system.posix_acl_access")
     except (OSError, AttributeError):
-        return False
+        return []
+    if len(raw) < 4 or (len(raw) - 4) % 8 or struct.unpack_from("<I", raw)[0] != 2:
+        return None
+    return [struct.unpack_from("<HHI", raw, 4 + 8 * i) for i in range((len(raw) - 4) // 8)]
 
 
 def may_access(st, creds, bit, path):
     """Whether a process of creds (uid, gids) has permission `bit` (4 read, 1 search) on the file of stat st at path
-    (a name that reaches the same inode: /proc/self/fd/N). The owner's and others' mode bits are exact; the group's
-    are trusted only without a POSIX ACL (with one, they are its mask, not the owning group's right). Root may."""
+    (a name that reaches the same inode: /proc/self/fd/N), as the kernel decides it: the owner's mode bits; else, with
+    a POSIX ACL, its named-user entry, else its owning-group and named-group entries (each under the ACL's mask: a
+    `user:NAME:---` entry refuses a user the others' bits would let in), else the others' bits. Root may."""
     uid, gids = creds[0], creds[1]
     if uid == 0:
         return True
     if st.st_uid == uid:
         return bool(st.st_mode & (bit << 6))
-    if st.st_gid in gids and st.st_mode & (bit << 3) and not _has_acl(path):
-        return True
+    acl = _acl(path)
+    if acl is None:
+        return False
+    if acl:
+        mask = next((perm for tag, perm, _ in acl if tag == ACL_MASK), 7)
+        for tag, perm, who in acl:
+            if tag == ACL_USER and who == uid:
+                return bool(perm & mask & bit)
+        groups = [perm for tag, perm, who in acl
+                  if (tag == ACL_GROUP_OBJ and st.st_gid in gids) or (tag == ACL_GROUP and who in gids)]
+        if groups:
+            return any(perm & mask & bit for perm in groups)
+    elif st.st_gid in gids:
+        return bool(st.st_mode & (bit << 3))
     return bool(st.st_mode & bit)
 
 

@@ -244,10 +244,33 @@ def cgroup_of(base, pid):
     return unified[0] if unified else (paths[0] if paths else None)
 
 
+CGROUP_MOUNTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd")
+
+
+def users_words(cg):
+    """Whether a cgroup path lies where an unprivileged user names the cgroups: a systemd user manager's slice
+    (`systemd-run --user --unit=vllm.service` makes .../user@1001.service/app.slice/vllm.service) or a directory of
+    the cgroup file system that a user owns (a delegated subtree)."""
+    parts = [x for x in cg.strip("/").split("/") if x]
+    if any(x == "user.slice" or x.startswith("user@") for x in parts):
+        return True
+    for mnt in CGROUP_MOUNTS:
+        d = hp(mnt)
+        for x in parts:
+            d = os.path.join(d, x)
+            try:
+                if os.stat(d).st_uid != 0:
+                    return True
+            except OSError:
+                break
+    return False
+
+
 def placement(cg):
-    """What a cgroup path says of where the process runs: systemd unit, docker container, pod uid, container id."""
+    """What a cgroup path says of where the process runs: systemd unit, docker container, pod uid, container id;
+    nothing when a user named the cgroups (its unit would be root's unit of that name, its container id another's)."""
     out = {}
-    if not cg:
+    if not cg or users_words(cg):
         return out
     parts = cg.strip("/").split("/")
     for part in parts:
@@ -339,15 +362,26 @@ class Files(object):
 def names_in(files, d, layer, creds, pid):
     """The names in host directory d, as the process of creds (None: this probe's own standard places) could list
     them; [] when it could not, and that said once for the directory, never a name of what is in it."""
-    why = unreachable(hp(d), creds) if creds is not None else None
+    if creds is None:
+        return listdir(hp(d))
+    try:  # what is checked is what is listed: the directory opened once, its place read back from the descriptor
+        fd = os.open(hp(d), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        why = unreachable(os.readlink("/proc/self/fd/%d" % fd), creds)
+        names = [] if why else sorted(os.listdir(fd))
+    except OSError as exc:
+        why, names = str(exc.strerror or exc), []
+    finally:
+        os.close(fd)
     if why:
         key = (os.path.normpath(hp(d)), layer, "listing")
         if key not in files.seen and len(files.items) < files.most:
             files.seen.add(key)
             files.items.append({"path": d, "layer": layer, "role": "directory", "named_by": pid,
                                 "error": "%s: not listed" % why})
-        return []
-    return listdir(hp(d))
+    return names
 
 
 NGINX_INCLUDE = re.compile(r"^[ \t]*include\s+([^;#\s]+)\s*;", re.M)  # not `^\s*`: quadratic over blank lines

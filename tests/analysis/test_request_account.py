@@ -344,3 +344,27 @@ def test_the_host_script_reads_only_the_keys_it_names(tmp_path):
     assert m["template_tokens"] == ["<|eot_id|>"] and "SECRET-TEMPLATE-TEXT" not in out.stdout
     files = RequestFiles.model_validate({"kind": "request_files", "models": data["models"]})
     assert files.facts()["model_files.turn_end_missing"] is True
+
+
+async def test_the_tool_gives_a_model_the_account_and_the_mechanisms(tmp_path):
+    """The `request_account` tool on this machine (real probes over the local host: no engine runs here), with the
+    observations' two runs: the model reads every term, the residual between the runs and its candidates."""
+    from orchestrator.hosts.local import LocalHost
+    from orchestrator.inputs import RunInputs
+    from orchestrator.prongs.request.tool import RequestAccountTool
+    from orchestrator.tools.base import execute
+    from orchestrator.tools.mock import MockToolContext
+
+    obs = {"model": {"name": "Llama-3.1-8B-Instruct"}, "bench": [
+        _client("direct", max_concurrency=4, completed=400, input_len=512, output_len=200, ttft={"mean": 101.8},
+                itl={"mean": 10.6, "p50": 10.5}, e2el={"mean": 2211.0}),
+        _client("through the gateway", max_concurrency=4, completed=400, input_len=512, output_len=200,
+                ttft={"mean": 5104.6}, itl={"mean": 10.6, "p50": 10.5}, e2el={"mean": 7213.0})]}
+    ctx = MockToolContext(host=LocalHost(), inputs=RunInputs(question="why is TTFT 5 s through the gateway?",
+                                                             observations=obs))
+    out = (await execute(RequestAccountTool(), "request_account", {}, ctx)).output
+    assert not out.is_error, out.text
+    assert "TTFT [through the gateway, concurrency 4]: client 5,105 ms" in out.text
+    assert "residual ttft.run_over_run" in out.text and "confirmed: Something in front of the engine adds a fixed " \
+                                                         "5,003 ms before each first token" in out.text
+    assert out.data is not None and out.data["kind"] == "request_files"

@@ -73,7 +73,7 @@ LAYERS = {
                           "router, the engine's HTTP front end)",
     ("engine", "floor"): "inside the engine, between its GPU work and its own measurement",
     ("client", "floor"): "between the GPU work and the client",
-    ("run", "run"): "the one condition the two runs differ in",
+    ("run", "run"): "in the one condition the two runs differ in",
 }
 
 
@@ -191,6 +191,8 @@ class Residual:
 
     @property
     def layer(self) -> str:
+        if self.between not in LAYERS and self.between[0] == self.between[1]:
+            return f"inside {POINT_WORDS.get(self.between[0], self.between[0])}"
         return LAYERS.get(self.between, f"between {POINT_WORDS.get(self.between[0], self.between[0])} and "
                                         f"{POINT_WORDS.get(self.between[1], self.between[1])}")
 
@@ -199,6 +201,8 @@ class Residual:
         a, b = _fmt(self.a, self.unit), _fmt(self.b, self.unit)
         if self.between[1] == "floor":
             return f"{self.term} {a} ({self.a_src}) against its floor of {b} ({self.b_src}): {self.ratio:.2g}x"
+        if self.between == ("run", "run"):
+            return f"{self.term} {a} in the run {self.a_src} against {b} in the run {self.b_src}"
         return (f"{self.term} {a} at {POINT_WORDS.get(self.between[0], self.between[0])} ({self.a_src}) against "
                 f"{b} at {POINT_WORDS.get(self.between[1], self.between[1])} ({self.b_src})")
 

@@ -235,6 +235,26 @@ class RunDelta:
     """Terms that agree."""
 
 
+def engines_running(v: "EvidenceView") -> list[tuple[str, float]]:
+    """Each engine's own count of running requests (its /metrics gauge, else the median of its stats lines), by where
+    it was found: the replicas a load balancer spreads requests over."""
+    got = _engines(v)
+    out: list[tuple[str, float]] = []
+    if got is not None:
+        _ev, engines, rep = got
+        for e in engines:
+            m = e.metrics.metrics if e.metrics and e.metrics.metrics else {}
+            r = next((m[n].value for n in _RUNNING if n in m and m[n].value is not None), None)
+            if r is not None:
+                out.append((e.where or e.label, float(r)))
+        if not out:
+            logs = read_request_logs((ln.path, ln.line_no, ln.line) for ln in rep.lines)
+            for key, st in logs.engines.items():
+                if st.running:
+                    out.append((key.split("|", 1)[-1] or key, float(sorted(st.running)[len(st.running) // 2])))
+    return out
+
+
 @dataclass
 class RequestAccount:
     clients: list[View]
@@ -372,7 +392,8 @@ _PROMPT_H = ("vllm:request_prompt_tokens", "tgi_request_input_length")
 _GEN_H = ("vllm:request_generation_tokens", "tgi_request_generated_tokens")
 _PROMPT_C = ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total")
 _GEN_C = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
-_SUCCESS = ("vllm:request_success_total", "trtllm_request_success_total", "request_success_total")
+_SUCCESS = ("vllm:request_success_total", "trtllm_request_success_total", "request_success_total",
+            "tgi_request_success")
 _RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size")
 _WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size")
 
@@ -1196,6 +1217,14 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
             cf = {**acct.floors, **{k: f for k, f in floors(v, mf, batch=batch, context=context, prompt=c.tokens_in,
                                                            n_out=c.tokens_out).items() if k == "ttft"}}
         _floor_residuals(c, cf, out, engine=engine)
+    per = engines_running(v)
+    if len(per) >= 2:
+        lo, hi = min(per, key=lambda x: x[1]), max(per, key=lambda x: x[1])
+        if hi[1] >= 2 * lo[1] + 2:
+            out.append(Residual("load.engines_unbalanced", "requests running per engine", ("engine", "engine"),
+                                hi[1], lo[1], "requests", f"the busiest engine ({hi[0]})", f"the idlest ({lo[0]})",
+                                engine.evidence if engine else [],
+                                note=", ".join(f"{w}: {r:,.0f}" for w, r in per[:8])))
     acct.deltas = _deltas(clients)
     _delta_residuals(acct.deltas, out)
     _throughput_flat(clients, out)

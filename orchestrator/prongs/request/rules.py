@@ -98,6 +98,9 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             own["request.server.per_token_queue_ms"] = step.queue_ms
         if step.pending is not None:
             own["request.server.per_token_pending"] = step.pending
+    for c in acct.clients[:1]:
+        if c.ttft is not None and c.e2e is not None and c.ttft.median and c.e2e.median and (c.tokens_out or 0) >= 16:
+            own["request.client.ttft_share_of_e2e"] = c.ttft.median / c.e2e.median
     mns = facts.get("engine.max_num_seqs")
     if mns is not None:
         own["request.engine.max_num_seqs"] = mns.value
@@ -255,7 +258,7 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
     j, m = ex.judged, ex.judged.mechanism
     top = max(ex.residuals, key=_weight)
     title, _ = render(m.title, hf)
-    claim, _ = render(m.claim, hf, {"residual": top.words()})
+    claim, _ = render(m.claim, hf, {"residual": top.words(), "residual_note": top.note})
     others = [r.words() for r in ex.residuals if r is not top][:3]
     if others:
         claim += " The same shows in: " + "; ".join(others) + "."
@@ -309,7 +312,7 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
     claim = (f"{r.words()}: {shape.says}. That sits {r.layer}.{also} The evidence on the host does not yet say "
              f"which mechanism it is; the ones these figures allow: {listed}.")
     if cands:
-        first, missing = render(cands[0].judged.mechanism.claim, hf, {"residual": ""})
+        first, missing = render(cands[0].judged.mechanism.claim, hf, {"residual": "", "residual_note": r.note})
         if not missing:
             claim += " The first would mean this: " + first.lstrip(". ")
     term = r.term[:1].upper() + r.term[1:]

@@ -369,3 +369,32 @@ async def test_the_tool_gives_a_model_the_account_and_the_mechanisms(tmp_path):
     assert "residual ttft.run_over_run" in out.text and "confirmed: Something in front of the engine adds a fixed " \
                                                          "5,003 ms before each first token" in out.text
     assert out.data is not None and out.data["kind"] == "request_files"
+
+
+def test_every_renderer_carries_the_account():
+    """The account's arithmetic in JSON (the diagnosis field, left out when absent), Markdown, HTML and the terminal."""
+    import io
+
+    from rich.console import Console
+
+    from orchestrator.diagnosis import Diagnosis
+    from orchestrator.prongs.request.report import (account_html, account_markdown, render_account_terminal,
+                                                    table_of)
+
+    eng = _engine(_metrics(ttft_s=0.046, itl_s=0.0068, e2e_s=0.91, n=3840, prompt=1024, gen=128, running=16))
+    v = _view(eng, [_client(max_concurrency=96, completed=3840, failed=0, input_len=1024, output_len=128,
+                            request_throughput=17.6, ttft={"mean": 4588.0}, itl={"p50": 6.7}, e2el={"mean": 5452.0})])
+    acct = build_account(v)
+    assert acct is not None
+    d = Diagnosis(question="q", verdict="v", request_account=table_of(v, acct))
+    dumped = d.model_dump(mode="json")
+    assert dumped["request_account"]["residuals"][0]["shape"] == "ttft.client_over_engine"
+    assert "request_account" not in Diagnosis(question="q", verdict="v").model_dump(mode="json")
+    md = "\n".join(account_markdown([], d, lambda s: s))
+    assert "## Request account" in md and "| TTFT |" in md and "4,588 ms" in md and "floor of itl" in md
+    html = account_html([], d, set())
+    assert 'id="request-account"' in html and "4,588 ms" in html and "<script" not in html
+    buf = io.StringIO()
+    render_account_terminal([], d, Console(file=buf, width=160))
+    assert "Request account" in buf.getvalue() and "4,588 ms" in buf.getvalue()
+    assert account_markdown([], Diagnosis(question="q", verdict="v"), lambda s: s) == []

@@ -261,6 +261,11 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
     j, m = ex.judged, ex.judged.mechanism
     top = max(ex.residuals, key=_weight)
     title, _ = render(m.title, hf)
+    layer_settings = [f"{k.removeprefix('path.').replace('.', ' ')} = {v}" for k, v, _e in j.used
+                      if k.startswith("path.") and not k.endswith(".present")]
+    if layer_settings:
+        # the setting that confirmed it, as the path prong read it where it is set
+        title = f"{title.rstrip('.')} ({'; '.join(dict.fromkeys(layer_settings))})"
     claim, _ = render(m.claim, hf, {"residual": top.words(), "residual_note": top.note})
     others = [r.words() for r in ex.residuals if r is not top][:3]
     if others:

@@ -246,7 +246,9 @@ _PATTERNS: list[tuple[str, Any, Any]] = [
     ("url-credentials", _AtSchemes(r"(?i)\b([a-z][a-z0-9+.\-]*://)(?:[^/\s:@\"']*:[^\s\"']*@(?=[^\s@\"']*(?:[\s\"']|$))"
                                    r"|[^/\s:@\"'?#\x00&,<>\[\]]+@(?=[A-Za-z0-9\[]))"),
      r"\1" + REDACTED + "@"),
-    ("netrc-password", re.compile(r"(?im)(\b(?:login|machine)\s+\S+\s+(?:login\s+\S+\s+)?password\s+|^\s*password\s+)\S+"),
+    # (a line `password = X` is an assignment, not netrc's `password X`: its value is not the `=`)
+    ("netrc-password", re.compile(r"(?im)(\b(?:login|machine)\s+\S+\s+(?:login\s+\S+\s+)?password\s+|^\s*password\s+)"
+                                  r"(?![=:](?:\s|$))\S+"),
      r"\1" + REDACTED),
     # hostname:port:database:username:password, as in ~/.pgpass (also quoted inside a log line)
     ("pgpass-line", re.compile(r"(?<![\w.:/\-])([A-Za-z0-9_.\-*]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:)[^\s:]+(?=\s|$)"),
@@ -284,8 +286,9 @@ _PATTERNS: list[tuple[str, Any, Any]] = [
             r"api[_-]?key|token|secret|auth|identitytoken)"
             r"([\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s\"',;}]+)"
         ),
-        lambda m: m.group(1) + m.group(2) + (m.group(3)[0] + REDACTED + m.group(3)[0]
-                                             if m.group(3)[:1] in ("\"", "'") else REDACTED),
+        lambda m: m.group(0) if _counted_tokens(m) else
+        m.group(1) + m.group(2) + (m.group(3)[0] + REDACTED + m.group(3)[0] if m.group(3)[:1] in ("\"", "'")
+                                   else REDACTED),
     ),
     # a bare AWS secret access key: 40 characters of base64 alphabet with upper, lower and digits, standing alone
     ("aws-secret-key", re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"
@@ -300,6 +303,21 @@ _PATTERNS: list[tuple[str, Any, Any]] = [
     ("long-hex", re.compile(r"(?<![\w./:@\-])(?:[a-f0-9]{32,}|[A-F0-9]{32,})(?![\w./\-])"),
      lambda m: m.group(0) if _hash_context(m) else REDACTED),
 ]
+
+
+_COUNT = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{1,5}")
+
+
+def _counted_tokens(m: re.Match) -> bool:
+    """`token = 52,973` is a count of a model's tokens (a diagnosis's "KV per token = 52,973 bytes"), not a secret: a
+    name that is the bare word `token`, whose value is a plain number (thousands separators allowed) and continues
+    as one: with thousands separators or a decimal point, or at most five digits (a longer bare number may be a PIN
+    or a numeric token). A number under a password's or a secret's name stays redacted."""
+    if m.group(1).strip("-").lower() != "token":
+        return False
+    rest = m.string[m.start(3):m.start(3) + 40]
+    num = _COUNT.match(rest)
+    return num is not None and not rest[num.end():num.end() + 1].isalnum()
 
 
 # ---------------------------------------------------------------------------------------------------------------

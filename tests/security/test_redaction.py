@@ -247,3 +247,27 @@ def test_show_prints_the_run_id_in_text_and_json(tmp_path):
     assert text.returncode == 0 and text.stdout.splitlines()[0].startswith(f"run {rid} "), text.stdout[:200]
     as_json = investigate("show", seed, "--json", tmp_path=tmp_path)
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["run_id"] == rid
+
+
+def test_a_count_of_tokens_is_not_a_token() -> None:
+    """A diagnosis's "KV per token = 52,973 bytes" keeps its number (it came out as "[REDACTED],973"); a value under
+    the name `token` that is not a plain count, and any number under a password's name, stay redacted."""
+    from orchestrator.redact import redact
+
+    assert redact("KV cache per token = 52,973 bytes") == "KV cache per token = 52,973 bytes"
+    assert redact("decode time per token: 1.5 ms") == "decode time per token: 1.5 ms"
+    assert redact("per token = 4096 bytes") == "per token = 4096 bytes"
+    assert "123456789" not in redact("token=123456789")
+    assert "ab12cd34ef" not in redact("token=ab12cd34ef")
+    assert "123456" not in redact("password=123456")
+    assert "52,973" not in redact("password = 52,973")
+
+
+def test_a_password_line_with_spaces_around_the_equals_sign_is_redacted() -> None:
+    """`password = X` at the start of a line was read as netrc's `password X` with `=` for the secret: the `=` went and
+    X stayed in clear."""
+    from orchestrator.redact import redact
+
+    for line in ("password = hunter2", "password = hunter2,x", "  password : hunter2", "password =hunter2"):
+        assert "hunter2" not in redact(line), line
+    assert "p4ss" not in redact("machine h login u password p4ss")

@@ -423,6 +423,49 @@ def host_text(path, limit=1 << 20, creds=None, resolve=False):
     return read_host_file(path, limit, creds, resolve)[0].decode("utf-8", "replace")
 
 
+# --- an HTTP GET on this host's loopback (an engine's /metrics, Triton's metrics port) -------------------------------
+def loopback_get(port, path, timeout_s, limit, accept="text/plain"):
+    """GET http://127.0.0.1:PORT/PATH within timeout_s in all: {"url", "status", "content_type", "body" (at most
+    limit + 1 bytes), "location"} or {"url", "error"}. Whoever listens on the port answers (any local user's process
+    names its own port): the socket's timeout bounds each read, and a server that sends a byte every few seconds
+    would hold the probe for as long as it liked, so a timer closes the connection at the deadline. A redirect is an
+    answer (its status and Location), never followed; no proxy is used (http.client reads no proxy variables)."""
+    import http.client
+    import socket
+    import threading
+
+    url = "http://127.0.0.1:%d%s" % (int(port), path)
+    conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=timeout_s)
+    late = []
+
+    def cut():
+        late.append(True)
+        try:
+            if conn.sock is not None:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    timer = threading.Timer(timeout_s, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        conn.request("GET", path, headers={"Accept": accept})
+        res = conn.getresponse()
+        body = res.read(limit + 1)
+        if late:
+            raise socket.timeout("no whole answer in %g s" % timeout_s)
+        return {"url": url, "status": res.status, "content_type": res.getheader("Content-Type", ""), "body": body,
+                "location": res.getheader("Location")}
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        if late:
+            exc = socket.timeout("no whole answer in %g s" % timeout_s)
+        return {"url": url, "error": "%s: %s" % (type(exc).__name__, str(exc)[:200])}
+    finally:
+        timer.cancel()
+        conn.close()
+
+
 # --- what of a command line may leave the host: the one masker (engine, settings, discover, launches) ---------------
 MASK = "<redacted on host>"
 # A name part that says "secret" (HF_TOKEN, SERVER_API_KEY), not one that merely contains the letters

@@ -618,23 +618,20 @@ def scan_logs(params, out):
 def triton_metrics(port, timeout_s):
     """Triton's per-model counters from its metrics endpoint on loopback (nv_inference_*: requests, executions,
     request, queue and compute time), as {model: {counter: value}}; None when it does not answer."""
-    import http.client
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=timeout_s)
-        conn.request("GET", "/metrics")
-        res = conn.getresponse()
-        body = res.read(4 << 20).decode("utf-8", "replace") if res.status == 200 else ""
-        conn.close()
-    except (OSError, ValueError, http.client.HTTPException):
+    got = loopback_get(port, "/metrics", timeout_s, 4 << 20)
+    if got.get("status") != 200:
         return None
+    body = got["body"][:4 << 20].decode("utf-8", "replace")
     models = {}
     for line in body.splitlines():
         m = re.match(r'^(nv_inference_[a-z_]+)\{model="([^"]{1,200})"[^}]*\}\s+([0-9.eE+-]+)$', line)
         if m:
             try:
-                models.setdefault(m.group(2), {})[m.group(1)] = float(m.group(3))
+                x = float(m.group(3))
             except ValueError:
                 continue
+            if 0 <= x <= 1e18:  # counters: `1e999` parses as infinity (the report's int() of it raised)
+                models.setdefault(m.group(2), {})[m.group(1)] = x
     return models or None
 
 

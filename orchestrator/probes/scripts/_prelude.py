@@ -401,6 +401,24 @@ def open_host_file(path, creds=None, resolve=False):
             os.close(fd)
 
 
+def list_host_dir(path, creds=None):
+    """(sorted names, None) of the directory at path (links followed), or ([], why) when a process of creds (None:
+    this probe) could not list it; ([], None) when there is no directory there. What is checked is what is listed: the
+    directory is opened once and its place read back from the descriptor (a link swapped after the check lists
+    nothing else)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return [], None
+    try:
+        why = unreachable(os.readlink("/proc/self/fd/%d" % fd), creds) if creds is not None else None
+        return ([], why) if why else (sorted(os.listdir(fd)), None)
+    except OSError as exc:
+        return [], str(exc.strerror or exc)
+    finally:
+        os.close(fd)
+
+
 def read_host_file(path, limit, creds=None, resolve=False):
     """(bytes, truncated) of the regular file at path, at most limit bytes (open_host_file says what is refused)."""
     fd = open_host_file(path, creds, resolve)

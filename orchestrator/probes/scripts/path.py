@@ -364,17 +364,7 @@ def names_in(files, d, layer, creds, pid):
     them; [] when it could not, and that said once for the directory, never a name of what is in it."""
     if creds is None:
         return listdir(hp(d))
-    try:  # what is checked is what is listed: the directory opened once, its place read back from the descriptor
-        fd = os.open(hp(d), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return []
-    try:
-        why = unreachable(os.readlink("/proc/self/fd/%d" % fd), creds)
-        names = [] if why else sorted(os.listdir(fd))
-    except OSError as exc:
-        why, names = str(exc.strerror or exc), []
-    finally:
-        os.close(fd)
+    names, why = list_host_dir(hp(d), creds)
     if why:
         key = (os.path.normpath(hp(d)), layer, "listing")
         if key not in files.seen and len(files.items) < files.most:

@@ -58,15 +58,17 @@ def trickle():
 
 
 def test_a_server_that_answers_a_byte_at_a_time_is_cut_off_at_the_deadline(trickle):
-    engine, path = _ns("engine"), _ns("path")
+    engine, path, request = _ns("engine"), _ns("path"), _ns("request_files")
     for fetch in (lambda: engine["fetch_metrics"](trickle, ["/metrics"], 1.0, 2_000_000),
-                  lambda: path["triton_metrics"](trickle, 1.0)):
+                  lambda: path["triton_metrics"](trickle, 1.0),
+                  lambda: request["fetch"](trickle, "/metrics", 1.0, 2_000_000)):
         got: list = []
         t = threading.Thread(target=lambda f=fetch: got.append(f()), daemon=True)
         t.start()
         t.join(5)
         assert not t.is_alive(), "held past 5 s by a server that sends a byte every 0.2 s"
         assert got[0] is None or "no whole answer" in got[0]["error"], got
+    assert "error" in engine["fetch_metrics"](99999, ["/metrics"], 1.0, 100)  # a port a process names: no exception
 
 
 def test_a_loopback_answer_within_the_deadline_is_read(tmp_path):

@@ -22,7 +22,8 @@ FILE_CALLS = {"open", "fdopen", "read_text", "read_bytes", "FileIO", "copy", "co
               "copytree", "sendfile", "openat"}
 READING_PROGRAMS = {"cat", "head", "tail", "dd", "less", "more", "strings", "xxd", "od", "base64", "tac", "nl", "cp"}
 NOT_FILES = {("engine.py", "opener")}
-"""`opener.open(Request)`: a loopback HTTP fetch (no file): the walk's own test plants one."""
+"""`opener.open(Request)`: a loopback HTTP fetch (no file; the scripts fetch through the prelude's loopback_get, and
+the walk's own test plants one)."""
 
 
 def _problems(name: str, source: str) -> list[str]:

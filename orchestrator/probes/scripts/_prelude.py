@@ -475,10 +475,9 @@ def loopback_get(port, path, timeout_s, limit, accept="text/plain"):
             raise socket.timeout("no whole answer in %g s" % timeout_s)
         return {"url": url, "status": res.status, "content_type": res.getheader("Content-Type", ""), "body": body,
                 "location": res.getheader("Location")}
-    except (OSError, ValueError, http.client.HTTPException) as exc:
-        if late:
-            exc = socket.timeout("no whole answer in %g s" % timeout_s)
-        return {"url": url, "error": "%s: %s" % (type(exc).__name__, str(exc)[:200])}
+    except Exception as exc:  # refused, timed out, cut off, a bad answer: recorded, not fatal
+        err = socket.timeout("no whole answer in %g s" % timeout_s) if late else exc
+        return {"url": url, "error": "%s: %s" % (type(err).__name__, str(err)[:200])}
     finally:
         timer.cancel()
         conn.close()

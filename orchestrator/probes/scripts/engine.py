@@ -47,6 +47,11 @@ LOG_LINE = re.compile(
     r"Directly load the compiled|TensorRT-LLM|Args \{|Forcing attention|SpecDecoding metrics|"
     r"Loading weights took|init engine \(profile|Starting vLLM API server|Application startup complete|"
     r"WARNING|WARN |ERROR|Error|Traceback)")
+# Lines an engine prints per request or per event (the request account's: prongs/request/engine_logs.py): kept like
+# the periodic stats lines, the first and the last of them.
+REQUEST_LINE = re.compile(
+    r"(\| new prompt, |\| kv cache rm \[|stop processing: n_past|prompt eval time =|^\s*eval time =|"
+    r"initializing slots|msg=\"server config\"|msg=\"starting llama server\"|\[GIN\] |GC took [\d.]+ ?ms)")
 CONFIG_DUMP = re.compile(r"(server_args=ServerArgs\(|non-default args|with config: |args: Namespace\()")
 CONFIG_LINE_CHARS = 8000
 CMD_LINE = re.compile(r"(\bvllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|"
@@ -221,6 +226,7 @@ def scan_files(params):
             continue
         cmd_lines = []
         periodic = []
+        per_request = []
         skipped = {}
         try:
             no = 0
@@ -233,6 +239,9 @@ def scan_files(params):
                 if CMD_LINE.search(line) or (cmd_lines and cmd_lines[-1][0] == no - 1
                                              and cmd_lines[-1][1].rstrip().endswith("\\")):
                     cmd_lines.append((no, short))
+                if REQUEST_LINE.search(line):
+                    per_request.append([no, short])
+                    continue
                 if not LOG_LINE.search(line):
                     continue
                 if ("Avg prompt throughput" in line or "Decode batch" in line or "Prefill batch" in line
@@ -252,7 +261,10 @@ def scan_files(params):
         if len(periodic) > 300:
             entry["truncated"] = True
             periodic = periodic[:50] + periodic[-250:]
-        entry["lines"] = sorted(entry["lines"] + periodic)
+        if len(per_request) > 300:
+            entry["truncated"] = True
+            per_request = per_request[:50] + per_request[-250:]
+        entry["lines"] = sorted(entry["lines"] + periodic + per_request)
         if skipped:
             entry["skipped"] = skipped
         for no, text in join_continuations(cmd_lines):

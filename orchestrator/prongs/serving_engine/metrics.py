@@ -29,9 +29,15 @@ class MetricSummary(BaseModel):
     series: int = 0
     labels: dict[str, str] = {}
     """Info gauges (`*_info`, e.g. vllm:cache_config_info): the labels of the first series, which carry config."""
+    by: dict[str, float] = {}
+    """Counters and gauges labelled by how a request ended (`finished_reason`, `reason`: vLLM's and TensorRT-LLM's
+    `request_success_total{finished_reason=stop|length|abort}`) or by model (Triton's nv_inference_*{model=...}): the
+    value per label value, summed over the rest."""
 
 
 _PER_RANK_LABELS = {"tp_rank", "pp_rank", "rank"}
+_SPLIT_LABELS = ("finished_reason", "finish_reason", "reason", "model", "request_type", "general_type")
+"""Labels whose values are kept apart (`MetricSummary.by`): how requests ended is what the request account reads."""
 
 
 def _quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
@@ -129,7 +135,13 @@ def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
         per_rank = fam.type in ("gauge", "unknown") and any(_PER_RANK_LABELS & set(lbl) for lbl, _ in samples)
         value = sum(values) / len(values) if per_rank else sum(values)
         labels = dict(samples[0][0]) if name.endswith("_info") else {}
-        out[name] = MetricSummary(name=name, type=fam.type, value=value, series=len(samples), labels=labels)
+        by: dict[str, float] = {}
+        split = next((k for k in _SPLIT_LABELS if any(k in lbl for lbl, _ in samples)), None)
+        if split is not None:
+            for lbl, v in samples:
+                if split in lbl and not math.isnan(v):
+                    by[lbl[split]] = by.get(lbl[split], 0.0) + v
+        out[name] = MetricSummary(name=name, type=fam.type, value=value, series=len(samples), labels=labels, by=by)
 
 
 def histogram(metrics: dict[str, MetricSummary], *names: str) -> MetricSummary | None:

@@ -398,3 +398,26 @@ def test_every_renderer_carries_the_account():
     render_account_terminal([], d, Console(file=buf, width=160))
     assert "Request account" in buf.getvalue() and "4,588 ms" in buf.getvalue()
     assert account_markdown([], Diagnosis(question="q", verdict="v"), lambda s: s) == []
+
+
+def test_the_second_round_plans_the_path_probe_only_when_it_would_split_the_candidates():
+    """A TTFT far above the engine's with no layer read yet: the path prong's call; with its facts in the evidence,
+    or with a mechanism confirmed, nothing."""
+    from orchestrator.prongs.path.models import PathReport
+    from orchestrator.prongs.request.rules import second_round
+
+    eng = _engine(_metrics(ttft_s=0.046, itl_s=0.0068, e2e_s=0.91, n=3840, prompt=1024, gen=128, running=16))
+    bench = [_client(max_concurrency=96, completed=3840, failed=0, input_len=1024, output_len=128,
+                     request_throughput=17.6, ttft={"mean": 4588.0}, itl={"p50": 6.7}, e2el={"mean": 5452.0})]
+    steps = second_round(_view(eng, bench))
+    assert [s.tool for s in steps] == ["task"] and steps[0].args["agent"] == "path"
+    assert "proxy-connection-cap" in steps[0].args["brief"] and "4,588 ms" in steps[0].args["brief"]
+    looked = _view(eng, bench)  # the path probe ran and found no layer: nothing more to read
+    looked = EvidenceView(looked.evidence + [ev("ev-5.1", PathReport(host="gpu-box"), tool="path_layers")],
+                          looked.observations_evidence[1] if looked.observations_evidence else None)
+    assert second_round(looked) == []
+    retries = _engine(_metrics(ttft_s=44.0, itl_s=0.021, e2e_s=56.0, n=638, prompt=17473, gen=227, running=9,
+                               waiting=23, reasons={"stop": 212, "abort": 426}))
+    confirmed = _view(retries, [_client(max_concurrency=32, completed=212, failed=88, input_len=24100, output_len=410,
+                                        e2el={"mean": 51220.0})], count=2)
+    assert second_round(confirmed) == []  # the retries are confirmed on the engine's own counters

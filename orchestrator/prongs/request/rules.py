@@ -159,6 +159,8 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         if s is not None:
             own["request.spec_accept_len"] = s.accept_len
         break
+    if any(m.kind == "path_layers" and m.available for _e, m in v.models()):
+        own["request.looked.path_layers"] = True  # the whole-path probe ran: a layer it did not find is absent
     for k, val in own.items():
         if val is None:
             continue
@@ -225,7 +227,8 @@ def judge_all(acct: RequestAccount, hf: HostFacts) -> list[Explained]:
     """Every mechanism the residuals' shapes name, judged once, with the residuals it would explain; confirmed first,
     then the candidates whose layer the evidence shows, then the rest, each by how much of the figure it explains."""
     t = table()
-    looked = frozenset({"path_layers"} if any(k.startswith("path.") for k in hf.facts) else set())
+    looked = frozenset({"path_layers"} if "request.looked.path_layers" in hf.facts
+                       or any(k.startswith("path.") for k in hf.facts) else set())
     by: dict[str, Explained] = {}
     rank: dict[str, int] = {}
     for r in acct.residuals:
@@ -258,6 +261,11 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
     j, m = ex.judged, ex.judged.mechanism
     top = max(ex.residuals, key=_weight)
     title, _ = render(m.title, hf)
+    layer_settings = [f"{k.removeprefix('path.').replace('.', ' ')} = {v}" for k, v, _e in j.used
+                      if k.startswith("path.") and not k.endswith(".present")]
+    if layer_settings:
+        # the setting that confirmed it, as the path prong read it where it is set
+        title = f"{title.rstrip('.')} ({'; '.join(dict.fromkeys(layer_settings))})"
     claim, _ = render(m.claim, hf, {"residual": top.words(), "residual_note": top.note})
     others = [r.words() for r in ex.residuals if r is not top][:3]
     if others:
@@ -581,7 +589,7 @@ def second_round(v: "EvidenceView") -> list["PlanStep"]:
     cands = [x for x in explained if top in x.residuals and x.judged.status == "candidate"]
     probes = list(dict.fromkeys(x.judged.mechanism.probe for x in cands))
     steps: list[PlanStep] = []
-    have_path = any(k.startswith("path.") for k in hf.facts)
+    have_path = "request.looked.path_layers" in hf.facts or any(k.startswith("path.") for k in hf.facts)
     for probe in probes:
         if probe == "path_layers" and not have_path:
             path = next((p for p in prongs.PRONGS if p.name in ("path", "path_layers") and p.agent), None)

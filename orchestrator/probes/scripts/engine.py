@@ -121,28 +121,23 @@ def read_config(path, limit, creds=None):
 
 
 def fetch_metrics(port, paths, timeout_s, limit):
-    import urllib.request
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, req, fp, code, msg, headers, newurl):
-            return None  # a redirect is an answer (recorded with its status), never followed: loopback only
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect())  # never a proxy either
+    """The first of `paths` that the engine on 127.0.0.1:port answers with 2xx (prelude's loopback_get: bounded in
+    time and bytes, never redirected); else what the last one said."""
     last = None
     for path in paths:
-        url = "http://127.0.0.1:%d%s" % (port, path)
-        try:
-            with opener.open(urllib.request.Request(url, headers={"Accept": "text/plain"}), timeout=timeout_s) as r:
-                data = r.read(limit + 1)
-                ctype = r.headers.get("Content-Type", "")
-                return {"url": url, "status": r.status, "content_type": ctype,
-                        "text": data[:limit].decode("utf-8", "replace"), "truncated": len(data) > limit}
-        except Exception as exc:  # refused, timeout, HTTP error: recorded, not fatal
-            code = getattr(exc, "code", None)
-            last = {"url": url, "status": code, "error": "%s: %s" % (type(exc).__name__, str(exc)[:200])}
-            if code in (301, 302, 303, 307, 308):
-                last["error"] = "redirect to %s not followed" % str(getattr(exc, "headers", {}).get("Location"))[:200]
-                return last
+        got = loopback_get(port, path, timeout_s, limit)
+        url = got["url"]
+        if "error" in got:  # refused, timed out, cut off: recorded, not fatal
+            last = {"url": url, "status": None, "error": got["error"]}
+            continue
+        status, data = got["status"], got["body"]
+        if status in (301, 302, 303, 307, 308):
+            return {"url": url, "status": status, "error": "redirect to %s not followed" % str(got["location"])[:200]}
+        if not 200 <= status < 300:
+            last = {"url": url, "status": status, "error": "HTTPError: HTTP Error %d" % status}
+            continue
+        return {"url": url, "status": status, "content_type": got["content_type"],
+                "text": data[:limit].decode("utf-8", "replace"), "truncated": len(data) > limit}
     return last
 
 

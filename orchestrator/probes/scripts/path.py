@@ -364,17 +364,7 @@ def names_in(files, d, layer, creds, pid):
     them; [] when it could not, and that said once for the directory, never a name of what is in it."""
     if creds is None:
         return listdir(hp(d))
-    try:  # what is checked is what is listed: the directory opened once, its place read back from the descriptor
-        fd = os.open(hp(d), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return []
-    try:
-        why = unreachable(os.readlink("/proc/self/fd/%d" % fd), creds)
-        names = [] if why else sorted(os.listdir(fd))
-    except OSError as exc:
-        why, names = str(exc.strerror or exc), []
-    finally:
-        os.close(fd)
+    names, why = list_host_dir(hp(d), creds)
     if why:
         key = (os.path.normpath(hp(d)), layer, "listing")
         if key not in files.seen and len(files.items) < files.most:
@@ -618,23 +608,20 @@ def scan_logs(params, out):
 def triton_metrics(port, timeout_s):
     """Triton's per-model counters from its metrics endpoint on loopback (nv_inference_*: requests, executions,
     request, queue and compute time), as {model: {counter: value}}; None when it does not answer."""
-    import http.client
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=timeout_s)
-        conn.request("GET", "/metrics")
-        res = conn.getresponse()
-        body = res.read(4 << 20).decode("utf-8", "replace") if res.status == 200 else ""
-        conn.close()
-    except (OSError, ValueError, http.client.HTTPException):
+    got = loopback_get(port, "/metrics", timeout_s, 4 << 20)
+    if got.get("status") != 200:
         return None
+    body = got["body"][:4 << 20].decode("utf-8", "replace")
     models = {}
     for line in body.splitlines():
         m = re.match(r'^(nv_inference_[a-z_]+)\{model="([^"]{1,200})"[^}]*\}\s+([0-9.eE+-]+)$', line)
         if m:
             try:
-                models.setdefault(m.group(2), {})[m.group(1)] = float(m.group(3))
+                x = float(m.group(3))
             except ValueError:
                 continue
+            if 0 <= x <= 1e18:  # counters: `1e999` parses as infinity (the report's int() of it raised)
+                models.setdefault(m.group(2), {})[m.group(1)] = x
     return models or None
 
 

@@ -159,22 +159,15 @@ def staged_tag(pid):
 
 
 def fetch(port, path, timeout_s, limit):
-    import urllib.request
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, req, fp, code, msg, headers, newurl):
-            return None  # loopback only: a redirect is never followed
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect())
-    url = "http://127.0.0.1:%d%s" % (port, path)
-    try:
-        with opener.open(urllib.request.Request(url, headers={"Accept": "text/plain"}), timeout=timeout_s) as r:
-            data = r.read(limit + 1)
-            return {"url": url, "status": r.status, "text": data[:limit].decode("utf-8", "replace"),
-                    "truncated": len(data) > limit}
-    except Exception as exc:  # refused, timeout, HTTP error: recorded, not fatal
-        return {"url": url, "status": getattr(exc, "code", None), "error": "%s: %s" % (type(exc).__name__,
-                                                                                      str(exc)[:200])}
+    """GET on loopback through the prelude's loopback_get (bounded in time in all and in bytes, never redirected)."""
+    got = loopback_get(port, path, timeout_s, limit)
+    if "error" in got:  # refused, timeout, cut off: recorded, not fatal
+        return {"url": got["url"], "status": None, "error": got["error"]}
+    if not 200 <= got["status"] < 300:
+        return {"url": got["url"], "status": got["status"], "error": "HTTPError: HTTP Error %d" % got["status"]}
+    data = got["body"]
+    return {"url": got["url"], "status": got["status"], "text": data[:limit].decode("utf-8", "replace"),
+            "truncated": len(data) > limit}
 
 
 def scan_servers(limit, timeout_s):

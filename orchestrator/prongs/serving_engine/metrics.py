@@ -74,6 +74,16 @@ def parse_metrics(text: str) -> tuple[dict[str, MetricSummary], str | None]:
     return out, error
 
 
+def _real(value: float, *, counted: bool) -> bool:
+    """Whether a sample's value can be what an engine counted or measured: finite, within METRIC_MAX_ABS, and not
+    negative where it counts (a counter, a bucket, a count). The exposition format allows NaN, +Inf and any float,
+    and whoever answers on the engine's port writes it: `vllm:num_requests_running +Inf` made the serving floors'
+    `int(running)` raise, and NaN counts made NaN floors."""
+    from orchestrator.limits import METRIC_MAX_ABS
+
+    return math.isfinite(value) and abs(value) <= METRIC_MAX_ABS and (value >= 0 or not counted)
+
+
 def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
     if fam.type in ("histogram", "gaugehistogram"):
         buckets: dict[float, float] = {}
@@ -82,8 +92,15 @@ def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
         for s in fam.samples:
             labels = {k: v for k, v in s.labels.items() if k != "le"}
             series.add(tuple(sorted(labels.items())))
+            if not _real(s.value, counted=not s.name.endswith("_sum")):
+                continue
             if s.name.endswith("_bucket"):
-                le = float(s.labels.get("le", "inf"))
+                try:
+                    le = float(s.labels.get("le", "inf"))
+                except ValueError:
+                    continue
+                if math.isnan(le):
+                    continue
                 buckets[le] = buckets.get(le, 0.0) + s.value
             elif s.name.endswith("_count"):
                 count += s.value
@@ -97,6 +114,8 @@ def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
     if fam.type == "summary":
         count = total = 0.0
         for s in fam.samples:
+            if not _real(s.value, counted=not s.name.endswith("_sum")):
+                continue
             if s.name.endswith("_count"):
                 count += s.value
             elif s.name.endswith("_sum"):
@@ -106,11 +125,11 @@ def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
         return
     by_name: dict[str, list[tuple[dict[str, str], float]]] = {}
     for s in fam.samples:
-        if s.name.endswith("_created"):
+        if s.name.endswith("_created") or not _real(s.value, counted=fam.type == "counter"):
             continue
         by_name.setdefault(s.name, []).append((s.labels, s.value))
     for name, samples in by_name.items():
-        values = [v for _, v in samples if not math.isnan(v)]
+        values = [v for _, v in samples]
         if not values:
             continue
         per_rank = fam.type in ("gauge", "unknown") and any(_PER_RANK_LABELS & set(lbl) for lbl, _ in samples)

@@ -446,3 +446,18 @@ def test_answers_the_engine_finished_but_the_client_lost_are_a_timeout_between_t
     f = found["request-timeout-between"]
     assert "proxy_read_timeout = 60s" in f.title and "80" in f.claim
     assert "request-timeout-between" not in {x.id for x in request_account_findings(with_proxy("600s"))}
+
+
+def test_the_findings_words_survive_redaction():
+    """A fixed delay before each first token (two runs) and a stop token missing: every word the findings carry
+    reaches the report unredacted ("... first token: TTFT ..." was taken for a credential and cut)."""
+    runs = [_client("direct", max_concurrency=4, completed=400, input_len=512, output_len=200,
+                    ttft={"mean": 101.8}, itl={"mean": 10.6, "p50": 10.5}, e2el={"mean": 2211.0}),
+            _client("through the gateway", max_concurrency=4, completed=400, input_len=512, output_len=200,
+                    ttft={"mean": 5104.6}, itl={"mean": 10.6, "p50": 10.5}, e2el={"mean": 7213.0})]
+    found = request_account_findings(_view(None, runs))
+    assert any(f.id == "request-proxy-fixed-delay" for f in found)
+    for f in found:
+        for text in (f.title, f.claim, f.short, *(f.recommendations or []),
+                     f.sets_bound.words if f.sets_bound else ""):
+            assert redact(text) == text, text

@@ -311,7 +311,7 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
     return Finding(
         id=f"request-{j.id}", rule="request_account", category="workload", confidence=0.85,
         evidence=[e for e in ev if e] or acct.evidence, title=title, claim=claim,
-        short=f"{title[:1].lower() + title[1:]}: {top.words()}.",
+        short=f"{title[:1].lower() + title[1:]} ({top.words()}).",
         recommendations=[f"{fix} [{m.sources[0]}]"], symptoms=_residual_symptoms(shapes),
         explains=round(ex.weight, 2),
         numbers=[Number(name=f"{top.term}: {top.between[0]} vs {top.between[1]}", value=round(top.a, 3),
@@ -319,7 +319,7 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
                         note=f"against {fmt(top.b, top.unit)} ({top.b_src})")],
         # the larger the share of the user's figure it explains, the earlier (within the tier: int() keeps it)
         sets_bound=(BoundClaim(rank=Rank.RESIDUAL - ex.weight / 2, bound="unknown",
-                               words=capitalized(f"{title[:1].lower() + title[1:]}: {top.words()}."))
+                               words=capitalized(f"{title[:1].lower() + title[1:]} ({top.words()})."))
                     if ex.weight >= LEADS_WEIGHT else None),
         data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes})
 

@@ -204,6 +204,10 @@ NOT_SETTINGS = frozenset({
     "INVESTIGATE_NODE_ROOT",             # the node probe's file-system root (probes/scripts/node.py)
     "INVESTIGATE_TEST_SSHD",             # the sshd binary of the test suite (tests/support/sshd.py)
     "INVESTIGATE_RECORD_SEED_INSIDE",    # scripts/record_seed.py inside its namespaces
+    "INVESTIGATE_RESIDUAL",              # the test suite runs the residual scenario cases (tests/scenarios/harness.py)
+    "INVESTIGATE_RESIDUAL_STRICT",       # ...and holds them to passing
+    "INVESTIGATE_CASE_DUMP",             # the scenario harness writes each case's evidence here
+    "INVESTIGATE_RANKED_RECORD",         # the scenario scorecard records the ranked causes
 })
 """`INVESTIGATE_*` environment variables that are not settings: every other one must name a setting, as every key of
 the config file must (a misspelt `INVESTIGATE_MAX_TURN=3` was silently ignored). Add yours here."""

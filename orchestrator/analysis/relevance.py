@@ -154,7 +154,7 @@ _ABOUT: dict[str, re.Pattern[str]] = {
     "kernel": re.compile(r"kernel|gemm|tensor core|wgmma|\btma\b|tcgen05|\bfp4\b|\bfp8\b|nvfp4|mxfp4|\bint[48]\b|"
                          r"\bw4a|dtype|quantiz|architecture|\bsm_?\d+|compute capability|spec|tflops|cutlass|triton|"
                          r"marlin|flashinfer|deepgemm|shared memory|instruction", re.IGNORECASE),
-    "cache": re.compile(r"autotun|\btun(?:ed|ing)\b|(?<!kv )(?<!prefix )(?<!radix )(?<!page )cache|persist|compil|"
+    "cache": re.compile(r"autotun|(?<!fine-)(?<!fine )\btun(?:ed|ing)\b|(?<!kv )(?<!prefix )(?<!radix )(?<!page )cache|persist|compil|"
                        r"\bjit\b", re.IGNORECASE),
 }
 """Subjects a question can be about (words that name them)."""

@@ -103,3 +103,20 @@ def test_the_library_refuses_it_too(monkeypatch):
     monkeypatch.delenv("INVESTIGATE_TOOL_TIMEOUT")
     monkeypatch.setenv("INVESTIGATE_TOOL_TIMEOUT_S", "5")
     assert load_settings().tool_timeout_s == 5
+
+
+def test_the_test_suites_own_switches_are_not_refused_as_settings():
+    """The suite's switches (`INVESTIGATE_RESIDUAL=1 bash .ci/run`, the case dump, the ranked record) reach every CLI
+    the tests start: each must be a setting or named in NOT_SETTINGS, or every CLI test fails with them on."""
+    import re
+    from pathlib import Path
+
+    from orchestrator.settings import NOT_SETTINGS, Settings
+
+    root = Path(__file__).resolve().parents[2]
+    infra = [root / ".ci" / "run", *root.glob("tests/**/conftest.py"), *root.glob("tests/support/*.py"),
+             *root.glob("tests/scenarios/*.py")]
+    named = {m for p in infra for m in re.findall(r"\bINVESTIGATE_[A-Z_]*[A-Z]\b", p.read_text())}
+    settings = {f"INVESTIGATE_{n.upper()}" for n in Settings.model_fields}
+    assert {"INVESTIGATE_RESIDUAL", "INVESTIGATE_RESIDUAL_STRICT", "INVESTIGATE_CASE_DUMP"} <= named
+    assert sorted(named - settings - NOT_SETTINGS) == []

@@ -6,8 +6,10 @@ many times and the rest fails late (`server_args=ServerArgs\\((.*)\\)\\s*$` on a
 line: the red team's 920 kB log line took minutes, two 100 kB kernel names 87 s.
 
 For each pattern of the catalog (failure-mode log signals and `matches` conditions), the kernel classes, the engine
-log parser (prongs/serving_engine/logs.py), the probe scripts and the trace readers, this builds hostile inputs from the
-pattern itself (each prefix of a minimal match, each literal, pumped) and searches 4,000 characters of each. A search
+log parser (prongs/serving_engine/logs.py), the probe scripts, the trace readers and the path prong's config parsers
+(which search whole files: a `(?m)^\\s*` runs on over the blank lines below every line start, so newlines are pumped
+too), this builds hostile inputs from the pattern itself (each prefix of a minimal match, each literal, pumped) and
+searches 4,000 characters of each. A search
 that takes over 1 ms of CPU (most take microseconds; a quadratic one ~5 ms on 4,000 characters) is timed again on
 2,000 and 8,000 characters (the longest line a log reader passes on), interleaved, best of three, in CPU time (a
 loaded machine's preemption does not count): the pattern fails when 4x the text takes more than 10x the time
@@ -98,6 +100,7 @@ def all_patterns() -> list:
         out.append((f"kernel class {row['class']}", row["pattern"], re.I))
     out += _module_patterns("orchestrator.prongs.serving_engine.logs")
     out += _module_patterns("orchestrator.traces.steps") + _module_patterns("orchestrator.traces.kineto")
+    out += _module_patterns("orchestrator.prongs.path.parsers")
     for script in sorted((ROOT / "probes" / "scripts").glob("*.py")):
         out += _script_patterns(script)
     return out
@@ -160,7 +163,7 @@ def _sequences(items):
 def pumps(pattern: str, flags: int) -> list[str]:
     """Short strings whose repetition is hostile to `pattern`: every prefix of a minimal match of each alternative,
     every literal run, and the usual suspects."""
-    out = {"a", "0", " ", "a0_", "=", "(", ")", "{", "}", "-", ". ", "\t", "a:", "0.", "x, "}
+    out = {"a", "0", " ", "a0_", "=", "(", ")", "{", "}", "-", ". ", "\t", "a:", "0.", "x, ", "\n", " \n"}
     try:
         parsed = P.parse(pattern, flags)
     except re.error:
@@ -250,6 +253,7 @@ def test_the_pattern_sources_are_all_found():
     assert sum(w.startswith("kernel class") for w in where) >= 7
     assert any("RX_SERVER_ARGS" in w for w in where) and any("RX_NON_DEFAULT" in w for w in where)
     assert any(w.startswith("logscan.py") for w in where) and any(w.startswith("engine.py") for w in where)
+    assert any("_PBTXT_FIELD" in w for w in where) and any(w.startswith("path.py") for w in where)
 
 
 def test_the_detector_finds_the_known_quadratic_patterns():
@@ -260,11 +264,12 @@ def test_the_detector_finds_the_known_quadratic_patterns():
     assert super_linear(r"^(?>.*?server_args=ServerArgs\()(.*)\)\s*$", 0) is None
 
 
-@pytest.mark.parametrize("source", ["catalog", "kernel classes", "engine logs", "probe scripts", "traces"])
+@pytest.mark.parametrize("source", ["catalog", "kernel classes", "engine logs", "probe scripts", "traces",
+                                    "path parsers"])
 def test_every_pattern_over_host_or_trace_text_is_linear(source):
     prefix = {"catalog": ("failure mode",), "kernel classes": ("kernel class",),
               "engine logs": ("orchestrator.prongs.serving_engine.logs",),
-              "traces": ("orchestrator.traces",)}.get(source)
+              "traces": ("orchestrator.traces",), "path parsers": ("orchestrator.prongs.path",)}.get(source)
     bad = []
     for where, pattern, flags in all_patterns():
         mine = where.startswith(prefix) if prefix else not where.startswith(

@@ -13,8 +13,9 @@ from orchestrator.hosts.local import LocalHost
 from orchestrator.observations import parse_observations
 from orchestrator.probes import scripts
 from orchestrator.prongs.tensor_core_specs.probe import comm_params, gemm_params, run_comm_probe, run_gemm_probe
+from support.machine import needs_torch
 
-torch = pytest.importorskip("torch", reason="needs torch (its CPU build; bash .ci/run installs it)", exc_type=ImportError)
+pytestmark = needs_torch  # the scripts run under this interpreter; torch is imported by them, not at collection
 
 OBS = parse_observations({
     "model": {"name": "GLM-like", "quantization": "fp8", "num_layers": 4, "num_experts": 256, "top_k": 8,
@@ -42,6 +43,8 @@ async def test_gemm_probe_on_cpu_says_no_gpu_and_skips_the_gpu_sweep():
                               params={"shapes": [{"name": "t", "n": 64, "k": 32}], "m": [16]})
     assert sw.available is False and sw.device == "cpu"
     assert "no CUDA GPU" in sw.reason
+    import torch
+
     assert sw.points == [] and sw.torch_version == torch.__version__
     assert sw.commands and "gemm_bench" in sw.commands[0]
 

@@ -146,3 +146,16 @@ async def test_a_model_driven_run_reading_a_long_log_records_no_secret_a_second_
 
 
 CACHED_CHARS_FOR_TEST = 2048
+
+
+def test_the_cache_bound_counts_each_entrys_own_cost():
+    """Short strings (an agent id, a tool name): the map's slot, order link and size pair cost more than the string.
+    Counting the strings alone, 300,000 of them held 16.8 MB in a cache of 4 MiB. (REDTEAM's huge_outputs_memory
+    checked an lru_cache that is gone; this pins what replaced it.)"""
+    from orchestrator import redact as redact_mod
+
+    cap = redact_mod.CACHE_BYTES
+    redact_mod._CACHE.clear()
+    held = _held_bytes(lambda: [redact(f"a{i}") for i in range(40_000)])
+    assert held < cap * 1.25 + 1_000_000, f"{held / 1e6:.1f} MB kept (cap {cap / 1e6:.1f} MB)"
+    assert redact_mod._CACHE.bytes <= cap

@@ -100,10 +100,10 @@ def test_the_agents_table_is_printed_a_part_at_a_time(monkeypatch):
 
     from orchestrator.render.timeline import render_timeline
 
-    tl = build_timeline(_fleet_events(1000))
+    tl = build_timeline(_fleet_events(400))
     whole = io.StringIO()
     render_timeline(tl, Console(file=whole, width=120, color_system=None))
-    monkeypatch.setattr(timeline, "TABLE_ROWS", 100, raising=False)
+    monkeypatch.setattr(timeline, "TABLE_ROWS", 50, raising=False)
     parts = io.StringIO()
     render_timeline(tl, Console(file=parts, width=120, color_system=None))
     assert parts.getvalue() == whole.getvalue()
@@ -113,7 +113,7 @@ def test_the_agents_table_is_printed_a_part_at_a_time(monkeypatch):
         render_timeline(tl, Console(file=null, width=120))
         peak = tracemalloc.get_traced_memory()[1] - base
         tracemalloc.stop()
-    assert peak < 3_000_000, f"{peak / 1e6:.1f} MB to print 1,000 rows"
+    assert peak < 1_500_000, f"{peak / 1e6:.1f} MB to print 400 rows"
 
 
 def test_the_streaming_reader_gives_back_the_heap_a_big_line_took(tmp_path, monkeypatch):

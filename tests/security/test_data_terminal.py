@@ -225,7 +225,7 @@ def test_the_sanitized_console_keeps_its_own_styles_on_a_terminal():
     assert "\x1b]" not in text and "\x1b[2J" not in text and "\x07" not in text and "\u202e" not in text, repr(text)
 
 
-@pytest.mark.parametrize("model", [f"Llama-3.1-8B{HOSTILE}", f"X{HOSTILE}", f"deepseek-ai/DeepSeek-R1{HOSTILE}"])
+@pytest.mark.parametrize("model", [f"Llama-3.1-8B{HOSTILE}"])
 def test_reference_does_not_echo_controls_in_the_model_name(tmp_path, model):
     for extra in ((), ("--json",)):
         proc = investigate("reference", "--gpu", "H200", "--model", model, *extra, tmp_path=tmp_path)

@@ -114,3 +114,87 @@ async def test_no_probe_returns_a_masked_secret_over_ssh(sshd_factory):
     assert "--api-k" in dumps["discover"]
     for probe, text in dumps.items():
         assert not [s for s in SECRETS if s in text], (probe, [s for s in SECRETS if s in text])
+
+
+PATH_NS = _ns(scripts.load("path").rsplit("\nmain()", 1)[0])
+
+# A secret whose value sits on the lines below its name, in the formats the path probe reads (each program's own
+# syntax: nginx directives continue over lines until `;`, YAML block and folded scalars, Envoy's SDS generic secret and
+# inline PEM key, a systemd line continued by `\`).
+MULTILINE = [
+    ("nginx-continued", "location /v1/ {\n  proxy_set_header X-Api-Key\n                   \"NginxPlainKey5521\";\n"
+                        "  proxy_pass http://127.0.0.1:8000;\n}\n", "NginxPlainKey5521", "proxy_pass http://127.0.0.1:8000;"),
+    ("yaml-folded", "general_settings:\n  master_key: >-\n    team-master-key-7731\n  max_parallel_requests: 8\n",
+     "team-master-key-7731", "  max_parallel_requests: 8"),
+    ("envoy-sds", "resources:\n- name: token\n  generic_secret:\n    secret:\n      inline_string: \"EnvoyHmacSecret\"\n"
+                  "- name: other\n", "EnvoyHmacSecret", "- name: other"),
+    ("envoy-pem", "tls_certificates:\n- private_key:\n    inline_string: |\n      -----BEGIN PRIVATE KEY-----\n"
+                  "      MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n      -----END PRIVATE KEY-----\n  certificate_chain: {filename: c}\n",
+     "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "  certificate_chain: {filename: c}"),
+    ("systemd-continued", "[Service]\nExecStart=/opt/venv/bin/vllm serve m --api-key \\\n    SystemdPlainKey \\\n"
+                          "    --port 8000\nNice=5\n", "SystemdPlainKey", "Nice=5"),
+]
+
+
+@pytest.mark.parametrize("shape, text, secret, kept", MULTILINE, ids=[m[0] for m in MULTILINE])
+def test_a_secret_on_the_lines_below_its_name_is_masked_on_the_host(shape, text, secret, kept):
+    masked = PATH_NS["mask_text"](text)
+    assert secret not in masked, masked
+    assert kept in masked, masked  # the configuration after the secret is still read
+
+
+def test_a_setting_named_as_a_secret_never_leaves_in_clear():
+    """The path report's backstop: a parsed setting whose name says secret (a value the host's masker missed) is
+    redacted; paths, numbers and the host's own marker stay."""
+    from orchestrator.prongs.path.probe import report_from
+
+    files = [{"path": "/etc/nginx/nginx.conf", "layer": "nginx", "role": "config",
+              "text": "http { server { location /v1/ { proxy_pass http://127.0.0.1:8000;\n"
+                      "proxy_set_header X-Api-Key NginxPlainKey5521; proxy_set_header Authorization \"" + M + "\";\n"
+                      "proxy_ssl_certificate_key /etc/nginx/k.pem; } } }\n"},
+             {"path": "/etc/litellm/config.yaml", "layer": "litellm", "role": "config",
+              "text": "model_list: []\ngeneral_settings:\n  master_key: team-master-key-7731\n  max_parallel_requests: 8\n"}]
+    report = report_from("h", {"files": files})
+    nginx, litellm = report.layer("nginx"), report.layer("litellm")
+    assert "NginxPlainKey5521" not in report.model_dump_json() and "team-master-key" not in report.model_dump_json()
+    assert nginx.settings["proxy_set_header.x-api-key"].value == "[REDACTED]"
+    assert nginx.settings["proxy_set_header.authorization"].value == M
+    assert nginx.settings["proxy_ssl_certificate_key"].value == "/etc/nginx/k.pem"
+    assert litellm.settings["master_key"].value == "[REDACTED]" and litellm.settings["max_parallel_requests"].value == 8
+
+
+def test_nginx_pass_directives_are_not_taken_for_secrets():
+    from orchestrator.prongs.path.probe import report_from
+
+    text = ("http { server { location /v1/ { proxy_pass http://127.0.0.1:8000; proxy_pass_header Server;\n"
+            "grpc_pass grpc://127.0.0.1:9000; auth_delay 2s; } } }\n")
+    nginx = report_from("h", {"files": [{"path": "/etc/nginx/nginx.conf", "layer": "nginx", "role": "config",
+                                         "text": text}]}).layer("nginx")
+    got = {k: nginx.settings[k].value for k in ("proxy_pass", "pass_to", "proxy_pass_header", "grpc_pass", "auth_delay")}
+    assert got == {"proxy_pass": "http://127.0.0.1:8000", "pass_to": "http://127.0.0.1:8000",
+                   "proxy_pass_header": "Server", "grpc_pass": "grpc://127.0.0.1:9000", "auth_delay": "2s"}, got
+
+
+def test_a_directory_swapped_after_its_check_is_not_listed(tmp_path):
+    """names_in checks the directory it then lists: a tenant's link that points at the tenant's own directory when
+    checked and at root's when listed (a race) lists the tenant's."""
+    mine, roots = tmp_path / "mine", tmp_path / "roots"
+    mine.mkdir()
+    roots.mkdir()
+    (mine / "a.conf").write_text("")
+    (roots / "ROOT-NAME.conf").write_text("")
+    link = tmp_path / "link"
+    link.symlink_to(mine)
+    ns = _ns(scripts.load("path").rsplit("\nmain()", 1)[0])  # its own: the check is replaced below
+    checked = ns["unreachable"]
+
+    def swap_after_check(path, creds):
+        why = checked(path, creds)
+        link.unlink()
+        link.symlink_to(roots)
+        return why
+
+    ns["unreachable"] = swap_after_check
+    files = ns["Files"](1000, 10)
+    got = ns["names_in"](files, str(link), "nginx", (os.getuid(), frozenset()), 1)
+    assert got == ["a.conf"], got

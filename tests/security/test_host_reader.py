@@ -84,6 +84,54 @@ def test_a_process_reads_only_what_its_uid_and_groups_may(tmp_path):
     assert search(str(d / "x"), (0, frozenset())) is None
 
 
+def _set_acl(path, entries) -> bool:
+    import struct
+
+    raw = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+    try:
+        os.setxattr(path, "system.posix_acl_access", raw)
+    except OSError:
+        return False
+    return True
+
+
+def test_a_posix_acl_decides_as_the_kernel_does(tmp_path):
+    """`user:4242:---` on a world-readable file (or directory) refuses that user although the others' bits let every
+    other user in; a named-user or named-group entry lets a user in that the mode bits would not; the owning group's
+    bits, when they do not allow, are not made up for by the others'."""
+    may = PRELUDE["may_access"]
+    nobody = 0xFFFFFFFF
+    user_obj, user, group_obj, group, mask, other = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+    f = tmp_path / "f"
+    f.write_text("x")
+    os.chmod(f, 0o644)
+    if not _set_acl(f, [(user_obj, 6, nobody), (user, 0, 4242), (group_obj, 4, nobody), (mask, 4, nobody),
+                        (other, 4, nobody)]):
+        pytest.skip("no POSIX ACLs on this file system")
+    st = os.stat(f)
+    assert not may(st, (4242, frozenset({4242})), 4, str(f))  # the named entry refuses 4242
+    assert may(st, (4343, frozenset({4343})), 4, str(f))  # every other user reads it
+    os.chmod(f, 0o600)  # (chmod sets the ACL's owner, mask and other entries)
+    assert _set_acl(f, [(user_obj, 6, nobody), (user, 4, 4242), (group_obj, 0, nobody), (group, 4, 777),
+                        (mask, 4, nobody), (other, 0, nobody)])
+    st = os.stat(f)
+    assert may(st, (4242, frozenset()), 4, str(f)) and may(st, (5000, frozenset({777})), 4, str(f))
+    assert not may(st, (5000, frozenset({778})), 4, str(f))
+    assert _set_acl(f, [(user_obj, 6, nobody), (user, 4, 4242), (group_obj, 0, nobody), (mask, 0, nobody),
+                        (other, 0, nobody)])
+    assert not may(os.stat(f), (4242, frozenset()), 4, str(f))  # the mask takes what the named entry gave
+    g = tmp_path / "g"
+    g.write_text("x")
+    os.chmod(g, 0o604)
+    assert not may(os.stat(g), (4242, frozenset({os.stat(g).st_gid})), 4, str(g))  # its group may not: others' r moot
+    d = tmp_path / "open"
+    d.mkdir()
+    os.chmod(d, 0o755)
+    assert _set_acl(d, [(user_obj, 7, nobody), (user, 0, 4242), (group_obj, 5, nobody), (mask, 5, nobody),
+                        (other, 5, nobody)])
+    assert not may(os.stat(d), (4242, frozenset()), 1, str(d)) and may(os.stat(d), (4343, frozenset()), 1, str(d))
+
+
 CONFIGS = [
     "tensor-parallel-size: 8\ncpu-offload-gb: 16\nmax-model-len: 65536\n",
     "# vLLM serve config\nmodel: meta-llama/Llama-3.1-8B  # comment\nenable-prefix-caching: true\ngpu-memory-utilization: 0.92\n"

@@ -124,7 +124,7 @@ def test_urls_keep_their_path_ids_and_lose_their_user_names_and_query_tokens(tex
 
 # Host text can be shaped against the patterns: each of these took time growing with the square (or cube) of its
 # length (`token_` x 8,000 = 48 kB: 403 s; `a.` x 8,000 before `://`: 1 s and x4 per doubling; 224 kB of BEGIN lines:
-# 16 s). At 128 kB a quadratic shape takes tens of seconds, a linear one a few tens of milliseconds.
+# 16 s; `mysql ` x 20,000 on one line: 11 s). At 128 kB a quadratic shape takes tens of seconds, a linear one a few tens of milliseconds.
 HOSTILE_SHAPES = {
     "a scheme of many dots": lambda n: "a." * (n // 2) + "a://x",
     "one long name of stems": lambda n: "token_" * (n // 6),
@@ -137,6 +137,7 @@ HOSTILE_SHAPES = {
     "pgpass-like": lambda n: "a:1:" * (n // 4),
     "assignments": lambda n: "a_key:" * (n // 6),
     "base64 runs": lambda n: ("A" * 23 + "/") * (n // 24),
+    "a program's name many times on a line": lambda n: "mysql " * (n // 6) + "sshpass " * (n // 8),
 }
 
 
@@ -167,11 +168,14 @@ def test_the_linear_matchers_find_what_the_plain_patterns_find():
         # the atomic name groups only stop backtracking that cannot succeed
         "secret-named-value": re.compile(patterns["secret-named-value"][0].pattern.pattern.replace("(?>", "(?:")),
         "secret-assignment": patterns["secret-assignment"][0].pattern,
+        "mysql-p-flag": patterns["mysql-p-flag"][0].pattern,
+        "sshpass-p-flag": patterns["sshpass-p-flag"][0].pattern,
     }
     edges = ["-----BEGIN RSA PRIVATE KEY-----\nAAAAAAAAAAAAAAAAAAAAAAAA\n", "-----END RSA PRIVATE KEY-----",
              "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "a.b+c-d://", "\u017f://", "\u212a://",
              "1a://u:p@h", "x_http://u@h", "://", "http://a:b@c@d e@f", "u@\u017fx", "x\u00e9_token=1", "Ftoken.x=2",
-             "--my-token x", "a.b.password: 3", "tokens/s", "PASS", "\x00--api-key\x00v", "'", '"', "@", ":", " "]
+             "--my-token x", "a.b.password: 3", "tokens/s", "PASS", "\x00--api-key\x00v", "'", '"', "@", ":", " ",
+             "mysql", "MariaDB -u x", " -p", "-pX", " -p -", "\n-pY", "sshpass", "\x00-p\x00", "-p\n\n z"]
     r = random.Random(7)
     texts = list(compositions(seed=7, n=1500))
     for i in range(1500):
@@ -194,3 +198,76 @@ def test_a_short_text_finds_the_same_guards_in_one_scan():
         for found in {m.group(1) for m in redact_mod._LITERAL_SCAN.finditer(low)}:
             one_scan |= redact_mod._GUARDED_BY[found]
         assert one_scan == {name for name, lits in redact_mod._LITERAL_GUARDS if any(lit in low for lit in lits)}
+
+
+@pytest.mark.parametrize("fingerprint", [
+    "SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s",           # ssh-keygen -l, ed25519
+    "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",           # with + and /
+    "SHA1:Zm9vYmFyQmF6UXV4MTIzNDU2Nzg",
+    "SHA512:" + "q8Xz2LmN4vB7kR1tY9wE3uI6oP0aSdFgHj" * 2 + "q8Xz2LmN4vB7kR1tY9",
+])
+def test_a_host_key_fingerprint_shown_for_the_user_to_check_is_kept(fingerprint):
+    """A fingerprint is public: the user compares it before trusting a host (NEWCOMER #7)."""
+    line = f"host key for [127.0.0.1]:2222 is not known (ssh-ed25519 {fingerprint}); check it and add it"
+    assert redact(line) == line
+
+
+@pytest.mark.parametrize("text", [
+    "key q8Xz2LmN4vB7kR1tY9wE3uI6oP0aSdFgHjKlZxCvBnM ok",                      # the same shape with no SHA256:
+    "SHA256:q8Xz2LmN4vB7kR1tY9wE3uI6oP0aSdFgHjKlZxCvBnMq ok",                # 44 characters: not a SHA256 digest
+    "XSHA256:q8Xz2LmN4vB7kR1tY9wE3uI6oP0aSdFgHjKlZxCvBnM ok",                # not the word SHA256
+])
+def test_only_a_fingerprint_of_its_digest_length_is_let_through(text):
+    assert "[REDACTED]" in redact(text)
+
+
+def test_the_run_id_is_shown_but_a_32_hex_secret_elsewhere_is_not():
+    """The run id is not a secret (NEWCOMER #14): kept under a `run_id` key or field; the same digits elsewhere are
+    redacted as any long hex."""
+    from orchestrator.redact import scrub_model, scrub_obj
+    from orchestrator.render.timeline import AgentSpan, Timeline
+
+    rid = "0749061bf917490ea75e4bffdc1cc196"
+    out = scrub_model(Timeline(run_id=rid, question=f"token {rid}", agents=[AgentSpan(agent_id="lead", error=rid)]))
+    assert out.run_id == rid and rid not in out.question and rid not in out.agents[0].error
+    assert scrub_obj({"run_id": rid, "token": rid, "list": [rid]}) == {"run_id": rid, "token": "[REDACTED]",
+                                                                          "list": ["[REDACTED]"]}
+    assert scrub_obj({"run_id": "Q8KCHxYk7953Lx7KlyfHoSMR13IuWNiIO"})["run_id"] == "[REDACTED]"  # not a run id's form
+
+
+def test_show_prints_the_run_id_in_text_and_json(tmp_path):
+    import json
+    from pathlib import Path
+
+    from support.cli import investigate
+
+    seed = Path(__file__).resolve().parents[2] / "transcripts" / "seed-rtx-pro-6000-fp4.jsonl"
+    rid = json.loads(seed.read_text().splitlines()[0])["run_id"]
+    text = investigate("show", seed, tmp_path=tmp_path)
+    assert text.returncode == 0 and text.stdout.splitlines()[0].startswith(f"run {rid} "), text.stdout[:200]
+    as_json = investigate("show", seed, "--json", tmp_path=tmp_path)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["run_id"] == rid
+
+
+def test_a_count_of_tokens_is_not_a_token() -> None:
+    """A diagnosis's "KV per token = 52,973 bytes" keeps its number (it came out as "[REDACTED],973"); a value under
+    the name `token` that is not a plain count, and any number under a password's name, stay redacted."""
+    from orchestrator.redact import redact
+
+    assert redact("KV cache per token = 52,973 bytes") == "KV cache per token = 52,973 bytes"
+    assert redact("decode time per token: 1.5 ms") == "decode time per token: 1.5 ms"
+    assert redact("per token = 4096 bytes") == "per token = 4096 bytes"
+    assert "123456789" not in redact("token=123456789")
+    assert "ab12cd34ef" not in redact("token=ab12cd34ef")
+    assert "123456" not in redact("password=123456")
+    assert "52,973" not in redact("password = 52,973")
+
+
+def test_a_password_line_with_spaces_around_the_equals_sign_is_redacted() -> None:
+    """`password = X` at the start of a line was read as netrc's `password X` with `=` for the secret: the `=` went and
+    X stayed in clear."""
+    from orchestrator.redact import redact
+
+    for line in ("password = hunter2", "password = hunter2,x", "  password : hunter2", "password =hunter2"):
+        assert "hunter2" not in redact(line), line
+    assert "p4ss" not in redact("machine h login u password p4ss")

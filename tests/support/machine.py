@@ -26,9 +26,21 @@ def python_has(module: str, python: str = sys.executable) -> bool:
         return False
 
 
+class _Lacks:
+    """True when `python` cannot import `module`, asked only when pytest evaluates the skip mark, at a marked test's
+    setup: every process that collects the suite (each xdist worker, the serial pass) imports the decorated modules,
+    and a check at import started `python -c "import torch"` (about 1 CPU-s) twice in each of them."""
+
+    def __init__(self, module: str, python: str) -> None:
+        self.module, self.python = module, python
+
+    def __bool__(self) -> bool:
+        return not python_has(self.module, self.python)
+
+
 def needs_module(module: str, python: str = sys.executable, why: str = "") -> pytest.MarkDecorator:
     where = "this interpreter" if python == sys.executable else f"{python} (the interpreter probes run under here)"
-    return pytest.mark.skipif(not python_has(module, python),
+    return pytest.mark.skipif(_Lacks(module, python),
                               reason=f"needs {module} importable by {where}{why} (bash .ci/run installs it)")
 
 

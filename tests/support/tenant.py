@@ -62,11 +62,12 @@ class Stage:
         os.lchown(path, self.pw.pw_uid, self.pw.pw_gid)
         return path
 
-    def start(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-        """Start argv as the tenant (no supplementary groups), in the tenant's directory, tagged for this test."""
+    def start(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen:
+        """Start argv as the tenant (no supplementary groups), in the tenant's directory (or cwd, one it may enter),
+        tagged for this test."""
         full_env = {"PATH": "/usr/bin:/bin", "HOME": str(self.mine), "INVESTIGATE_STAGED_TAG": self.tag, **(env or {})}
         proc = subprocess.Popen(argv, user=self.pw.pw_uid, group=self.pw.pw_gid, extra_groups=[], env=full_env,
-                                cwd=str(self.mine), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                cwd=str(cwd or self.mine), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         self.procs.append(proc)
         deadline = time.monotonic() + 10
@@ -79,6 +80,39 @@ class Stage:
             time.sleep(0.02)
         return proc
 
+    def start_setuid(self, program: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start the set-user-ID `program` (su: it waits for a password on its stdin, a pipe kept open) as the tenant,
+        with a command line of the tenant's choosing, argv[0] included: the tenant's words in a process whose file
+        access is the program owner's (its effective and file-system uid are root's, its real uid the tenant's)."""
+        full_env = {"PATH": "/usr/bin:/bin", "INVESTIGATE_STAGED_TAG": self.tag, **(env or {})}
+        proc = subprocess.Popen(argv, executable=program, user=self.pw.pw_uid, group=self.pw.pw_gid, extra_groups=[],
+                                env=full_env, cwd=str(self.mine), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        self.procs.append(proc)
+        self._wait_status(proc, lambda st: st.get("Uid", "").split()[3:4] == ["0"])
+        return proc
+
+    def start_root(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start argv as root (a container's root, a chrooted service: see the caller), tagged for this test."""
+        full_env = {"PATH": "/usr/bin:/bin", "INVESTIGATE_STAGED_TAG": self.tag, **(env or {})}
+        proc = subprocess.Popen(argv, env=full_env, cwd=str(self.base), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(proc)
+        return proc
+
+    @staticmethod
+    def _wait_status(proc: subprocess.Popen, ready) -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                st = dict(line.split(":", 1) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                          if ":" in line)
+                if ready(st):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+
     def fake_server(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         """A process whose command line reads `python3 -c ... -m vllm.entrypoints.openai.api_server ARGS`: what the
         probes take for vLLM (it only sleeps)."""
@@ -89,6 +123,8 @@ class Stage:
         for proc in self.procs:
             proc.kill()
             proc.wait()
+            if proc.stdin is not None:
+                proc.stdin.close()
         shutil.rmtree(self.base, ignore_errors=True)
 
 

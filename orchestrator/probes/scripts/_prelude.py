@@ -148,6 +148,7 @@ def log_lines(fd, max_bytes, skipped):
 # policy's list, written after this prelude when it is sent (scripts.prelude). No probe script opens a file any other
 # way (tests/security/test_host_one_reader.py walks them).
 import stat
+import struct
 
 KERNEL_TREES = ("/proc/", "/sys/")
 # Kernel files whose reading has effects (hosts/policy.py unsafe_read): consumed by reading, or a PCI device's
@@ -182,42 +183,107 @@ def unsafe_location(real):
     return None
 
 
-def proc_creds(pid):
-    """(uid, gids) the kernel checks file access of process pid against (its filesystem uid and gid, and its
-    supplementary groups, from /proc/PID/status); None when they cannot be read (the process is gone)."""
-    uid, gids = None, set()
+def proc_creds(pid, proc="/proc", ref="self"):
+    """(uid, gids, elsewhere): whom to check a file that process pid names against, from proc/PID/status; None when
+    they cannot be read (the process is gone).
+
+    - uid, gids: its real uid and gid (and supplementary groups), not the effective ones the kernel checks its own
+      opens against: a set-user-ID or set-group-ID program runs with its owner's access, but its command line is
+      whoever started it (`exec -a "nginx: master process nginx -c /root/x" su` is the caller's words in a process
+      whose file uid is root's). Where the real ids are root's (a root daemon that lowered its effective uid), the
+      effective (file-system) ones are taken: the lesser of the two either way.
+    - elsewhere: why the paths it names are not this host's, or None: its root directory or mount namespace is not
+      that of process `ref` (this probe; the host's init where the host is mounted elsewhere). A container's or a
+      chroot's `/etc/x` is a file of its own tree, and the host's `/etc/x` is another one (root's, for a container
+      that runs as root)."""
+    uid = gid = None
+    gids = set()
     try:
-        for line in host_text("/proc/%d/status" % int(pid), 1 << 16).splitlines():
+        for line in host_text("%s/%s/status" % (proc, int(pid)), 1 << 16).splitlines():
             key, _, rest = line.partition(":")
             if key == "Uid":
-                uid = int(rest.split()[3])
+                real, _eff, _saved, fs = [int(x) for x in rest.split()[:4]]
+                uid = real if real != 0 else fs
             elif key == "Gid":
-                gids.add(int(rest.split()[3]))
+                real, _eff, _saved, fs = [int(x) for x in rest.split()[:4]]
+                gid = real if real != 0 else fs
             elif key == "Groups":
                 gids.update(int(g) for g in rest.split())
     except (OSError, ValueError, IndexError):
         return None
-    return None if uid is None else (uid, frozenset(gids))
+    if uid is None or gid is None:
+        return None
+    gids.add(gid)
+    return uid, frozenset(gids), fs_elsewhere(pid, proc, ref)
 
 
-def _has_acl(path):
+def _fs_view(proc, pid):
     try:
-        return bool(os.getxattr(path, "system.posix_acl_access"))
+        st = os.stat("%s/%s/root" % (proc, pid))
+        return st.st_dev, st.st_ino, os.readlink("%s/%s/ns/mnt" % (proc, pid))
+    except OSError:
+        return None
+
+
+def fs_elsewhere(pid, proc="/proc", ref="self"):
+    """Why process pid sees another file system than process ref (a container, a chroot), or None (the same one, or
+    ours cannot be told)."""
+    ours = _fs_view(proc, ref)
+    if ours is None:
+        return None
+    theirs = _fs_view(proc, pid)
+    if theirs == ours:
+        return None
+    if theirs is None:
+        return "named by pid %s, whose root directory and mount namespace cannot be read" % pid
+    return ("named by pid %s, which runs in another %s (a container or a chroot): the host's file of that name is not "
+            "the one it named" % (pid, "mount namespace" if theirs[2] != ours[2] else "root directory"))
+
+
+def elsewhere(creds):
+    """proc_creds' `elsewhere`, for creds of any length (a (uid, gids) pair has none)."""
+    return creds[2] if creds is not None and len(creds) > 2 else None
+
+
+ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK = 0x01, 0x02, 0x04, 0x08, 0x10
+
+
+def _acl(path):
+    """The POSIX access ACL of path (the kernel's xattr: a version word, then (tag, perm, id) entries), [] without
+    one, None when there is one this cannot read."""
+    try:
+        raw = os.getxattr(path, "system.posix_acl_access")
     except (OSError, AttributeError):
-        return False
+        return []
+    if len(raw) < 4 or (len(raw) - 4) % 8 or struct.unpack_from("<I", raw)[0] != 2:
+        return None
+    return [struct.unpack_from("<HHI", raw, 4 + 8 * i) for i in range((len(raw) - 4) // 8)]
 
 
 def may_access(st, creds, bit, path):
     """Whether a process of creds (uid, gids) has permission `bit` (4 read, 1 search) on the file of stat st at path
-    (a name that reaches the same inode: /proc/self/fd/N). The owner's and others' mode bits are exact; the group's
-    are trusted only without a POSIX ACL (with one, they are its mask, not the owning group's right). Root may."""
-    uid, gids = creds
+    (a name that reaches the same inode: /proc/self/fd/N), as the kernel decides it: the owner's mode bits; else, with
+    a POSIX ACL, its named-user entry, else its owning-group and named-group entries (each under the ACL's mask: a
+    `user:NAME:---` entry refuses a user the others' bits would let in), else the others' bits. Root may."""
+    uid, gids = creds[0], creds[1]
     if uid == 0:
         return True
     if st.st_uid == uid:
         return bool(st.st_mode & (bit << 6))
-    if st.st_gid in gids and st.st_mode & (bit << 3) and not _has_acl(path):
-        return True
+    acl = _acl(path)
+    if acl is None:
+        return False
+    if acl:
+        mask = next((perm for tag, perm, _ in acl if tag == ACL_MASK), 7)
+        for tag, perm, who in acl:
+            if tag == ACL_USER and who == uid:
+                return bool(perm & mask & bit)
+        groups = [perm for tag, perm, who in acl
+                  if (tag == ACL_GROUP_OBJ and st.st_gid in gids) or (tag == ACL_GROUP and who in gids)]
+        if groups:
+            return any(perm & mask & bit for perm in groups)
+    elif st.st_gid in gids:
+        return bool(st.st_mode & (bit << 3))
     return bool(st.st_mode & bit)
 
 
@@ -240,6 +306,8 @@ def search_refused(real, creds):
 def unreachable(path, creds):
     """Why a process of creds (None: no process) could not list the directory, or read the file, at path (links
     resolved), or None."""
+    if elsewhere(creds):
+        return elsewhere(creds)
     if creds is None or creds[0] == 0:
         return None
     real = os.path.realpath(path)
@@ -264,12 +332,15 @@ def open_host_file(path, creds=None, resolve=False):
     - A final symlink is followed only to a file of the link's own owner (a Hugging Face snapshot's config.json links
       to its blob, a ConfigMap's file to its ..data): another user's link to root's file is refused. `resolve`: the
       path is a user's choice of a log file (--log): its links are resolved first, and it is never a kernel file.
-    - creds (uid, gids), when the path came from a process (proc_creds): the file is read only if that process could
-      read it itself (the file's owner and mode, and search permission on every directory above it), and never a
-      kernel file (/proc, /sys, /dev).
+    - creds (uid, gids[, elsewhere]), when the path came from a process (proc_creds): the file is read only if that
+      process could read it itself (the file's owner and mode, and search permission on every directory above it),
+      never a kernel file (/proc, /sys, /dev), and nothing at all for a process that sees another file system (a
+      container's or a chroot's path names a file of its own tree, not the host's).
     - Credential locations (hosts/credentials.yaml) are refused, by the name given and by where it leads; so are
       kernel files whose reading has effects (unsafe_location).
     """
+    if elsewhere(creds):
+        raise OSError("%s: not read" % elsewhere(creds))
     if resolve:
         path = os.path.realpath(path)
     kernel = path.startswith(KERNEL_TREES)  # the probes' own reads of /proc and /sys: no credential lives there
@@ -330,6 +401,24 @@ def open_host_file(path, creds=None, resolve=False):
             os.close(fd)
 
 
+def list_host_dir(path, creds=None):
+    """(sorted names, None) of the directory at path (links followed), or ([], why) when a process of creds (None:
+    this probe) could not list it; ([], None) when there is no directory there. What is checked is what is listed: the
+    directory is opened once and its place read back from the descriptor (a link swapped after the check lists
+    nothing else)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return [], None
+    try:
+        why = unreachable(os.readlink("/proc/self/fd/%d" % fd), creds) if creds is not None else None
+        return ([], why) if why else (sorted(os.listdir(fd)), None)
+    except OSError as exc:
+        return [], str(exc.strerror or exc)
+    finally:
+        os.close(fd)
+
+
 def read_host_file(path, limit, creds=None, resolve=False):
     """(bytes, truncated) of the regular file at path, at most limit bytes (open_host_file says what is refused)."""
     fd = open_host_file(path, creds, resolve)
@@ -350,6 +439,48 @@ def read_host_file(path, limit, creds=None, resolve=False):
 def host_text(path, limit=1 << 20, creds=None, resolve=False):
     """The text of the regular file at path (UTF-8, bad bytes replaced), at most limit bytes; OSError when refused."""
     return read_host_file(path, limit, creds, resolve)[0].decode("utf-8", "replace")
+
+
+# --- an HTTP GET on this host's loopback (an engine's /metrics, Triton's metrics port) -------------------------------
+def loopback_get(port, path, timeout_s, limit, accept="text/plain"):
+    """GET http://127.0.0.1:PORT/PATH within timeout_s in all: {"url", "status", "content_type", "body" (at most
+    limit + 1 bytes), "location"} or {"url", "error"}. Whoever listens on the port answers (any local user's process
+    names its own port): the socket's timeout bounds each read, and a server that sends a byte every few seconds
+    would hold the probe for as long as it liked, so a timer closes the connection at the deadline. A redirect is an
+    answer (its status and Location), never followed; no proxy is used (http.client reads no proxy variables)."""
+    import http.client
+    import socket
+    import threading
+
+    url = "http://127.0.0.1:%d%s" % (int(port), path)
+    conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=timeout_s)
+    late = []
+
+    def cut():
+        late.append(True)
+        try:
+            if conn.sock is not None:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    timer = threading.Timer(timeout_s, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        conn.request("GET", path, headers={"Accept": accept})
+        res = conn.getresponse()
+        body = res.read(limit + 1)
+        if late:
+            raise socket.timeout("no whole answer in %g s" % timeout_s)
+        return {"url": url, "status": res.status, "content_type": res.getheader("Content-Type", ""), "body": body,
+                "location": res.getheader("Location")}
+    except Exception as exc:  # refused, timed out, cut off, a bad answer: recorded, not fatal
+        err = socket.timeout("no whole answer in %g s" % timeout_s) if late else exc
+        return {"url": url, "error": "%s: %s" % (type(err).__name__, str(err)[:200])}
+    finally:
+        timer.cancel()
+        conn.close()
 
 
 # --- what of a command line may leave the host: the one masker (engine, settings, discover, launches) ---------------

@@ -83,6 +83,7 @@ def shown(path):
 
 # --- masking ------------------------------------------------------------------------------------------------------
 TOKEN_SPLIT = re.compile(r"[\s=:,;{}()\[\]]+")
+ITEM = re.compile(r"[ \t]*(?:-[ \t]+)*")
 
 
 def secret_token(tok):
@@ -95,6 +96,11 @@ def secret_token(tok):
 def mask_line(line):
     """A config line with credentials masked: every secret-looking value (SECRET_VALUE) and, after a token that names
     a secret (a key, directive or header such as password, api_key, Authorization), the rest of the line."""
+    return _mask(line)[0]
+
+
+def _mask(line):
+    """(mask_line's line, whether the secret's value goes on past the line: nothing ended it with a `;`)."""
     line = SECRET_VALUE.sub(MASK, line[:4000])
     pos = 0
     for tok in TOKEN_SPLIT.split(line):
@@ -105,9 +111,11 @@ def mask_line(line):
         if secret_token(tok):
             end = len(line.rstrip())
             if pos >= end:
-                return line
+                return line, True
             while pos < end and line[pos] in " \t:=":
                 pos += 1
+            if pos >= end:
+                return line, True  # `key:` with its value below
             stop, quote = pos, None  # the value ends at a `;` outside quotes (nginx, haproxy), else with the line
             while stop < end and (quote or line[stop] != ";"):
                 if quote and line[stop] == quote:
@@ -115,13 +123,39 @@ def mask_line(line):
                 elif not quote and line[stop] in "\"'":
                     quote = line[stop]
                 stop += 1
-            rest = mask_line(line[stop:]) if stop < end else line[stop:]
-            return line[:pos] + (" " if pos == at + len(tok) else "") + MASK + rest
-    return line
+            rest, more = _mask(line[stop:]) if stop < end else (line[stop:], True)
+            return line[:pos] + (" " if pos == at + len(tok) else "") + MASK + rest, more
+    return line, False
 
 
 def mask_text(text):
-    return "\n".join(mask_line(x) for x in text.splitlines())
+    """mask_line over each line, and the lines a secret's value continues on: after a line whose secret no `;` ends
+    (`proxy_set_header X-Api-Key` with its value below, a YAML `master_key: >-` or `private_key:` block), each
+    following line indented deeper than it, or continued by a trailing backslash, is masked up to the `;` that ends
+    the directive."""
+    out, owed, joined = [], None, False
+    for line in text.splitlines():
+        body = line.lstrip()
+        indent = len(line) - len(body)
+        if owed is not None and (joined or indent > owed or not body):
+            joined = line.rstrip().endswith("\\")
+            if not body:
+                out.append(line)
+                continue
+            cut = body.find(";")
+            if cut < 0:
+                out.append(line[:indent] + MASK)
+                continue
+            rest, more = _mask(body[cut:])
+            out.append(line[:indent] + MASK + rest)
+            owed = owed if more else None
+            continue
+        owed = None
+        masked, more = _mask(line)
+        out.append(masked)
+        if more:  # deeper than the line's first word (a YAML list item's key sits after its `- `)
+            owed, joined = len(ITEM.match(line).group(0)), line.rstrip().endswith("\\")
+    return "\n".join(out)
 
 
 def env_ok(name, value, names, prefixes):
@@ -152,23 +186,6 @@ def read_env(base, pid):
         if k:
             env[k] = v
     return env
-
-
-def creds_of(base, pid):
-    """(uid, gids) of a process from base/PID/status; None when they cannot be read."""
-    uid, gids = None, set()
-    try:
-        for line in host_text("%s/%s/status" % (base, pid), 1 << 16).splitlines():
-            key, _, rest = line.partition(":")
-            if key == "Uid":
-                uid = int(rest.split()[3])
-            elif key == "Gid":
-                gids.add(int(rest.split()[3]))
-            elif key == "Groups":
-                gids.update(int(g) for g in rest.split())
-    except (OSError, ValueError, IndexError):
-        return None
-    return None if uid is None else (uid, frozenset(gids))
 
 
 def status_field(base, pid, name):
@@ -227,10 +244,33 @@ def cgroup_of(base, pid):
     return unified[0] if unified else (paths[0] if paths else None)
 
 
+CGROUP_MOUNTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd")
+
+
+def users_words(cg):
+    """Whether a cgroup path lies where an unprivileged user names the cgroups: a systemd user manager's slice
+    (`systemd-run --user --unit=vllm.service` makes .../user@1001.service/app.slice/vllm.service) or a directory of
+    the cgroup file system that a user owns (a delegated subtree)."""
+    parts = [x for x in cg.strip("/").split("/") if x]
+    if any(x == "user.slice" or x.startswith("user@") for x in parts):
+        return True
+    for mnt in CGROUP_MOUNTS:
+        d = hp(mnt)
+        for x in parts:
+            d = os.path.join(d, x)
+            try:
+                if os.stat(d).st_uid != 0:
+                    return True
+            except OSError:
+                break
+    return False
+
+
 def placement(cg):
-    """What a cgroup path says of where the process runs: systemd unit, docker container, pod uid, container id."""
+    """What a cgroup path says of where the process runs: systemd unit, docker container, pod uid, container id;
+    nothing when a user named the cgroups (its unit would be root's unit of that name, its container id another's)."""
     out = {}
-    if not cg:
+    if not cg or users_words(cg):
         return out
     parts = cg.strip("/").split("/")
     for part in parts:
@@ -319,7 +359,22 @@ class Files(object):
         return entry
 
 
-NGINX_INCLUDE = re.compile(r"^\s*include\s+([^;#\s]+)\s*;", re.M)
+def names_in(files, d, layer, creds, pid):
+    """The names in host directory d, as the process of creds (None: this probe's own standard places) could list
+    them; [] when it could not, and that said once for the directory, never a name of what is in it."""
+    if creds is None:
+        return listdir(hp(d))
+    names, why = list_host_dir(hp(d), creds)
+    if why:
+        key = (os.path.normpath(hp(d)), layer, "listing")
+        if key not in files.seen and len(files.items) < files.most:
+            files.seen.add(key)
+            files.items.append({"path": d, "layer": layer, "role": "directory", "named_by": pid,
+                                "error": "%s: not listed" % why})
+    return names
+
+
+NGINX_INCLUDE = re.compile(r"^[ \t]*include\s+([^;#\s]+)\s*;", re.M)  # not `^\s*`: quadratic over blank lines
 
 
 def nginx_files(files, path, creds, pid):
@@ -337,7 +392,8 @@ def nginx_files(files, path, creds, pid):
                     continue
                 pat = pat if pat.startswith("/") else os.path.join(prefix, pat)
                 d, g = os.path.split(pat)
-                names = [n for n in listdir(hp(d)) if fnmatch.fnmatchcase(n, g)] if any(c in g for c in "*?[") else [g]
+                names = [n for n in names_in(files, d, "nginx", creds, pid) if fnmatch.fnmatchcase(n, g)] \
+                    if any(c in g for c in "*?[") else [g]
                 for n in names[:64]:
                     nxt.append(files.read(os.path.join(d, n), "nginx", "include", creds, pid))
         todo, depth = nxt, depth + 1
@@ -345,27 +401,29 @@ def nginx_files(files, path, creds, pid):
 
 def ray_serve_files(files, dirs):
     """A Ray Serve config (applications -> deployments) and the deployment modules it imports, in the given
-    directories (the process's working directory, the logs' directories, Ray's image home)."""
+    directories ((dir, creds, pid): a Ray Serve process's working directory, read as that process could; the logs'
+    directories and Ray's image home, as this probe)."""
     found = 0
-    for d in dirs:
-        for n in listdir(hp(d))[:400]:
+    for d, creds, pid in dirs:
+        for n in names_in(files, d, "ray_serve", creds, pid)[:400]:
             if not n.endswith((".yaml", ".yml")) or found >= 4:
                 continue
             p = os.path.join(d, n)
             size = size_of(hp(p))
             if size is None or size > files.limit:
                 continue
-            entry = files.read(p, "ray_serve", "config", quiet=True,
+            entry = files.read(p, "ray_serve", "config", creds, pid, quiet=True,
                                keep=lambda t: "applications:" in t and "deployments:" in t)
             if not entry or "text" not in entry:
                 continue
             found += 1
             for mod in re.findall(r"import_path:\s*['\"]?([A-Za-z_][\w.]*):", entry["text"])[:8]:
-                files.read(os.path.join(d, mod.replace(".", "/") + ".py"), "ray_serve", "deployment", quiet=True)
+                files.read(os.path.join(d, mod.replace(".", "/") + ".py"), "ray_serve", "deployment", creds, pid,
+                           quiet=True)
 
 
 def triton_files(files, repo, creds, pid):
-    for model in listdir(hp(repo))[:64]:
+    for model in names_in(files, repo, "triton", creds, pid)[:64]:
         files.read(os.path.join(repo, model, "config.pbtxt"), "triton", "model_config", creds, pid, quiet=True)
 
 
@@ -550,23 +608,20 @@ def scan_logs(params, out):
 def triton_metrics(port, timeout_s):
     """Triton's per-model counters from its metrics endpoint on loopback (nv_inference_*: requests, executions,
     request, queue and compute time), as {model: {counter: value}}; None when it does not answer."""
-    import http.client
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=timeout_s)
-        conn.request("GET", "/metrics")
-        res = conn.getresponse()
-        body = res.read(4 << 20).decode("utf-8", "replace") if res.status == 200 else ""
-        conn.close()
-    except (OSError, ValueError, http.client.HTTPException):
+    got = loopback_get(port, "/metrics", timeout_s, 4 << 20)
+    if got.get("status") != 200:
         return None
+    body = got["body"][:4 << 20].decode("utf-8", "replace")
     models = {}
     for line in body.splitlines():
         m = re.match(r'^(nv_inference_[a-z_]+)\{model="([^"]{1,200})"[^}]*\}\s+([0-9.eE+-]+)$', line)
         if m:
             try:
-                models.setdefault(m.group(2), {})[m.group(1)] = float(m.group(3))
+                x = float(m.group(3))
             except ValueError:
                 continue
+            if 0 <= x <= 1e18:  # counters: `1e999` parses as infinity (the report's int() of it raised)
+                models.setdefault(m.group(2), {})[m.group(1)] = x
     return models or None
 
 
@@ -585,7 +640,7 @@ def main():
         env = read_env(base, pid)
         if TAG is not None and base == "/proc" and (env or {}).get("INVESTIGATE_STAGED_TAG") != TAG:
             continue
-        creds = creds_of(base, pid)
+        creds = proc_creds(pid, base, "self" if ROOT == "/" else "1")
         try:
             cwd = os.readlink("%s/%s/cwd" % (base, pid))
         except OSError:
@@ -631,7 +686,7 @@ def main():
                 if kind == "nginx":
                     nginx_files(files, path, creds, p["pid"])
                 elif kind == "haproxy" and os.path.isdir(hp(path)):
-                    for n in listdir(hp(path))[:32]:
+                    for n in names_in(files, path, kind, creds, p["pid"])[:32]:
                         if n.endswith(".cfg"):
                             files.read(os.path.join(path, n), kind, "config", creds, p["pid"])
                 else:
@@ -650,14 +705,14 @@ def main():
             d = os.path.dirname(os.path.dirname(argv[1]))
             files.read(os.path.join(d, "config.pbtxt"), "triton", "model_config", creds, p["pid"], quiet=True)
         if kind == "ray_serve" and p["_cwd"]:
-            ray_dirs.append(p["_cwd"])
+            ray_dirs.append((p["_cwd"], creds, p["pid"]))
         if kind == "envoy" and any("istio" in a for a in argv):
             p["istio"] = True
     if any(p["kind"] == "ray_serve" for p in procs):
         for log in params.get("logs") or []:
-            ray_dirs.append(shown(os.path.dirname(log)))
-        ray_dirs.append("/home/ray")
-        ray_serve_files(files, list(dict.fromkeys(d for d in ray_dirs if d)))
+            ray_dirs.append((shown(os.path.dirname(log)), None, None))
+        ray_dirs.append(("/home/ray", None, None))
+        ray_serve_files(files, [d for i, d in enumerate(ray_dirs) if d[0] and d not in ray_dirs[:i]])
 
     # the orchestrator around each engine (and each layer): unit, container, pod, job
     units, containers, pods, jobs, named_units = [], [], [], [], set()

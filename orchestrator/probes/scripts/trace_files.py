@@ -23,6 +23,9 @@ def list_dir(d, suffixes, max_files, pid=None):
         if creds is None:
             out["error"] = "the process that named it (pid %s) is gone: not listed" % pid
             return out
+        if elsewhere(creds):
+            out["error"] = "%s: not listed" % elsewhere(creds)
+            return out
     owner = creds[0] if creds is not None and creds[0] != 0 else None
     # a process's directory: first whether its user could reach it at all, so that nothing of root's directory (not
     # even whether a name exists there) is told about one it could not

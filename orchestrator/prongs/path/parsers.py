@@ -166,27 +166,53 @@ def parse_nginx_text(text: str, source: str, budget: list[int] | None = None) ->
 
 
 def _nginx_expand(tree: list[Directive], files: dict[str, str], base: str, depth: int, budget: list[int],
-                  notes: list[str]) -> list[Directive]:
+                  notes: list[str], parsed: dict[str, tuple[list[Directive], int] | ConfigError] | None = None
+                  ) -> list[Directive]:
+    """tree with its includes replaced by what they include. Each file is parsed once (`parsed`), and each time it is
+    included its directives are charged to the budget again: 64 files that each include `*.conf` reach the budget
+    after budget-many directives, not after budget-many parses of up to 4 MB each."""
+    parsed = {} if parsed is None else parsed
     out: list[Directive] = []
     for d in tree:
+        if budget[0] < 0:
+            break
         if d.name == "include" and d.args:
             pat = d.args[0] if d.args[0].startswith("/") else f"{base.rstrip('/')}/{d.args[0]}"
             if depth >= MAX_INCLUDES:
-                notes.append(f"{d.where}: include {pat} nested deeper than {MAX_INCLUDES}: not followed")
+                _note(notes, f"{d.where}: include {pat} nested deeper than {MAX_INCLUDES}: not followed")
                 continue
             hits = sorted(p for p in files if fnmatch.fnmatchcase(p, pat))
             for p in hits:
-                try:
-                    sub = parse_nginx_text(files[p], p, budget)
-                except ConfigError as exc:
-                    notes.append(str(exc))
-                    continue
-                out.extend(_nginx_expand(sub, files, base, depth + 1, budget, notes))
+                if p not in parsed:
+                    before = budget[0]
+                    try:
+                        parsed[p] = (parse_nginx_text(files[p], p, budget), before - budget[0])
+                    except ConfigError as exc:
+                        parsed[p] = exc
+                        _note(notes, str(exc))
+                        continue
+                else:
+                    got = parsed[p]
+                    if isinstance(got, ConfigError):
+                        continue
+                    budget[0] -= got[1]
+                got = parsed[p]
+                if budget[0] < 0:
+                    _note(notes, f"{d.where}: includes give more than {CONFIG_MAX_SETTINGS} directives: the rest "
+                                 f"not followed")
+                    break
+                assert not isinstance(got, ConfigError)
+                out.extend(_nginx_expand(got[0], files, base, depth + 1, budget, notes, parsed))
             continue
         if d.block is not None:
-            d = Directive(d.name, d.args, d.where, _nginx_expand(d.block, files, base, depth, budget, notes))
+            d = Directive(d.name, d.args, d.where, _nginx_expand(d.block, files, base, depth, budget, notes, parsed))
         out.append(d)
     return out
+
+
+def _note(notes: list[str], text: str) -> None:
+    if len(notes) < 50 and text not in notes:
+        notes.append(text)
 
 
 NGINX_PASS = ("proxy_pass", "grpc_pass", "uwsgi_pass", "fastcgi_pass", "scgi_pass")
@@ -811,17 +837,25 @@ def parse_systemd(files: dict[str, str], show: str | None = None) -> Parsed:
 
 # --- Triton ---------------------------------------------------------------------------------------------------------
 
+# a field at the start of a line: `^[ \t]*`, not `^\s*` (which runs on over the blank lines below each line start:
+# quadratic in a file of newlines)
+_PBTXT_NAME = re.compile(r'(?m)^[ \t]*name\s*:\s*"([^"]{1,200})"')
+_PBTXT_FIELD = {key: re.compile(rf'(?m)^[ \t]*{key}\s*:\s*"?([^"\n]{{1,200}})"?')
+                for key in ("backend", "platform", "max_batch_size")}
+_SNIFF_NGINX = re.compile(r"(?m)^[ \t]*(http|server|location|upstream)\b[^\n]*\{")
+
+
 def parse_pbtxt(text: str, source: str) -> Parsed:
     """A Triton model's config.pbtxt (protobuf text format): its name, backend, max_batch_size, instance_group
     count and kind, dynamic batching and its queue delay, decoupled mode, and `parameters` string values."""
     text = _capped(text, source)
     out = Parsed("triton")
-    name = re.search(r'(?m)^\s*name\s*:\s*"([^"]{1,200})"', text)
+    name = _PBTXT_NAME.search(text)
     model = name.group(1) if name else source.rsplit("/", 2)[-2] if source.count("/") >= 2 else source
     where = f"{source} (model {model})"
     out.set("model", model, where)
     for key in ("backend", "platform", "max_batch_size"):
-        m = re.search(rf'(?m)^\s*{key}\s*:\s*"?([^"\n]{{1,200}})"?', text)
+        m = _PBTXT_FIELD[key].search(text)
         if m:
             out.set(key, _int(m.group(1).strip()), where)
     ig = re.search(r"instance_group\s*\[\s*\{(?P<body>[^}]{0,2000})\}", text)
@@ -855,7 +889,7 @@ def sniff(text: str, path: str) -> str | None:
         return "triton"
     if name.endswith((".service", ".conf")) and re.search(r"(?m)^\[Service\]", head):
         return "systemd"
-    if "nginx" in name or re.search(r"(?m)^\s*(http|server|location|upstream)\b[^\n]*\{", head):
+    if "nginx" in name or _SNIFF_NGINX.search(head):
         return "nginx"
     if "haproxy" in name or re.search(r"(?m)^(frontend|backend|listen|defaults|global)\b", head):
         return "haproxy"

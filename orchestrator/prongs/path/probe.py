@@ -4,6 +4,7 @@ prongs/path/parsers.py, each setting set beside its documented default (prongs/p
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from orchestrator.hosts.base import Host
@@ -82,8 +83,9 @@ class _Builder:
             if k in x.settings or len(x.settings) >= 2000:
                 continue
             d = pk.doc(parsed.layer, k)
-            x.settings[k] = LayerValue(value=_scalar(s.value), default=_scalar(pk.default(parsed.layer, k)),
-                                       where=s.where, url=d.url if d else "")
+            x.settings[k] = LayerValue(value=_secret_kept(k, _scalar(s.value)),
+                                       default=_scalar(pk.default(parsed.layer, k)), where=s.where,
+                                       url=d.url if d else "")
 
     def error(self, layer: str, found_by: str, why: str) -> None:
         x = self.layer(layer, found_by)
@@ -105,6 +107,23 @@ _NGINX_SHOWN = {"proxy_buffering", "proxy_request_buffering", "proxy_read_timeou
                 "postpone_output"}
 """The nginx directives on a streamed LLM response's path given with their defaults when unset (the rest of the
 harvested directives are shown only when the configuration sets them)."""
+
+
+def _secret_kept(name: str, v: Any) -> Any:
+    """v, or the redaction marker where the setting's own name says it holds a secret (`master_key`, `env.HF_TOKEN`,
+    `proxy_set_header.x-api-key`) and v is not a path, number or placeholder: the host masks each such value, and
+    this holds whatever a file's shape carried past it (a value on the line below its name)."""
+    from orchestrator.redact import REDACTED, benign_value, secret_name
+
+    last = name.rsplit(".", 1)[-1]
+    if isinstance(v, str) and secret_name(last) and not _NOT_SECRET.fullmatch(last) and not benign_value(v):
+        return REDACTED
+    return v
+
+
+_NOT_SECRET = re.compile(r"(?:proxy|grpc|fastcgi|uwsgi|scgi|memcached)_pass(?:_\w+)?|pass_to|auth_delay")
+"""Settings whose name has a secret's word in it but not a secret's value: nginx's `*_pass` directives (where
+requests go), the upstream they name, the delay of a refused authentication."""
 
 
 def _scalar(v: Any) -> Any:

@@ -71,6 +71,19 @@ def test_nginx_include_loop_is_bounded():
     assert any("deeper" in n for n in got.notes)
 
 
+def test_nginx_includes_fanning_out_parse_each_file_once(monkeypatch):
+    """64 files that each include `*.conf` (a local user's fake nginx can name them all, 256 kB each): the expansion
+    reaches the directive budget after ~10,000 inclusions, and each used to parse its file again (minutes of CPU in
+    the event loop); a file is now parsed once and re-charged per inclusion."""
+    calls = []
+    real = ps.parse_nginx_text
+    monkeypatch.setattr(ps, "parse_nginx_text", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    files = {f"/c/{i:02d}.conf": "include /c/*.conf;\n" + " " * 4096 for i in range(64)}
+    got = ps.parse_nginx(files, "/c/00.conf")
+    assert len(calls) <= 65 and len(set(calls)) == 64, len(calls)  # the main file once more, as an include
+    assert len(got.notes) <= 51, len(got.notes)
+
+
 # HAProxy: configuration.txt's examples of global/defaults/backend with server maxconn
 HAPROXY = """
 global

@@ -943,6 +943,13 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
                             "requests", "the engine's count of requests it finished (any reason)",
                             f"offered by {c.label} ({c.requests:,.0f} completed + {c.failed or 0:,.0f} failed)", ev,
                             c.label))
+    elif c.failed and c.failed >= max(2.0, 0.05 * offered) and e.requests >= offered * (1 - 0.05) and \
+            e.finished.get("abort", 0.0) < 0.5 * c.failed:
+        # the engine finished (nearly) every request the client offered, yet the client saw failures: the answers
+        # were lost on the way back (a timeout between them cut the response)
+        out.append(Residual("requests.served_not_delivered", "requests", ("engine", "client"), e.requests,
+                            c.requests, "requests", "finished by the engine", f"received by {c.label} "
+                            f"({c.failed:,.0f} of {offered:,.0f} failed there)", ev, c.label))
     elif c.failed and c.failed >= max(2.0, REQUESTS_NOISE * offered) and e.requests < offered * (1 - REQUESTS_NOISE):
         out.append(Residual("requests.client_over_engine", "requests", ("client", "engine"), offered, e.requests,
                             "requests", f"offered by {c.label} ({c.requests:,.0f} completed + {c.failed:,.0f} "

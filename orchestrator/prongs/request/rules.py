@@ -16,7 +16,7 @@ from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
 from orchestrator.ranks import Rank
 from orchestrator.prongs.request.account import (BELOW_FLOOR, POINT_WORDS, RequestAccount, Residual, build_account,
                                                  fmt)
-from orchestrator.prongs.request.table import HostFacts, Judged, host_facts, judge, render, table
+from orchestrator.prongs.request.table import HostFacts, Judged, host_facts, judge, render, table, title_of
 
 if TYPE_CHECKING:
     from orchestrator.agentdefs import PlanStep
@@ -163,14 +163,6 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             e2e = abs(d.moved["e2e"][1] - d.moved["e2e"][0])
             own["request.delta.ttft_equals_e2e"] = abs(e2e - gap) <= max(0.15 * gap, 100)
             own["request.delta.ttft"] = gap
-    from orchestrator.prongs.resource_account.engine_work_rules import _engines as work_engines
-    from orchestrator.prongs.resource_account.engine_work_rules import speculation_state
-
-    for _e, inst, fx in work_engines(v):
-        s = speculation_state(inst, fx)
-        if s is not None:
-            own["request.spec_accept_len"] = s.accept_len
-        break
     if any(m.kind == "path_layers" and m.available for _e, m in v.models()):
         own["request.looked.path_layers"] = True  # the whole-path probe ran: a layer it did not find is absent
     for k, val in own.items():
@@ -225,6 +217,12 @@ def _weight(r: Residual) -> float:
     """How much of the user's figure a residual accounts for (0-1), for ordering."""
     if r.between[1] == "floor":
         return min(1.0, abs(1 - r.ratio)) if r.ratio < 1 else min(1.0, 1 - 1 / r.ratio) * 0.6
+    if r.shape == "requests.refused_too_long":
+        # the refusals are the errors the user sees: they explain the failures, whatever their share of the load
+        return 0.9
+    if r.between == ("run", "run"):
+        # the difference between two runs is the symptom itself: its mechanism explains all of it
+        return min(1.0, 2 * (r.ratio - 1)) if r.ratio > 1 else 0.0
     if r.shape.startswith("itl.tail"):
         # the tail's share of the tokens' worst case: what a p99 question asks about
         return min(0.6, max(0.0, 1 - r.b / r.a)) if r.a else 0.0
@@ -287,7 +285,7 @@ def _cite(used: list[tuple[str, Any, str]]) -> str:
 def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Finding:
     j, m = ex.judged, ex.judged.mechanism
     top = max(ex.residuals, key=_weight)
-    title, _ = render(m.title, hf)
+    title = title_of(m, hf)
     layer_settings = [f"{k.removeprefix('path.').replace('.', ' ')} = {v}" for k, v, _e in j.used
                       if k.startswith("path.") and not k.endswith(".present")]
     if layer_settings:
@@ -335,7 +333,7 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
     splits = []
     for ex in cands[:3]:
         m = ex.judged.mechanism
-        title, _ = render(m.title, hf)
+        title = title_of(m, hf)
         seen = f" (on this host: {ex.judged.seen_at})" if ex.judged.seen_at else ""
         names.append(title.rstrip(".") + seen)
         split, _ = render(m.split, hf)
@@ -353,6 +351,9 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
     term = r.term[:1].upper() + r.term[1:]
     if r.between[1] == "floor":
         head = f"{term} {fmt(r.a, r.unit)} is {r.ratio:.2g}x its floor of {fmt(r.b, r.unit)}"
+    elif r.between == ("run", "run"):
+        head = (f"{term}: {r.note}" if r.said and r.note else
+                f"{term}: {fmt(r.a, r.unit)} in {r.a_src}, {fmt(r.b, r.unit)} in {r.b_src}")
     else:
         head = (f"{term}: {fmt(r.a, r.unit)} at {POINT_WORDS.get(r.between[0], r.between[0])}, "
                 f"{fmt(r.b, r.unit)} at {POINT_WORDS.get(r.between[1], r.between[1])}")
@@ -518,7 +519,9 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
                 "Check the floor's inputs against the served model (its config.json: experts and how many each token "
                 "uses, the weights' real dtype) and where the figure was measured (the engine's own "
                 "vllm:inter_token_latency_seconds against the client's)."],
-            symptoms=["itl"], contradicts=["decode"],
+            # speculation: the floor bounds the step, not the token, and the step's own verdict stands
+            symptoms=["itl"], contradicts=[] if why is not None and why.judged.id == "speculative-decoding"
+            else ["decode"],
             sets_bound=None if why is not None else BoundClaim(
                 rank=Rank.RESIDUAL - 0.1, bound="unknown",
                 words=f"{capitalized(r.words())}: a figure below its floor cannot be memory-bound.")))
@@ -588,7 +591,42 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
     if work is not None:
         out.append(work)
     out += _contradictions(acct, explained)
+    after = _window_after_run(acct)
+    if after is not None:
+        out.append(after)
     return out
+
+
+WINDOW_LOAD = 4.0
+"""A run that held at least this many requests in flight would show in the engine's gauges had it run while they
+were read."""
+
+
+def _window_after_run(acct: RequestAccount) -> Finding | None:
+    """The sampling window saw an engine with nothing running or waiting and idle GPUs, while the runs the user gave
+    held many requests in flight and the engine's counters show it served them: the window came after the runs. Its
+    idle share is the time after them, not theirs (a verdict of idle GPUs or of no load reaching the engine would
+    contradict the runs' own figures)."""
+    e = acct.engine
+    if e is None or e.running is None or e.running > 0 or (e.waiting or 0) > 0 or not e.requests:
+        return None
+    if acct.gpu_busy_pct is None or acct.gpu_busy_pct >= 5:
+        return None
+    loaded = [c for c in acct.runs if (c.concurrency or c.little_l or 0) >= WINDOW_LOAD]
+    if not loaded:
+        return None
+    c = max(loaded, key=lambda x: x.concurrency or x.little_l or 0)
+    held = c.concurrency or c.little_l or 0
+    return Finding(
+        id="request-window-after-run", rule="request_account", category="workload", confidence=0.7,
+        evidence=acct.evidence, informational=True,
+        title="The sampling window came after the runs: idle GPUs then say nothing of the runs",
+        claim=(f"The engine held 0 requests running and 0 waiting and the GPUs were busy {acct.gpu_busy_pct:.0f} % "
+               f"while sampled, yet the run {c.label} held {held:,.0f} requests in flight and the engine's counters "
+               f"show {e.requests:,.0f} requests served: the window measured the time after the runs. The runs' own "
+               "figures (the client's and the engine's histograms) describe the load; the idle share does not."),
+        short=f"the window saw no load, but {c.label} held {held:,.0f} in flight: it came after the runs.",
+        symptoms=["throughput", "itl", "ttft"], contradicts=["idle"], data={"window": "after the runs"})
 
 
 # --- the second round ----------------------------------------------------------------------------------------------

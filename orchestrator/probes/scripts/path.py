@@ -38,8 +38,8 @@ import sys
 ROOT = os.environ.get("INVESTIGATE_NODE_ROOT") or "/"
 TAG = os.environ.get("INVESTIGATE_STAGED_TAG")
 NOBODY = (65534, frozenset([65534]))
-NAME_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$")
-HEX_RX = re.compile(r"^[0-9a-f]{12,64}$")
+NAME_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}\Z")  # \Z: `$` also matches before a trailing newline
+HEX_RX = re.compile(r"^[0-9a-f]{12,64}\Z")
 
 # kind -> (how its argv names its config, standard locations) (each project's documented default path)
 PROXY_CONFIG = {

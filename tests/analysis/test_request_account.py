@@ -421,3 +421,43 @@ def test_the_second_round_plans_the_path_probe_only_when_it_would_split_the_cand
     confirmed = _view(retries, [_client(max_concurrency=32, completed=212, failed=88, input_len=24100, output_len=410,
                                         e2el={"mean": 51220.0})], count=2)
     assert second_round(confirmed) == []  # the retries are confirmed on the engine's own counters
+
+
+def test_answers_the_engine_finished_but_the_client_lost_are_a_timeout_between_them():
+    """Every request finished at the engine, a fifth failed at the client; the longest take 95 s in the engine and
+    the proxy in front gives up after 60 s: the timeout between them. With the proxy's timeout above the longest
+    request it is ruled out."""
+    from orchestrator.prongs.path.models import Layer, LayerValue, PathReport
+
+    eng = _engine(_metrics(ttft_s=0.4, itl_s=0.03, e2e_s=80.0, n=1000, prompt=800, gen=2600, running=24))
+    bench = [_client(max_concurrency=24, completed=800, failed=200, input_len=800, output_len=2600,
+                     e2el={"mean": 61000.0})]
+
+    def with_proxy(timeout: str) -> EvidenceView:
+        v = _view(eng, bench)
+        proxy = PathReport(host="gpu-box", layers=[Layer(layer="nginx", label="nginx", settings={
+            "proxy_read_timeout": LayerValue(value=timeout, where="/etc/nginx/conf.d/llm.conf:12")})])
+        return EvidenceView(v.evidence + [ev("ev-5.1", proxy, tool="path_layers")], v.observations_evidence[1]
+                            if v.observations_evidence else None)
+
+    acct = build_account(with_proxy("60s"))
+    assert acct is not None and "requests.served_not_delivered" in {r.shape for r in acct.residuals}
+    found = {f.id: f for f in request_account_findings(with_proxy("60s"))}
+    f = found["request-timeout-between"]
+    assert "proxy_read_timeout = 60s" in f.title and "80" in f.claim
+    assert "request-timeout-between" not in {x.id for x in request_account_findings(with_proxy("600s"))}
+
+
+def test_the_findings_words_survive_redaction():
+    """A fixed delay before each first token (two runs) and a stop token missing: every word the findings carry
+    reaches the report unredacted ("... first token: TTFT ..." was taken for a credential and cut)."""
+    runs = [_client("direct", max_concurrency=4, completed=400, input_len=512, output_len=200,
+                    ttft={"mean": 101.8}, itl={"mean": 10.6, "p50": 10.5}, e2el={"mean": 2211.0}),
+            _client("through the gateway", max_concurrency=4, completed=400, input_len=512, output_len=200,
+                    ttft={"mean": 5104.6}, itl={"mean": 10.6, "p50": 10.5}, e2el={"mean": 7213.0})]
+    found = request_account_findings(_view(None, runs))
+    assert any(f.id == "request-proxy-fixed-delay" for f in found)
+    for f in found:
+        for text in (f.title, f.claim, f.short, *(f.recommendations or []),
+                     f.sets_bound.words if f.sets_bound else ""):
+            assert redact(text) == text, text

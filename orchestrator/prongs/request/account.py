@@ -180,6 +180,8 @@ class Residual:
     run: str = ""
     """The client run it was found in."""
     note: str = ""
+    said: str = ""
+    """The residual in words where the generic sentence would not read well (rates set against a scaled one)."""
 
     @property
     def gap(self) -> float:
@@ -198,6 +200,8 @@ class Residual:
 
     def words(self) -> str:
         """The residual in one clause with its figures."""
+        if self.said:
+            return self.said
         a, b = _fmt(self.a, self.unit), _fmt(self.b, self.unit)
         if self.between[1] == "floor":
             return f"{self.term} {a} ({self.a_src}) against its floor of {b} ({self.b_src}): {self.ratio:.2g}x"
@@ -943,6 +947,13 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
                             "requests", "the engine's count of requests it finished (any reason)",
                             f"offered by {c.label} ({c.requests:,.0f} completed + {c.failed or 0:,.0f} failed)", ev,
                             c.label))
+    elif c.failed and c.failed >= max(2.0, 0.05 * offered) and e.requests >= offered * (1 - 0.05) and \
+            e.finished.get("abort", 0.0) < 0.5 * c.failed:
+        # the engine finished (nearly) every request the client offered, yet the client saw failures: the answers
+        # were lost on the way back (a timeout between them cut the response)
+        out.append(Residual("requests.served_not_delivered", "requests", ("engine", "client"), e.requests,
+                            c.requests, "requests", "finished by the engine", f"received by {c.label} "
+                            f"({c.failed:,.0f} of {offered:,.0f} failed there)", ev, c.label))
     elif c.failed and c.failed >= max(2.0, REQUESTS_NOISE * offered) and e.requests < offered * (1 - REQUESTS_NOISE):
         out.append(Residual("requests.client_over_engine", "requests", ("client", "engine"), offered, e.requests,
                             "requests", f"offered by {c.label} ({c.requests:,.0f} completed + {c.failed:,.0f} "
@@ -1032,7 +1043,9 @@ def _prefilled_again(logs: RequestLogs, e: View, out: list[Residual]) -> None:
     held = sum(s.held_before) / len(s.held_before)
     prompt = sum(s.prompt_tokens) / len(s.prompt_tokens)
     reused = sum(s.reused) / len(s.reused)
-    new = max(prompt - held, 1.0)
+    # each turn's new tokens: its prompt less what the turn before left in the slot
+    fresh = [max(p - h, 1) for p, h in zip(s.prompt_tokens[1:], s.held_before)]
+    new = sum(fresh) / len(fresh) if fresh else max(prompt - held, 1.0)
     if held > 256 and reused < 0.2 * held and prompt >= 0.8 * held:
         out.append(Residual("tokens_in.prefilled_again", "prompt tokens prefilled per turn", ("engine", "engine"),
                             prompt - reused, new, "tokens", "evaluated by the engine (its prompt eval count)",
@@ -1060,9 +1073,13 @@ def _throughput_flat(clients: list[View], out: list[Residual]) -> None:
         # what it was
         scaled = lo_r * hi_c / lo_c
         out.append(Residual("throughput.flat_with_concurrency", "requests per second", ("run", "run"), scaled, hi_r,
-                            "req/s", f"{lo.label}'s {lo_r:.3g} req/s at {lo_c:,.0f} at once, scaled to {hi_c:,.0f} at "
-                            "once", f"{hi.label}, measured", list(dict.fromkeys(lo.evidence + hi.evidence)), hi.label,
-                            note=f"{hi_c / lo_c:g}x the load, {hi_r / lo_r:.2f}x the throughput"))
+                            "req/s", f"{lo.label}, scaled", f"{hi.label}, measured",
+                            list(dict.fromkeys(lo.evidence + hi.evidence)), hi.label,
+                            note=f"{hi_c / lo_c:g}x the load, {hi_r / lo_r:.2f}x the throughput",
+                            said=(f"requests per second: {hi_r:.3g} with {hi_c:,.0f} at once ({hi.label}) against "
+                                  f"{lo_r:.3g} with {lo_c:,.0f} ({lo.label}): {hi_c / lo_c:g}x the load for "
+                                  f"{hi_r / lo_r:.2f}x the throughput, where a service that batches would give up to "
+                                  f"{scaled:.3g}")))
 
 
 def _deltas(clients: list[View]) -> list[RunDelta]:

@@ -98,6 +98,18 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             own["request.server.per_token_queue_ms"] = step.queue_ms
         if step.pending is not None:
             own["request.server.per_token_pending"] = step.pending
+    # the timeouts of the layers between, as seconds (the path prong reads them as written: "600s", "1m", 60)
+    timeouts = {k: secs for k, f in facts.items() if k.startswith("path.") and "timeout" in k
+                and not k.endswith(("_source", "_default")) and (secs := _seconds(f.value)) is not None}
+    if timeouts:
+        key = min(timeouts, key=lambda k: timeouts[k])
+        own["request.path.min_timeout_s"] = timeouts[key]
+        own["request.path.min_timeout"] = f"{key.removeprefix('path.')} = {facts[key].value}"
+    e_ = acct.engine
+    if e_ is not None and e_.e2e is not None:
+        worst = e_.e2e.p99 if e_.e2e.p99 is not None else e_.e2e.typical
+        if worst is not None:
+            own["request.engine.e2e_worst_s"] = worst / 1e3
     for c in acct.clients[:1]:
         if c.ttft is not None and c.e2e is not None and c.ttft.median and c.e2e.median and (c.tokens_out or 0) >= 16:
             own["request.client.ttft_share_of_e2e"] = c.ttft.median / c.e2e.median
@@ -167,6 +179,21 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         src = eng_ev if k.startswith(("request.engine", "request.finish", "request.log", "request.residual")) else ev
         facts[k] = Fact(val, src)
     return facts
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+
+
+def _seconds(v: Any) -> float | None:
+    """A timeout as written in a proxy's configuration ("600s", "1m", "15", 60) in seconds; None if it is not one."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    m = _DURATION.match(str(v))
+    if m is None:
+        return None
+    return float(m.group(1)) * {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}[m.group(2)]
 
 
 def _measured_itl(acct: RequestAccount) -> float | None:
@@ -284,7 +311,7 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
     return Finding(
         id=f"request-{j.id}", rule="request_account", category="workload", confidence=0.85,
         evidence=[e for e in ev if e] or acct.evidence, title=title, claim=claim,
-        short=f"{title[:1].lower() + title[1:]}: {top.words()}.",
+        short=f"{title[:1].lower() + title[1:]} ({top.words()}).",
         recommendations=[f"{fix} [{m.sources[0]}]"], symptoms=_residual_symptoms(shapes),
         explains=round(ex.weight, 2),
         numbers=[Number(name=f"{top.term}: {top.between[0]} vs {top.between[1]}", value=round(top.a, 3),
@@ -292,7 +319,7 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
                         note=f"against {fmt(top.b, top.unit)} ({top.b_src})")],
         # the larger the share of the user's figure it explains, the earlier (within the tier: int() keeps it)
         sets_bound=(BoundClaim(rank=Rank.RESIDUAL - ex.weight / 2, bound="unknown",
-                               words=capitalized(f"{title[:1].lower() + title[1:]}: {top.words()}."))
+                               words=capitalized(f"{title[:1].lower() + title[1:]} ({top.words()})."))
                     if ex.weight >= LEADS_WEIGHT else None),
         data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes})
 

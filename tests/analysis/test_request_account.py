@@ -104,7 +104,8 @@ def test_client_ttft_far_above_the_engines_is_a_residual_on_the_path():
 
 
 def test_figures_that_agree_make_no_residual_and_the_account_says_they_reconcile():
-    eng = _engine(_metrics(ttft_s=1.385, itl_s=0.0196, e2e_s=7.49, n=600, prompt=12167, gen=313, running=4))
+    eng = _engine(_metrics(ttft_s=1.385, itl_s=0.0196, e2e_s=7.49, n=600, prompt=12167, gen=313, running=4),
+                  model="meta-llama/Llama-3.3-70B-Instruct")
     v = _view(eng, [_client(max_concurrency=4, completed=600, input_len=12140, output_len=310,
                             ttft={"mean": 1431.0, "p50": 1420.0}, itl={"mean": 19.8, "p50": 19.7},
                             e2el={"mean": 7523.0})],
@@ -596,3 +597,33 @@ def test_a_title_whose_figure_is_unknown_is_said_without_it():
     text, missing = render("curl -w '%{time_connect}' and {x.y} of {a.b}", HostFacts(host="h", facts={
         k: Fact(v, "ev") for k, v in hf.items()}))
     assert "%{time_connect}" in text and missing == ["a.b"]
+
+
+def test_a_large_batch_reads_its_kv_so_decode_is_memory_bound_not_compute_bound():
+    # Llama 3.1 8B (32 layers x 8 KV heads x 128 x 2 x 2 bytes = 128 KiB per token) at 250 running: 16 GB of weights
+    # and 250 x ~1,150 tokens of KV per step, against 2 x 8e9 x 250 FLOPs: memory, though the weights alone say compute
+    eng = _engine(_metrics(ttft_s=0.139, itl_s=0.0129, e2e_s=3.99, n=4000, prompt=997, gen=300, running=250))
+    v = _view(eng, [_client("locust", max_concurrency=256, completed=4000, input_len=1000, output_len=300,
+                            ttft={"mean": 145.0}, itl={"p50": 12.9}, e2el={"mean": 4083.0})], gpu="NVIDIA H200")
+    acct = build_account(v)
+    assert acct is not None
+    fl = acct.floors["itl"]
+    assert fl.bound == "memory" and fl.bound_without_kv == "compute" and "GB of KV" in fl.arithmetic
+    f = {x.id: x for x in request_account_findings(v)}["request-decode-reads-kv"]
+    assert f.contradicts == ["decode"] and "memory-bound" in f.title
+
+
+def test_a_name_that_says_another_model_than_the_engine_serves_is_a_residual():
+    eng = _engine(_metrics(ttft_s=0.2, itl_s=0.0172, e2e_s=5.35, n=1000, prompt=2003, gen=300, running=16),
+                  model="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+                  flags=("--served-model-name", "llama-3.1-8b-instruct"))
+    v = _view(eng, [{"format": "vllm-bench-serve", "label": "openai-chat", "model": "llama-3.1-8b-instruct",
+                     "max_concurrency": 16, "completed": 1000, "input_len": 2003.0, "output_len": 300.0,
+                     "ttft": {"mean": 204.0}, "tpot": {"p50": 17.17}, "itl": {"p50": 17.17}}],
+              model={"name": "llama-3.1-8b-instruct"}, gpu="NVIDIA H200")
+    acct = build_account(v)
+    assert acct is not None and acct.named is not None
+    (r,) = [r for r in acct.residuals if r.shape == "model.named_vs_served"]
+    assert r.a == 8.0 and round(r.b) == 70
+    f = {x.id: x for x in request_account_findings(v)}["request-served-model-alias"]
+    assert "Llama-3.3-70B" in f.title and "--served-model-name" in f.claim + r.words()

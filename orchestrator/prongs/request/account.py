@@ -171,6 +171,10 @@ class Floor:
     ms: float
     arithmetic: str
     source: str
+    bound: str = ""
+    """A decode step: `memory` or `compute`, whichever floor is larger."""
+    bound_without_kv: str = ""
+    """The same with the KV reads left out (what a roofline of the weights alone says)."""
 
 
 @dataclass
@@ -283,6 +287,11 @@ class RequestAccount:
     notes: list[str] = field(default_factory=list)
     runs: list[View] = field(default_factory=list)
     """Every run the user gave, those of the state before (--baseline) too: the runs compared with each other."""
+    model_words: str = ""
+    """The model the floors are computed for, in words ("meta-llama/Llama-3.1-8B-Instruct, 8.0 B bf16")."""
+    named: tuple[str, float, str, "Floor | None"] | None = None
+    """A model the client names that is not the one the engine serves: (its name, its parameters in billions, the
+    engine's --served-model-name, its decode floor)."""
     spec: Any = None
     """The engine's speculative decoding (resource_account's Speculation: tokens per step, drafted, accepted)."""
 
@@ -357,6 +366,15 @@ class RequestAccount:
                 out[f"request.delta.{term}.ratio"] = (y / x) if x else math.inf
             for term in d.same:
                 out[f"request.delta.{term}.same"] = True
+        if self.named is not None:
+            nm, nb, alias, fl = self.named
+            out["request.model.named"] = nm
+            out["request.model.named_params_b"] = nb
+            if alias:
+                out["request.model.alias"] = alias
+            if fl is not None:
+                out["request.floor.itl_named_ms"] = fl.ms
+                out["request.floor.itl_named_arithmetic"] = fl.arithmetic
         sp = self.spec
         if sp is not None:
             out["request.spec_accept_len"] = round(sp.accept_len, 2)
@@ -756,8 +774,12 @@ def model_facts(v: "EvidenceView", engines: list[EngineInstance]) -> ModelFacts 
                                 f"{shape.top_k} of {shape.num_experts} experts per token")
     if shape is None and conf is not None:
         shape = shape_from_config(conf[1])
-    if shape is None:
-        shape = shape_from_observations(obs_model) if obs_model else None
+    if shape is None and obs_model is not None and (obs_model.hidden_size or obs_model.active_params_b):
+        shape = shape_from_observations(obs_model)
+    if shape is None and prim is not None and prim.model:
+        # the weights the engine loaded, before the name the user calls them by (an alias may name another model)
+        shape = shape_from_name(prim.model)
+        name = prim.model if shape is not None else name
     if shape is None:
         shape = shape_from_name(name)
     if shape is None:
@@ -770,6 +792,10 @@ def model_facts(v: "EvidenceView", engines: list[EngineInstance]) -> ModelFacts 
     kvs = kv_shape(obs_model.model_dump(), "the observations") if obs_model else None
     if kvs is None and conf is not None:
         kvs = kv_shape(conf[1], "the model's config.json")
+    if kvs is None:
+        from orchestrator.prongs.request.known_models import known_kv
+
+        kvs = known_kv(prim.model if prim else None) or known_kv(name)
     tp = int(prim.value("tp") or 1) if prim else (oe[1].runs[0].tp if oe and oe[1].runs else 1)
     kv_bytes, kv_src = 0.0, "KV reads left out (the model's attention shape is not known)"
     if kvs is not None:
@@ -838,7 +864,9 @@ def floors(v: "EvidenceView", mf: ModelFacts | None, *, batch: float, context: f
                        f"({weights / 1e9:.1f} GB of {wname} weights{kv_part}) / ({gpus} x {bw:,.0f} GB/s) = "
                        f"{mem_ms:.2f} ms per step" + (f"; its compute, {comp_ms:.2f} ms, is larger"
                                                       if comp_ms > mem_ms else ""),
-                       f"{where}, {sh.source}{moe}; weights {mf.dtype_src}; KV {mf.kv_src}")
+                       f"{where}, {sh.source}{moe}; weights {mf.dtype_src}; KV {mf.kv_src}",
+                       bound="compute" if comp_ms > mem_ms else "memory",
+                       bound_without_kv="compute" if comp_ms > weights / gpus / (bw * 1e9) * 1e3 else "memory")
     if prompt:
         pf = 2.0 * sh.active_params * prompt / gpus / (peak * 1e12) * 1e3
         pf_mem = sh.total_params * bpp / gpus / (bw * 1e9) * 1e3
@@ -1287,6 +1315,43 @@ def _same_load_residuals(runs: list[View], out: list[Residual]) -> None:
                                  f"{fast.condition}"))
 
 
+_SERVED_AS = re.compile(r"--served-model-name[= ](\S+)")
+
+
+def _named_model(v: "EvidenceView", runs: list[View], engines: list[EngineInstance],
+                 mf: "ModelFacts | None") -> tuple[str, Any, str] | None:
+    """The model the client names (its benchmark's model id, the observations' model) when its size differs from the
+    weights the engine serves: (the name, its shape from the name, the engine's --served-model-name or "")."""
+    from orchestrator.prongs.serving_engine.floors import shape_from_name
+
+    if mf is None or not engines or not engines[0].model:
+        return None
+    served = mf.shape.total_params
+    alias_m = _SERVED_AS.search(engines[0].command or "")
+    alias = alias_m.group(1) if alias_m else ""
+    oe = v.observations_evidence
+    names = [b.model for b in (oe[1].bench if oe else []) if b.model]
+    if oe and oe[1].model and oe[1].model.name:
+        names.append(oe[1].model.name)
+    if alias:
+        names.append(alias)
+    base = (mf.name or engines[0].model or "").split("/")[-1].lower()
+    by_name = shape_from_name(mf.name or engines[0].model)
+    for nm in dict.fromkeys(names):
+        low = nm.split("/")[-1].lower()
+        if not low or low in base or base in low:
+            continue  # the same model, named with or without its organisation or a suffix
+        shape = shape_from_name(nm)
+        if shape is None or not served:
+            continue
+        # sizes read from both names where the served one has a size in it (a name's parse and a config's count
+        # differ for the same model: "8x7B" is 46.7 B), else the name's against the weights' count
+        other = by_name.total_params if by_name is not None else served
+        if max(shape.total_params, other) / min(shape.total_params, other) >= 1.5:
+            return nm, shape, alias
+    return None
+
+
 def _runs_total(clients: list[View]) -> View | None:
     """The client runs as one: their requests added, their mean lengths weighted by requests (what the engine's
     counters, which cover every run, are set against)."""
@@ -1385,6 +1450,19 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     t_out = (engine.tokens_out if engine and engine.tokens_out else None) or (c0.tokens_out if c0 else None)
     context = (t_in or 0) + (t_out or 0) / 2
     acct.floors = floors(v, mf, batch=batch, context=context, prompt=t_in, n_out=t_out)
+    if mf is not None:
+        act = (f", {mf.shape.active_params / 1e9:.1f} B active" if mf.shape.expert_params else "")
+        acct.model_words = f"{mf.name or 'the model'} ({mf.shape.total_params / 1e9:.1f} B{act}, {mf.dtype})"
+    named = _named_model(v, runs, engines, mf)
+    if named is not None:
+        nm, shape, alias = named
+        from orchestrator.prongs.request.known_models import known_kv
+
+        nkv = known_kv(nm)
+        nmf = ModelFacts(shape, nkv.bytes_per_token(2.0) if nkv else 0.0, nkv.source if nkv else "", "bf16", "bf16",
+                         "the name's model at bf16, as published figures are", 1, nm)
+        fl = floors(v, nmf, batch=batch, context=context, prompt=t_in, n_out=t_out).get("itl")
+        acct.named = (nm, shape.total_params / 1e9, alias, fl)
     out: list[Residual] = []
     if engine is not None:
         _finish_residuals(engine, out)
@@ -1424,6 +1502,14 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     _same_load_residuals(runs, out)
     if engine is not None:
         _prefilled_again(logs, engine, out)
+    if acct.named is not None and mf is not None:
+        nm, nb, alias, fl = acct.named
+        served = mf.shape.total_params / 1e9
+        out.append(Residual("model.named_vs_served", "model size", ("client", "engine"), nb, served, "B parameters",
+                            f"the name the client asks for ({nm})", f"the weights the engine loaded ({mf.name})",
+                            acct.evidence, c0.label if c0 else "",
+                            said=f"the name {nm} says a {nb:g} B model, and the engine serves {mf.name} "
+                                 f"({served:.1f} B)" + (f" under it (--served-model-name {alias})" if alias else "")))
     _context_residuals(logs, c0, engine, out)
     seen: set[tuple[str, str]] = set()
     for r in out:

@@ -143,6 +143,8 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         if sh.top_k:
             own["request.model.top_k"] = sh.top_k
         own["request.model.dtype"] = mf.dtype
+        if mf.name:
+            own["request.model.served"] = mf.name
     fl, dense = acct.floors.get("itl"), acct.floors.get("dense_itl")
     itl = _measured_itl(acct)
     if fl is not None and itl is not None:
@@ -424,6 +426,8 @@ def _reconciled(acct: RequestAccount, question: str = "") -> Finding | None:
         cs, es = getattr(c, term), getattr(e, term)
         if cs is not None and es is not None and cs.typical is not None and es.typical is not None:
             agree.append(f"{label} {fmt(cs.typical, 'ms')} at the client, {fmt(es.typical, 'ms')} at the engine")
+    if not agree:
+        return None  # no time measured at both ends: nothing to say they agree on
     if c.tokens_in and e.tokens_in:
         extra = e.tokens_in - c.tokens_in
         agree.append(f"{e.tokens_in:,.0f} prompt tokens prefilled per request against {c.tokens_in:,.0f} sent"
@@ -452,20 +456,28 @@ def _reconciled(acct: RequestAccount, question: str = "") -> Finding | None:
         ratios["itl"] = r = it[0] / fit.ms
         per_engine = (e.running or 0) / max(e.engines, 1)
         batch = f" at batch {per_engine:,.0f} per engine" if per_engine else ""
+        of = f" of {acct.model_words}" if acct.model_words else ""
         phases["itl"] = (f"{it[1]} inter-token latency of {fmt(it[0], 'ms')} is {r:.2f}x the memory floor of a "
-                         f"decode step{batch} (floor {fmt(fit.ms, 'ms')}: {fit.arithmetic})")
-    if not agree or not phases or any(x >= 3.0 for x in ratios.values()) and len(ratios) == 1:
-        return None
-    claim = ("Client and engine agree term by term: " + "; ".join(agree) + ". Nothing between them adds time or "
-             "tokens beyond measurement noise, and " + "; ".join(phases.values()) + ": an ordinary prefill and decode "
-             "of this workload on this GPU. Faster needs fewer bytes or FLOPs per token (a smaller dtype, a smaller "
-             "prompt) or more GPUs, not a change in between.")
+                         f"decode step{of}{batch} (floor {fmt(fit.ms, 'ms')}: {fit.arithmetic})")
     from orchestrator.prongs.serving_engine.floors import question_phase
 
     asked = {"prefill": "ttft", "decode": "itl"}.get(question_phase(question) or "", "")
+    near = {t: p for t, p in phases.items() if ratios[t] < 3.0}
+    far = {t: p for t, p in phases.items() if ratios[t] >= 3.0}
+    if not near or asked in far:
+        return None  # the phase asked about (or every phase) is far above its floor: not an ordinary run
+    claim = ("Client and engine agree term by term: " + "; ".join(agree) + ". Nothing between them adds time or "
+             "tokens beyond measurement noise, and " + "; ".join(near.values()) + ": an ordinary "
+             + " and ".join({"ttft": "prefill", "itl": "decode"}[t] for t in near) + " of this workload on this GPU. "
+             "Faster needs fewer bytes or FLOPs per token (a smaller dtype, a smaller prompt) or more GPUs, not a "
+             "change in between."
+             + "".join(f" Meanwhile {p[:1].lower() + p[1:]}: the wait behind the other requests' work at this load, "
+                       "not a layer between the client and the engine." for p in far.values()))
+    phases = near
     head = phases.get(asked) or phases.get("itl") or next(iter(phases.values()))
     return Finding(id="request-reconciled", rule="request_account", category="workload", confidence=0.7,
-                   evidence=acct.evidence, title="Client and engine figures agree: " + head.split(" (floor")[0],
+                   evidence=acct.evidence,
+                   title=capitalized(head.split(" (floor")[0]) + ", and the benchmark's figures match the engine's",
                    claim=claim, short="client and engine figures agree; " + "; ".join(p.split(" (floor")[0]
                                                                                        for p in phases.values()) + ".",
                    symptoms=["ttft", "itl", "throughput"], secondary=True,
@@ -525,6 +537,23 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
             sets_bound=None if why is not None else BoundClaim(
                 rank=Rank.RESIDUAL - 0.1, bound="unknown",
                 words=f"{capitalized(r.words())}: a figure below its floor cannot be memory-bound.")))
+    # a decode step at a large batch reads its requests' KV besides the weights: a roofline of the weights alone calls
+    # it compute-bound where the KV reads make it memory-bound (the step then sits near its memory floor)
+    fit = acct.floors.get("itl")
+    itl = _measured_itl(acct)
+    if fit is not None and itl and fit.bound == "memory" and fit.bound_without_kv == "compute" and \
+            itl < 2.0 * fit.ms and not below:
+        out.append(Finding(
+            id="request-decode-reads-kv", rule="request_account", category="workload", confidence=0.75,
+            evidence=acct.evidence, informational=True,
+            title=f"Decode is memory-bound at {itl / fit.ms:.2f}x its floor once the KV reads count: not compute-bound",
+            claim=(f"A decode step {fit.arithmetic}; its FLOPs take less. Measured {fmt(itl, 'ms')} per step, "
+                   f"{itl / fit.ms:.2f}x that floor: the step streams the weights and every running request's KV "
+                   "cache. A roofline of the weights alone puts this batch past the ridge (compute-bound); the KV "
+                   "reads grow with the batch and keep it memory-bound. More tokens per second need fewer bytes per "
+                   "step (FP8 weights or KV cache, shorter contexts) or more memory bandwidth, not more FLOPs."),
+            short=f"decode is memory-bound at {itl / fit.ms:.2f}x its floor with the KV reads counted.",
+            symptoms=["itl", "throughput"], contradicts=["decode"]))
     # the user's figure of a phase is mostly spent outside the engine: a roofline verdict on that phase (the engine's
     # own prefill or decode) is true of the engine and says nothing of what the user waits for
     phase_of = {"ttft.client_over_engine": "prefill", "itl.client_over_engine": "decode",
@@ -583,7 +612,7 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
         groups.setdefault(key, ([], cands))[0].append(r)
     for rs, cands in list(groups.values())[:3]:
         out.append(_candidates_finding(rs, cands, acct, hf))
-    if len(out) == 1 and not [r for r in acct.residuals if _weight(r) >= 0.25]:
+    if len(out) == 1 and not [r for r in acct.residuals if _weight(r) >= 0.25 and not r.shape.endswith("far_above_floor")]:
         ok = _reconciled(acct, v.question)
         if ok is not None:
             out.append(ok)

@@ -27,6 +27,9 @@ class PlanStep(BaseModel):
     foreach: Literal["hosts"] | None = None
     """`hosts`: one call per usable host of a multi-host run, each with `host: NAME` (the calls run concurrently,
     at most `hosts_in_flight` hosts at once); in a one-host run, the one call as written."""
+    round: Literal[1, 2] = 1
+    """The lead's round the step is made in: 2 for a prong whose results arrive only when the host's sampling windows
+    close (see `AgentDef.round`)."""
 
 
 class AgentDef(BaseModel):
@@ -48,6 +51,11 @@ class AgentDef(BaseModel):
     joins: str | None = None
     """`run.FIELD`: the prong joins a run only when that input is given (its plan step is left out, and the `task`
     tool does not offer it, otherwise)."""
+    round: Literal[1, 2] = 1
+    """2: the prong's results arrive only when a sampling window on the host closes (the resource account's, the
+    power sampler's: their probes start when the host is connected). The lead's offline plan starts it with the
+    second round, beside the steps the first round's evidence calls for, so that the second round runs inside the
+    window instead of after it; the lead waits for every step of a round as always."""
     prompt: str = ""
     """The system prompt (the file's body, with `{{include NAME}}` fragments from prompts/ expanded)."""
     source: str = ""
@@ -160,7 +168,7 @@ def with_prong_steps(agents: dict[str, AgentDef]) -> AgentDef:
         return lead
     order = [p.agent for p in PRONGS if p.agent]
     names = [n for n in order if n in agents] + sorted(n for n in agents if n not in order)
-    steps = [PlanStep(tool="task", args={"agent": n, "brief": a.brief}, when=a.joins)
+    steps = [PlanStep(tool="task", args={"agent": n, "brief": a.brief}, when=a.joins, round=a.round)
              for n in names if (a := agents[n]).brief and a.role != "lead"]
     if not steps:
         return lead

@@ -63,5 +63,8 @@ def assemble(question: str, submitted: SubmittedDiagnosis, run: RunContext) -> D
         table = fleet_table(run.evidence.all(), run.inputs.hosts)
         if table is not None:
             diag.fleet = table
+    from orchestrator.prongs.request.report import account_table_of
+
+    diag.request_account = account_table_of(run.evidence.all(), run.inputs)
     # one place for what leaves the run: secrets redacted, terminal control removed
     return scrub_model(diag)

@@ -456,15 +456,19 @@ def _confirm_recorded(old, path: Path, *, yes: bool) -> None:
     """Show the recorded question and hosts (data someone wrote: shown, never obeyed) and have them confirmed: at a
     terminal by answering y, otherwise by --yes; BadInput (one line that shows them) when neither."""
     from orchestrator.resume import quoted, recorded_target
+    from orchestrator.validate import MAX_QUESTION_CHARS
 
     question, dests = recorded_target(old)
-    where = ", ".join(quoted(d) for d in dests) if dests else "this machine"
-    named = " ".join(["--question", quoted(question), *(f"--host {quoted(d)}" for d in dests)])
+    # in full: what is confirmed is what the run is then asked (a question is at most MAX_QUESTION_CHARS long)
+    where = ", ".join(quoted(d, MAX_QUESTION_CHARS) for d in dests) if dests else "this machine"
+    named = " ".join(["--question", quoted(question, MAX_QUESTION_CHARS),
+                      *(f"--host {quoted(d, MAX_QUESTION_CHARS)}" for d in dests)])
     if not yes and not sys.stdin.isatty():
-        raise BadInput(f"{_shown(path)} was recorded on {where}, asking {quoted(question)}; stdin is not a terminal "
+        raise BadInput(f"{_shown(path)} was recorded on {where}, asking {quoted(question, MAX_QUESTION_CHARS)}; stdin "
+                       f"is not a terminal "
                        f"to confirm them: pass --yes to resume with them (`investigate resume --yes {_shown(path)}`), "
                        f"or name them again with {named}")
-    sys.stderr.write(f"resume {_shown(path)}: question {quoted(question)}, on {where}\n")
+    sys.stderr.write(f"resume {_shown(path)}: question {quoted(question, MAX_QUESTION_CHARS)}, on {where}\n")
     if yes:
         return
     sys.stderr.write("Resume with this question and these hosts? [y/N] ")

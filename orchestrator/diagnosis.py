@@ -157,6 +157,56 @@ class FleetTable(_Strict):
     """The odd hosts, most different first."""
 
 
+class AccountTerm(_Strict):
+    """One term of the request account as each place measured it."""
+
+    term: str
+    run: str = ""
+    """The client run (benchmark or the user's timings) the client figure comes from."""
+    client: float | None = None
+    engine: float | None = None
+    floor: float | None = None
+    unit: str
+
+
+class AccountFloor(_Strict):
+    term: str
+    ms: float
+    arithmetic: str
+    source: str = ""
+
+
+class AccountResidual(_Strict):
+    """Two figures that should agree and do not, where the difference sits, and what the table makes of it."""
+
+    shape: str
+    words: str
+    layer: str
+    mechanism: str = ""
+    """The confirmed mechanism, if one is."""
+    candidates: list[str] = Field(default_factory=list)
+    """The mechanisms the evidence still allows, most likely first."""
+    ruled_out: list[str] = Field(default_factory=list)
+
+
+class AccountWaste(_Strict):
+    phase: str
+    what: str
+    share: float
+    arithmetic: str
+
+
+class RequestAccountTable(_Strict):
+    """The request account: the user's latency and tokens term by term from each place they were measured, each
+    term's physical floor, the residuals and the work nobody asked for (orchestrator/prongs/request)."""
+
+    terms: list[AccountTerm] = Field(default_factory=list)
+    floors: list[AccountFloor] = Field(default_factory=list)
+    residuals: list[AccountResidual] = Field(default_factory=list)
+    waste: list[AccountWaste] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+
+
 class Diagnosis(_Strict):
     question: str
     verdict: str
@@ -174,12 +224,17 @@ class Diagnosis(_Strict):
     also_noticed: list[Noticed] = Field(default_factory=list)
     """True findings that cannot explain the asked symptom, or history with a watch note: never ranked causes
     (left out of the dump when empty, so older diagnoses and their recordings keep their shape)."""
+    request_account: RequestAccountTable | None = None
+    """The request account's arithmetic (None: the run has no request probe's evidence, and then left out of the
+    dump, so older diagnoses and their recordings keep their shape)."""
 
     @model_serializer(mode="wrap")
     def _drop_empty_fleet(self, handler):
         out = handler(self)
         if isinstance(out, dict) and out.get("fleet") is None:
             out.pop("fleet", None)
+        if isinstance(out, dict) and out.get("request_account") is None:
+            out.pop("request_account", None)
         if isinstance(out, dict) and not out.get("also_noticed", True):
             out.pop("also_noticed", None)
         return out

@@ -23,7 +23,8 @@ errors (crashes, hangs, failures), cost (money per token, GPUs needed)."""
 
 _TYPED_KEYS = ("title", "numbers", "informational", "secondary", "bound", "short", "rule", "entry", "severity",
                "matched", "symptoms", "explains", "static", "unmet", "sets_bound", "agrees", "rules_out", "queue_wait",
-               "caps_batch", "batch_uncapped", "change_kind", "verdict_words")
+               "caps_batch", "batch_uncapped", "change_kind", "verdict_words", "reads",
+               "contradicts")
 """Fields that older transcripts carried inside `data` (read back into the typed fields on load)."""
 
 
@@ -141,6 +142,13 @@ class Finding(BaseModel):
     of either; empty for a finding about one run."""
     verdict_words: SkipJsonSchema[str] = ""
     """A sentence the verdict carries whenever this finding explains the asked symptom (the published reference)."""
+    reads: SkipJsonSchema[str] = ""
+    """The measured figure whose roofline verdict this finding states (`decode`: the inter-token latency against the
+    decode floor; `prefill`: the TTFT against the prefill floor); empty for other findings."""
+    contradicts: SkipJsonSchema[list[str]] = Field(default_factory=list)
+    """Measured figures (`reads`) whose verdicts this finding's evidence contradicts (a decode step below its memory
+    floor, a TTFT spent outside the engine): the synthesis leaves those verdicts out, so the diagnosis never states a
+    bound a figure it holds contradicts."""
     data: dict[str, Any] = Field(default_factory=dict)
     """Rule-specific extras (e.g. a measured ratio); nothing the synthesis relies on by magic key."""
 

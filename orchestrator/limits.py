@@ -70,6 +70,12 @@ NSYS_PROGRESS_OPS = 100_000
 NSYS_CHECK_TIMEOUT_S = 10.0
 """Wall time of the up-front check of an nsys export (it reads the schema and a row count)."""
 
+# --- an engine's /metrics (prongs/serving_engine/metrics.py) ----------------------------------------------------------
+
+METRIC_MAX_ABS = 1e18
+"""|value| of one Prometheus sample an engine exposes: a counter of tokens served reaches ~1e13 in a year of a busy
+engine, bytes ~1e15. A sample beyond (or not finite, or a negative count) is left out as no measurement."""
+
 # --- logs ------------------------------------------------------------------------------------------------------------
 
 LOG_LINE_MAX_CHARS = 8000

@@ -9,6 +9,9 @@ class Rank:
     finding able to set the bound gives it a `BoundClaim` at its tier, plus a fraction below 1 that orders findings of
     one tier; the synthesis takes the lowest claim among the findings that explain the asked symptom."""
 
+    RESIDUAL = -100
+    """A residual of the request account whose mechanism the evidence confirms (prongs/request): where the user's
+    time or the GPU's work went, which a measurement flaw or the GPUs' idle share only locate."""
     FLAW = 0
     """The figure asked about does not measure the server (a TTFT that is the whole request, runs not comparable)."""
     ACCOUNT = 100

@@ -176,6 +176,47 @@ class _AtSchemes:
         return word[2] >= h
 
 
+class _CommandFlag:
+    """`PROGRAM ... -p SECRET` on one line (mysql, sshpass), looked for without the quadratic cost of `re.sub`: its
+    lazy gap ran from every occurrence of the program's name to the end of the line (`mysql ` x 20,000 on one line,
+    120 kB, took 11 s). Each line's places where the flag and its value can begin are found once; the pattern then
+    runs only from a name that has one after it on its line. The same matches as `re.sub` with the pattern."""
+
+    MARGIN = 300
+    """How far past a line's end the flag's tail may reach (a newline before `-p`, the value after up to 256 blanks)."""
+
+    def __init__(self, pattern: str, name: str, flag: str, flags: int = 0):
+        self.pattern = re.compile(pattern, flags)
+        self.name = re.compile(name, flags)
+        self.flag = re.compile(f"(?=(?:{flag}))", flags)
+
+    def sub(self, repl: str, text: str) -> str:
+        import bisect
+
+        out: list[str] = []
+        pos = 0
+        line_end = -1
+        heads: list[int] = []
+        for w in self.name.finditer(text):
+            at = w.start()
+            if at < pos:
+                continue
+            if at > line_end:  # the first name on its line: where the flag can begin on this line, once
+                line_start = text.rfind("\n", 0, at) + 1
+                line_end = text.find("\n", at)
+                line_end = len(text) if line_end == -1 else line_end
+                heads = [h.start() for h in self.flag.finditer(text, line_start, min(len(text), line_end + self.MARGIN))
+                         if h.start() <= line_end]
+            i = bisect.bisect_left(heads, w.end())
+            if i == len(heads):
+                continue
+            m = self.pattern.match(text, at)
+            if m is not None:
+                out += [text[pos:at], m.expand(repl)]
+                pos = m.end()
+        return text if not out else "".join(out) + text[pos:]
+
+
 _PATTERNS: list[tuple[str, Any, Any]] = [
     (
         "pem-private-key",
@@ -205,7 +246,9 @@ _PATTERNS: list[tuple[str, Any, Any]] = [
     ("url-credentials", _AtSchemes(r"(?i)\b([a-z][a-z0-9+.\-]*://)(?:[^/\s:@\"']*:[^\s\"']*@(?=[^\s@\"']*(?:[\s\"']|$))"
                                    r"|[^/\s:@\"'?#\x00&,<>\[\]]+@(?=[A-Za-z0-9\[]))"),
      r"\1" + REDACTED + "@"),
-    ("netrc-password", re.compile(r"(?im)(\b(?:login|machine)\s+\S+\s+(?:login\s+\S+\s+)?password\s+|^\s*password\s+)\S+"),
+    # (a line `password = X` is an assignment, not netrc's `password X`: its value is not the `=`)
+    ("netrc-password", re.compile(r"(?im)(\b(?:login|machine)\s+\S+\s+(?:login\s+\S+\s+)?password\s+|^\s*password\s+)"
+                                  r"(?![=:](?:\s|$))\S+"),
      r"\1" + REDACTED),
     # hostname:port:database:username:password, as in ~/.pgpass (also quoted inside a log line)
     ("pgpass-line", re.compile(r"(?<![\w.:/\-])([A-Za-z0-9_.\-*]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:)[^\s:]+(?=\s|$)"),
@@ -213,7 +256,9 @@ _PATTERNS: list[tuple[str, Any, Any]] = [
     ("cli-password-flag", re.compile(
         r"(?i)((?<![\w-])--(?:password|passwd|pass|token|api-key|apikey|secret|auth-token|access-token|passphrase)"
         r"(?:\s+|=))(?!-)(\"[^\"]*\"|'[^']*'|\S+)"), r"\1" + REDACTED),
-    ("mysql-p-flag", re.compile(r"(?i)(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p)(?=\S)\S+"), r"\1" + REDACTED),
+    ("mysql-p-flag", _CommandFlag(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p)(?=\S)\S+",
+                                  r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b", r"\s-p(?=\S)", re.I),
+     r"\1" + REDACTED),
     # formats with a fixed shape (gitleaks' rules name each: https://github.com/gitleaks/gitleaks/tree/master/cmd/generate/config/rules)
     ("slack-webhook", re.compile(r"(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_\-]{8,}"),
      r"\1" + REDACTED),
@@ -222,7 +267,9 @@ _PATTERNS: list[tuple[str, Any, Any]] = [
     ("twilio-key", re.compile(r"\b(?:AC|SK)[a-f0-9]{32}\b"), "SK" + REDACTED),
     ("age-secret-key", re.compile(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", re.I), "AGE-SECRET-KEY-" + REDACTED),
     ("databricks-token", re.compile(r"\bdapi[a-f0-9]{32}(?:-\d)?\b"), "dapi" + REDACTED),
-    ("sshpass-p-flag", re.compile(r"(\bsshpass\b[^\n]*?(?:\s|\x00)-p(?:\s|\x00)*)(?!-)[^\s\x00]+"), r"\1" + REDACTED),
+    ("sshpass-p-flag", _CommandFlag(r"(\bsshpass\b[^\n]*?(?:\s|\x00)-p(?:\s|\x00){0,256})(?!-)[^\s\x00]+",
+                                    r"\bsshpass\b", r"(?:\s|\x00)-p(?:\s|\x00){0,256}(?!-)[^\s\x00]"),
+     r"\1" + REDACTED),
     # any flag or setting whose NAME says it holds a secret (--admin-token X, --db-password=X, client-key-data: X,
     # argv joined by NULs as /proc/PID/cmdline has it); `secret_name` decides, benign values (numbers, booleans,
     # paths) stay
@@ -239,8 +286,9 @@ _PATTERNS: list[tuple[str, Any, Any]] = [
             r"api[_-]?key|token|secret|auth|identitytoken)"
             r"([\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s\"',;}]+)"
         ),
-        lambda m: m.group(1) + m.group(2) + (m.group(3)[0] + REDACTED + m.group(3)[0]
-                                             if m.group(3)[:1] in ("\"", "'") else REDACTED),
+        lambda m: m.group(0) if _counted_tokens(m) else
+        m.group(1) + m.group(2) + (m.group(3)[0] + REDACTED + m.group(3)[0] if m.group(3)[:1] in ("\"", "'")
+                                   else REDACTED),
     ),
     # a bare AWS secret access key: 40 characters of base64 alphabet with upper, lower and digits, standing alone
     ("aws-secret-key", re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"
@@ -255,6 +303,21 @@ _PATTERNS: list[tuple[str, Any, Any]] = [
     ("long-hex", re.compile(r"(?<![\w./:@\-])(?:[a-f0-9]{32,}|[A-F0-9]{32,})(?![\w./\-])"),
      lambda m: m.group(0) if _hash_context(m) else REDACTED),
 ]
+
+
+_COUNT = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{1,5}")
+
+
+def _counted_tokens(m: re.Match) -> bool:
+    """`token = 52,973` is a count of a model's tokens (a diagnosis's "KV per token = 52,973 bytes"), not a secret: a
+    name that is the bare word `token`, whose value is a plain number (thousands separators allowed) and continues
+    as one: with thousands separators or a decimal point, or at most five digits (a longer bare number may be a PIN
+    or a numeric token). A number under a password's or a secret's name stays redacted."""
+    if m.group(1).strip("-").lower() != "token":
+        return False
+    rest = m.string[m.start(3):m.start(3) + 40]
+    num = _COUNT.match(rest)
+    return num is not None and not rest[num.end():num.end() + 1].isalnum()
 
 
 # ---------------------------------------------------------------------------------------------------------------

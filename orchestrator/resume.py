@@ -96,9 +96,19 @@ def settings_from(t: Transcript, own: Settings) -> Settings:
 
 def recorded_target(t: Transcript) -> tuple[str, list[str]]:
     """The recorded run's question and hosts (none: this machine), as `investigate resume` shows them for
-    confirmation; InputError when the transcript cannot be resumed at all (finished, damaged, another host source)."""
+    confirmation (the question as `shown`: what is confirmed is what is then asked); InputError when the transcript
+    cannot be resumed at all (finished, damaged, another host source)."""
     rec = _resumable(t)
-    return rec.question, _recorded_dests(rec)
+    return shown(rec.question), _recorded_dests(rec)
+
+
+def shown(text: str) -> str:
+    """Recorded text as a person reads it: terminal control and hidden characters removed, whitespace runs as one
+    space. A recorded question is confirmed, and then asked, in this form: a right-to-left override or a tail past
+    what the confirmation showed is not asked unseen."""
+    from orchestrator.sanitize import sanitize
+
+    return " ".join(sanitize(text).split())
 
 
 def _recorded_dests(rec: RunInputs) -> list[str]:
@@ -130,15 +140,15 @@ def confirm_resume(t: Transcript, question: str | None, hosts: list[str], *,
     rec = _resumable(t)
     recorded = _recorded_dests(rec)
     if accept_recorded:
-        question = question if question is not None and question.strip() else rec.question
+        question = question if question is not None and question.strip() else shown(rec.question)
         hosts = hosts or list(recorded)
-    shown = " ".join(f"--host {_arg(d)}" for d in recorded)
+    named = " ".join(f"--host {_arg(d)}" for d in recorded)
     if recorded and not hosts:
         raise InputError(f"{t.path} was recorded on {', '.join(map(_arg, recorded))}; resume acts only on hosts you "
-                         f"name again: add {shown}")
+                         f"name again: add {named}")
     if sorted(hosts) != sorted(recorded) and not (not recorded and hosts == ["local"]):
         was = ", ".join(map(_arg, recorded)) or "this machine"
-        again = f"pass {shown}" if recorded else "pass no --host"
+        again = f"pass {named}" if recorded else "pass no --host"
         raise InputError(f"{t.path} was recorded on {was}, not on {', '.join(map(_arg, hosts))}; resume continues the "
                          f"recorded run: {again}, or start a new run with `investigate QUESTION --host ...`")
     if question is None or not question.strip():
@@ -153,12 +163,10 @@ def quoted(text: str, limit: int = 200) -> str:
 
 
 def _arg(text: str, limit: int = 200) -> str:
-    """`text` as one shell argument a user can copy (terminal controls removed, length bounded)."""
+    """`text` as one shell argument a user can copy (`shown`, length bounded)."""
     import shlex
 
-    from orchestrator.sanitize import sanitize
-
-    s = " ".join(sanitize(text).split())
+    s = shown(text)
     return shlex.quote(s if len(s) <= limit else s[:limit] + "…")
 
 

@@ -27,8 +27,10 @@ from orchestrator.settings import state_dir
 
 
 # JSON leaves DEL, C1 controls and bidi overrides raw with ensure_ascii=False: escaped here, the line parses to the
-# same strings and `cat`ting a transcript cannot drive a terminal
-_JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# same strings and `cat`ting a transcript cannot drive a terminal. Lone surrogates too: a host's JSON or YAML may
+# escape one (`"\\ud800"` in a served config parses to it), and UTF-8 cannot encode it: the write raised and the run
+# lost the event (a local user's config could end any run's recording)
+_JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 
 
 def _dumps(obj: Any) -> str:

@@ -264,6 +264,12 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     # finding whose condition the evidence does not show (a MoE kernel's tuning for a model not known to be MoE) is
     # said apart too.
     relevant = [f for f in findings if asked.explains(f) and not f.unmet]
+    # a verdict never contradicts a figure it holds: a verdict read off a figure the evidence contradicts (a decode
+    # called memory-bound below its memory floor, a prefill bound read off a TTFT spent outside the engine) is left
+    # out; the finding that contradicts it (`Finding.contradicts`) says why
+    contradicted = {x for f in findings for x in f.contradicts}
+    vetoed = {f.id for f in findings if f.reads and f.reads in contradicted}
+    relevant = [f for f in relevant if f.id not in vetoed]
     bound, reasoning, setter = bound_of(relevant)
     not_serving = served.never_served(view, asked)
     if not_serving is not None:
@@ -284,7 +290,8 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     causes_f = _agree_with_bound(causes_f, bound)
     uncapped = _caps_not_reached(causes_f)  # a batch cap the engine's own state shows it is far from
     causes_f = [f for f in causes_f if f not in uncapped]
-    noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and _noticeable(f)]
+    noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and f.id not in vetoed
+                 and _noticeable(f)]
     noticed_f = [(f, _unmet_note(f) if f.unmet else note) for f, note in noticed_f]
     noticed_f += uncapped_notes(uncapped, findings)
     noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
@@ -328,6 +335,9 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                    else f"no GPU or host resource is the limit: {_first_sentence(reasoning)}"
                    if setter is not None and setter.sets_bound is not None and int(setter.sets_bound.rank) == Rank.ACCOUNT
                    and setter.bound is None and reasoning
+                   else _first_sentence(reasoning[:1].lower() + reasoning[1:])
+                   if setter is not None and setter.sets_bound is not None
+                   and int(setter.sets_bound.rank) == Rank.RESIDUAL and reasoning
                    else unsettled_words(asked))
         verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {_titled_number(f)};" for i, f in
                                                                   enumerate(causes_f[:4], 1)).rstrip(";") + "."

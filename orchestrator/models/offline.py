@@ -63,10 +63,14 @@ class OfflineModel:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         steps = [s for s in self.defn.plan if _usable(s.when, self.run.inputs)]
-        if request.turn == 1 and steps and not request.final:
-            return self._calls(1, steps, "Running my plan")
+        first = [s for s in steps if s.round == 1]
+        if request.turn == 1 and first and not request.final:
+            return self._calls(1, first, "Running my plan")
         if request.turn == 2 and self.defn.role == "lead" and steps and not request.final:
+            # the first round's evidence calls for more; the prongs that wait for a sampling window join here, so
+            # that the second round runs while the window is still open
             again = [s for s in self._second_round() if _usable(s.when, self.run.inputs)]
+            again += [s for s in steps if s.round == 2]
             if again:
                 return self._calls(2, again, "Second round, from what the first one found")
         return self._submit(request)

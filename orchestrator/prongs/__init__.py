@@ -16,6 +16,7 @@ from orchestrator.prongs.kernel_research import PRONG as KERNEL_RESEARCH
 from orchestrator.prongs.node_health import PRONG as NODE_HEALTH
 from orchestrator.prongs.path import PRONG as PATH
 from orchestrator.prongs.reference import PRONG as REFERENCE
+from orchestrator.prongs.request import PRONG as REQUEST
 from orchestrator.prongs.resource_account import PRONG as RESOURCE_ACCOUNT
 from orchestrator.prongs.serving_engine import PRONG as SERVING_ENGINE
 from orchestrator.prongs.settings_audit import PRONG as SETTINGS_AUDIT
@@ -30,6 +31,7 @@ PRONGS: tuple[Prong, ...] = (
     SERVING_ENGINE,
     RESOURCE_ACCOUNT,
     PATH,
+    REQUEST,
     FLEET,
     REFERENCE,
     TRACE,

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import math
+
 import itertools
 import sys
 from datetime import datetime
@@ -357,6 +359,8 @@ def _concurrency(tl: Timeline) -> None:
 
 
 def _fmt_s(s: float) -> str:
+    if not math.isfinite(s):  # a recorded NaN or infinity (a transcript is data someone wrote): int() of it raised
+        return "?s"
     if s < 10:
         return f"{s:.2f}s"
     if s < 600:
@@ -382,10 +386,14 @@ def _fmt_tokens(n: int) -> str:
 
 def gantt_bar(start: float, end: float, total: float, width: int) -> str:
     """A text bar of `width` cells with the span [start, end] of [0, total] filled."""
-    if total <= 0:
+    if not total > 0 or not math.isfinite(total):
         return "█" * width
-    a = min(width - 1, int(start / total * width))
-    b = max(a + 1, min(width, round(end / total * width)))
+
+    def cell(x: float) -> float:  # a recorded time before the run's start, or not finite, lies at an edge
+        return min(max(x / total * width, 0.0), float(width)) if math.isfinite(x) else 0.0
+
+    a = min(width - 1, int(cell(start)))
+    b = max(a + 1, min(width, round(cell(end))))
     return "·" * a + "█" * (b - a) + "·" * (width - b)
 
 

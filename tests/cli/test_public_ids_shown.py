@@ -1,23 +1,16 @@
 """Issue 43 item 3, end to end: a host-key fingerprint is public and the user must compare it, so it is printed
 whole (it read `SHA256:[REDACTED]`); the run id joins `show` to its transcript, so `show` and `show --json` print it
-(they printed `[REDACTED]`). Redaction itself is redact.py's; this is what the user sees."""
+(they printed `[REDACTED]`). Redaction itself is redact.py's (tests/security/test_redaction.py); this is what the
+user sees."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
 from support.cli import ROOT, investigate, one_line
 
 SEED = "transcripts/seed-rtx-pro-6000-fp4.jsonl"
 
-PENDING = "redact.py's entropy rule still takes a SHA256 fingerprint and a 32-hex run id for secrets (the redaction " \
-          "side is sec-output's): when it lets them through these pass, and the markers go"
-
-
-@pytest.mark.xfail(strict=False, reason=PENDING + "; not strict: whether the entropy rule takes a fingerprint "
-                   "depends on the random key's characters, so it passes now and then")
 def test_an_unknown_host_key_is_shown_whole(sshd_factory, tmp_path):
     sshd = sshd_factory(name="nokey-box", trust=False)
     home = tmp_path / "home"
@@ -27,7 +20,6 @@ def test_an_unknown_host_key_is_shown_whole(sshd_factory, tmp_path):
     assert f"ssh-ed25519 {sshd.fingerprint()}" in line, line
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_show_prints_the_run_id(tmp_path):
     run_id = json.loads((ROOT / SEED).read_text().splitlines()[1])["run_id"]
     text = investigate("show", SEED, tmp_path=tmp_path, cwd=ROOT)

@@ -151,6 +151,37 @@ async def test_a_prongs_follow_up_is_the_offline_leads_second_round(monkeypatch)
     assert [e.name for e in result.events if isinstance(e, AgentStarted)] == ["lead"]
 
 
+async def test_a_prong_that_waits_for_a_sampling_window_joins_the_second_round():
+    """A prong whose results arrive when a window closes (`round: 2`) is started with the lead's second round, beside
+    what the first round calls for, so that the second round runs inside the window; with nothing to chase it still
+    runs, in the second round, and the lead submits at its third turn."""
+    from support.core import core_registry
+
+    from orchestrator.events import AgentStarted, ToolCall
+    from orchestrator.inputs import RunInputs
+    from orchestrator.models.offline import OfflineBackend
+    from orchestrator.run import Run
+    from orchestrator.settings import Settings
+
+    agents = {"lead": _agent("lead", role="lead", tools=["task", "sleep"],
+                             plan=[PlanStep(tool="sleep", args={"label": "nothing"})]),
+              "quick": _agent("quick", tools=["sleep"], brief="look", plan=[PlanStep(tool="sleep", args={"label": "q"})]),
+              "window": _agent("window", tools=["sleep"], brief="sample", round=2,
+                               plan=[PlanStep(tool="sleep", args={"label": "w"})])}
+    lead = with_prong_steps(agents)
+    assert [(s.args.get("agent"), s.round) for s in lead.plan if s.tool == "task"] == [("quick", 1), ("window", 2)]
+    async with Run(inputs=RunInputs(question="q"), settings=Settings(prefetch_probes=False),
+                   backend=OfflineBackend(), agents={**agents, "lead": lead}, registry=core_registry(),
+                   transcript=False) as r:
+        await r.investigate()
+    events = r.result.events
+    assert [e.name for e in events if isinstance(e, AgentStarted)] == ["lead", "quick", "window"]
+    lead_calls = [(e.turn, e.tool, e.args.get("agent")) for e in events
+                  if isinstance(e, ToolCall) and e.agent_id == "lead"]
+    assert lead_calls == [(1, "task", "quick"), (1, "sleep", None), (2, "task", "window"),
+                          (3, "submit_diagnosis", None)]
+
+
 def replace_plan(lead: AgentDef, label: str) -> AgentDef:
     return lead.model_copy(update={"plan": [PlanStep(tool="sleep", args={"label": label})]})
 

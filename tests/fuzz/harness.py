@@ -92,6 +92,30 @@ def t_config(p: Path, tmp: Path) -> None:
                                       files={"/srv/c.yaml": SettingsFile(text=text, role=flag)}))
 
 
+def t_path_config(p: Path, tmp: Path) -> None:
+    """A layer's configuration (a `--path-config` file, or a proxy's config read on the host) through each layer's
+    parser (a ConfigError is its clean refusal) and the path report (total: nothing raises)."""
+    from orchestrator.prongs.path import parsers as ps
+    from orchestrator.prongs.path.probe import report_from
+
+    text = _plain(p, tmp).read_bytes().decode("utf-8", "replace")
+    where = f"/etc/layer/{p.name}"
+    ps.sniff(text, where)
+    for layer in ("nginx", "haproxy", "envoy", "litellm", "ray_serve", "triton", "systemd", "k8s", "docker",
+                  "k8s_events"):
+        try:
+            ps.parse_one(layer, {where: text})
+        except ps.ConfigError:
+            pass
+    files = [{"path": where, "layer": layer, "role": role, "text": text}
+             for layer, role in (("nginx", "config"), ("haproxy", "config"), ("envoy", "config"),
+                                 ("litellm", "config"), ("ray_serve", "config"), ("triton", "model_config"))]
+    from orchestrator.transcript import _dumps
+
+    # recorded as the tool's data is: a transcript line, written as UTF-8
+    _dumps(report_from("h", {"files": files}, {str(p): text}).model_dump(mode="json")).encode("utf-8")
+
+
 def t_trace(p: Path, tmp: Path) -> None:
     """A --trace file through the up-front check and the analysis (the trace tool runs the same in its child)."""
     from orchestrator.traces.analyze import analyze
@@ -133,6 +157,7 @@ TARGETS: dict[str, tuple[Callable[[Path, Path], None], tuple[str, ...]]] = {
     "nsys": (t_trace, ("orchestrator.traces.inputs:TraceInputError", "orchestrator.traces.kineto:TraceFormatError",
                        "orchestrator.traces.nsys:NsysFormatError")),
     "transcript": (t_transcript, ()),
+    "path_config": (t_path_config, ()),
 }
 """What reads each kind, and the errors that are its clean refusal (one line, exit 2 at the CLI)."""
 

@@ -4,7 +4,9 @@ error line, never a traceback, a hang or a memory blow-up.
 Kinds (tests/fuzz/corpus/<kind>/, tests/fuzz/harness.py says what reads each): transcripts (show, report .html/.md),
 observations, --bench/--baseline files, --baseline-log, engine logs (the log parser, the catalog's signals),
 a served process's config YAML (engine configuration, settings audit), Kineto traces (.json, .json.gz) and nsys
-exports (the up-front --trace check and the analysis). The corpus holds seeds and every break found so far; a seeded
+exports (the up-front --trace check and the analysis), the configurations of the layers in front of the engine
+(`--path-config` files and what the path probe reads: nginx, HAProxy, Envoy/Istio, LiteLLM, Ray Serve, Triton,
+systemd units). The corpus holds seeds and every break found so far; a seeded
 mutator (tests/fuzz/mutate.py) adds hostile variants of the seeds, the same ones every run. Everything runs in one
 child process under a 2 GiB address-space limit, each input under a 5 s alarm.
 
@@ -31,7 +33,7 @@ CORPUS = HERE / "corpus"
 SEED = int(os.environ.get("FUZZ_SEED", "38"))
 SCALE = int(os.environ.get("FUZZ_MUTANTS", "1"))
 MUTANTS = {"observations": 60, "bench": 60, "baseline_log": 24, "log": 30, "config": 60, "trace": 100, "nsys": 40,
-           "transcript": 30}
+           "transcript": 30, "path_config": 40}
 """Mutants per kind at FUZZ_MUTANTS=1: with the corpus ~460 inputs, ~5 s of CPU here (each kind's mutants were run
 40x over, 5,569 inputs, before this pass went in: what they found is in the corpus as fuzz-*)."""
 MEMORY_MB = 2048
@@ -80,6 +82,6 @@ def test_every_input_ends_in_a_result_or_one_clean_line(tmp_path):
     by_kind: dict[str, set[str]] = {}
     for e in ends:
         by_kind.setdefault(e["kind"], set()).add(e["end"])
-    for kind in ("trace", "nsys", "observations", "bench", "config", "transcript"):
+    for kind in ("trace", "nsys", "observations", "bench", "config", "transcript", "path_config"):
         assert "ok" in by_kind[kind], (kind, by_kind[kind])  # the seeds still read: the pass tests the readers
     assert res.peak_mb < MEMORY_MB, res.peak_mb

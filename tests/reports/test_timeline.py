@@ -113,6 +113,15 @@ def test_gantt_bar_places_the_span_within_the_width():
     assert len(gantt_bar(3, 4, 7, 23)) == 23
 
 
+def test_gantt_bar_of_a_hostile_span_stays_within_the_width():
+    """A recorded event long before the run's start (a hostile transcript's timestamp) gave a span from a huge negative
+    cell: `"█" * (b - a)` asked for terabytes (MemoryError from a 25 kB transcript); NaN raised in int()."""
+    for start, end, total in ((-1e12, 5.0, 10.0), (float("nan"), 5.0, 10.0), (0.0, float("inf"), 10.0),
+                              (2.0, 3.0, float("nan")), (5.0, -1e300, 10.0)):
+        bar = gantt_bar(start, end, total, 20)
+        assert len(bar) == 20 and "█" in bar, (start, end, total, bar)
+
+
 def test_empty_transcript_gives_an_empty_timeline_that_still_renders():
     tl = build_timeline([])
     assert tl.agents == [] and tl.max_concurrency == 0 and tl.status == UNFINISHED

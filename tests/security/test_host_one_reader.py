@@ -14,7 +14,7 @@ from orchestrator.hosts.policy import unsafe_read
 from orchestrator.probes import scripts
 
 SCRIPTS = sorted(p.name for p in resources.files(scripts).iterdir() if p.name.endswith(".py") and p.name != "__init__.py")
-READER = {"open_host_file", "read_host_file", "log_lines"}
+READER = {"open_host_file", "read_host_file", "log_lines", "list_host_dir"}
 """The prelude's reader itself: the only functions that open a descriptor (log_lines wraps one it was handed)."""
 FILE_MODULES = {"pathlib", "gzip", "bz2", "lzma", "tarfile", "zipfile", "shelve", "sqlite3", "codecs", "fileinput",
                 "linecache", "dbm"}
@@ -22,7 +22,8 @@ FILE_CALLS = {"open", "fdopen", "read_text", "read_bytes", "FileIO", "copy", "co
               "copytree", "sendfile", "openat"}
 READING_PROGRAMS = {"cat", "head", "tail", "dd", "less", "more", "strings", "xxd", "od", "base64", "tac", "nl", "cp"}
 NOT_FILES = {("engine.py", "opener")}
-"""`opener.open(Request)`: urllib's loopback /metrics fetch (no file)."""
+"""`opener.open(Request)`: a loopback HTTP fetch (no file; the scripts fetch through the prelude's loopback_get, and
+the walk's own test plants one)."""
 
 
 def _problems(name: str, source: str) -> list[str]:

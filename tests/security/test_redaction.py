@@ -124,7 +124,7 @@ def test_urls_keep_their_path_ids_and_lose_their_user_names_and_query_tokens(tex
 
 # Host text can be shaped against the patterns: each of these took time growing with the square (or cube) of its
 # length (`token_` x 8,000 = 48 kB: 403 s; `a.` x 8,000 before `://`: 1 s and x4 per doubling; 224 kB of BEGIN lines:
-# 16 s). At 128 kB a quadratic shape takes tens of seconds, a linear one a few tens of milliseconds.
+# 16 s; `mysql ` x 20,000 on one line: 11 s). At 128 kB a quadratic shape takes tens of seconds, a linear one a few tens of milliseconds.
 HOSTILE_SHAPES = {
     "a scheme of many dots": lambda n: "a." * (n // 2) + "a://x",
     "one long name of stems": lambda n: "token_" * (n // 6),
@@ -137,6 +137,7 @@ HOSTILE_SHAPES = {
     "pgpass-like": lambda n: "a:1:" * (n // 4),
     "assignments": lambda n: "a_key:" * (n // 6),
     "base64 runs": lambda n: ("A" * 23 + "/") * (n // 24),
+    "a program's name many times on a line": lambda n: "mysql " * (n // 6) + "sshpass " * (n // 8),
 }
 
 
@@ -167,11 +168,14 @@ def test_the_linear_matchers_find_what_the_plain_patterns_find():
         # the atomic name groups only stop backtracking that cannot succeed
         "secret-named-value": re.compile(patterns["secret-named-value"][0].pattern.pattern.replace("(?>", "(?:")),
         "secret-assignment": patterns["secret-assignment"][0].pattern,
+        "mysql-p-flag": patterns["mysql-p-flag"][0].pattern,
+        "sshpass-p-flag": patterns["sshpass-p-flag"][0].pattern,
     }
     edges = ["-----BEGIN RSA PRIVATE KEY-----\nAAAAAAAAAAAAAAAAAAAAAAAA\n", "-----END RSA PRIVATE KEY-----",
              "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "a.b+c-d://", "\u017f://", "\u212a://",
              "1a://u:p@h", "x_http://u@h", "://", "http://a:b@c@d e@f", "u@\u017fx", "x\u00e9_token=1", "Ftoken.x=2",
-             "--my-token x", "a.b.password: 3", "tokens/s", "PASS", "\x00--api-key\x00v", "'", '"', "@", ":", " "]
+             "--my-token x", "a.b.password: 3", "tokens/s", "PASS", "\x00--api-key\x00v", "'", '"', "@", ":", " ",
+             "mysql", "MariaDB -u x", " -p", "-pX", " -p -", "\n-pY", "sshpass", "\x00-p\x00", "-p\n\n z"]
     r = random.Random(7)
     texts = list(compositions(seed=7, n=1500))
     for i in range(1500):
@@ -243,3 +247,27 @@ def test_show_prints_the_run_id_in_text_and_json(tmp_path):
     assert text.returncode == 0 and text.stdout.splitlines()[0].startswith(f"run {rid} "), text.stdout[:200]
     as_json = investigate("show", seed, "--json", tmp_path=tmp_path)
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["run_id"] == rid
+
+
+def test_a_count_of_tokens_is_not_a_token() -> None:
+    """A diagnosis's "KV per token = 52,973 bytes" keeps its number (it came out as "[REDACTED],973"); a value under
+    the name `token` that is not a plain count, and any number under a password's name, stay redacted."""
+    from orchestrator.redact import redact
+
+    assert redact("KV cache per token = 52,973 bytes") == "KV cache per token = 52,973 bytes"
+    assert redact("decode time per token: 1.5 ms") == "decode time per token: 1.5 ms"
+    assert redact("per token = 4096 bytes") == "per token = 4096 bytes"
+    assert "123456789" not in redact("token=123456789")
+    assert "ab12cd34ef" not in redact("token=ab12cd34ef")
+    assert "123456" not in redact("password=123456")
+    assert "52,973" not in redact("password = 52,973")
+
+
+def test_a_password_line_with_spaces_around_the_equals_sign_is_redacted() -> None:
+    """`password = X` at the start of a line was read as netrc's `password X` with `=` for the secret: the `=` went and
+    X stayed in clear."""
+    from orchestrator.redact import redact
+
+    for line in ("password = hunter2", "password = hunter2,x", "  password : hunter2", "password =hunter2"):
+        assert "hunter2" not in redact(line), line
+    assert "p4ss" not in redact("machine h login u password p4ss")

@@ -3,8 +3,8 @@ Prometheus `/metrics` from a real HTTP server on 127.0.0.1, with a planted secre
 
 - `vllm serve MODEL ...`: a console script `bin/vllm` (shebang = this interpreter), so /proc/PID/cmdline reads
   `python3 .../bin/vllm serve MODEL --tensor-parallel-size 8 ...` exactly as a pip-installed vLLM's does.
-- `python3 -m vllm.entrypoints.openai.api_server ...`, `python3 -m sglang.launch_server ...`: modules in the staged
-  site-packages (the host's PYTHONPATH).
+- `python3 -m vllm.entrypoints.openai.api_server ...`, `python3 -m sglang.launch_server ...`, `python3 -m dynamo.vllm
+  ...` (NVIDIA Dynamo's vLLM worker): modules in the staged site-packages (the host's PYTHONPATH).
 - `trtllm-serve MODEL ...`, `text-generation-launcher --model-id ...`: console scripts in `bin/`.
 Every entry point runs the same fake server (`fake_engine.py`): it binds the --port / -p given (or the engine's
 default), answers `/metrics` (vLLM, SGLang, TGI) or `/prometheus/metrics` (trtllm-serve) with the exposition text
@@ -137,7 +137,8 @@ def install_entry_points(bindir: Path, site: Path) -> None:
         exe = bindir / name
         exe.write_text(SCRIPT.replace("{python}", sys.executable).replace("{bindir!r}", repr(str(bindir))))
         exe.chmod(0o755)
-    for mod in ("vllm/entrypoints/openai/api_server.py", "sglang/launch_server.py"):
+    # `python3 -m dynamo.vllm` (NVIDIA Dynamo's vLLM worker) runs the same fake through the package's __main__
+    for mod in ("vllm/entrypoints/openai/api_server.py", "sglang/launch_server.py", "dynamo/vllm/__main__.py"):
         p = site / mod
         p.parent.mkdir(parents=True, exist_ok=True)  # namespace packages (PEP 420): `-m` finds them
         p.write_text(MODULE.replace("{bindir!r}", repr(str(bindir))))

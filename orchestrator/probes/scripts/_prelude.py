@@ -401,6 +401,24 @@ def open_host_file(path, creds=None, resolve=False):
             os.close(fd)
 
 
+def list_host_dir(path, creds=None):
+    """(sorted names, None) of the directory at path (links followed), or ([], why) when a process of creds (None:
+    this probe) could not list it; ([], None) when there is no directory there. What is checked is what is listed: the
+    directory is opened once and its place read back from the descriptor (a link swapped after the check lists
+    nothing else)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return [], None
+    try:
+        why = unreachable(os.readlink("/proc/self/fd/%d" % fd), creds) if creds is not None else None
+        return ([], why) if why else (sorted(os.listdir(fd)), None)
+    except OSError as exc:
+        return [], str(exc.strerror or exc)
+    finally:
+        os.close(fd)
+
+
 def read_host_file(path, limit, creds=None, resolve=False):
     """(bytes, truncated) of the regular file at path, at most limit bytes (open_host_file says what is refused)."""
     fd = open_host_file(path, creds, resolve)
@@ -421,6 +439,48 @@ def read_host_file(path, limit, creds=None, resolve=False):
 def host_text(path, limit=1 << 20, creds=None, resolve=False):
     """The text of the regular file at path (UTF-8, bad bytes replaced), at most limit bytes; OSError when refused."""
     return read_host_file(path, limit, creds, resolve)[0].decode("utf-8", "replace")
+
+
+# --- an HTTP GET on this host's loopback (an engine's /metrics, Triton's metrics port) -------------------------------
+def loopback_get(port, path, timeout_s, limit, accept="text/plain"):
+    """GET http://127.0.0.1:PORT/PATH within timeout_s in all: {"url", "status", "content_type", "body" (at most
+    limit + 1 bytes), "location"} or {"url", "error"}. Whoever listens on the port answers (any local user's process
+    names its own port): the socket's timeout bounds each read, and a server that sends a byte every few seconds
+    would hold the probe for as long as it liked, so a timer closes the connection at the deadline. A redirect is an
+    answer (its status and Location), never followed; no proxy is used (http.client reads no proxy variables)."""
+    import http.client
+    import socket
+    import threading
+
+    url = "http://127.0.0.1:%d%s" % (int(port), path)
+    conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=timeout_s)
+    late = []
+
+    def cut():
+        late.append(True)
+        try:
+            if conn.sock is not None:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    timer = threading.Timer(timeout_s, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        conn.request("GET", path, headers={"Accept": accept})
+        res = conn.getresponse()
+        body = res.read(limit + 1)
+        if late:
+            raise socket.timeout("no whole answer in %g s" % timeout_s)
+        return {"url": url, "status": res.status, "content_type": res.getheader("Content-Type", ""), "body": body,
+                "location": res.getheader("Location")}
+    except Exception as exc:  # refused, timed out, cut off, a bad answer: recorded, not fatal
+        err = socket.timeout("no whole answer in %g s" % timeout_s) if late else exc
+        return {"url": url, "error": "%s: %s" % (type(err).__name__, str(err)[:200])}
+    finally:
+        timer.cancel()
+        conn.close()
 
 
 # --- what of a command line may leave the host: the one masker (engine, settings, discover, launches) ---------------

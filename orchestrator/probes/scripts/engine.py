@@ -47,6 +47,14 @@ LOG_LINE = re.compile(
     r"Directly load the compiled|TensorRT-LLM|Args \{|Forcing attention|SpecDecoding metrics|"
     r"Loading weights took|init engine \(profile|Starting vLLM API server|Application startup complete|"
     r"WARNING|WARN |ERROR|Error|Traceback)")
+# Lines an engine prints per request or per event (the request account's: prongs/request/engine_logs.py): kept like
+# the periodic stats lines, the first and the last of them.
+REQUEST_LINE = re.compile(
+    r"(\| new prompt, |\| kv cache rm \[|stop processing: n_past|prompt eval time =|^\s*eval time =|"
+    r"initializing slots|msg=\"server config\"|msg=\"starting llama server\"|\[GIN\] |GC took [\d.]+ ?ms|"
+    r"truncating input prompt|exceeds the available context size|new slot n_ctx_slot|n_ctx_per_seq +=|"
+    r"llama_context: n_ctx +=|n_seq_max +=|maximum context length is|longer than the model's context length|"
+    r"must be <= \d+\. Given:)")
 CONFIG_DUMP = re.compile(r"(server_args=ServerArgs\(|non-default args|with config: |args: Namespace\()")
 CONFIG_LINE_CHARS = 8000
 CMD_LINE = re.compile(r"(\bvllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|"
@@ -116,28 +124,23 @@ def read_config(path, limit, creds=None):
 
 
 def fetch_metrics(port, paths, timeout_s, limit):
-    import urllib.request
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, req, fp, code, msg, headers, newurl):
-            return None  # a redirect is an answer (recorded with its status), never followed: loopback only
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect())  # never a proxy either
+    """The first of `paths` that the engine on 127.0.0.1:port answers with 2xx (prelude's loopback_get: bounded in
+    time and bytes, never redirected); else what the last one said."""
     last = None
     for path in paths:
-        url = "http://127.0.0.1:%d%s" % (port, path)
-        try:
-            with opener.open(urllib.request.Request(url, headers={"Accept": "text/plain"}), timeout=timeout_s) as r:
-                data = r.read(limit + 1)
-                ctype = r.headers.get("Content-Type", "")
-                return {"url": url, "status": r.status, "content_type": ctype,
-                        "text": data[:limit].decode("utf-8", "replace"), "truncated": len(data) > limit}
-        except Exception as exc:  # refused, timeout, HTTP error: recorded, not fatal
-            code = getattr(exc, "code", None)
-            last = {"url": url, "status": code, "error": "%s: %s" % (type(exc).__name__, str(exc)[:200])}
-            if code in (301, 302, 303, 307, 308):
-                last["error"] = "redirect to %s not followed" % str(getattr(exc, "headers", {}).get("Location"))[:200]
-                return last
+        got = loopback_get(port, path, timeout_s, limit)
+        url = got["url"]
+        if "error" in got:  # refused, timed out, cut off: recorded, not fatal
+            last = {"url": url, "status": None, "error": got["error"]}
+            continue
+        status, data = got["status"], got["body"]
+        if status in (301, 302, 303, 307, 308):
+            return {"url": url, "status": status, "error": "redirect to %s not followed" % str(got["location"])[:200]}
+        if not 200 <= status < 300:
+            last = {"url": url, "status": status, "error": "HTTPError: HTTP Error %d" % status}
+            continue
+        return {"url": url, "status": status, "content_type": got["content_type"],
+                "text": data[:limit].decode("utf-8", "replace"), "truncated": len(data) > limit}
     return last
 
 
@@ -226,6 +229,7 @@ def scan_files(params):
             continue
         cmd_lines = []
         periodic = []
+        per_request = []
         skipped = {}
         try:
             no = 0
@@ -238,6 +242,9 @@ def scan_files(params):
                 if CMD_LINE.search(line) or (cmd_lines and cmd_lines[-1][0] == no - 1
                                              and cmd_lines[-1][1].rstrip().endswith("\\")):
                     cmd_lines.append((no, short))
+                if REQUEST_LINE.search(line):
+                    per_request.append([no, short])
+                    continue
                 if not LOG_LINE.search(line):
                     continue
                 if ("Avg prompt throughput" in line or "Decode batch" in line or "Prefill batch" in line
@@ -257,7 +264,10 @@ def scan_files(params):
         if len(periodic) > 300:
             entry["truncated"] = True
             periodic = periodic[:50] + periodic[-250:]
-        entry["lines"] = sorted(entry["lines"] + periodic)
+        if len(per_request) > 300:
+            entry["truncated"] = True
+            per_request = per_request[:50] + per_request[-250:]
+        entry["lines"] = sorted(entry["lines"] + periodic + per_request)
         if skipped:
             entry["skipped"] = skipped
         for no, text in join_continuations(cmd_lines):

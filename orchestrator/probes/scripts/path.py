@@ -32,14 +32,15 @@ INVESTIGATE_STAGED_TAG when that is set) and from <root>/proc when it lists any.
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 
 ROOT = os.environ.get("INVESTIGATE_NODE_ROOT") or "/"
 TAG = os.environ.get("INVESTIGATE_STAGED_TAG")
 NOBODY = (65534, frozenset([65534]))
-NAME_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$")
-HEX_RX = re.compile(r"^[0-9a-f]{12,64}$")
+NAME_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}\Z")  # \Z: `$` also matches before a trailing newline
+HEX_RX = re.compile(r"^[0-9a-f]{12,64}\Z")
 
 # kind -> (how its argv names its config, standard locations) (each project's documented default path)
 PROXY_CONFIG = {
@@ -186,6 +187,13 @@ def read_env(base, pid):
         if k:
             env[k] = v
     return env
+
+
+def ns_link(base, pid, kind):
+    try:
+        return os.readlink("%s/%s/ns/%s" % (base, pid, kind))
+    except OSError:
+        return None
 
 
 def status_field(base, pid, name):
@@ -364,17 +372,7 @@ def names_in(files, d, layer, creds, pid):
     them; [] when it could not, and that said once for the directory, never a name of what is in it."""
     if creds is None:
         return listdir(hp(d))
-    try:  # what is checked is what is listed: the directory opened once, its place read back from the descriptor
-        fd = os.open(hp(d), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return []
-    try:
-        why = unreachable(os.readlink("/proc/self/fd/%d" % fd), creds)
-        names = [] if why else sorted(os.listdir(fd))
-    except OSError as exc:
-        why, names = str(exc.strerror or exc), []
-    finally:
-        os.close(fd)
+    names, why = list_host_dir(hp(d), creds)
     if why:
         key = (os.path.normpath(hp(d)), layer, "listing")
         if key not in files.seen and len(files.items) < files.most:
@@ -556,13 +554,17 @@ def reduce_pods(doc, want, names, prefixes):
         meta = i.get("metadata") or {}
         ids = [str(s.get("containerID", "")).split("://")[-1] for s in (i.get("status") or {}).get(
             "containerStatuses") or [] if isinstance(s, dict)]
-        if (want.get("pod_uid") and meta.get("uid") == want["pod_uid"]) or \
-                (want.get("container_id") and any(x and (x.startswith(want["container_id"]) or
-                                                         want["container_id"].startswith(x)) for x in ids)) or \
-                (want.get("name") and meta.get("name") == want["name"]):
+        # the cgroup's uid or container id, when known, is the kernel's word: a name (a process's own) never overrides it
+        if want.get("pod_uid"):
+            ok = meta.get("uid") == want["pod_uid"]
+        elif want.get("container_id"):
+            ok = any(x and (x.startswith(want["container_id"]) or want["container_id"].startswith(x)) for x in ids)
+        else:
+            ok = bool(want.get("name")) and meta.get("name") == want["name"]
+        if ok:
             hit = i
             break
-    if hit is None and len(items) == 1:
+    if hit is None and len(items) == 1 and not want.get("pod_uid") and not want.get("container_id"):
         hit = items[0]
     return reduce_pod(hit, names, prefixes) if hit else None
 
@@ -618,23 +620,20 @@ def scan_logs(params, out):
 def triton_metrics(port, timeout_s):
     """Triton's per-model counters from its metrics endpoint on loopback (nv_inference_*: requests, executions,
     request, queue and compute time), as {model: {counter: value}}; None when it does not answer."""
-    import http.client
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=timeout_s)
-        conn.request("GET", "/metrics")
-        res = conn.getresponse()
-        body = res.read(4 << 20).decode("utf-8", "replace") if res.status == 200 else ""
-        conn.close()
-    except (OSError, ValueError, http.client.HTTPException):
+    got = loopback_get(port, "/metrics", timeout_s, 4 << 20)
+    if got.get("status") != 200:
         return None
+    body = got["body"][:4 << 20].decode("utf-8", "replace")
     models = {}
     for line in body.splitlines():
         m = re.match(r'^(nv_inference_[a-z_]+)\{model="([^"]{1,200})"[^}]*\}\s+([0-9.eE+-]+)$', line)
         if m:
             try:
-                models.setdefault(m.group(2), {})[m.group(1)] = float(m.group(3))
+                x = float(m.group(3))
             except ValueError:
                 continue
+            if 0 <= x <= 1e18:  # counters: `1e999` parses as infinity (the report's int() of it raised)
+                models.setdefault(m.group(2), {})[m.group(1)] = x
     return models or None
 
 
@@ -673,6 +672,7 @@ def main():
             if v and NAME_RX.match(v):
                 p.setdefault("ids", {})[k] = v
         p["_creds"], p["_cwd"] = creds or NOBODY, cwd
+        p["_uts_ours"] = ns_link(base, pid, "uts") is not None and ns_link(base, pid, "uts") == ns_link("/proc", "self", "uts")
         if tuple(argv) in seen:
             continue  # the same process seen twice (this machine's /proc and a mounted one)
         seen.add(tuple(argv))
@@ -741,10 +741,15 @@ def main():
         if p.get("container_id") and p.get("runtime") in ("docker", None) and p["container_id"] not in containers \
                 and "pod_uid" not in p and "kubepods" not in (p.get("cgroup") or ""):
             containers.append(p["container_id"])
-        want = dict((k, p[k]) for k in ("pod_uid", "container_id") if p.get(k) and "kubepods" in (p.get("cgroup") or ""))
+        in_pod = "kubepods" in (p.get("cgroup") or "")
+        want = dict((k, p[k]) for k in ("pod_uid", "container_id") if p.get(k) and in_pod)
         ids = p.get("ids") or {}
-        if ids.get("POD_NAME") or (ids.get("KUBERNETES_SERVICE_HOST") and ids.get("HOSTNAME")):
-            want["name"] = ids.get("POD_NAME") or ids.get("HOSTNAME")
+        named = ids.get("POD_NAME") or (ids.get("HOSTNAME") if ids.get("KUBERNETES_SERVICE_HOST") else None)
+        # a name from a process's environment is its own word: taken for a process the kernel placed in a pod (its
+        # cgroup; reduce_pods then holds the pod to the cgroup's uid), or one whose name is the hostname of the UTS
+        # namespace it shares with this probe (a probe run inside the pod); not for any process that says so
+        if named and (in_pod or (p.get("_uts_ours") and named == socket.gethostname())):
+            want["name"] = named
             want["namespace"] = ids.get("POD_NAMESPACE")
         if want and want not in pods:
             pods.append(want)

@@ -29,10 +29,12 @@ values, the nesting and include depth: orchestrator/limits.py). Formats, each fr
 from __future__ import annotations
 
 import fnmatch
+import functools
+import inspect
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, ParamSpec, TypeVar
 
 from orchestrator.limits import CONFIG_MAX_SETTINGS, DOC_MAX_DEPTH, PATH_CONFIG_MAX_BYTES
 
@@ -62,6 +64,33 @@ class Parsed:
     def set(self, name: str, value: Any, where: str) -> None:
         if len(self.settings) < CONFIG_MAX_SETTINGS:
             self.settings.setdefault(name, Setting(value, where))
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _total(fn: Callable[P, R]) -> Callable[P, R]:
+    """fn, total: a document of an unexpected shape (`model_list: 5`, a string where a mapping belongs: a host's file,
+    or a user's --path-config) is a ConfigError naming the file, not a TypeError out of the path report (which lost
+    the whole report). The parsers walk documents with isinstance checks; this holds for the walks that do not."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError:
+            raise
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as e:
+            bound = sig.bind_partial(*args, **kwargs).arguments
+            files = bound.get("files")
+            source = bound.get("source") or bound.get("main") or (next(iter(files)) if isinstance(files, dict)
+                                                                  and files else fn.__name__)
+            raise ConfigError(f"{source}: not a configuration of the shape {fn.__name__} reads "
+                              f"({type(e).__name__}: {str(e)[:100]})") from None
+
+    return run
 
 
 def _capped(text: Any, source: str) -> str:
@@ -218,6 +247,7 @@ def _note(notes: list[str], text: str) -> None:
 NGINX_PASS = ("proxy_pass", "grpc_pass", "uwsgi_pass", "fastcgi_pass", "scgi_pass")
 
 
+@_total
 def parse_nginx(files: dict[str, str], main: str | None = None) -> Parsed:
     """nginx's effective settings at the location that passes requests on (the one whose path looks like an API's,
     else the first), each inherited from the server and http blocks where the location does not set it; `files`
@@ -301,6 +331,7 @@ HAPROXY_SECTIONS = ("global", "defaults", "frontend", "backend", "listen", "user
                     "mailers", "program", "http-errors", "ring", "cache", "fcgi-app", "crt-store", "traces")
 
 
+@_total
 def parse_haproxy(text: str, source: str = "haproxy.cfg") -> Parsed:
     """HAProxy's limits on the path: global and defaults maxconn, timeouts (queue, server, client, connect), and for
     each backend its servers' maxconn and maxqueue (the smallest per-server maxconn and their sum are the facts)."""
@@ -419,6 +450,7 @@ def _walk(d: Any, depth: int = 0) -> Iterator[Any]:
             stack.extend((v, dep + 1) for v in x)
 
 
+@_total
 def parse_envoy(docs: list[Any], source: str) -> Parsed:
     """Envoy's circuit breakers (per cluster, default priority: max_connections, max_pending_requests, max_requests,
     max_retries), route timeouts and retry policies, and Istio's DestinationRule connection pool and outlier
@@ -481,6 +513,7 @@ def parse_envoy(docs: list[Any], source: str) -> Parsed:
 LITELLM_PARAMS = ("rpm", "tpm", "timeout", "stream_timeout", "max_parallel_requests", "max_retries")
 
 
+@_total
 def parse_litellm(docs: list[Any], source: str) -> Parsed:
     """LiteLLM's proxy config: per deployment its provider (the `model` prefix: `hosted_vllm/`, `openai/`,
     `triton/` ...) and limits; the router's and litellm_settings' retries, timeouts, caching; general settings'
@@ -524,6 +557,7 @@ def parse_litellm(docs: list[Any], source: str) -> Parsed:
 _DECORATOR = re.compile(r"@serve\.deployment\s*(\((?P<args>[^)]{0,4000})\))?", re.S)
 
 
+@_total
 def parse_ray_serve(docs: list[Any], source: str, modules: dict[str, str] | None = None) -> Parsed:
     """Ray Serve's per-replica and per-deployment limits: from the config file's deployments (which override the
     code) and else from the `@serve.deployment(...)` arguments of the module the application imports."""
@@ -586,6 +620,7 @@ def _pod_spec(obj: dict[str, Any]) -> dict[str, Any] | None:
     return tmpl if isinstance(tmpl, dict) else None
 
 
+@_total
 def parse_k8s(docs: list[Any], source: str, engine_words: tuple[str, ...] = ()) -> Parsed:
     """The pod around the engine: its serving container's resource limits, probes, restarts and last termination,
     shared-memory volume, the Knative/KServe concurrency that fronts it; from a Pod, a pod list, or a workload's pod
@@ -702,6 +737,7 @@ def _serving_container(conts: list[dict[str, Any]], engine_words: tuple[str, ...
 _EVENT_ROW = re.compile(r"^(?P<age>\S+)\s+(?P<type>Normal|Warning)\s+(?P<reason>\S+)\s+(?P<object>\S+)\s+(?P<msg>.*)$")
 
 
+@_total
 def parse_events(text: str, source: str) -> Parsed:
     """Events about the pod (`kubectl get events` as JSON or as its table): probe failures, kills, back-off,
     OOM kills, evictions, counted by reason (`Unhealthy` split into readiness, liveness and startup)."""
@@ -737,6 +773,7 @@ def parse_events(text: str, source: str) -> Parsed:
 
 # --- docker ---------------------------------------------------------------------------------------------------------
 
+@_total
 def parse_docker(docs: list[Any], source: str) -> Parsed:
     """`docker inspect`: the container's CPU limit (NanoCpus, or CpuQuota/CpuPeriod), cpuset, /dev/shm size, IPC
     mode, locked-memory ulimit, memory limit, restarts."""
@@ -783,6 +820,7 @@ def _env_words(value: str) -> Iterator[tuple[str, str]]:
             yield k, v
 
 
+@_total
 def parse_systemd(files: dict[str, str], show: str | None = None) -> Parsed:
     """A service's unit and its drop-ins, in the order systemd reads them (the unit, then drop-ins by name): its
     [Service] settings, the environment it gives the process (Environment=; an empty assignment resets), and what
@@ -845,6 +883,7 @@ _PBTXT_FIELD = {key: re.compile(rf'(?m)^[ \t]*{key}\s*:\s*"?([^"\n]{{1,200}})"?'
 _SNIFF_NGINX = re.compile(r"(?m)^[ \t]*(http|server|location|upstream)\b[^\n]*\{")
 
 
+@_total
 def parse_pbtxt(text: str, source: str) -> Parsed:
     """A Triton model's config.pbtxt (protobuf text format): its name, backend, max_batch_size, instance_group
     count and kind, dynamic batching and its queue delay, decoupled mode, and `parameters` string values."""
@@ -910,6 +949,7 @@ def sniff(text: str, path: str) -> str | None:
     return None
 
 
+@_total
 def parse_one(layer: str, files: dict[str, str], extra: dict[str, str] | None = None) -> Parsed:
     """One layer's settings from its files (path -> text): the dispatch the probe and `--path-config` share."""
     first = next(iter(files))

@@ -584,9 +584,11 @@ def _vllm_defaults(s: dict[str, Setting], env: dict[str, str], gpu_name: str | N
         s["cuda_graphs"] = Setting(False, f"{cc_src}: cudagraph_mode NONE")
     else:
         s.setdefault("cuda_graphs", _default(True, "CUDA graphs captured unless --enforce-eager"))
-        if cc_val.get("cudagraph_capture_sizes"):
+        # (a served config's values are the host's: a number where a list belongs, a string or infinity where a
+        # number does, is not read rather than raised on: it cost every engine's report)
+        if isinstance(cc_val.get("cudagraph_capture_sizes"), list) and cc_val["cudagraph_capture_sizes"]:
             s["cuda_graph_sizes"] = Setting(list(cc_val["cudagraph_capture_sizes"]), f"{cc_src}")
-        if cc_val.get("max_cudagraph_capture_size"):
+        if isinstance(cc_val.get("max_cudagraph_capture_size"), int) and cc_val["max_cudagraph_capture_size"] > 0:
             s["cuda_graph_max_bs"] = Setting(int(cc_val["max_cudagraph_capture_size"]), f"{cc_src}")
         if "cuda_graph_max_bs" not in s:
             if s.get("cuda_graph_sizes") and isinstance(s["cuda_graph_sizes"].value, list) and s["cuda_graph_sizes"].value:

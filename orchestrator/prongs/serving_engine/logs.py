@@ -253,7 +253,25 @@ def _typed(raw: str, typ: _Typ) -> Any:
 
 def parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
     """The log state, version and printed settings from (path, line_no, line) of engine logs (the probe's selected
-    lines, in file order)."""
+    lines, in file order). Total: a line whose numbers are no numbers is left out, not raised on. An engine logs what
+    it is sent (vLLM's `Received request ...: prompt: '...'`), so an API user's prompt that reads `Avg prompt
+    throughput: 1.2.3 tokens/s, ...` matched the stats pattern and its float() raised: the engine's report was lost."""
+    lines = list(lines)
+    try:
+        return _parse_log_lines(lines)
+    except (ValueError, OverflowError):
+        return _parse_log_lines([ln for ln in lines if _reads(ln)])
+
+
+def _reads(line: tuple[str, int, str]) -> bool:
+    try:
+        _parse_log_lines([line])
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
+def _parse_log_lines(lines: Iterable[tuple[str, int, str]]) -> ParsedLog:
     f = LogState()
     version: str | None = None
     settings: dict[str, Setting] = {}

@@ -29,9 +29,15 @@ class MetricSummary(BaseModel):
     series: int = 0
     labels: dict[str, str] = {}
     """Info gauges (`*_info`, e.g. vllm:cache_config_info): the labels of the first series, which carry config."""
+    by: dict[str, float] = {}
+    """Counters and gauges labelled by how a request ended (`finished_reason`, `reason`: vLLM's and TensorRT-LLM's
+    `request_success_total{finished_reason=stop|length|abort}`) or by model (Triton's nv_inference_*{model=...}): the
+    value per label value, summed over the rest."""
 
 
 _PER_RANK_LABELS = {"tp_rank", "pp_rank", "rank"}
+_SPLIT_LABELS = ("finished_reason", "finish_reason", "reason", "model", "request_type", "general_type")
+"""Labels whose values are kept apart (`MetricSummary.by`): how requests ended is what the request account reads."""
 
 
 def _quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
@@ -68,6 +74,16 @@ def parse_metrics(text: str) -> tuple[dict[str, MetricSummary], str | None]:
     return out, error
 
 
+def _real(value: float, *, counted: bool) -> bool:
+    """Whether a sample's value can be what an engine counted or measured: finite, within METRIC_MAX_ABS, and not
+    negative where it counts (a counter, a bucket, a count). The exposition format allows NaN, +Inf and any float,
+    and whoever answers on the engine's port writes it: `vllm:num_requests_running +Inf` made the serving floors'
+    `int(running)` raise, and NaN counts made NaN floors."""
+    from orchestrator.limits import METRIC_MAX_ABS
+
+    return math.isfinite(value) and abs(value) <= METRIC_MAX_ABS and (value >= 0 or not counted)
+
+
 def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
     if fam.type in ("histogram", "gaugehistogram"):
         buckets: dict[float, float] = {}
@@ -76,8 +92,15 @@ def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
         for s in fam.samples:
             labels = {k: v for k, v in s.labels.items() if k != "le"}
             series.add(tuple(sorted(labels.items())))
+            if not _real(s.value, counted=not s.name.endswith("_sum")):
+                continue
             if s.name.endswith("_bucket"):
-                le = float(s.labels.get("le", "inf"))
+                try:
+                    le = float(s.labels.get("le", "inf"))
+                except ValueError:
+                    continue
+                if math.isnan(le):
+                    continue
                 buckets[le] = buckets.get(le, 0.0) + s.value
             elif s.name.endswith("_count"):
                 count += s.value
@@ -91,6 +114,8 @@ def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
     if fam.type == "summary":
         count = total = 0.0
         for s in fam.samples:
+            if not _real(s.value, counted=not s.name.endswith("_sum")):
+                continue
             if s.name.endswith("_count"):
                 count += s.value
             elif s.name.endswith("_sum"):
@@ -100,17 +125,23 @@ def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
         return
     by_name: dict[str, list[tuple[dict[str, str], float]]] = {}
     for s in fam.samples:
-        if s.name.endswith("_created"):
+        if s.name.endswith("_created") or not _real(s.value, counted=fam.type == "counter"):
             continue
         by_name.setdefault(s.name, []).append((s.labels, s.value))
     for name, samples in by_name.items():
-        values = [v for _, v in samples if not math.isnan(v)]
+        values = [v for _, v in samples]
         if not values:
             continue
         per_rank = fam.type in ("gauge", "unknown") and any(_PER_RANK_LABELS & set(lbl) for lbl, _ in samples)
         value = sum(values) / len(values) if per_rank else sum(values)
         labels = dict(samples[0][0]) if name.endswith("_info") else {}
-        out[name] = MetricSummary(name=name, type=fam.type, value=value, series=len(samples), labels=labels)
+        by: dict[str, float] = {}
+        split = next((k for k in _SPLIT_LABELS if any(k in lbl for lbl, _ in samples)), None)
+        if split is not None:
+            for lbl, v in samples:
+                if split in lbl and not math.isnan(v):
+                    by[lbl[split]] = by.get(lbl[split], 0.0) + v
+        out[name] = MetricSummary(name=name, type=fam.type, value=value, series=len(samples), labels=labels, by=by)
 
 
 def histogram(metrics: dict[str, MetricSummary], *names: str) -> MetricSummary | None:

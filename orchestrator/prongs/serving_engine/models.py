@@ -12,6 +12,7 @@ Facts (`EngineReport.facts()`, flat dotted keys the catalog's conditions read):
   cuda_graph_false, fallbacks, stats_samples, max_concurrency, spec_lines, spec_accept_len_mean,
   spec_accepted_tokens, spec_drafted_tokens, spec_positions),
   `engine.metrics_available` (bool).
+- `metrics.<name>.by.<value>`: a counter split by how requests ended (`vllm:request_success_total.by.length`).
 - `metrics.<name as exposed>`: gauges and counters (e.g. `metrics.vllm:num_preemptions_total`,
   `metrics.vllm:kv_cache_usage_perc`); histograms as `metrics.<name>.{count,mean,p50,p90,p99}` (seconds).
 - `env.<NAME>`: the engine process's allowlisted environment (filtered on the host).
@@ -201,6 +202,8 @@ class EngineReport(ProbeModel):
                             out[f"metrics.{name}.{k}"] = v
                 elif m.value is not None:
                     out[f"metrics.{name}"] = m.value
+                for label, x in m.by.items():
+                    out[f"metrics.{name}.by.{label}"] = x
         for k, v in e.env.items():
             out[f"env.{k}"] = v
         return out

@@ -40,6 +40,14 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
     m_eng = eng.metrics.metrics if eng is not None and eng.metrics and eng.metrics.metrics else {}
     ran = next((m_eng[n].value for n in ("vllm:num_requests_running", "sglang:num_running_reqs",
                                          "tgi_batch_current_size") if n in m_eng and m_eng[n].value), None)
+    if ran is None:
+        # no engine process to scrape: the engines' own stats lines, each engine apart (Ray Serve replicas, DP
+        # ranks logging to one file), give the batch each one decodes
+        from orchestrator.prongs.request.account import engine_view
+
+        ev_view = engine_view(v)[0]
+        if ev_view is not None and ev_view.running and ev_view.engines:
+            ran = ev_view.running / ev_view.engines
     if oe is not None:
         now = [b for b in oe[1].bench if b.label != "baseline"]  # `--baseline`: the run before, not this state
         for b in (now or oe[1].bench)[:4]:
@@ -131,7 +139,11 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
     if oe and oe[1].runs and not eng:
         tp = oe[1].runs[0].tp
     elif not eng:
-        tp = serving_gpus(v) or tp  # no engine flags: the GPUs the serving processes hold form one TP group
+        # no engine flags: the GPUs the serving processes hold form one TP group per engine the logs show
+        from orchestrator.prongs.request.account import engine_view
+
+        ev_view = engine_view(v)[0]
+        tp = max(1, (serving_gpus(v) or tp) // max(1, ev_view.engines if ev_view is not None else 1))
     cuda_graphs = eng.value("cuda_graphs") if eng else None
     max_seqs = eng.value("max_num_seqs") if eng else None
     nvlink = None
@@ -224,6 +236,7 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
         numbers=numbers, bound=vd.bound, short=short, symptoms=["ttft"] if vd.phase == "prefill" else ["itl", "throughput"],
         explains=round(1 - 1 / vd.ratio, 2) if far else None,
         entry=entry.id if entry is not None else "", secondary=asked is not None and asked != vd.phase,
+        reads=vd.phase,
         # the phase asked about first, decode before prefill
         sets_bound=BoundClaim(rank=Rank.SERVING_FLOOR + 0.2 * (asked != vd.phase) + 0.1 * (vd.phase != "decode"),
                               bound=diagnosis_bound(vd.bound, "unknown"), words=short) if vd.bound else None,
@@ -234,6 +247,8 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
     )
 
 
+QUEUED_FLOOR_SHARE = 0.25
+"""A TTFT below this share of all the concurrent prompts' prefill is not their prefill together."""
 QUEUED_SLACK = 2.0
 """A TTFT within this factor of prefilling every concurrent prompt once is explained by those prefills."""
 
@@ -245,7 +260,9 @@ def _queued_prefill(f: Finding, vd: PhaseVerdict, batch: int, busy: float | None
     if vd.phase != "prefill" or vd.ratio < FAR_RATIO or batch < 2 or busy is None or busy < GPU_BUSY_PCT:
         return None
     together = batch * vd.floor.floor_ms
-    if vd.measured_ms > QUEUED_SLACK * together:
+    if vd.measured_ms > QUEUED_SLACK * together or vd.measured_ms < QUEUED_FLOOR_SHARE * together:
+        # far below the prefill of all the concurrent prompts: they do not prefill together (arrivals staggered, the
+        # batch decoding): the claim would contradict its own figure
         return None
     claim = (f"Prefill: {vd.measured_label} is {vd.measured_ms:.1f} ms, {vd.ratio:.1f}x one {vd.floor.tokens}-token "
              f"prompt's roofline floor of {vd.floor.floor_ms:.2f} ms, but {vd.measured_ms / together:.1f}x the "

@@ -1,0 +1,98 @@
+"""The request probe: the served model's files (scripts/request_files.py), one round trip, under the host's python3.
+
+The models looked up are the ones the engines name: each engine's `--model` (or positional model) from the serving-
+engine probe's report, which this probe shares with the serving-engine prong (probes.session).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from orchestrator.hosts.base import Host
+from orchestrator.probes.runner import ProbeUnavailable, run_script
+from orchestrator.probes.session import shared
+from orchestrator.prongs.request.models import ModelFiles, RequestFiles, ServerMetrics, ServerModel
+from orchestrator.prongs.serving_engine.models import EngineReport
+
+TIMEOUT_S = 30.0
+
+
+def model_refs(rep: EngineReport | None, extra: list[str] | None = None) -> list[str]:
+    """The models the engines serve, as they name them (a directory or a hub id), first the primary engine's."""
+    refs: list[str] = []
+    for e in (rep.engines if rep is not None else []):
+        m = e.value("model") or e.model
+        if isinstance(m, str) and m:
+            refs.append(m)
+    for x in extra or []:
+        if x:
+            refs.append(x)
+    return list(dict.fromkeys(refs))[:4]
+
+
+def server_models(text: str) -> list[ServerModel]:
+    """Triton's per-model counters (nv_inference_*: counters summed over versions, durations in microseconds)."""
+    from orchestrator.prongs.serving_engine.metrics import parse_metrics
+
+    m, _ = parse_metrics(text)
+
+    def by(name: str) -> dict[str, float]:
+        # Triton declares these as counters without `_total`; the text parser exposes them with it
+        s = m.get(name) or m.get(name + "_total")
+        return dict(s.by) if s is not None else {}
+
+    success, execs = by("nv_inference_request_success"), by("nv_inference_exec_count")
+    dur, queue = by("nv_inference_request_duration_us"), by("nv_inference_queue_duration_us")
+    comp, pend = by("nv_inference_compute_infer_duration_us"), by("nv_inference_pending_request_count")
+    llm = set(by("nv_trt_llm_request_metrics")) | set(by("nv_trt_llm_general_metrics"))
+    out = []
+    for name in sorted(set(success) | set(execs)):
+        n, x = success.get(name, 0.0), execs.get(name, 0.0)
+        out.append(ServerModel(
+            name=name, requests=n, executions=x, request_ms=dur[name] / n / 1e3 if n and name in dur else None,
+            queue_ms=queue[name] / n / 1e3 if n and name in queue else None,
+            compute_ms=comp[name] / x / 1e3 if x and comp.get(name) else None, pending=pend.get(name),
+            llm=name in llm or any(k in name.lower() for k in ("tensorrt_llm", "vllm", "llm"))
+            and "ensemble" not in name.lower()))
+    return out
+
+
+def build(host_name: str, data: dict[str, Any]) -> RequestFiles:
+    models = []
+    for m in data.get("models") or []:
+        try:
+            models.append(ModelFiles.model_validate(m))
+        except ValueError:
+            continue
+    servers = []
+    for srv in data.get("servers") or []:
+        if not isinstance(srv, dict):
+            continue
+        sm = ServerMetrics(kind=str(srv.get("kind") or "server"), pid=srv.get("pid"), url=srv.get("url"),
+                           status=srv.get("status"), error=srv.get("error"))
+        if srv.get("text") and srv.get("status") in (None, 200):
+            sm.models = server_models(str(srv["text"]))
+        servers.append(sm)
+    return RequestFiles(host=host_name, models=models, looked=[str(x) for x in data.get("looked") or []][:4],
+                        servers=servers,
+                        commands=["python3 - < request_files.py (the served model's config, generation, tokenizer "
+                                  "and preprocessor files; inference servers' /metrics on loopback)"])
+
+
+async def collect_request_files(host: Host, refs: list[str]) -> RequestFiles:
+    t0 = time.monotonic()
+    try:
+        data = await run_script(host, "python3", "request_files", {"models": refs, "max_file_bytes": 4_000_000},
+                                timeout_s=TIMEOUT_S, isolated=True)
+    except ProbeUnavailable as exc:
+        return RequestFiles(host=host.name, available=False, reason=str(exc), looked=refs)
+    out = build(host.name, data)
+    out.probe_s = round(time.monotonic() - t0, 4)
+    if not out.models and refs:
+        out.reason = "none of the served models' files were found on the host: " + ", ".join(refs)
+    return out
+
+
+async def request_files(host: Host, refs: list[str]) -> RequestFiles:
+    return await shared(host, ("request_files", tuple(refs)), lambda: collect_request_files(host, refs))

@@ -39,11 +39,13 @@ MAX_OUTPUT = 8_000_000
 
 TOGETHER = {"discover": "quick", "engine": "quick", "settings": "quick", "path": "quick", "logscan": "quick",
             "trace_files": "quick", "pyenv": "environment", "caches": "environment", "kernels": "environment",
+            "request_files": "environment",
             "account": "window", "sampler": "window", "node": "window"}
 """Scripts that may share one interpreter start with others of their kind started at the same moment (`run_script`):
 stdlib only, no threads, nothing left running after they print. Scripts run together answer together, when the last
 of them ends, so only those that take about as long are put together: the quick readings; the environment's
-(the packages, caches and kernels of the chosen interpreter, started together once `discover` answered); those that
+(the packages, caches and kernels of the chosen interpreter and the served model's files, started together once
+`discover` answered); those that
 watch the host over a window (the account, the power sampler, the node's NVLink counters). `discover` is never held
 back by a window: what waits for its answer starts as soon as it ends. The measurement scripts (torch, threads)
 always run alone."""

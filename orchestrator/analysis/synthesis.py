@@ -90,6 +90,53 @@ def _fold_changes(findings: list[Finding]) -> list[Finding]:
     return [f for f in out if f.id not in folded]
 
 
+def _setting_name(name: str) -> str:
+    """A flag or variable as one key: `--enforce-eager`, `enforce_eager` and `ENFORCE_EAGER` are one setting."""
+    return name.strip().lstrip("-").replace("-", "_").lower()
+
+
+def _about_setting(f: Finding, name: str, flag: str) -> bool:
+    """Whether finding f says what a setting did: a catalog entry matched on the state it sets (CUDA graphs off
+    from --enforce-eager), on the variable itself (env.NCCL_P2P_DISABLE), or quotes the flag in its claim."""
+    for m in f.matched:
+        key = m.split("=", 1)[0]
+        if key.startswith("engine."):
+            fact = key.removeprefix("engine.")
+            if name == fact or name in _FACT_FROM.get(fact, ()):
+                return True
+        elif key.startswith("env.") and _setting_name(key.removeprefix("env.")) == name:
+            return True
+    return bool(flag) and re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", f.claim) is not None
+
+
+def _fold_settings(findings: list[Finding]) -> list[Finding]:
+    """A non-default setting (the settings audit) and a finding that says what that setting did (NCCL peer-to-peer
+    off, from NCCL_P2P_DISABLE=1) are one cause: said once, in the finding that explains the mechanism, with the
+    setting's value against its default, its evidence and its advice folded in."""
+    settings = [f for f in findings if f.rule == "settings_rule" and isinstance(f.data.get("setting"), dict)
+                and not f.informational]
+    if not settings:
+        return findings
+    out, folded = list(findings), set()
+    for c in settings:
+        flag = str(c.data["setting"].get("setting") or "")
+        name = _setting_name(flag)
+        for i, f in enumerate(out):
+            if f is c or f.rule == "settings_rule" or f.change_kind or f.informational or f.id in folded:
+                continue
+            if not _about_setting(f, name, flag):
+                continue
+            out[i] = f.model_copy(update={
+                "claim": f"{f.claim} {_first_sentence(c.claim)}",
+                "evidence": list(dict.fromkeys([*f.evidence, *c.evidence])),
+                "recommendations": list(dict.fromkeys([*f.recommendations, *c.recommendations])),
+                "symptoms": list(dict.fromkeys([*relevance.symptoms_of(f), *relevance.symptoms_of(c)])),
+                "confidence": max(f.confidence, c.confidence)})
+            folded.add(c.id)
+            break
+    return [f for f in out if f.id not in folded]
+
+
 def _catalog_bound(findings: list[Finding], ruled_out: set[str]) -> Finding | None:
     """A failure from the catalog (node fault, engine misconfiguration...) that says what the workload is bound by:
     fired by its signals, high severity, confident, not secondary, and not contradicted by the experiments (a bound
@@ -250,7 +297,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                results: list[AgentResult]) -> SubmittedDiagnosis:
     """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
     view = EvidenceView(evidence, observations, question=question)
-    findings = _fold_changes(collect_findings(evidence, observations, results, view))
+    findings = _fold_settings(_fold_changes(collect_findings(evidence, observations, results, view)))
     gaps = _gaps(evidence, results, view, findings)
     if not findings:
         why = "no evidence was gathered" if not evidence else "the evidence gathered supports no finding"

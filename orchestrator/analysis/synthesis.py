@@ -148,18 +148,32 @@ def _catalog_bound(findings: list[Finding], ruled_out: set[str]) -> Finding | No
     return max(cands, key=lambda f: f.confidence, default=None)
 
 
-def _caps_not_reached(causes: list[Finding]) -> list[Finding]:
-    """Findings that say a setting caps the batch, when the engine's own state (few requests running, none waiting)
-    shows the batch is far from any cap: a cap that is not reached cannot explain the shortfall."""
-    if not any(f.batch_uncapped for f in causes):
-        return []
-    return [f for f in causes if f.caps_batch]
+def _caps_not_reached(causes: list[Finding], findings: list[Finding]) -> list[tuple[Finding, str]]:
+    """Findings that say a setting caps the batch, when the engine's own state shows the batch is far from any cap
+    (few requests running, none waiting), or below this cap (256 requests running under --max-num-seqs 512): a cap
+    that is not reached cannot explain the shortfall. Each with the words that say why."""
+    if any(f.batch_uncapped for f in causes):
+        load = next((f for f in findings if f.batch_uncapped), None)
+        why = (load.short or load.title).rstrip(".") if load else "few requests ran and none waited"
+        return [(f, f"not a cause here: {why}, so the batch never reaches this cap.") for f in causes if f.caps_batch]
+    running = [n.value for f in findings for n in f.numbers if n.name.startswith("requests running")]
+    out = []
+    for f in causes:
+        setting = f.data.get("setting") if f.caps_batch else None
+        cap = _as_number(setting.get("value")) if isinstance(setting, dict) else None
+        if cap is not None and running and max(running) < cap:
+            out.append((f, f"{_first_sentence(f.short or f.claim).rstrip('.')} (not a cause here: at most "
+                           f"{max(running):,.0f} requests ran, below this cap of {cap:,.0f}, so it never bound the "
+                           "batch)."))
+    return out
 
 
-def uncapped_notes(uncapped: list[Finding], findings: list[Finding]) -> list[tuple[Finding, str]]:
-    load = next((f for f in findings if f.batch_uncapped), None)
-    why = (load.short or load.title).rstrip(".") if load else "few requests ran and none waited"
-    return [(f, f"not a cause here: {why}, so the batch never reaches this cap.") for f in uncapped]
+def _as_number(value: object) -> float | None:
+    try:
+        x = float(str(value))
+    except ValueError:
+        return None
+    return x if x > 0 and x == x and x != float("inf") else None
 
 
 def _claims(findings: list[Finding]) -> list[tuple[Finding, BoundClaim]]:
@@ -335,12 +349,12 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     causes_f.sort(key=lambda f: (f is not setter, f.secondary or f.confidence < 0.5 or f.category in behind,
                                  relevance.about(f) is not None, -(f.explains or 0.0), _rank(f), -f.confidence))
     causes_f = _agree_with_bound(causes_f, bound)
-    uncapped = _caps_not_reached(causes_f)  # a batch cap the engine's own state shows it is far from
-    causes_f = [f for f in causes_f if f not in uncapped]
+    uncapped = _caps_not_reached(causes_f, findings)  # a batch cap the engine's own state shows it is far from
+    causes_f = [f for f in causes_f if all(f is not u for u, _ in uncapped)]
     noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and f.id not in vetoed
                  and _noticeable(f)]
     noticed_f = [(f, _unmet_note(f) if f.unmet else note) for f, note in noticed_f]
-    noticed_f += uncapped_notes(uncapped, findings)
+    noticed_f += uncapped
     noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
     noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
                    "after the first five causes).") for f in causes_f[MAX_CAUSES:]]

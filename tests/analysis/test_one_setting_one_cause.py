@@ -50,3 +50,19 @@ def test_a_setting_no_finding_is_about_stays_its_own_cause():
                             _setting("--max-num-seqs-per-step", "8"), _setting("CUDA_LAUNCH_BLOCKING", "1")])
     assert [f.id for f in found] == ["engine-cuda-graphs-off", "setting-vllm-max_num_seqs_per_step",
                                      "setting-vllm-cuda_launch_blocking"]
+
+
+def test_a_request_cap_above_what_ran_is_not_a_cause():
+    """`--max-num-seqs=512 (changes throughput, ttft)` was ranked while the engine's metrics showed 256 running with
+    the KV cache full: the cap was never reached, so it cannot be what bounds the batch."""
+    from orchestrator.analysis.synthesis import _caps_not_reached
+    from orchestrator.diagnosis import Number
+
+    cap = _setting("--max-num-seqs", "512").model_copy(update={"caps_batch": True})
+    kv = _catalog("queue-kv-cache-bounds-batch", []).model_copy(update={"numbers": [
+        Number(name="requests running", value=256, unit="requests", source="ev-4.1")]})
+    ((f, note),) = _caps_not_reached([kv, cap], [kv, cap])
+    assert f is cap and "at most 256 requests ran, below this cap of 512" in note
+    reached = kv.model_copy(update={"numbers": [Number(name="requests running", value=512, unit="requests",
+                                                       source="ev-4.1")]})
+    assert _caps_not_reached([reached, cap], [reached, cap]) == []

@@ -48,6 +48,7 @@ _PATTERNS: tuple[tuple[Symptom, str], ...] = (
                r"(?:wrong|bad|incorrect) (?:outputs?|answers?|results?)|unresponsive|not responding|\bfreez\w*|"
                r"keeps? restarting|\bkilled\b|\bdie[sd]?\b|\bxid\b|segfault|illegal|"
                r"exception|(?:won'?t|doesn'?t|can'?t|cannot|does not|will not) (?:start|launch|load)|refuses|"
+               r"\breject(?:s|ed|ing)?\b(?!\W+(?:drafts?|tokens?|speculat))|\brefused\b|bad request|\bhttp ?[45]\d\d\b|\b[45]\d\d (?:errors?|responses?)|"
                r"is (?:it|the(?: \w+){1,3}) (?:healthy|broken|faulty)|unhealthy|\bbroken\b|\bfaulty\b|anything wrong|"
                r"health ?check|before we put it"),
     ("cost", r"\bcosts?\b|\$|dollar|\bprice|cheaper|expensive|per million tokens|how many gpus|\btco\b"),
@@ -136,7 +137,8 @@ _LATENCY = re.compile(r"\blatency\b|\bresponsive|\bsnappy\b|\binference time\b|\
 
 _FINE = re.compile(r"\b(?:(?:per[- ]token|inter[- ]token|first[- ]token|token|decode|prefill|e2e|end[- ]to[- ]end)\s+)?"
                    r"(?:throughput|latency|performance|speed|ttft|itl|tpot|startup|decode|decoding|prefill)\s+"
-                   r"(?:looks|is|seems|are|stays?|remains?)\s+(?:fine|ok|okay|good|normal|great|fast|quick|snappy)\b",
+                   r"(?:looks|is|seems|are|stays?|remains?)\s+(?:fine|ok|okay|good|normal|great|fast|quick|snappy)\b|"
+                   r"\b(?:work|works|working|run|runs|running)\s+(?:fine|ok|okay|well)\s+and\s+(?:fast|quick)\b",
                    re.IGNORECASE)
 
 _WHETHER = re.compile(r"(?:make sure|ensure|check|verify|whether|\bif\b|know)\W+(?:\S+\W+){0,5}$", re.IGNORECASE)

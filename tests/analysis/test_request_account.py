@@ -104,7 +104,8 @@ def test_client_ttft_far_above_the_engines_is_a_residual_on_the_path():
 
 
 def test_figures_that_agree_make_no_residual_and_the_account_says_they_reconcile():
-    eng = _engine(_metrics(ttft_s=1.385, itl_s=0.0196, e2e_s=7.49, n=600, prompt=12167, gen=313, running=4))
+    eng = _engine(_metrics(ttft_s=1.385, itl_s=0.0196, e2e_s=7.49, n=600, prompt=12167, gen=313, running=4),
+                  model="meta-llama/Llama-3.3-70B-Instruct")
     v = _view(eng, [_client(max_concurrency=4, completed=600, input_len=12140, output_len=310,
                             ttft={"mean": 1431.0, "p50": 1420.0}, itl={"mean": 19.8, "p50": 19.7},
                             e2el={"mean": 7523.0})],
@@ -367,7 +368,7 @@ async def test_the_tool_gives_a_model_the_account_and_the_mechanisms(tmp_path):
     assert not out.is_error, out.text
     assert "TTFT [through the gateway, concurrency 4]: client 5,105 ms" in out.text
     assert "residual ttft.run_over_run" in out.text and "confirmed: Something in front of the engine adds a fixed " \
-                                                         "5,003 ms before each first token" in out.text
+                                                         "time before each first token (5,003 ms)" in out.text
     assert out.data is not None and out.data["kind"] == "request_files"
 
 
@@ -461,3 +462,168 @@ def test_the_findings_words_survive_redaction():
         for text in (f.title, f.claim, f.short, *(f.recommendations or []),
                      f.sets_bound.words if f.sets_bound else ""):
             assert redact(text) == text, text
+
+
+# --- n completions per request, speculation, the context window ----------------------------------------------------
+
+def _n_metrics(n_req: int, n: int, gen: float, running: float) -> str:
+    """vLLM V1 with n completions per request: each child counted as a request (e2e, success), request_params_n
+    once per parent."""
+    text = _metrics(ttft_s=0.13, itl_s=0.0165, e2e_s=4.2, n=n_req * n, prompt=1500, gen=gen, running=running)
+    return text + ("# TYPE vllm:request_params_n histogram\n"
+                   f'vllm:request_params_n_bucket{{{LABELS},le="+Inf"}} {n_req}\n'
+                   f"vllm:request_params_n_count{{{LABELS}}} {n_req}\nvllm:request_params_n_sum{{{LABELS}}} "
+                   f"{n_req * n}\n")
+
+
+def test_n_completions_per_request_are_the_client_s_requests_and_the_rest_of_the_decode_is_not_kept():
+    eng = _engine(_n_metrics(3000, 5, gen=249, running=160))
+    v = _view(eng, [_client("harness", max_concurrency=32, completed=3000, failed=0, input_len=1500, output_len=250,
+                            request_throughput=5.3, e2el={"mean": 6041.0})])
+    acct = build_account(v)
+    assert acct is not None and acct.engine is not None and acct.engine.parents == 3000
+    by = {r.shape: r for r in acct.residuals}
+    # the engine's 15,000 finished requests are 3,000 parents x 5: not more requests than the client sent
+    assert "requests.engine_over_client" not in by
+    assert by["load.engine_over_client"].a == 160 and by["load.engine_over_client"].b == 32
+    out = by["tokens_out.engine_over_client"]
+    assert round(out.a) == 3000 * 5 * 249 and out.b == 3000 * 250
+    (w,) = [w for w in acct.waste if w.phase == "decode"]
+    assert round(w.share, 2) == round(1 - 750000 / 3735000, 2) and "n = 5" in w.arithmetic
+    f = {x.id: x for x in request_account_findings(v)}["request-n-greater-than-one"]
+    assert "n = 5" in f.title and any("n=1" in r for r in f.recommendations)
+
+
+def _spec_metrics(drafts: float, drafted: float, accepted: float, itl_s: float) -> str:
+    text = _metrics(ttft_s=0.055, itl_s=itl_s, e2e_s=0.72, n=200, prompt=1422, gen=246, running=0)
+    for name, value in (("vllm:spec_decode_num_drafts_total", drafts),
+                        ("vllm:spec_decode_num_draft_tokens_total", drafted),
+                        ("vllm:spec_decode_num_accepted_tokens_total", accepted)):
+        text += f"# TYPE {name} counter\n{name}{{{LABELS}}} {value}\n"
+    return text
+
+
+def _vllm_bench(label: str, conc: int, tpot: float, itl: float, throughput: float) -> dict:
+    """A `vllm bench serve` result as the observations hold it (orchestrator/benchresults.py reads its JSON)."""
+    return {"format": "vllm-bench-serve", "label": label, "max_concurrency": conc, "completed": 200, "input_len": 1422.0,
+            "output_len": 246.0, "output_throughput": throughput, "request_throughput": throughput / 246,
+            "ttft": {"mean": 55.0, "p50": 54.6}, "tpot": {"mean": tpot, "p50": tpot},
+            "itl": {"mean": itl, "p50": itl}, "e2el": {"mean": 724.0, "p50": 724.0}}
+
+
+def test_a_time_per_token_below_the_floor_with_speculation_is_tokens_per_step_not_a_wrong_figure():
+    # 1 + 26,773 / 22,311 = 2.2 tokens per step: 6.0 ms per step is 2.73 ms per token, below the 4.8 ms floor
+    eng = _engine(_spec_metrics(22311, 111555, 26773, itl_s=0.006))
+    v = _view(eng, [_client("ngram5", max_concurrency=1, completed=200, input_len=1422, output_len=246,
+                            ttft={"mean": 54.6}, itl={"p50": 5.98}, tpot={"p50": 2.73}, e2el={"mean": 724.0})])
+    acct = build_account(v)
+    assert acct is not None
+    (r,) = [r for r in acct.residuals if r.shape == "itl.client_below_floor"]
+    assert r.term == "time per output token" and r.a == 2.73 and "2.2 tokens per chunk" in r.note
+    found = {x.id: x for x in request_account_findings(v)}
+    f = found["request-speculative-decoding"]
+    assert "2.2 tokens per target step" in f.title and "2.73 ms per token" in f.claim
+    # the floor bounds the step, and the step's own verdict stands: no veto of the decode's reading
+    assert found["request-contradiction-floor"].contradicts == []
+    rejected = next(w for w in acct.waste if w.what == "rejected drafts")
+    assert round(rejected.tokens) == 111555 - 26773 and round(rejected.of_tokens) == 111555 + 22311
+
+
+def test_two_runs_at_one_load_differing_in_speculation_name_the_verify_cost_at_high_load():
+    eng = _engine(_spec_metrics(176426, 882130, 119242, itl_s=0.0174))
+    runs = [_vllm_bench("baseline", 1, 5.3, 5.28, 182.3), _vllm_bench("baseline", 64, 8.6, 8.57, 6799.4),
+            _vllm_bench("ngram5", 1, 2.73, 5.98, 340.4), _vllm_bench("ngram5", 64, 11.88, 18.95, 4892.3)]
+    v = _view(eng, runs)
+    acct = build_account(v)
+    assert acct is not None
+    moved = [r for r in acct.residuals if r.shape == "itl.run_over_run"]
+    assert {(r.a, r.b) for r in moved} == {(5.3, 2.73), (11.88, 8.6)}
+    f = {x.id: x for x in request_account_findings(v)}["request-speculation-verify-at-load"]
+    # 64 x (5 + 1) = 384 positions per step, 1.68 tokens per sequence, 1 - 1.68 / 6 = 72 % of them rejected
+    assert "384 positions" in f.title and "1.68 tokens" in f.title and "72 %" in f.claim
+    assert any("speculat" in r.lower() for r in f.recommendations)
+
+
+OLLAMA_TRUNCATION = [
+    'Feb 04 09:30:11 h ollama[2211]: time=2025-02-04T09:30:11.443Z level=INFO source=server.go:376 msg="starting '
+    'llama server" cmd="/usr/local/bin/ollama runner --model /m --ctx-size 8192 --batch-size 512 --n-gpu-layers 33 '
+    '--threads 16 --parallel 4 --port 41835"'] + [
+    f'Feb 04 09:30:{21 + i} h ollama[2211]: time=2025-02-04T09:30:{21 + i}.026Z level=WARN source=runner.go:129 '
+    f'msg="truncating input prompt" limit=2048 prompt={p} keep=5 new=2048' for i, p in enumerate((4907, 5257, 5188))]
+
+
+def test_prompts_cut_to_the_context_window_are_tokens_sent_against_tokens_prefilled():
+    logs = read_request_logs(("/var/log/ollama.log", i, t) for i, t in enumerate(OLLAMA_TRUNCATION, 1))
+    facts = logs.facts()
+    assert facts["request.log.context.truncated"] == 3 and facts["request.log.context.limit"] == 2048
+    assert facts["request.log.context.slot_ctx"] == 8192 // 4 and facts["request.log.context.divided"] is True
+    v = _view(_engine(None, OLLAMA_TRUNCATION), [_client("RAG", max_concurrency=1, completed=400, input_len=5000,
+                                                         output_len=380, ttft={"mean": 214.0, "p50": 211.0})],
+              model={"name": "llama3.1:8b (Q4_K_M GGUF)", "quantization": "q4_k_m"}, gpu="NVIDIA GeForce RTX 4090")
+    acct = build_account(v)
+    assert acct is not None
+    (r,) = [r for r in acct.residuals if r.shape == "tokens_in.client_over_engine"]
+    assert round(r.a) == round((4907 + 5257 + 5188) / 3) and r.b == 2048
+    f = {x.id: x for x in request_account_findings(v)}["request-context-window-truncates"]
+    assert "truncated to 2,048 tokens" in f.title and any("num_ctx" in x for x in f.recommendations)
+
+
+def test_requests_refused_for_their_length_name_the_window_and_what_fits():
+    lines = ["(APIServer pid=1) ERROR 08-27 09:14:02 [serving_chat.py:222] ValueError: This model's maximum context "
+             f"length is 4096 tokens. However, you requested {p + 1024} tokens ({p} in the messages, 1024 in the "
+             "completion). Please reduce the length of the messages or completion." for p in (3618, 9137, 3265)]
+    eng = _engine(_metrics(ttft_s=0.14, itl_s=0.0129, e2e_s=4.4, n=2195, prompt=2237, gen=332, running=24), lines)
+    v = _view(eng, [_client("doc QA", max_concurrency=24, completed=2195, failed=1805, input_len=3216,
+                            output_len=320, e2el={"mean": 4412.0})], question="45% come back as HTTP 400")
+    acct = build_account(v)
+    assert acct is not None
+    assert {"requests.refused_too_long", "requests.client_over_engine"} <= {r.shape for r in acct.residuals}
+    f = {x.id: x for x in request_account_findings(v)}["request-context-window-refuses"]
+    # 4,096 - 1,024 of max_tokens = 3,072 tokens of prompt fit
+    assert "4,096 tokens" in f.title and "3,072" in f.claim
+    assert any("max-model-len" in x for x in f.recommendations)
+
+
+def test_a_title_whose_figure_is_unknown_is_said_without_it():
+    from orchestrator.prongs.request.table import without_unknowns
+
+    assert without_unknowns("A serial step runs once per token (?, ? ms per execution)") == \
+        "A serial step runs once per token"
+    assert without_unknowns("Images become tokens: the engine prefills ? tokens per request") == \
+        "Images become tokens"
+    hf = {"x.y": 1}
+    from orchestrator.analysis.facts import Fact, HostFacts
+
+    text, missing = render("curl -w '%{time_connect}' and {x.y} of {a.b}", HostFacts(host="h", facts={
+        k: Fact(v, "ev") for k, v in hf.items()}))
+    assert "%{time_connect}" in text and missing == ["a.b"]
+
+
+def test_a_large_batch_reads_its_kv_so_decode_is_memory_bound_not_compute_bound():
+    # Llama 3.1 8B (32 layers x 8 KV heads x 128 x 2 x 2 bytes = 128 KiB per token) at 250 running: 16 GB of weights
+    # and 250 x ~1,150 tokens of KV per step, against 2 x 8e9 x 250 FLOPs: memory, though the weights alone say compute
+    eng = _engine(_metrics(ttft_s=0.139, itl_s=0.0129, e2e_s=3.99, n=4000, prompt=997, gen=300, running=250))
+    v = _view(eng, [_client("locust", max_concurrency=256, completed=4000, input_len=1000, output_len=300,
+                            ttft={"mean": 145.0}, itl={"p50": 12.9}, e2el={"mean": 4083.0})], gpu="NVIDIA H200")
+    acct = build_account(v)
+    assert acct is not None
+    fl = acct.floors["itl"]
+    assert fl.bound == "memory" and fl.bound_without_kv == "compute" and "GB of KV" in fl.arithmetic
+    f = {x.id: x for x in request_account_findings(v)}["request-decode-reads-kv"]
+    assert f.contradicts == ["decode"] and "memory-bound" in f.title
+
+
+def test_a_name_that_says_another_model_than_the_engine_serves_is_a_residual():
+    eng = _engine(_metrics(ttft_s=0.2, itl_s=0.0172, e2e_s=5.35, n=1000, prompt=2003, gen=300, running=16),
+                  model="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+                  flags=("--served-model-name", "llama-3.1-8b-instruct"))
+    v = _view(eng, [{"format": "vllm-bench-serve", "label": "openai-chat", "model": "llama-3.1-8b-instruct",
+                     "max_concurrency": 16, "completed": 1000, "input_len": 2003.0, "output_len": 300.0,
+                     "ttft": {"mean": 204.0}, "tpot": {"p50": 17.17}, "itl": {"p50": 17.17}}],
+              model={"name": "llama-3.1-8b-instruct"}, gpu="NVIDIA H200")
+    acct = build_account(v)
+    assert acct is not None and acct.named is not None
+    (r,) = [r for r in acct.residuals if r.shape == "model.named_vs_served"]
+    assert r.a == 8.0 and round(r.b) == 70
+    f = {x.id: x for x in request_account_findings(v)}["request-served-model-alias"]
+    assert "Llama-3.3-70B" in f.title and "--served-model-name" in f.claim + r.words()

@@ -101,6 +101,9 @@ def all_patterns() -> list:
     out += _module_patterns("orchestrator.prongs.serving_engine.logs")
     out += _module_patterns("orchestrator.traces.steps") + _module_patterns("orchestrator.traces.kineto")
     out += _module_patterns("orchestrator.prongs.path.parsers")
+    from orchestrator.prongs.path.probe import LOG_PATTERNS  # sent to the host's log scan as text
+
+    out += [(f"orchestrator.prongs.path.probe.LOG_PATTERNS[{p['name']}]", p["regex"], 0) for p in LOG_PATTERNS]
     for script in sorted((ROOT / "probes" / "scripts").glob("*.py")):
         out += _script_patterns(script)
     return out

@@ -208,3 +208,16 @@ def test_a_name_for_kubectl_or_systemctl_is_one_plain_word():
     for bad in ("vllm-0\n", "-n", "--kubeconfig=/tmp/k", "$(id)", "a b", "a\nb", "x" * 300):
         assert not rx.match(bad), bad
     assert not PATH_NS["HEX_RX"].match("ab" * 8 + "\n")
+
+
+def test_a_pods_name_never_overrides_the_cgroups_uid():
+    """A process in a pod (its cgroup names the pod's uid) whose environment names another pod: the fetched pod must
+    be the cgroup's (a pod tenant's POD_NAME/POD_NAMESPACE would have root's kubectl read any pod)."""
+    reduce_pods = PATH_NS["reduce_pods"]
+    other = {"kind": "Pod", "metadata": {"name": "other", "namespace": "kube-system", "uid": "u-other"}, "spec": {}}
+    mine = {"kind": "Pod", "metadata": {"name": "mine", "namespace": "llm", "uid": "u-mine"}, "spec": {}}
+    assert reduce_pods(other, {"pod_uid": "u-mine", "name": "other"}, set(), ()) is None
+    assert reduce_pods({"items": [other]}, {"pod_uid": "u-mine"}, set(), ()) is None
+    got = reduce_pods({"items": [other, mine]}, {"pod_uid": "u-mine", "name": "other"}, set(), ())
+    assert got["metadata"]["name"] == "mine"
+    assert reduce_pods(other, {"name": "other"}, set(), ())["metadata"]["name"] == "other"  # a verified name alone

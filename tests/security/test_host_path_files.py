@@ -202,3 +202,42 @@ async def test_a_unit_or_container_named_by_a_users_cgroup_is_not_roots(sshd_fac
     assert UNIT_CANARY not in report.model_dump_json()
     assert all(p.unit is None and p.container_id is None for p in report.processes), report.processes
     assert not any(unit in c for c in report.commands), report.commands
+
+
+POD_CANARY = "victim-pod-canary-0d4e"
+
+
+async def test_a_pod_named_by_a_users_environment_is_not_fetched(sshd_factory):
+    """A local user's process (in no pod) whose environment says POD_NAME=<any pod> POD_NAMESPACE=kube-system made
+    root's kubectl fetch that pod (root's kubeconfig: any namespace), and the report carried its settings as this
+    engine's. A name from a process's environment is taken only for a process the kernel placed in a pod, or one
+    whose name is the hostname of the UTS namespace it shares with the probe."""
+    import json
+
+    s = stage(uuid.uuid4().hex)
+    try:
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": POD_CANARY, "namespace": "kube-system",
+                                                              "uid": "0a0a0a0a-0000-0000-0000-000000000000"},
+               "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                                        "resources": {"limits": {"cpu": "3"}}}]},
+               "status": {"containerStatuses": [{"name": "vllm", "restartCount": 7, "ready": True}]}}
+        bindir = s.base / "bin"
+        bindir.mkdir()
+        (bindir / "pod.json").write_text(json.dumps(pod))
+        (bindir / "kubectl").write_text(f"#!/bin/sh\ncase \"$*\" in *{POD_CANARY}*) cat {bindir}/pod.json;; "
+                                        "*) echo '{\"kind\": \"List\", \"items\": []}';; esac\n")
+        os.chmod(bindir / "kubectl", 0o755)
+        s.fake_server("--port", "18041", env={"POD_NAME": POD_CANARY, "POD_NAMESPACE": "kube-system",
+                                              "KUBERNETES_SERVICE_HOST": "10.96.0.1"})
+        sshd = sshd_factory(env={"INVESTIGATE_STAGED_TAG": s.tag, "PATH": f"{bindir}:/usr/bin:/bin"})
+        host = await SshHost(sshd.target(), Settings()).connect()
+        try:
+            report = await collect_path(host, timeout_s=60)
+        finally:
+            await host.aclose()
+    finally:
+        s.stop()
+    assert report.available, report.reason
+    assert "vllm" in {p.kind for p in report.processes}, report.processes
+    assert report.layer("k8s") is None, report.layer("k8s")  # (its own env, POD_NAME included, is shown as such)
+    assert not any("kubectl" in c for c in report.commands), report.commands

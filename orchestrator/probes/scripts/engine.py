@@ -51,7 +51,10 @@ LOG_LINE = re.compile(
 # the periodic stats lines, the first and the last of them.
 REQUEST_LINE = re.compile(
     r"(\| new prompt, |\| kv cache rm \[|stop processing: n_past|prompt eval time =|^\s*eval time =|"
-    r"initializing slots|msg=\"server config\"|msg=\"starting llama server\"|\[GIN\] |GC took [\d.]+ ?ms)")
+    r"initializing slots|msg=\"server config\"|msg=\"starting llama server\"|\[GIN\] |GC took [\d.]+ ?ms|"
+    r"truncating input prompt|exceeds the available context size|new slot n_ctx_slot|n_ctx_per_seq +=|"
+    r"llama_context: n_ctx +=|n_seq_max +=|maximum context length is|longer than the model's context length|"
+    r"must be <= \d+\. Given:)")
 CONFIG_DUMP = re.compile(r"(server_args=ServerArgs\(|non-default args|with config: |args: Namespace\()")
 CONFIG_LINE_CHARS = 8000
 CMD_LINE = re.compile(r"(\bvllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|"

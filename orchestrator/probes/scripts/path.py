@@ -32,6 +32,7 @@ INVESTIGATE_STAGED_TAG when that is set) and from <root>/proc when it lists any.
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -186,6 +187,13 @@ def read_env(base, pid):
         if k:
             env[k] = v
     return env
+
+
+def ns_link(base, pid, kind):
+    try:
+        return os.readlink("%s/%s/ns/%s" % (base, pid, kind))
+    except OSError:
+        return None
 
 
 def status_field(base, pid, name):
@@ -546,13 +554,17 @@ def reduce_pods(doc, want, names, prefixes):
         meta = i.get("metadata") or {}
         ids = [str(s.get("containerID", "")).split("://")[-1] for s in (i.get("status") or {}).get(
             "containerStatuses") or [] if isinstance(s, dict)]
-        if (want.get("pod_uid") and meta.get("uid") == want["pod_uid"]) or \
-                (want.get("container_id") and any(x and (x.startswith(want["container_id"]) or
-                                                         want["container_id"].startswith(x)) for x in ids)) or \
-                (want.get("name") and meta.get("name") == want["name"]):
+        # the cgroup's uid or container id, when known, is the kernel's word: a name (a process's own) never overrides it
+        if want.get("pod_uid"):
+            ok = meta.get("uid") == want["pod_uid"]
+        elif want.get("container_id"):
+            ok = any(x and (x.startswith(want["container_id"]) or want["container_id"].startswith(x)) for x in ids)
+        else:
+            ok = bool(want.get("name")) and meta.get("name") == want["name"]
+        if ok:
             hit = i
             break
-    if hit is None and len(items) == 1:
+    if hit is None and len(items) == 1 and not want.get("pod_uid") and not want.get("container_id"):
         hit = items[0]
     return reduce_pod(hit, names, prefixes) if hit else None
 
@@ -660,6 +672,7 @@ def main():
             if v and NAME_RX.match(v):
                 p.setdefault("ids", {})[k] = v
         p["_creds"], p["_cwd"] = creds or NOBODY, cwd
+        p["_uts_ours"] = ns_link(base, pid, "uts") is not None and ns_link(base, pid, "uts") == ns_link("/proc", "self", "uts")
         if tuple(argv) in seen:
             continue  # the same process seen twice (this machine's /proc and a mounted one)
         seen.add(tuple(argv))
@@ -728,10 +741,15 @@ def main():
         if p.get("container_id") and p.get("runtime") in ("docker", None) and p["container_id"] not in containers \
                 and "pod_uid" not in p and "kubepods" not in (p.get("cgroup") or ""):
             containers.append(p["container_id"])
-        want = dict((k, p[k]) for k in ("pod_uid", "container_id") if p.get(k) and "kubepods" in (p.get("cgroup") or ""))
+        in_pod = "kubepods" in (p.get("cgroup") or "")
+        want = dict((k, p[k]) for k in ("pod_uid", "container_id") if p.get(k) and in_pod)
         ids = p.get("ids") or {}
-        if ids.get("POD_NAME") or (ids.get("KUBERNETES_SERVICE_HOST") and ids.get("HOSTNAME")):
-            want["name"] = ids.get("POD_NAME") or ids.get("HOSTNAME")
+        named = ids.get("POD_NAME") or (ids.get("HOSTNAME") if ids.get("KUBERNETES_SERVICE_HOST") else None)
+        # a name from a process's environment is its own word: taken for a process the kernel placed in a pod (its
+        # cgroup; reduce_pods then holds the pod to the cgroup's uid), or one whose name is the hostname of the UTS
+        # namespace it shares with this probe (a probe run inside the pod); not for any process that says so
+        if named and (in_pod or (p.get("_uts_ours") and named == socket.gethostname())):
+            want["name"] = named
             want["namespace"] = ids.get("POD_NAMESPACE")
         if want and want not in pods:
             pods.append(want)

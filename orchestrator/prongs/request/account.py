@@ -25,6 +25,7 @@ Pure: an EvidenceView in, a RequestAccount out.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,9 @@ class View:
     evidence: list[str]
     ttft: Stat | None = None
     itl: Stat | None = None
+    tpot: Stat | None = None
+    """The client's time per output token (end-to-end less TTFT over the tokens after the first): below its
+    inter-token latency where each streamed chunk carries several tokens."""
     e2e: Stat | None = None
     queue: Stat | None = None
     prefill: Stat | None = None
@@ -136,8 +140,14 @@ class View:
     max_tokens: float | None = None
     """Mean max_tokens the requests asked for."""
     n_per_request: float | None = None
+    parents: float | None = None
+    """Requests as the client sent them where the engine counts each of n completions as a request of its own
+    (vLLM: request_params_n's count)."""
     prefix_hit_pct: float | None = None
     engines: int = 0
+    condition: str = ""
+    """The run's own name for what it ran (its label, without the load): runs of one condition at several loads,
+    or of two conditions at one load."""
 
     @property
     def inflight(self) -> float | None:
@@ -161,6 +171,10 @@ class Floor:
     ms: float
     arithmetic: str
     source: str
+    bound: str = ""
+    """A decode step: `memory` or `compute`, whichever floor is larger."""
+    bound_without_kv: str = ""
+    """The same with the KV reads left out (what a roofline of the weights alone says)."""
 
 
 @dataclass
@@ -271,6 +285,15 @@ class RequestAccount:
     gpu_busy_pct: float | None = None
     evidence: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    runs: list[View] = field(default_factory=list)
+    """Every run the user gave, those of the state before (--baseline) too: the runs compared with each other."""
+    model_words: str = ""
+    """The model the floors are computed for, in words ("meta-llama/Llama-3.1-8B-Instruct, 8.0 B bf16")."""
+    named: tuple[str, float, str, "Floor | None"] | None = None
+    """A model the client names that is not the one the engine serves: (its name, its parameters in billions, the
+    engine's --served-model-name, its decode floor)."""
+    spec: Any = None
+    """The engine's speculative decoding (resource_account's Speculation: tokens per step, drafted, accepted)."""
 
     def facts(self) -> dict[str, Any]:
         """The account as flat `request.*` facts, for the residual table's predicates."""
@@ -343,6 +366,47 @@ class RequestAccount:
                 out[f"request.delta.{term}.ratio"] = (y / x) if x else math.inf
             for term in d.same:
                 out[f"request.delta.{term}.same"] = True
+        if self.named is not None:
+            nm, nb, alias, fl = self.named
+            out["request.model.named"] = nm
+            out["request.model.named_params_b"] = nb
+            if alias:
+                out["request.model.alias"] = alias
+            if fl is not None:
+                out["request.floor.itl_named_ms"] = fl.ms
+                out["request.floor.itl_named_arithmetic"] = fl.arithmetic
+        sp = self.spec
+        if sp is not None:
+            out["request.spec_accept_len"] = round(sp.accept_len, 2)
+            if sp.k:
+                out["request.spec_k"] = round(sp.k, 2)
+                out["request.spec_rejected_share"] = max(0.0, 1 - sp.accept_len / (sp.k + 1))
+            if sp.accepted is not None and sp.drafted:
+                out["request.spec_accept_rate"] = sp.accepted / sp.drafted
+            itl = e.itl.typical if e is not None and e.itl is not None else None
+            if itl:
+                out["request.spec_step_ms"] = itl
+                out["request.spec_ms_per_token"] = itl / sp.accept_len
+        for c in self.clients[:1]:
+            if c.tpot is not None and c.tpot.median:
+                out["request.client.tpot_ms"] = c.tpot.median
+                if c.itl is not None and c.itl.median and c.itl is not c.tpot:
+                    out["request.client.tokens_per_chunk"] = round(c.itl.median / c.tpot.median, 2)
+        pairs = same_load_pairs(self.runs)
+        for slow, fast in pairs:
+            load = slow.concurrency or 0.0
+            spec_slow, spec_fast = bool(SPECULATIVE.search(slow.condition)), bool(SPECULATIVE.search(fast.condition))
+            if spec_slow and not spec_fast:
+                out["request.same_load.speculative_slower_at"] = max(
+                    load, out.get("request.same_load.speculative_slower_at", 0.0))
+                ps, pf = per_token(slow), per_token(fast)
+                out["request.same_load.speculative_slower_ms"] = f"{ps or 0:.3g} ms against {pf or 0:.3g} ms"
+            elif spec_fast and not spec_slow:
+                out["request.same_load.speculative_faster_at"] = min(
+                    load, out.get("request.same_load.speculative_faster_at", math.inf))
+        at = out.get("request.same_load.speculative_slower_at")
+        if at and sp is not None and sp.k:
+            out["request.same_load.verified_positions"] = at * (sp.k + 1)
         out.update(self.logs.facts())
         return out
 
@@ -372,7 +436,8 @@ def _lat(lat: Latency | None) -> Stat | None:
 def client_view(b: BenchResult, ev: str) -> View:
     itl = _lat(b.itl) or _lat(b.tpot)
     return View(point="client", label=b.name, source=f"{b.format} ({b.source})" if b.source else b.format,
-                evidence=[ev], ttft=_lat(b.ttft), itl=itl, e2e=_lat(b.e2el), tokens_in=b.input_len,
+                evidence=[ev], ttft=_lat(b.ttft), itl=itl, tpot=_lat(b.tpot), e2e=_lat(b.e2el), tokens_in=b.input_len,
+                condition=b.label or b.backend or b.format,
                 tokens_out=b.output_len, requests=float(b.completed) if b.completed is not None else None,
                 failed=float(b.failed) if b.failed is not None else None,
                 concurrency=float(b.max_concurrency) if b.max_concurrency else None, rate=b.request_throughput,
@@ -495,6 +560,11 @@ def engine_view(v: "EvidenceView") -> tuple[View | None, RequestLogs]:
         n_ = _hist(ms, ("vllm:request_params_n",), 1.0)
         if n_ is not None:
             view.n_per_request = n_[0].mean
+            if n_[0].mean and n_[0].mean > 1.05 and n_[0].count and view.requests and \
+                    view.requests >= 0.8 * n_[0].mean * n_[0].count:
+                # vLLM runs each of n completions as a child request and counts each (e2e, success): the client's
+                # requests are the parents
+                view.parents = n_[0].count
         r = _counter(ms, _RUNNING)
         view.running = r[0] if r is not None else None
         w = _counter(ms, _WAITING)
@@ -704,8 +774,12 @@ def model_facts(v: "EvidenceView", engines: list[EngineInstance]) -> ModelFacts 
                                 f"{shape.top_k} of {shape.num_experts} experts per token")
     if shape is None and conf is not None:
         shape = shape_from_config(conf[1])
-    if shape is None:
-        shape = shape_from_observations(obs_model) if obs_model else None
+    if shape is None and obs_model is not None and (obs_model.hidden_size or obs_model.active_params_b):
+        shape = shape_from_observations(obs_model)
+    if shape is None and prim is not None and prim.model:
+        # the weights the engine loaded, before the name the user calls them by (an alias may name another model)
+        shape = shape_from_name(prim.model)
+        name = prim.model if shape is not None else name
     if shape is None:
         shape = shape_from_name(name)
     if shape is None:
@@ -718,6 +792,10 @@ def model_facts(v: "EvidenceView", engines: list[EngineInstance]) -> ModelFacts 
     kvs = kv_shape(obs_model.model_dump(), "the observations") if obs_model else None
     if kvs is None and conf is not None:
         kvs = kv_shape(conf[1], "the model's config.json")
+    if kvs is None:
+        from orchestrator.prongs.request.known_models import known_kv
+
+        kvs = known_kv(prim.model if prim else None) or known_kv(name)
     tp = int(prim.value("tp") or 1) if prim else (oe[1].runs[0].tp if oe and oe[1].runs else 1)
     kv_bytes, kv_src = 0.0, "KV reads left out (the model's attention shape is not known)"
     if kvs is not None:
@@ -786,7 +864,9 @@ def floors(v: "EvidenceView", mf: ModelFacts | None, *, batch: float, context: f
                        f"({weights / 1e9:.1f} GB of {wname} weights{kv_part}) / ({gpus} x {bw:,.0f} GB/s) = "
                        f"{mem_ms:.2f} ms per step" + (f"; its compute, {comp_ms:.2f} ms, is larger"
                                                       if comp_ms > mem_ms else ""),
-                       f"{where}, {sh.source}{moe}; weights {mf.dtype_src}; KV {mf.kv_src}")
+                       f"{where}, {sh.source}{moe}; weights {mf.dtype_src}; KV {mf.kv_src}",
+                       bound="compute" if comp_ms > mem_ms else "memory",
+                       bound_without_kv="compute" if comp_ms > weights / gpus / (bw * 1e9) * 1e3 else "memory")
     if prompt:
         pf = 2.0 * sh.active_params * prompt / gpus / (peak * 1e12) * 1e3
         pf_mem = sh.total_params * bpp / gpus / (bw * 1e9) * 1e3
@@ -831,6 +911,15 @@ def _blended(term: str, c: View, e: View, others: list[View], noise: float, rati
     a = mine.typical if mine is not None else None
     if a is None:
         return False
+    runs = [c, *others]
+    figs = [getattr(r, term).typical if getattr(r, term) is not None else None for r in runs]
+    if es is not None and es.count and all(r.requests for r in runs) and all(f is not None for f in figs):
+        n = sum(r.requests or 0 for r in runs)
+        if abs(n - es.count) <= REQUESTS_NOISE * es.count:
+            # the engine counted exactly these runs: its mean is theirs weighted by requests
+            blend = sum((r.requests or 0) * (f or 0) for r, f in zip(runs, figs)) / n
+            if not (_differ(x, blend, noise, ratio) or _differ(blend, x, noise, ratio)):
+                return True
     for o in others:
         os_ = getattr(o, term)
         b = os_.typical if os_ is not None else None
@@ -915,6 +1004,17 @@ def _token_residuals(c: View, e: View, out: list[Residual]) -> None:
             out.append(Residual("tokens_in.client_over_engine", "prompt tokens per request", ("client", "engine"),
                                 c.tokens_in, e.tokens_in, "tokens", f"sent by {c.label}", "prefilled by the engine",
                                 ev, c.label))
+    if c.tokens_out and e.parents and e.n_per_request and e.generation_tokens_total and c.requests and \
+            abs(e.parents - (c.requests + (c.failed or 0))) <= REQUESTS_NOISE * e.parents:
+        # n completions per request: the engine generated n answers for each one the client counts
+        kept = c.requests * c.tokens_out
+        if e.generation_tokens_total > kept * (1 + TOKENS_NOISE) and e.generation_tokens_total - kept > 100:
+            out.append(Residual("tokens_out.engine_over_client", "output tokens", ("engine", "client"),
+                                e.generation_tokens_total, kept, "tokens",
+                                f"generated by the engine for {e.parents:,.0f} requests x n = {e.n_per_request:.3g} "
+                                "completions each (vllm:generation_tokens_total)",
+                                f"kept by {c.label}: {c.requests:,.0f} answers x {c.tokens_out:,.0f} tokens", ev,
+                                c.label))
     if c.tokens_out and e.tokens_out:
         if e.tokens_out - c.tokens_out > 16 and e.tokens_out > c.tokens_out * (1 + TOKENS_NOISE):
             out.append(Residual("tokens_out.engine_over_client", "output tokens per request", ("engine", "client"),
@@ -936,9 +1036,13 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
     if len(runs) > 1:
         c = View(point="client", label=" + ".join(r.label for r in runs), source="", evidence=c.evidence,
                  requests=sum(r.requests or 0 for r in runs), failed=sum(r.failed or 0 for r in runs))
-    assert c.requests is not None
+    assert c.requests is not None and e.requests is not None
     offered = c.requests + (c.failed or 0)
+    if e.parents:
+        e = View(point="engine", label=e.label, source=e.source, evidence=e.evidence, requests=e.parents,
+                 finished={k: x / (e.n_per_request or 1.0) for k, x in e.finished.items()})
     aborted = e.finished.get("abort", 0.0)
+    assert e.requests is not None
     if e.requests > offered * (1 + REQUESTS_NOISE) and e.requests - offered >= 5 and \
             (aborted >= 0.2 * (e.requests - offered) or (c.failed or 0) > 0):
         # more requests at the engine than offered, with aborts or failures to show for it (without them, the
@@ -975,6 +1079,12 @@ def _load_residuals(c: View, e: View, out: list[Residual], busy: float | None = 
         out.append(Residual("load.client_over_engine", "requests in flight", ("client", "engine"), held, inside,
                             "requests", src, f"the engine's running + waiting ({e.running or 0:.0f} + {waiting:.0f})",
                             ev, c.label))
+    elif c.concurrency and inside >= 2 * c.concurrency and inside - c.concurrency >= 4:
+        # more sequences inside the engine than the client ever holds requests: each request became several
+        # sequences (n > 1), or other clients share the engine
+        out.append(Residual("load.engine_over_client", "requests in flight", ("engine", "client"), inside,
+                            c.concurrency, "requests", f"the engine's running + waiting ({e.running or 0:.0f} + "
+                            f"{waiting:.0f})", f"{c.label}'s concurrency", ev, c.label))
 
 
 def _floor_residuals(view: View, fl: dict[str, Floor], out: list[Residual], tokens_note: str = "",
@@ -991,6 +1101,15 @@ def _floor_residuals(view: View, fl: dict[str, Floor], out: list[Residual], toke
         # coarse buckets); the client's median is what most requests see
         x = s.typical if view.point == "engine" else s.median
         if x is None:
+            continue
+        if term == "itl" and view.tpot is not None and view.tpot.median is not None and x >= BELOW_FLOOR * f.ms \
+                and view.tpot.median < BELOW_FLOOR * f.ms:
+            # each streamed chunk within the floor, each token below it: chunks carry several tokens
+            t = view.tpot.median
+            out.append(Residual("itl.client_below_floor", "time per output token", (view.point, "floor"), t, f.ms,
+                                "ms", f"{view.label}, median TPOT", f.arithmetic, ev, view.label,
+                                note=f"its inter-token latency, per streamed chunk, is {x:.3g} ms: {x / t:.2g} tokens "
+                                     "per chunk"))
             continue
         if term == "ttft" and x - f.ms < TTFT_NOISE_MS and x >= BELOW_FLOOR * f.ms:
             continue  # a TTFT within a round trip of its floor says nothing, whatever the ratio
@@ -1051,6 +1170,34 @@ def _prefilled_again(logs: RequestLogs, e: View, out: list[Residual]) -> None:
                             prompt - reused, new, "tokens", "evaluated by the engine (its prompt eval count)",
                             f"new since the turn before (the slot held {held:,.0f} tokens of the conversation)",
                             e.evidence))
+
+
+def _context_residuals(logs: RequestLogs, c: View | None, e: View | None, out: list[Residual]) -> None:
+    """Requests that did not fit the context window, as the engine's log says: prompts cut to it (tokens sent against
+    tokens kept) and requests refused for their length."""
+    ctx = logs.context
+    if ctx is None:
+        return
+    ev = list(dict.fromkeys((e.evidence if e else []) + (c.evidence if c else [])))
+    run = c.label if c is not None else ""
+    if ctx.truncated and ctx.prompts and ctx.kept and not any(r.shape == "tokens_in.client_over_engine" for r in out):
+        sent, kept = sum(ctx.prompts) / len(ctx.prompts), sum(ctx.kept) / len(ctx.kept)
+        if sent > kept * (1 + TOKENS_NOISE):
+            out.append(Residual("tokens_in.client_over_engine", "prompt tokens per request", ("client", "engine"),
+                                sent, kept, "tokens", f"sent ({ctx.truncated} truncation lines of the engine's log)",
+                                f"kept and prefilled, cut to a context of {ctx.limit:,} tokens" if ctx.limit else
+                                "kept and prefilled", ev, run))
+    if ctx.refused:
+        offered = (c.requests or 0) + (c.failed or 0) if c is not None and c.requests is not None else None
+        failed = c.failed if c is not None and c.failed else None
+        asked = sum(ctx.requested) / len(ctx.requested) if ctx.requested else None
+        limit = f"{ctx.limit:,}" if ctx.limit else "?"
+        said = (f"{ctx.refused:,} requests refused in the engine's log for not fitting its context of {limit} tokens"
+                + (f" (asking for {asked:,.0f} tokens on average)" if asked else "")
+                + (f"; {failed:,.0f} of {offered:,.0f} requests failed at the client" if failed and offered else ""))
+        out.append(Residual("requests.refused_too_long", "requests refused for their length", ("engine", "engine"),
+                            failed or float(ctx.refused), offered or float(ctx.refused), "requests",
+                            "refused (the engine's log)", "offered", ev, run, said=said))
 
 
 def _throughput_flat(clients: list[View], out: list[Residual]) -> None:
@@ -1126,9 +1273,83 @@ def _delta_residuals(deltas: list[RunDelta], out: list[Residual]) -> None:
                                 slow.label, fast.label, ev, slow.label,
                                 note=f"end-to-end moved by {abs(d.moved['e2e'][1] - d.moved['e2e'][0]):,.0f} ms, "
                                      "the inter-token latency not at all"))
-        elif "tokens_in" not in d.moved and gap > TTFT_NOISE_MS:
+        elif "tokens_in" not in d.moved and "concurrency" not in d.moved and gap > TTFT_NOISE_MS:
             out.append(Residual("ttft.run_over_run", "TTFT", ("run", "run"), max(ta, tb), min(ta, tb), "ms",
                                 slow.label, fast.label, ev, slow.label))
+
+
+SPECULATIVE = re.compile(r"spec|ngram|n-gram|eagle|mtp|draft|medusa|lookahead", re.I)
+"""A run's name that says speculative decoding was on."""
+
+
+def per_token(c: View) -> float | None:
+    """A run's time per output token: its TPOT where it has one (per token, whatever a streamed chunk carries), else
+    its inter-token latency."""
+    s = c.tpot if c.tpot is not None and c.tpot.median is not None else c.itl
+    return s.median if s is not None else None
+
+
+def same_load_pairs(runs: list[View]) -> list[tuple[View, View]]:
+    """Runs at one load under two conditions (their names differ) whose time per output token moved: (slower,
+    faster)."""
+    out: list[tuple[View, View]] = []
+    for i, a in enumerate(runs):
+        for b in runs[i + 1:]:
+            if a.condition == b.condition or not a.concurrency or a.concurrency != b.concurrency:
+                continue
+            x, y = per_token(a), per_token(b)
+            if x is None or y is None:
+                continue
+            if _differ(x, y, ITL_NOISE_MS / 4, 1.15) or _differ(y, x, ITL_NOISE_MS / 4, 1.15):
+                out.append((a, b) if x > y else (b, a))
+    return out
+
+
+def _same_load_residuals(runs: list[View], out: list[Residual]) -> None:
+    for slow, fast in same_load_pairs(runs):
+        x, y = per_token(slow), per_token(fast)
+        assert x is not None and y is not None
+        out.append(Residual("itl.run_over_run", "time per output token", ("run", "run"), x, y, "ms", slow.label,
+                            fast.label, list(dict.fromkeys(slow.evidence + fast.evidence)), slow.label,
+                            note=f"the same load ({slow.concurrency:g} at once), {slow.condition} against "
+                                 f"{fast.condition}"))
+
+
+_SERVED_AS = re.compile(r"--served-model-name[= ](\S+)")
+
+
+def _named_model(v: "EvidenceView", runs: list[View], engines: list[EngineInstance],
+                 mf: "ModelFacts | None") -> tuple[str, Any, str] | None:
+    """The model the client names (its benchmark's model id, the observations' model) when its size differs from the
+    weights the engine serves: (the name, its shape from the name, the engine's --served-model-name or "")."""
+    from orchestrator.prongs.serving_engine.floors import shape_from_name
+
+    if mf is None or not engines or not engines[0].model:
+        return None
+    served = mf.shape.total_params
+    alias_m = _SERVED_AS.search(engines[0].command or "")
+    alias = alias_m.group(1) if alias_m else ""
+    oe = v.observations_evidence
+    names = [b.model for b in (oe[1].bench if oe else []) if b.model]
+    if oe and oe[1].model and oe[1].model.name:
+        names.append(oe[1].model.name)
+    if alias:
+        names.append(alias)
+    base = (mf.name or engines[0].model or "").split("/")[-1].lower()
+    by_name = shape_from_name(mf.name or engines[0].model)
+    for nm in dict.fromkeys(names):
+        low = nm.split("/")[-1].lower()
+        if not low or low in base or base in low:
+            continue  # the same model, named with or without its organisation or a suffix
+        shape = shape_from_name(nm)
+        if shape is None or not served:
+            continue
+        # sizes read from both names where the served one has a size in it (a name's parse and a config's count
+        # differ for the same model: "8x7B" is 46.7 B), else the name's against the weights' count
+        other = by_name.total_params if by_name is not None else served
+        if max(shape.total_params, other) / min(shape.total_params, other) >= 1.5:
+            return nm, shape, alias
+    return None
 
 
 def _runs_total(clients: list[View]) -> View | None:
@@ -1149,17 +1370,26 @@ def _runs_total(clients: list[View]) -> View | None:
                 failed=sum(c.failed or 0 for c in clients), tokens_in=wmean("tokens_in"), tokens_out=wmean("tokens_out"))
 
 
-def _waste(c: View | None, e: View) -> list[Waste]:
+def _waste(c: View | None, e: View, spec: Any = None) -> list[Waste]:
     """GPU work that did not reach the answer the user kept, with its arithmetic."""
     out: list[Waste] = []
     total = sum(e.finished.values())
-    if c is not None and e.requests and c.requests:
+    if spec is not None and spec.accepted is not None and spec.drafted and spec.accept_len > 1:
+        drafts = spec.accepted / (spec.accept_len - 1)
+        positions = spec.drafted + drafts
+        out.append(Waste("rejected drafts", spec.drafted - spec.accepted, positions, "decode",
+                         f"{spec.drafted:,.0f} draft tokens verified, {spec.accepted:,.0f} accepted "
+                         f"({spec.accepted / spec.drafted:.0%}); {drafts:,.0f} steps x ({spec.drafted / drafts:.2g} "
+                         f"drafts + 1) = {positions:,.0f} positions verified, {spec.drafted - spec.accepted:,.0f} of "
+                         "them rejected"))
+    e_req = e.parents or e.requests
+    if c is not None and e_req and c.requests:
         offered = c.requests + (c.failed or 0)
-        aborted = e.finished.get("abort", 0.0)
-        if e.requests > offered * (1 + REQUESTS_NOISE) and aborted < 0.2 * (e.requests - offered):
+        aborted = e.finished.get("abort", 0.0) / (e.n_per_request if e.parents and e.n_per_request else 1.0)
+        if e_req > offered * (1 + REQUESTS_NOISE) and aborted < 0.2 * (e_req - offered):
             return out  # the engine's counters include traffic besides these runs: no per-run arithmetic holds
     if c is not None and c.requests and c.tokens_in and e.prompt_tokens_total and \
-            e.requests and e.requests > c.requests * (1 + REQUESTS_NOISE):
+            e_req and e_req > c.requests * (1 + REQUESTS_NOISE):
         needed = c.requests * c.tokens_in
         if e.prompt_tokens_total > needed * (1 + TOKENS_NOISE):
             out.append(Waste("prefilled again or for requests not kept", e.prompt_tokens_total - needed,
@@ -1174,12 +1404,15 @@ def _waste(c: View | None, e: View) -> list[Waste]:
                              "decode",
                              f"{e.generation_tokens_total:,.0f} tokens generated against {c.requests:,.0f} answers kept "
                              f"x {c.tokens_out:,.0f} tokens = {kept:,.0f} kept "
-                             f"({1 - kept / e.generation_tokens_total:.0%} not kept)"))
+                             f"({1 - kept / e.generation_tokens_total:.0%} not kept"
+                             + (f"; n = {e.n_per_request:.3g} completions per request, the client keeps one"
+                                if e.parents and e.n_per_request else "") + ")"))
     elif c is not None and c.tokens_out and e.tokens_out and e.tokens_out > c.tokens_out * (1 + TOKENS_NOISE):
         out.append(Waste("generated and not kept", e.tokens_out - c.tokens_out, e.tokens_out, "decode",
                          f"{e.tokens_out:,.0f} tokens generated per request against {c.tokens_out:,.0f} kept "
                          f"({1 - c.tokens_out / e.tokens_out:.0%} not kept)"))
-    if total and e.finished.get("abort") and e.tokens_out and not any(w.phase == "decode" for w in out):
+    if total and e.finished.get("abort") and e.tokens_out and not any(w.phase == "decode" and w.what != "rejected drafts"
+                                                                      for w in out):
         out.append(Waste("generated for requests that were aborted", e.finished["abort"] * e.tokens_out,
                          total * e.tokens_out, "decode",
                          f"{e.finished['abort']:,.0f} of {total:,.0f} requests ended aborted"))
@@ -1191,13 +1424,21 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     from orchestrator.prongs.resource_account.where import gpus_busy
 
     oe = v.observations_evidence
-    clients = [] if oe is None else [client_view(b, oe[0].id) for b in oe[1].bench if b.label != "baseline"]
+    runs = [] if oe is None else [client_view(b, oe[0].id) for b in oe[1].bench]
+    # the engine's counters cover the runs since it started, not those of the state before (--baseline)
+    clients = [c for c, b in zip(runs, oe[1].bench if oe else []) if b.label != "baseline"]
     engine, logs = engine_view(v)
     if not clients and engine is None:
         return None
     got = _engines(v)
     engines = got[1] if got else []
-    acct = RequestAccount(clients=clients, engine=engine, logs=logs, gpu_busy_pct=gpus_busy(v))
+    acct = RequestAccount(clients=clients, engine=engine, logs=logs, gpu_busy_pct=gpus_busy(v), runs=runs)
+    from orchestrator.prongs.resource_account.engine_work_rules import _engines as work_engines
+    from orchestrator.prongs.resource_account.engine_work_rules import speculation_state
+
+    for _e, inst, fx in work_engines(v):
+        acct.spec = speculation_state(inst, fx)
+        break
     acct.evidence = list(dict.fromkeys([x for c in clients for x in c.evidence] + (engine.evidence if engine else [])))
     mf = model_facts(v, engines)
     c0 = clients[0] if clients else None
@@ -1209,6 +1450,19 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     t_out = (engine.tokens_out if engine and engine.tokens_out else None) or (c0.tokens_out if c0 else None)
     context = (t_in or 0) + (t_out or 0) / 2
     acct.floors = floors(v, mf, batch=batch, context=context, prompt=t_in, n_out=t_out)
+    if mf is not None:
+        act = (f", {mf.shape.active_params / 1e9:.1f} B active" if mf.shape.expert_params else "")
+        acct.model_words = f"{mf.name or 'the model'} ({mf.shape.total_params / 1e9:.1f} B{act}, {mf.dtype})"
+    named = _named_model(v, runs, engines, mf)
+    if named is not None:
+        nm, shape, alias = named
+        from orchestrator.prongs.request.known_models import known_kv
+
+        nkv = known_kv(nm)
+        nmf = ModelFacts(shape, nkv.bytes_per_token(2.0) if nkv else 0.0, nkv.source if nkv else "", "bf16", "bf16",
+                         "the name's model at bf16, as published figures are", 1, nm)
+        fl = floors(v, nmf, batch=batch, context=context, prompt=t_in, n_out=t_out).get("itl")
+        acct.named = (nm, shape.total_params / 1e9, alias, fl)
     out: list[Residual] = []
     if engine is not None:
         _finish_residuals(engine, out)
@@ -1245,13 +1499,23 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     acct.deltas = _deltas(clients)
     _delta_residuals(acct.deltas, out)
     _throughput_flat(clients, out)
+    _same_load_residuals(runs, out)
     if engine is not None:
         _prefilled_again(logs, engine, out)
+    if acct.named is not None and mf is not None:
+        nm, nb, alias, fl = acct.named
+        served = mf.shape.total_params / 1e9
+        out.append(Residual("model.named_vs_served", "model size", ("client", "engine"), nb, served, "B parameters",
+                            f"the name the client asks for ({nm})", f"the weights the engine loaded ({mf.name})",
+                            acct.evidence, c0.label if c0 else "",
+                            said=f"the name {nm} says a {nb:g} B model, and the engine serves {mf.name} "
+                                 f"({served:.1f} B)" + (f" under it (--served-model-name {alias})" if alias else "")))
+    _context_residuals(logs, c0, engine, out)
     seen: set[tuple[str, str]] = set()
     for r in out:
         if (r.shape, r.run) not in seen:
             seen.add((r.shape, r.run))
             acct.residuals.append(r)
     if engine is not None:
-        acct.waste = _waste(_runs_total(clients), engine)
+        acct.waste = _waste(_runs_total(clients), engine, acct.spec)
     return acct

@@ -11,6 +11,13 @@ these are the lines an engine prints per request or per event, in the formats th
 - Ollama (server/routes.go, envconfig): the `server config` line's env map (OLLAMA_NUM_PARALLEL,
   OLLAMA_MAX_QUEUE), the runner's command line (`--parallel N`), and one `[GIN] ... | STATUS | DURATION | ...`
   line per request.
+- The context window, where a request does not fit it: Ollama's `msg="truncating input prompt" limit=L prompt=P
+  keep=K new=N` (the prompt cut to the slot's context), llama-server's `request (P tokens) exceeds the available
+  context size (L tokens)` (refused, HTTP 400) with its `n_ctx`, `n_seq_max`, `n_ctx_per_seq` / `n_ctx_slot` lines
+  (the context divided among the parallel slots), the Ollama runner's `--ctx-size C ... --parallel N`, vLLM's
+  `This model's maximum context length is L tokens. However, you requested T tokens (P in the messages, C in the
+  completion)` (refused before the engine, HTTP 400), SGLang's `The input (P tokens) is longer than the model's
+  context length (L tokens)` and TGI's `must be <= L. Given: P `inputs` tokens and C `max_new_tokens``.
 - vLLM with VLLM_GC_DEBUG=1 (vllm/utils/gc_utils.py): `GC took X ms to complete. Collected N objects (out of M) in
   GC generation G.`, each line prefixed by the process (`(APIServer pid=1)`, `(EngineCore_DP0 pid=212)`).
 Pure: lines in, a `RequestLogs` out.
@@ -35,6 +42,16 @@ _GIN = re.compile(r"\[GIN\] [\d/]+ - [\d:]+ \| (\d{3}) \|\s*([\d.]+)(µs|us|ms|s
 _GC = re.compile(r"\((\w+?)(?:_DP\d+)? pid=\d+\).*GC took ([\d.]+) ?ms to complete\. Collected \d+ objects \(out of "
                  r"(\d+)\) in GC generation (\d)")
 _GC_TIME = re.compile(r"\b(\d\d):(\d\d):(\d\d)\b")
+_TRUNCATE = re.compile(r'truncating input prompt"? limit=(\d+) prompt=(\d+)(?: keep=\d+)?(?: new=(\d+))?')
+_EXCEEDS = re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)")
+_VLLM_MAXLEN = re.compile(r"maximum context length is (\d+) tokens\. However, you requested (\d+) tokens"
+                          r"(?: \((\d+) in the messages, (\d+) in the completion\))?")
+_SGL_MAXLEN = re.compile(r"input \((\d+) tokens\) is longer than the model's context length \((\d+) tokens\)")
+_TGI_MAXLEN = re.compile(r"must be <= (\d+)\. Given: (\d+) `inputs` tokens and (\d+) `max_new_tokens`")
+_SLOT_CTX = re.compile(r"(?:new slot n_ctx_slot|n_ctx_per_seq) += (\d+)")
+_TOTAL_CTX = re.compile(r"llama_context: n_ctx += (\d+)")
+_SEQ_MAX = re.compile(r"n_seq_max += (\d+)")
+_RUNNER_CTX = re.compile(r'msg="starting llama server" cmd=".*?--ctx-size (\d+)')
 
 
 @dataclass
@@ -73,6 +90,27 @@ class GcState:
 
 
 @dataclass
+class ContextState:
+    """Requests that did not fit the context window, and the window as the server set it."""
+
+    limit: int | None = None
+    """The context a request gets (tokens), as the refusal or truncation line says."""
+    refused: int = 0
+    truncated: int = 0
+    requested: list[int] = field(default_factory=list)
+    """Tokens each refused request asked for (prompt + completion where the line says both)."""
+    prompts: list[int] = field(default_factory=list)
+    """Prompt tokens of each refused or truncated request, as sent."""
+    completion: list[int] = field(default_factory=list)
+    """max_tokens of each refused request, where the line says it."""
+    kept: list[int] = field(default_factory=list)
+    """Prompt tokens each truncated request kept."""
+    slot_ctx: int | None = None
+    total_ctx: int | None = None
+    slots: int | None = None
+
+
+@dataclass
 class EngineStats:
     """One engine's periodic stats lines (vLLM's "Running: N reqs, Waiting: M reqs", SGLang's "#running-req: N ...
     #queue-req: M"), told apart by the process that printed them (`(EngineCore_DP0 pid=212)`,
@@ -89,6 +127,7 @@ class RequestLogs:
     llama: LlamaSlot | None = None
     ollama: OllamaState | None = None
     gc: GcState | None = None
+    context: ContextState | None = None
     engines: dict[str, EngineStats] = field(default_factory=dict)
     """Periodic stats by the process that printed them."""
     lines: list[str] = field(default_factory=list)
@@ -145,6 +184,32 @@ class RequestLogs:
                 out["request.log.ollama.duration_s_min"] = min(o.durations_s)
                 out["request.log.ollama.duration_s_max"] = max(o.durations_s)
                 out["request.log.ollama.duration_s_mean"] = mean(o.durations_s)
+        c = self.context
+        if c is not None:
+            for k in ("limit", "slot_ctx", "total_ctx", "slots"):
+                val = getattr(c, k)
+                if val is not None:
+                    out[f"request.log.context.{k}"] = val
+            if c.refused:
+                out["request.log.context.refused"] = c.refused
+            if c.truncated:
+                out["request.log.context.truncated"] = c.truncated
+            if c.prompts:
+                out["request.log.context.prompt_mean"] = mean(c.prompts)
+                out["request.log.context.prompt_max"] = max(c.prompts)
+                if c.limit:
+                    out["request.log.context.prompt_over_limit"] = mean(c.prompts) / c.limit
+            if c.requested:
+                out["request.log.context.requested_mean"] = mean(c.requested)
+            if c.completion:
+                out["request.log.context.completion_tokens"] = max(c.completion)
+                if c.limit:
+                    out["request.log.context.prompt_room"] = c.limit - max(c.completion)
+            if c.kept and c.prompts:
+                out["request.log.context.dropped_share"] = max(0.0, 1 - mean(c.kept) / mean(c.prompts))
+                out["request.log.context.kept_mean"] = mean(c.kept)
+            if c.slots and c.total_ctx and c.slot_ctx and c.slots > 1 and c.slot_ctx < c.total_ctx:
+                out["request.log.context.divided"] = True
         g = self.gc
         if g is not None:
             for proc, pauses in g.pauses_ms.items():
@@ -196,10 +261,13 @@ def read_request_logs(lines: Iterable[tuple[str, int, str]]) -> RequestLogs:
     slot = LlamaSlot()
     oll = OllamaState()
     gc = GcState()
+    ctx = ContextState()
     last_past: int | None = None
     for path, no, text in lines:
         hit = True
-        if (m := _LLAMA_NEW.search(text)) is not None:
+        if _context_line(text, ctx):
+            pass
+        elif (m := _LLAMA_NEW.search(text)) is not None:
             slot.requests += 1
             slot.prompt_tokens.append(int(m.group(2)))
             if last_past is not None:
@@ -255,4 +323,62 @@ def read_request_logs(lines: Iterable[tuple[str, int, str]]) -> RequestLogs:
         out.ollama = oll
     if gc.pauses_ms:
         out.gc = gc
+    if ctx.refused or ctx.truncated or ctx.slot_ctx is not None or ctx.total_ctx is not None:
+        if ctx.slot_ctx is None and ctx.total_ctx and ctx.slots:
+            ctx.slot_ctx = ctx.total_ctx // ctx.slots
+        out.context = ctx
     return out
+
+
+def _context_line(text: str, ctx: ContextState) -> bool:
+    """Reads one line about the context window into ctx; whether it was one. (The Ollama runner's command line is
+    read for its --ctx-size and left to the other readers too.)"""
+    if (m := _TRUNCATE.search(text)) is not None:
+        ctx.truncated += 1
+        ctx.limit = int(m.group(1))
+        ctx.prompts.append(int(m.group(2)))
+        ctx.kept.append(int(m.group(3)) if m.group(3) else int(m.group(1)))
+        return True
+    if (m := _EXCEEDS.search(text)) is not None:
+        ctx.refused += 1
+        ctx.prompts.append(int(m.group(1)))
+        ctx.requested.append(int(m.group(1)))
+        ctx.limit = int(m.group(2))
+        return True
+    if (m := _VLLM_MAXLEN.search(text)) is not None:
+        ctx.refused += 1
+        ctx.limit = int(m.group(1))
+        ctx.requested.append(int(m.group(2)))
+        if m.group(3):
+            ctx.prompts.append(int(m.group(3)))
+            ctx.completion.append(int(m.group(4)))
+        return True
+    if (m := _SGL_MAXLEN.search(text)) is not None:
+        ctx.refused += 1
+        ctx.prompts.append(int(m.group(1)))
+        ctx.requested.append(int(m.group(1)))
+        ctx.limit = int(m.group(2))
+        return True
+    if (m := _TGI_MAXLEN.search(text)) is not None:
+        ctx.refused += 1
+        ctx.limit = int(m.group(1))
+        ctx.prompts.append(int(m.group(2)))
+        ctx.completion.append(int(m.group(3)))
+        ctx.requested.append(int(m.group(2)) + int(m.group(3)))
+        return True
+    if (m := _SLOT_CTX.search(text)) is not None:
+        ctx.slot_ctx = int(m.group(1))
+        return True
+    if (m := _TOTAL_CTX.search(text)) is not None:
+        ctx.total_ctx = int(m.group(1))
+        return True
+    if (m := _SEQ_MAX.search(text)) is not None:
+        ctx.slots = int(m.group(1))
+        return True
+    if (m := _RUNNER_CTX.search(text)) is not None:
+        ctx.total_ctx = int(m.group(1))
+        par = re.search(r"--parallel (\d+)", text)
+        if par:
+            ctx.slots = int(par.group(1))
+            ctx.slot_ctx = ctx.total_ctx // max(1, ctx.slots)
+    return False

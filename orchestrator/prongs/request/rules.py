@@ -16,7 +16,7 @@ from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
 from orchestrator.ranks import Rank
 from orchestrator.prongs.request.account import (BELOW_FLOOR, POINT_WORDS, RequestAccount, Residual, build_account,
                                                  fmt)
-from orchestrator.prongs.request.table import HostFacts, Judged, host_facts, judge, render, table
+from orchestrator.prongs.request.table import HostFacts, Judged, host_facts, judge, render, table, title_of
 
 if TYPE_CHECKING:
     from orchestrator.agentdefs import PlanStep
@@ -143,6 +143,8 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         if sh.top_k:
             own["request.model.top_k"] = sh.top_k
         own["request.model.dtype"] = mf.dtype
+        if mf.name:
+            own["request.model.served"] = mf.name
     fl, dense = acct.floors.get("itl"), acct.floors.get("dense_itl")
     itl = _measured_itl(acct)
     if fl is not None and itl is not None:
@@ -163,14 +165,6 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             e2e = abs(d.moved["e2e"][1] - d.moved["e2e"][0])
             own["request.delta.ttft_equals_e2e"] = abs(e2e - gap) <= max(0.15 * gap, 100)
             own["request.delta.ttft"] = gap
-    from orchestrator.prongs.resource_account.engine_work_rules import _engines as work_engines
-    from orchestrator.prongs.resource_account.engine_work_rules import speculation_state
-
-    for _e, inst, fx in work_engines(v):
-        s = speculation_state(inst, fx)
-        if s is not None:
-            own["request.spec_accept_len"] = s.accept_len
-        break
     if any(m.kind == "path_layers" and m.available for _e, m in v.models()):
         own["request.looked.path_layers"] = True  # the whole-path probe ran: a layer it did not find is absent
     for k, val in own.items():
@@ -225,6 +219,12 @@ def _weight(r: Residual) -> float:
     """How much of the user's figure a residual accounts for (0-1), for ordering."""
     if r.between[1] == "floor":
         return min(1.0, abs(1 - r.ratio)) if r.ratio < 1 else min(1.0, 1 - 1 / r.ratio) * 0.6
+    if r.shape == "requests.refused_too_long":
+        # the refusals are the errors the user sees: they explain the failures, whatever their share of the load
+        return 0.9
+    if r.between == ("run", "run"):
+        # the difference between two runs is the symptom itself: its mechanism explains all of it
+        return min(1.0, 2 * (r.ratio - 1)) if r.ratio > 1 else 0.0
     if r.shape.startswith("itl.tail"):
         # the tail's share of the tokens' worst case: what a p99 question asks about
         return min(0.6, max(0.0, 1 - r.b / r.a)) if r.a else 0.0
@@ -287,7 +287,7 @@ def _cite(used: list[tuple[str, Any, str]]) -> str:
 def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Finding:
     j, m = ex.judged, ex.judged.mechanism
     top = max(ex.residuals, key=_weight)
-    title, _ = render(m.title, hf)
+    title = title_of(m, hf)
     layer_settings = [f"{k.removeprefix('path.').replace('.', ' ')} = {v}" for k, v, _e in j.used
                       if k.startswith("path.") and not k.endswith(".present")]
     if layer_settings:
@@ -335,7 +335,7 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
     splits = []
     for ex in cands[:3]:
         m = ex.judged.mechanism
-        title, _ = render(m.title, hf)
+        title = title_of(m, hf)
         seen = f" (on this host: {ex.judged.seen_at})" if ex.judged.seen_at else ""
         names.append(title.rstrip(".") + seen)
         split, _ = render(m.split, hf)
@@ -353,6 +353,9 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
     term = r.term[:1].upper() + r.term[1:]
     if r.between[1] == "floor":
         head = f"{term} {fmt(r.a, r.unit)} is {r.ratio:.2g}x its floor of {fmt(r.b, r.unit)}"
+    elif r.between == ("run", "run"):
+        head = (f"{term}: {r.note}" if r.said and r.note else
+                f"{term}: {fmt(r.a, r.unit)} in {r.a_src}, {fmt(r.b, r.unit)} in {r.b_src}")
     else:
         head = (f"{term}: {fmt(r.a, r.unit)} at {POINT_WORDS.get(r.between[0], r.between[0])}, "
                 f"{fmt(r.b, r.unit)} at {POINT_WORDS.get(r.between[1], r.between[1])}")
@@ -423,6 +426,8 @@ def _reconciled(acct: RequestAccount, question: str = "") -> Finding | None:
         cs, es = getattr(c, term), getattr(e, term)
         if cs is not None and es is not None and cs.typical is not None and es.typical is not None:
             agree.append(f"{label} {fmt(cs.typical, 'ms')} at the client, {fmt(es.typical, 'ms')} at the engine")
+    if not agree:
+        return None  # no time measured at both ends: nothing to say they agree on
     if c.tokens_in and e.tokens_in:
         extra = e.tokens_in - c.tokens_in
         agree.append(f"{e.tokens_in:,.0f} prompt tokens prefilled per request against {c.tokens_in:,.0f} sent"
@@ -451,20 +456,28 @@ def _reconciled(acct: RequestAccount, question: str = "") -> Finding | None:
         ratios["itl"] = r = it[0] / fit.ms
         per_engine = (e.running or 0) / max(e.engines, 1)
         batch = f" at batch {per_engine:,.0f} per engine" if per_engine else ""
+        of = f" of {acct.model_words}" if acct.model_words else ""
         phases["itl"] = (f"{it[1]} inter-token latency of {fmt(it[0], 'ms')} is {r:.2f}x the memory floor of a "
-                         f"decode step{batch} (floor {fmt(fit.ms, 'ms')}: {fit.arithmetic})")
-    if not agree or not phases or any(x >= 3.0 for x in ratios.values()) and len(ratios) == 1:
-        return None
-    claim = ("Client and engine agree term by term: " + "; ".join(agree) + ". Nothing between them adds time or "
-             "tokens beyond measurement noise, and " + "; ".join(phases.values()) + ": an ordinary prefill and decode "
-             "of this workload on this GPU. Faster needs fewer bytes or FLOPs per token (a smaller dtype, a smaller "
-             "prompt) or more GPUs, not a change in between.")
+                         f"decode step{of}{batch} (floor {fmt(fit.ms, 'ms')}: {fit.arithmetic})")
     from orchestrator.prongs.serving_engine.floors import question_phase
 
     asked = {"prefill": "ttft", "decode": "itl"}.get(question_phase(question) or "", "")
+    near = {t: p for t, p in phases.items() if ratios[t] < 3.0}
+    far = {t: p for t, p in phases.items() if ratios[t] >= 3.0}
+    if not near or asked in far:
+        return None  # the phase asked about (or every phase) is far above its floor: not an ordinary run
+    claim = ("Client and engine agree term by term: " + "; ".join(agree) + ". Nothing between them adds time or "
+             "tokens beyond measurement noise, and " + "; ".join(near.values()) + ": an ordinary "
+             + " and ".join({"ttft": "prefill", "itl": "decode"}[t] for t in near) + " of this workload on this GPU. "
+             "Faster needs fewer bytes or FLOPs per token (a smaller dtype, a smaller prompt) or more GPUs, not a "
+             "change in between."
+             + "".join(f" Meanwhile {p[:1].lower() + p[1:]}: the wait behind the other requests' work at this load, "
+                       "not a layer between the client and the engine." for p in far.values()))
+    phases = near
     head = phases.get(asked) or phases.get("itl") or next(iter(phases.values()))
     return Finding(id="request-reconciled", rule="request_account", category="workload", confidence=0.7,
-                   evidence=acct.evidence, title="Client and engine figures agree: " + head.split(" (floor")[0],
+                   evidence=acct.evidence,
+                   title=capitalized(head.split(" (floor")[0]) + ", and the benchmark's figures match the engine's",
                    claim=claim, short="client and engine figures agree; " + "; ".join(p.split(" (floor")[0]
                                                                                        for p in phases.values()) + ".",
                    symptoms=["ttft", "itl", "throughput"], secondary=True,
@@ -518,10 +531,29 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
                 "Check the floor's inputs against the served model (its config.json: experts and how many each token "
                 "uses, the weights' real dtype) and where the figure was measured (the engine's own "
                 "vllm:inter_token_latency_seconds against the client's)."],
-            symptoms=["itl"], contradicts=["decode"],
+            # speculation: the floor bounds the step, not the token, and the step's own verdict stands
+            symptoms=["itl"], contradicts=[] if why is not None and why.judged.id == "speculative-decoding"
+            else ["decode"],
             sets_bound=None if why is not None else BoundClaim(
                 rank=Rank.RESIDUAL - 0.1, bound="unknown",
                 words=f"{capitalized(r.words())}: a figure below its floor cannot be memory-bound.")))
+    # a decode step at a large batch reads its requests' KV besides the weights: a roofline of the weights alone calls
+    # it compute-bound where the KV reads make it memory-bound (the step then sits near its memory floor)
+    fit = acct.floors.get("itl")
+    itl = _measured_itl(acct)
+    if fit is not None and itl and fit.bound == "memory" and fit.bound_without_kv == "compute" and \
+            itl < 2.0 * fit.ms and not below:
+        out.append(Finding(
+            id="request-decode-reads-kv", rule="request_account", category="workload", confidence=0.75,
+            evidence=acct.evidence, informational=True,
+            title=f"Decode is memory-bound at {itl / fit.ms:.2f}x its floor once the KV reads count: not compute-bound",
+            claim=(f"A decode step {fit.arithmetic}; its FLOPs take less. Measured {fmt(itl, 'ms')} per step, "
+                   f"{itl / fit.ms:.2f}x that floor: the step streams the weights and every running request's KV "
+                   "cache. A roofline of the weights alone puts this batch past the ridge (compute-bound); the KV "
+                   "reads grow with the batch and keep it memory-bound. More tokens per second need fewer bytes per "
+                   "step (FP8 weights or KV cache, shorter contexts) or more memory bandwidth, not more FLOPs."),
+            short=f"decode is memory-bound at {itl / fit.ms:.2f}x its floor with the KV reads counted.",
+            symptoms=["itl", "throughput"], contradicts=["decode"]))
     # the user's figure of a phase is mostly spent outside the engine: a roofline verdict on that phase (the engine's
     # own prefill or decode) is true of the engine and says nothing of what the user waits for
     phase_of = {"ttft.client_over_engine": "prefill", "itl.client_over_engine": "decode",
@@ -580,7 +612,7 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
         groups.setdefault(key, ([], cands))[0].append(r)
     for rs, cands in list(groups.values())[:3]:
         out.append(_candidates_finding(rs, cands, acct, hf))
-    if len(out) == 1 and not [r for r in acct.residuals if _weight(r) >= 0.25]:
+    if len(out) == 1 and not [r for r in acct.residuals if _weight(r) >= 0.25 and not r.shape.endswith("far_above_floor")]:
         ok = _reconciled(acct, v.question)
         if ok is not None:
             out.append(ok)
@@ -588,7 +620,42 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
     if work is not None:
         out.append(work)
     out += _contradictions(acct, explained)
+    after = _window_after_run(acct)
+    if after is not None:
+        out.append(after)
     return out
+
+
+WINDOW_LOAD = 4.0
+"""A run that held at least this many requests in flight would show in the engine's gauges had it run while they
+were read."""
+
+
+def _window_after_run(acct: RequestAccount) -> Finding | None:
+    """The sampling window saw an engine with nothing running or waiting and idle GPUs, while the runs the user gave
+    held many requests in flight and the engine's counters show it served them: the window came after the runs. Its
+    idle share is the time after them, not theirs (a verdict of idle GPUs or of no load reaching the engine would
+    contradict the runs' own figures)."""
+    e = acct.engine
+    if e is None or e.running is None or e.running > 0 or (e.waiting or 0) > 0 or not e.requests:
+        return None
+    if acct.gpu_busy_pct is None or acct.gpu_busy_pct >= 5:
+        return None
+    loaded = [c for c in acct.runs if (c.concurrency or c.little_l or 0) >= WINDOW_LOAD]
+    if not loaded:
+        return None
+    c = max(loaded, key=lambda x: x.concurrency or x.little_l or 0)
+    held = c.concurrency or c.little_l or 0
+    return Finding(
+        id="request-window-after-run", rule="request_account", category="workload", confidence=0.7,
+        evidence=acct.evidence, informational=True,
+        title="The sampling window came after the runs: idle GPUs then say nothing of the runs",
+        claim=(f"The engine held 0 requests running and 0 waiting and the GPUs were busy {acct.gpu_busy_pct:.0f} % "
+               f"while sampled, yet the run {c.label} held {held:,.0f} requests in flight and the engine's counters "
+               f"show {e.requests:,.0f} requests served: the window measured the time after the runs. The runs' own "
+               "figures (the client's and the engine's histograms) describe the load; the idle share does not."),
+        short=f"the window saw no load, but {c.label} held {held:,.0f} in flight: it came after the runs.",
+        symptoms=["throughput", "itl", "ttft"], contradicts=["idle"], data={"window": "after the runs"})
 
 
 # --- the second round ----------------------------------------------------------------------------------------------

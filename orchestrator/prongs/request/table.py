@@ -40,6 +40,8 @@ class Shape(_Strict):
 class Mechanism(_Strict):
     layer: Layer
     title: str
+    name: str = ""
+    """The mechanism in words without figures: said instead of the title where a figure of the title is not known."""
     claim: str
     sources: list[str] = Field(min_length=1)
     confirm: list[list[Condition]] = Field(default_factory=list)
@@ -162,6 +164,8 @@ def render(template: str, hf: HostFacts, extra: dict[str, str] | None = None) ->
         key, fmt = m.group(1), m.group(2)
         if key in extra:
             return extra[key]
+        if "." not in key:
+            return m.group(0)  # not a fact (curl's -w '%{time_connect}')
         f = hf.get(key)
         if f is None:
             missing.append(key)
@@ -169,4 +173,30 @@ def render(template: str, hf: HostFacts, extra: dict[str, str] | None = None) ->
         return _value(f.value, fmt)
 
     text = _FIELD.sub(sub, template)
+    if missing:
+        text = without_unknowns(text)
     return " ".join(text.split()), missing
+
+
+def title_of(m: Mechanism, hf: HostFacts) -> str:
+    """The mechanism's title with its figures, or its name where a figure is not known."""
+    text, missing = render(m.title, hf)
+    return m.name if missing and m.name else text
+
+
+def without_unknowns(text: str) -> str:
+    """The words with each figure that is not known left out: a parenthesis holding one, else the clause (after a
+    colon) or the sentence that holds one."""
+    text = re.sub(r"\s*\([^()]*\?[^()]*\)", "", text)
+    if "?" not in text:
+        return text
+    sentences = re.split(r"(?<=[.!])\s+", text)
+    kept = []
+    for sent in sentences:
+        if "?" not in sent:
+            kept.append(sent)
+            continue
+        clauses = [c for c in sent.split(": ") if "?" not in c]
+        if clauses:
+            kept.append(": ".join(clauses).rstrip(".") + ("." if sent.rstrip().endswith(".") else ""))
+    return " ".join(kept) or re.sub(r"\?\s*(ms|s|tokens)?\s*", "", text)

@@ -123,7 +123,7 @@ def _engine_queue(v: "EvidenceView", busy: float | None, acct_ev: str | None) ->
                  "before the engine: the client offers too little load (concurrency or request rate), or a proxy in "
                  "front of it holds requests.")
         return Finding(id="account-no-load", category="workload", confidence=0.7, evidence=ev, bound=None,
-                       batch_uncapped=True,
+                       batch_uncapped=True, reads="idle",
                        title="The engine is idle: no requests reach it", claim=claim,
                        short="the engine had no request running or waiting: the load offered is the limit.",
                        symptoms=["throughput"],

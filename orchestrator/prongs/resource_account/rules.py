@@ -721,7 +721,7 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
         failed = lead is not None and not set(lead.symptoms) & {"throughput", "itl", "ttft"}
         idle = Finding(
             id="account-gpu-idle", category="workload", confidence=0.8, evidence=[a.ev], bound=None,
-            informational=failed,
+            informational=failed, reads="idle",
             title=f"The GPUs are idle {100 - a.busy:.0f} % of the time: the time goes elsewhere",
             claim=(f"{_idle_words(a)} {waits}. The GPUs wait most of the time, so no kernel, memory or compute "
                    "limit explains the slowness until what they wait for is fixed."),

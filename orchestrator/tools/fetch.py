@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 import anyio
-import httpx
 from pydantic import BaseModel, Field
 
 from orchestrator.tools.base import Tool, ToolContext, ToolFailure, ToolOutput
@@ -26,6 +25,8 @@ from orchestrator.tools.html_text import html_to_text
 from orchestrator.tools.netpolicy import FetchRefused, resolve_checked, split_url
 
 if TYPE_CHECKING:
+    import httpx
+
     from orchestrator.settings import Settings
 
 MAX_REDIRECTS = 5
@@ -58,12 +59,14 @@ async def fetch_url(
     timeout_s: float,
     allow_private: bool = False,
     allow_hosts: list[str] | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
+    transport: "httpx.AsyncBaseTransport | None" = None,
 ) -> Fetched:
     """GET `url` following at most 5 redirects, every hop checked; raises FetchRefused before any forbidden connect."""
     redirects: list[str] = []
     current = url
     deadline = anyio.current_time() + timeout_s
+    import httpx  # here, not at import: every run registers this tool and few fetch (~50 ms of CPU a CLI start)
+
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout_s), follow_redirects=False, trust_env=False, transport=transport
     ) as client:
@@ -241,6 +244,8 @@ class FetchTool(Tool):
         assert isinstance(args, FetchInput)
         s: Settings = ctx.settings
         started = time.monotonic()
+        import httpx
+
         try:
             fetched = await fetch_url(
                 args.url,

@@ -44,3 +44,10 @@ def test_specs_as_a_command_does_not_even_build_the_parser():
             "    except SystemExit as e:\n        assert e.code == 0, e.code")
     loaded = _loaded_after(code)
     assert "typer" not in loaded and not [m for m in HEAVY if m in loaded]
+
+
+def test_a_run_registers_the_fetch_tool_without_importing_an_http_client():
+    # every investigation builds the registry; only a fetch call needs httpx (~50 ms of CPU at each CLI start)
+    loaded = _loaded_after("from orchestrator.tools.registry import default_registry\n"
+                           "assert 'fetch' in default_registry().names()")
+    assert "httpx" not in loaded

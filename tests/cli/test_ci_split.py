@@ -1,6 +1,7 @@
-"""Issue 25 item 6: `.ci/run` runs the suite in a parallel pass (`-n <cores + 1> --dist loadgroup -m "not serial"`) and a serial
-one (`-m serial`); tests/conftest.py marks the wall-clock-bound modules serial, and nothing else, and keeps every
-module on one worker except the scenario modules, whose cases spread."""
+"""Issue 25 item 6: `.ci/run` runs the suite in a parallel pass (`-n <cores + 1> --dist loadgroup -m "not serial"`), the
+scenario corpus with three workers per core (its staged cases wait on their probes' windows most of the time), and a
+serial pass (`-m serial`); tests/conftest.py marks the wall-clock-bound modules serial, and nothing else, and keeps
+every module on one worker except the scenario modules, whose cases spread."""
 
 from __future__ import annotations
 
@@ -23,11 +24,14 @@ def test_the_wall_clock_bound_modules_run_in_the_serial_pass_and_the_others_in_t
     assert _collected("-m", "not serial", *files) == {"tests/cli/test_specs_short_names.py"}
 
 
-def test_ci_runs_both_passes_with_pytest_as_the_runner():
+def test_ci_runs_the_three_passes_with_pytest_as_the_runner():
     ci = (ROOT / ".ci" / "run").read_text()
-    assert 'python3 -m pytest -q -n "$workers" --dist loadgroup -m "not serial"' in ci
+    assert 'python3 -m pytest -q -n "$workers" --dist loadgroup -m "not serial" --ignore=tests/scenarios "$@"' in ci
     assert "workers=$(( $(nproc) + 1 ))" in ci
-    assert "python3 -m pytest -q -m serial" in ci
+    assert 'python3 -m pytest -q -n "$case_workers" --dist loadgroup -m "not serial" tests/scenarios "$@"' in ci
+    assert "case_workers=$(( $(nproc) * 3 ))" in ci
+    assert 'python3 -m pytest -q -m serial "$@"' in ci
+    assert ci.index("--ignore=tests/scenarios") < ci.index("tests/scenarios \"$@\"") < ci.index("-m serial")
 
 
 

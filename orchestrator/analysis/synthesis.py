@@ -200,7 +200,7 @@ def bound_of(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     say in agreement (`Finding.agrees`)."""
     claims = _claims(findings)
     if not claims:
-        return "unknown", "The evidence gathered does not show which resource limits throughput.", None
+        return "unknown", NO_BOUND, None
     setter, claim = min(claims, key=lambda fc: fc[1].rank)  # the first of the lowest rank
     parts = [claim.words]
     if claim.pointers:
@@ -218,6 +218,19 @@ def bound_of(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
                 if a.tier == tier and not (a.unless_bound is not None and a.unless_bound == setter.bound)]
     parts += [words for _, _, words in sorted(agreeing)]
     return claim.bound, " ".join(parts), setter if claim.leads else None
+
+
+NO_BOUND = "The evidence gathered does not show which resource limits throughput."
+"""The bound's reasoning when no finding sets one (`no_bound_words` says it in the terms of the question)."""
+
+
+def no_bound_words(asked: relevance.Asked) -> str:
+    """The bound's reasoning when nothing sets it, in the terms of what was asked: a TTFT question's "Bound:" line
+    does not speak of throughput while its verdict speaks of the time to first token."""
+    timed = [relevance.SAY[s] for s in ("ttft", "itl", "startup") if s in asked.symptoms]
+    if not timed or asked.symptoms & {"throughput", "cost"}:
+        return NO_BOUND
+    return f"The evidence gathered does not show which resource sets the {' and the '.join(timed)}."
 
 
 def unsettled_words(asked: relevance.Asked) -> str:
@@ -332,6 +345,8 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     vetoed = {f.id for f in findings if f.reads and f.reads in contradicted}
     relevant = [f for f in relevant if f.id not in vetoed]
     bound, reasoning, setter = bound_of(relevant)
+    if reasoning == NO_BOUND:
+        reasoning = no_bound_words(asked)
     not_serving = served.never_served(view, asked)
     if not_serving is not None:
         # no serving time to account for: no bound, whatever the GPUs or the host do meanwhile

@@ -288,6 +288,10 @@ def _traced_gpus(view: EvidenceView) -> list[str]:
             if isinstance(r, dict) and r.get("gpu_name")]
 
 
+NO_DRIVER = "nvidia-smi is not on PATH: no NVIDIA driver tools on this host"
+_NO_DRIVER = re.compile(r"nvidia-smi (is )?not (on PATH|installed|found)|No such file or directory: 'nvidia-smi'")
+
+
 def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView,
           findings: list[Finding] | None = None) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
@@ -296,16 +300,25 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
     # and probes stopped for one reason (an interpreter --python names that is not there) one gap naming them all
     unavailable: dict[tuple[str, str], dict[str, list[str]]] = {}
     for ev, m in view.unavailable():
-        unavailable.setdefault((m.host, m.reason or "unavailable"), {}).setdefault(m.kind, []).append(ev.id)
-    for (host, reason), kinds in unavailable.items():
-        ids = ", ".join(dict.fromkeys(i for got in kinds.values() for i in got))
-        gaps.append(Gap(what=f"probe{'s' if len(kinds) > 1 else ''} {', '.join(kinds)} on {host} ({ids})", why=reason))
+        # each probe words a missing driver its own way ("nvidia-smi is not on PATH", "... not installed", "... not
+        # found"): one cause, one gap naming every probe it stopped
+        reason = NO_DRIVER if _NO_DRIVER.search(m.reason or "") else (m.reason or "unavailable")
+        unavailable.setdefault((m.host, reason), {}).setdefault(m.kind, []).append(ev.id)
     traced_gpus = _traced_gpus(view)
+    errors = []
     for ev in evidence:
         if ev.is_error:
             if traced_gpus and ev.text.startswith("no GPU known"):
                 continue  # the trace names the GPU (its GEMMs are read against that GPU's roofline): no gap
-            gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt() or "error"))
+            stopped = (ev.host or "local", NO_DRIVER)
+            if _NO_DRIVER.search(ev.text) and stopped in unavailable:
+                unavailable[stopped].setdefault(ev.tool, []).append(ev.id)  # a tool the same missing driver stopped
+                continue
+            errors.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt() or "error"))
+    for (host, reason), kinds in unavailable.items():
+        ids = ", ".join(dict.fromkeys(i for got in kinds.values() for i in got))
+        gaps.append(Gap(what=f"probe{'s' if len(kinds) > 1 else ''} {', '.join(kinds)} on {host} ({ids})", why=reason))
+    gaps += errors
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
     gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
     # a measurement taken beside another workload is not the GPU's own: it limits what this diagnosis can say

@@ -316,11 +316,12 @@ def _recorded(path: Path) -> Path:
     if path.exists() or str(path) == "-":
         return path
     from orchestrator.agentdefs import builtin_dir
+    from orchestrator.transcript import shipped_transcript
 
+    found = shipped_transcript(path)
+    if found is not None:
+        return found
     shipped = builtin_dir("transcripts")
-    for name in (path.name, path.name + ".jsonl"):
-        if (shipped / name).is_file() and (len(path.parts) == 1 or path.parent.name == "transcripts"):
-            return shipped / name
     if len(path.parts) == 1 or path.parent.name == "transcripts":
         names = ", ".join(sorted(p.stem for p in shipped.glob("*.jsonl")))
         if names:

@@ -731,20 +731,22 @@ def _route(argv: list[str]) -> list[str]:
 TOP_HELP = """Why is my LLM inference slow? Investigate a GPU host and get a diagnosis with evidence.
 
 \b
-  investigate QUESTION [OPTIONS]      the question form (the same as `investigate ask QUESTION`):
-    --host DEST            ssh-config alias or [user@]host[:port] (repeatable); default: this machine
-    --hosts FILE | --slurm NODES | --k8s SELECTOR    many hosts at once
-    --observations FILE    what you measured (YAML/JSON: model, runs, gpu, notes)
-    --log PATH             the server's log on the host (repeatable)
-    --bench FILE           vllm bench serve / SGLang bench_serving / genai-perf result (repeatable)
-    --baseline FILE        the run before (with --bench AFTER): the two runs compared, changed defaults ranked
-    --baseline-log FILE    the engine log before (with --log AFTER): versions and settings compared
-    --measure              allow probes that load the GPU (GEMM, all-reduce)
-    --offline | --model ID the deterministic backend, or a Claude model
-    --report FILE.html     also write a report (.html or .md); --json prints the diagnosis as JSON
+  investigate QUESTION [OPTIONS]   (the same as `investigate ask QUESTION`)
+    --host DEST           ssh alias or [user@]host[:port] (default: this host)
+    --hosts FILE | --slurm NODES | --k8s SELECTOR   many hosts at once
+    --observations FILE   what you measured (YAML/JSON: model, runs, gpu)
+    --log PATH            the server's log on the host (repeatable)
+    --bench FILE          vllm / SGLang / genai-perf bench result (repeatable)
+    --baseline FILE       the bench run before (with --bench AFTER): compared
+    --baseline-log FILE   the engine log before (with --log AFTER): compared
+    --measure             allow probes that load the GPU (GEMM, all-reduce)
+    --offline | --model ID   the deterministic backend, or a Claude model
+    --report FILE.html    also write a report (.html or .md)
+    --json                print the diagnosis as one JSON document
 
 \b
-  `investigate ask --help` lists every option; `investigate COMMAND --help` each command's.
+  `investigate ask --help` lists every option;
+  `investigate COMMAND --help` each command's.
 """
 
 

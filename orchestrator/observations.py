@@ -11,7 +11,8 @@ import math
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
+                      model_validator)
 from pydantic_core import ErrorDetails
 
 from orchestrator.errors import InputError
@@ -133,6 +134,24 @@ class GpuObservation(_Strict):
     """nvidia-smi's utilization.gpu, 0..100."""
     name: ShortText | None = None
     count: Count | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _one_gpu(cls, name: str | None) -> str | None:
+        # "H100" stands for the SXM, PCIe and NVL parts (3.35, 2.0 and 3.9 TB/s): every floor depends on which, so a
+        # short name that stands for several is refused with the names to choose from; one that stands for a single
+        # part is that part. A name the catalogue does not know at all stays as given (a GPU newer than the catalogue)
+        from orchestrator import knowledge
+
+        if not name or knowledge.gpu_spec(name) is not None:
+            return name
+        family = knowledge.gpu_family(name)
+        if len(family) == 1:
+            return family[0].name
+        if family:
+            raise ValueError(f"{name!r} stands for {len(family)} GPUs ({', '.join(g.name for g in family)}); "
+                             "name the one you measured on, as nvidia-smi prints it")
+        return name
 
     @model_validator(mode="after")
     def _power_within_its_limit(self) -> "GpuObservation":
@@ -309,5 +328,7 @@ def parse_observations(raw: object, source: str = "observations") -> Observation
                 f"{source}: unknown key {loc}; the keys are listed in docs/observations.md"
             ) from None
         if err["type"] == "value_error":  # a check across fields: name the section
-            raise ObservationsError(f"{source}: {loc or 'observations'}: {_why(err)}; fix the values") from None
+            why = _why(err)  # a check that names its own fix ("...; give one GPU's draw") is not told to fix again
+            raise ObservationsError(f"{source}: {loc or 'observations'}: {why}"
+                                    + ("" if "; " in why else "; fix the values")) from None
         raise ObservationsError(f"{source}: {loc} = {_short(err.get('input'))}: {_why(err)}; fix the value") from None

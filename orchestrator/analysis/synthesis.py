@@ -90,6 +90,53 @@ def _fold_changes(findings: list[Finding]) -> list[Finding]:
     return [f for f in out if f.id not in folded]
 
 
+def _setting_name(name: str) -> str:
+    """A flag or variable as one key: `--enforce-eager`, `enforce_eager` and `ENFORCE_EAGER` are one setting."""
+    return name.strip().lstrip("-").replace("-", "_").lower()
+
+
+def _about_setting(f: Finding, name: str, flag: str) -> bool:
+    """Whether finding f says what a setting did: a catalog entry matched on the state it sets (CUDA graphs off
+    from --enforce-eager), on the variable itself (env.NCCL_P2P_DISABLE), or quotes the flag in its claim."""
+    for m in f.matched:
+        key = m.split("=", 1)[0]
+        if key.startswith("engine."):
+            fact = key.removeprefix("engine.")
+            if name == fact or name in _FACT_FROM.get(fact, ()):
+                return True
+        elif key.startswith("env.") and _setting_name(key.removeprefix("env.")) == name:
+            return True
+    return bool(flag) and re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", f.claim) is not None
+
+
+def _fold_settings(findings: list[Finding]) -> list[Finding]:
+    """A non-default setting (the settings audit) and a finding that says what that setting did (NCCL peer-to-peer
+    off, from NCCL_P2P_DISABLE=1) are one cause: said once, in the finding that explains the mechanism, with the
+    setting's value against its default, its evidence and its advice folded in."""
+    settings = [f for f in findings if f.rule == "settings_rule" and isinstance(f.data.get("setting"), dict)
+                and not f.informational]
+    if not settings:
+        return findings
+    out, folded = list(findings), set()
+    for c in settings:
+        flag = str(c.data["setting"].get("setting") or "")
+        name = _setting_name(flag)
+        for i, f in enumerate(out):
+            if f is c or f.rule == "settings_rule" or f.change_kind or f.informational or f.id in folded:
+                continue
+            if not _about_setting(f, name, flag):
+                continue
+            out[i] = f.model_copy(update={
+                "claim": f"{f.claim} {_first_sentence(c.claim)}",
+                "evidence": list(dict.fromkeys([*f.evidence, *c.evidence])),
+                "recommendations": list(dict.fromkeys([*f.recommendations, *c.recommendations])),
+                "symptoms": list(dict.fromkeys([*relevance.symptoms_of(f), *relevance.symptoms_of(c)])),
+                "confidence": max(f.confidence, c.confidence)})
+            folded.add(c.id)
+            break
+    return [f for f in out if f.id not in folded]
+
+
 def _catalog_bound(findings: list[Finding], ruled_out: set[str]) -> Finding | None:
     """A failure from the catalog (node fault, engine misconfiguration...) that says what the workload is bound by:
     fired by its signals, high severity, confident, not secondary, and not contradicted by the experiments (a bound
@@ -101,18 +148,32 @@ def _catalog_bound(findings: list[Finding], ruled_out: set[str]) -> Finding | No
     return max(cands, key=lambda f: f.confidence, default=None)
 
 
-def _caps_not_reached(causes: list[Finding]) -> list[Finding]:
-    """Findings that say a setting caps the batch, when the engine's own state (few requests running, none waiting)
-    shows the batch is far from any cap: a cap that is not reached cannot explain the shortfall."""
-    if not any(f.batch_uncapped for f in causes):
-        return []
-    return [f for f in causes if f.caps_batch]
+def _caps_not_reached(causes: list[Finding], findings: list[Finding]) -> list[tuple[Finding, str]]:
+    """Findings that say a setting caps the batch, when the engine's own state shows the batch is far from any cap
+    (few requests running, none waiting), or below this cap (256 requests running under --max-num-seqs 512): a cap
+    that is not reached cannot explain the shortfall. Each with the words that say why."""
+    if any(f.batch_uncapped for f in causes):
+        load = next((f for f in findings if f.batch_uncapped), None)
+        why = (load.short or load.title).rstrip(".") if load else "few requests ran and none waited"
+        return [(f, f"not a cause here: {why}, so the batch never reaches this cap.") for f in causes if f.caps_batch]
+    running = [n.value for f in findings for n in f.numbers if n.name.startswith("requests running")]
+    out = []
+    for f in causes:
+        setting = f.data.get("setting") if f.caps_batch else None
+        cap = _as_number(setting.get("value")) if isinstance(setting, dict) else None
+        if cap is not None and running and max(running) < cap:
+            out.append((f, f"{_first_sentence(f.short or f.claim).rstrip('.')} (not a cause here: at most "
+                           f"{max(running):,.0f} requests ran, below this cap of {cap:,.0f}, so it never bound the "
+                           "batch)."))
+    return out
 
 
-def uncapped_notes(uncapped: list[Finding], findings: list[Finding]) -> list[tuple[Finding, str]]:
-    load = next((f for f in findings if f.batch_uncapped), None)
-    why = (load.short or load.title).rstrip(".") if load else "few requests ran and none waited"
-    return [(f, f"not a cause here: {why}, so the batch never reaches this cap.") for f in uncapped]
+def _as_number(value: object) -> float | None:
+    try:
+        x = float(str(value))
+    except ValueError:
+        return None
+    return x if x > 0 and x == x and x != float("inf") else None
 
 
 def _claims(findings: list[Finding]) -> list[tuple[Finding, BoundClaim]]:
@@ -250,7 +311,7 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                results: list[AgentResult]) -> SubmittedDiagnosis:
     """Write the diagnosis body: verdict, bound, ranked causes, numbers, recommendations and gaps."""
     view = EvidenceView(evidence, observations, question=question)
-    findings = _fold_changes(collect_findings(evidence, observations, results, view))
+    findings = _fold_settings(_fold_changes(collect_findings(evidence, observations, results, view)))
     gaps = _gaps(evidence, results, view, findings)
     if not findings:
         why = "no evidence was gathered" if not evidence else "the evidence gathered supports no finding"
@@ -288,12 +349,12 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     causes_f.sort(key=lambda f: (f is not setter, f.secondary or f.confidence < 0.5 or f.category in behind,
                                  relevance.about(f) is not None, -(f.explains or 0.0), _rank(f), -f.confidence))
     causes_f = _agree_with_bound(causes_f, bound)
-    uncapped = _caps_not_reached(causes_f)  # a batch cap the engine's own state shows it is far from
-    causes_f = [f for f in causes_f if f not in uncapped]
+    uncapped = _caps_not_reached(causes_f, findings)  # a batch cap the engine's own state shows it is far from
+    causes_f = [f for f in causes_f if all(f is not u for u, _ in uncapped)]
     noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and f.id not in vetoed
                  and _noticeable(f)]
     noticed_f = [(f, _unmet_note(f) if f.unmet else note) for f, note in noticed_f]
-    noticed_f += uncapped_notes(uncapped, findings)
+    noticed_f += uncapped
     noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
     noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
                    "after the first five causes).") for f in causes_f[MAX_CAUSES:]]

@@ -8,12 +8,13 @@ import json
 
 import pytest
 
+from orchestrator import knowledge
 from orchestrator.prongs.resource_account.bench_rules import bench_without_gpu
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.benchresults import load_bench
 from orchestrator.evidence import Evidence
 from orchestrator.observations import Observations
-from support.cli import ROOT, investigate
+from support.cli import ROOT, investigate, one_line
 
 BENCH = ROOT / "tests/engine/data/bench"
 VLLM = BENCH / "vllm-infqps-concurrency64-Llama-3.1-8B-Instruct-20251130-101500.json"
@@ -62,3 +63,43 @@ def test_a_bench_without_a_model_asks_for_it_too():
     obs = Observations(bench=[b.model_copy(update={"model": None}) for b in load_bench(VLLM)])
     (f,) = bench_without_gpu(_view(obs))
     assert "and the model" in f.recommendations[0] and "model: {name: MODEL}" in f.recommendations[0]
+
+
+def test_the_advice_to_name_the_gpu_works_when_followed():
+    """The printf the answer gives, run as written, names a GPU the floors can use: it wrote `gpu: {name: H100}`, a
+    short name for three parts that matched none, and the next answer said the same thing again."""
+    import re
+    import subprocess
+
+    import yaml
+
+    (f,) = bench_without_gpu(_view(Observations(bench=load_bench(VLLM))))
+    printf = re.search(r"`(printf '[^`]*') > obs.yaml`", f.recommendations[0]).group(1)
+    written = subprocess.run(["bash", "-c", printf], capture_output=True, text=True, check=True).stdout
+    obs = Observations.model_validate(yaml.safe_load(written))
+    assert obs.gpu is not None and knowledge.gpu_spec(obs.gpu.name) is not None, written
+
+
+def test_a_short_name_for_several_gpus_is_refused_with_the_names(tmp_path):
+    obs = tmp_path / "obs.yaml"
+    obs.write_text("gpu: {name: H100, count: 1}\n")
+    line = one_line(investigate("why is my TTFT high?", "--bench", VLLM, "--observations", obs, "--offline",
+                                tmp_path=tmp_path), 2, "'H100' stands for 3 GPUs", "NVIDIA H100 80GB HBM3",
+                    "NVIDIA H100 PCIe")
+    assert "fix the values" not in line  # the line names its own fix once
+
+
+@pytest.mark.parametrize("name,part", [("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"), ("L40S", "NVIDIA L40S"),
+                                       ("H100 SXM", "NVIDIA H100 80GB HBM3"), ("GPU-from-next-year", None)])
+def test_a_name_of_one_gpu_or_of_none_known_is_taken(name, part):
+    taken = Observations.model_validate({"gpu": {"name": name}}).gpu.name
+    spec = knowledge.gpu_spec(taken)
+    assert (spec.name if spec else None) == part and (spec is not None or taken == name)
+
+
+def test_a_gpu_name_the_catalogue_does_not_know_is_said_as_such():
+    obs = Observations.model_validate({"gpu": {"name": "H1OO"}})
+    obs.bench = load_bench(VLLM)
+    (f,) = bench_without_gpu(_view(obs))
+    assert "gpu.name 'H1OO' is not a GPU this tool knows" in f.claim and "no gpu.name" not in f.claim
+    assert "NVIDIA H100" in f.recommendations[0]  # the closest names, to pick from

@@ -48,3 +48,6 @@ def test_the_top_level_help_shows_the_question_form_and_its_main_options(tmp_pat
         assert needle in proc.stdout, needle
     commands = proc.stdout.split("Commands:")[1]
     assert "..." not in commands  # no description cut short
+    # the first screen a new user sees fits the terminal it was asked for
+    wide = [ln for ln in proc.stdout.splitlines() if len(ln) > 80]
+    assert wide == [], wide

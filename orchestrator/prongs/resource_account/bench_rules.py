@@ -5,6 +5,7 @@ the answer, with the one thing missing to go further and how to give it."""
 
 from __future__ import annotations
 
+from orchestrator import knowledge
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding
@@ -69,13 +70,20 @@ def bench_without_gpu(v: EvidenceView) -> list[Finding]:
     what = f"{b.format} run ({', '.join(s for s in shape if s)}{', ' + model if model else ''})"
     more = f" ({len(runs) - 1} more run{'s' if len(runs) > 2 else ''} in the numbers)" if len(runs) > 1 else ""
     missing = "the GPU the bench ran on" + ("" if model else " and the model")
-    example = "gpu: {name: H100, count: 1}" + ("" if model else "\nmodel: {name: MODEL}")
-    ask = (f"Name {missing} so these figures can be set against their floors: "
+    # the example names a GPU the way the catalogue does: a short name ("H100") stands for several parts and is
+    # refused, so advice that wrote one would send the user round in a circle
+    example = "gpu: {name: NVIDIA H100 80GB HBM3, count: 1}" + ("" if model else "\nmodel: {name: MODEL}")
+    named = obs.gpu.name if obs.gpu and obs.gpu.name else None
+    how = ("as `investigate specs --list` names it (closest to "
+           f"{named!r}: {', '.join(knowledge.closest_gpu_names(named))})") if named else "as nvidia-smi names it"
+    ask = (f"Name {missing} {how} so these figures can be set against their floors: "
            f"`printf '{example.replace(chr(10), chr(92) + 'n')}\\n' > obs.yaml` and add `--observations obs.yaml` "
            "(or run investigate on the server itself with --host)")
-    claim = (f"The bench's {what} measured {', '.join(measured)}{more}. The GPU it ran on is not known (none on this "
-             "host, no gpu.name in the observations), so none of them can be set against the floors of prefill "
-             "compute and decode memory bandwidth, and no cause can be ranked.")
+    unknown = (f"the observations' gpu.name {named!r} is not a GPU this tool knows" if named
+               else "none on this host, no gpu.name in the observations")
+    claim = (f"The bench's {what} measured {', '.join(measured)}{more}. The GPU it ran on is not known ({unknown}), "
+             "so none of them can be set against the floors of prefill compute and decode memory bandwidth, and no "
+             "cause can be ranked.")
     return [Finding(
         id="bench-without-gpu", category="workload", confidence=0.9, evidence=[ev.id], informational=True,
         title=f"What the bench measured ({', '.join(measured[:2])})", claim=claim, short=claim.split(". ")[0] + ".",

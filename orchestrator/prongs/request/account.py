@@ -119,6 +119,9 @@ class View:
     tokens_in: float | None = None
     """Mean prompt tokens per request."""
     tokens_in_p90: float | None = None
+    prompt_tail: tuple[float, float, float, float] | None = None
+    """The engine's longest prompts: (lower bound, upper bound of the highest occupied bucket, requests in it,
+    requests in the histogram)."""
     tokens_out: float | None = None
     """Mean output tokens per request (the client: what it received and counted; the engine: what it generated)."""
     requests: float | None = None
@@ -221,6 +224,8 @@ class Residual:
             return f"{self.term} {a} ({self.a_src}) against its floor of {b} ({self.b_src}): {self.ratio:.2g}x"
         if self.between == ("run", "run"):
             return f"{self.term} {a} in the run {self.a_src} against {b} in the run {self.b_src}"
+        if self.between[0] == self.between[1]:
+            return f"{self.term}: {a} ({self.a_src}) against {b} ({self.b_src}), {self.ratio:.3g}x"
         return (f"{self.term} {a} at {POINT_WORDS.get(self.between[0], self.between[0])} ({self.a_src}) against "
                 f"{b} at {POINT_WORDS.get(self.between[1], self.between[1])} ({self.b_src})")
 
@@ -375,6 +380,19 @@ class RequestAccount:
             if fl is not None:
                 out["request.floor.itl_named_ms"] = fl.ms
                 out["request.floor.itl_named_arithmetic"] = fl.arithmetic
+        if e is not None and e.prompt_tail is not None and e.tokens_in:
+            lo, hi, n, total = e.prompt_tail
+            if lo >= 8 * e.tokens_in and total and n / total <= 0.05:
+                out["request.engine.prompt_tail_count"] = n
+                out["request.engine.prompt_tail_share"] = n / total
+                out["request.engine.prompt_tail_range"] = f"{lo:,.0f} to {hi:,.0f} tokens"
+                fl = self.floors.get("ttft")
+                if fl is not None and e.tokens_in:
+                    # one prefill of the tail's shortest prompt: the linear part of the compute floor, scaled
+                    out["request.engine.prompt_tail_floor_s"] = round(fl.ms * lo / e.tokens_in / 1e3, 2)
+                    t = e.ttft
+                    if t is not None and t.p99:
+                        out["request.prompt_tail_floor_over_p99"] = fl.ms * lo / e.tokens_in / t.p99
         sp = self.spec
         if sp is not None:
             out["request.spec_accept_len"] = round(sp.accept_len, 2)
@@ -457,7 +475,7 @@ _QUEUE = ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds", "trtll
           "request_queue_time_seconds", "tgi_request_queue_duration")
 _PREFILL = ("vllm:request_prefill_time_seconds",)
 _DECODE = ("vllm:request_decode_time_seconds",)
-_PROMPT_H = ("vllm:request_prompt_tokens", "tgi_request_input_length")
+_PROMPT_H = ("vllm:request_prompt_tokens", "sglang:prompt_tokens_histogram", "tgi_request_input_length")
 _GEN_H = ("vllm:request_generation_tokens", "tgi_request_generated_tokens")
 _PROMPT_C = ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total")
 _GEN_C = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
@@ -531,6 +549,10 @@ def engine_view(v: "EvidenceView") -> tuple[View | None, RequestLogs]:
         if p is not None:
             view.tokens_in = p[0].mean
             view.tokens_in_p90 = _p90(ms, p[1])
+            tails = [m[p[1]].tail for m in ms if p[1] in m and m[p[1]].tail]
+            if tails:
+                top = max(tails, key=lambda t: t[1])
+                view.prompt_tail = (top[0], top[1], sum(t[2] for t in tails if t[1] == top[1]), p[0].count or 0.0)
         g = _hist(ms, _GEN_H, 1.0)
         if g is not None:
             view.tokens_out = g[0].mean
@@ -942,6 +964,16 @@ def _time_residuals(c: View, e: View, out: list[Residual], others: list[View] | 
         cs, es = getattr(c, term), getattr(e, term)
         if cs is None or es is None or _blended(term, c, e, others, noise, ratio):
             continue
+        if term == "ttft" and cs.p50 is not None and es.median is not None and cs.p99 is not None and \
+                es.p99 is not None and not _differ(cs.p50, es.median, noise, ratio) and \
+                not _differ(es.median, cs.p50, noise, ratio) and cs.p99 >= TAIL_RATIO * es.p99 and \
+                cs.p99 - es.p99 >= 1000:
+            # the typical request agrees at both ends, a few wait far longer at the client than any the engine
+            # measured: they waited before the engine saw them
+            out.append(Residual("ttft.tail_client_over_engine", "TTFT p99", ("client", "engine"), cs.p99, es.p99,
+                                "ms", f"{c.label}, p99 (p50 {cs.p50:,.0f} ms)",
+                                f"the engine's own histogram, p99 (p50 {es.median:,.0f} ms)", ev, c.label))
+            continue
         a, b = cs.typical, es.typical
         if _differ(a, b, noise, ratio):
             assert a is not None and b is not None
@@ -969,6 +1001,12 @@ def _time_residuals(c: View, e: View, out: list[Residual], others: list[View] | 
 
 
 def _tail(view: View, out: list[Residual]) -> None:
+    t = view.ttft
+    if t is not None and t.p50 is not None and t.p99 is not None and t.p50 > 0 and \
+            t.p99 / t.p50 >= TAIL_RATIO and t.p99 - t.p50 > 1000:
+        out.append(Residual(f"ttft.tail_{view.point}", "TTFT p99 against p50", (view.point, view.point), t.p99, t.p50,
+                            "ms", f"p99 at {POINT_WORDS[view.point]} ({view.label})", "the median", view.evidence,
+                            view.label if view.point == "client" else ""))
     s = view.itl
     if s is None or s.p50 is None or s.p99 is None or s.p50 <= 0:
         return

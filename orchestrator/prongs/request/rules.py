@@ -105,6 +105,33 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         key = min(timeouts, key=lambda k: timeouts[k])
         own["request.path.min_timeout_s"] = timeouts[key]
         own["request.path.min_timeout"] = f"{key.removeprefix('path.')} = {facts[key].value}"
+    # where an answer is cut: a timeout of a layer between (its configuration), else the time a proxy's own log says
+    # it cut requests after
+    cut_s, cut_what = own.get("request.path.min_timeout_s"), own.get("request.path.min_timeout")
+    cut_where = f"The shortest timeout of the layers between is {cut_what}" if cut_what else ""
+    if own.get("request.log.proxy.timeouts") and own.get("request.log.proxy.cut_after_s"):
+        cut_s = own["request.log.proxy.cut_after_s"]
+        cut_what = f"{own['request.log.proxy.kind']}'s log: {own['request.log.proxy.flags']}"
+        cut_where = (f"{own['request.log.proxy.kind']}'s own log: {own['request.log.proxy.cut']} requests ended by it "
+                     f"({own['request.log.proxy.flags']}) after {cut_s:.1f} s each")
+    if cut_s:
+        own["request.cut_s"] = cut_s
+        own["request.cut_what"] = cut_what
+        own["request.cut_where"] = cut_where
+        ttft = own.get("request.engine.ttft_ms") or own.get("request.client.ttft_ms") or 0.0
+        itl = own.get("request.engine.itl_ms") or own.get("request.client.itl_ms")
+        if itl:
+            own["request.cut_tokens"] = max(0.0, (cut_s * 1e3 - ttft) / itl)
+    c0 = acct.clients[0] if acct.clients else None
+    aborted = acct.engine.finished.get("abort") if acct.engine is not None else None
+    if c0 is not None and c0.failed and aborted:
+        own["request.client.failed_per_abort"] = c0.failed / aborted
+    start = facts.get("engine.log.start_span_s")
+    for c in acct.clients[:1]:
+        if c.ttft is not None and c.ttft.p99 is not None:
+            own["request.client.ttft_p99_s"] = c.ttft.p99 / 1e3
+            if start is not None and isinstance(start.value, (int, float)) and start.value > 0:
+                own["request.tail_over_start"] = c.ttft.p99 / 1e3 / start.value
     e_ = acct.engine
     if e_ is not None and e_.e2e is not None:
         worst = e_.e2e.p99 if e_.e2e.p99 is not None else e_.e2e.typical

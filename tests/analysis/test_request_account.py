@@ -677,3 +677,21 @@ def test_a_prompt_length_tail_the_mean_hides_makes_the_ttft_tail():
     f = {x.id: x for x in request_account_findings(v)}["request-long-prompt-tail"]
     assert "12 requests of 66,000 to 99,000 tokens" in f.title and "4.27 s" in f.title
     assert any("route" in r.lower() or "queue" in r.lower() for r in f.recommendations)
+
+
+def test_on_a_mig_slice_the_floors_are_the_slice_s():
+    from orchestrator.prongs.request.models import MigDevice
+
+    uuid = "MIG-7d2e9c1b-3a4f-5b6c-8d9e-0f1a2b3c4d5e"
+    eng = _engine(_metrics(ttft_s=0.169, itl_s=0.0114, e2e_s=4.5, n=2000, prompt=1200, gen=380, running=8))
+    eng.engines[0].env["CUDA_VISIBLE_DEVICES"] = uuid
+    files = RequestFiles(host="gpu-box", mig=[MigDevice(profile="3g.40gb", uuid=uuid),
+                                              MigDevice(profile="3g.40gb", uuid="MIG-other")])
+    v = _view(eng, [_client("chat", max_concurrency=8, completed=2000, input_len=1200, output_len=380,
+                            ttft={"mean": 169.0}, itl={"p50": 11.4})], files=files)
+    acct = build_account(v)
+    assert acct is not None and acct.mig == ("3g.40gb", 0.5, 3 / 7)
+    # (16.1 GB + 8 x 1,390 x 128 KiB) / (3,350 GB/s x 4/8) = 11.3 ms: 11.4 ms is at the slice's floor
+    assert "4/8 of the memory slices of a MIG 3g.40gb instance = 1,675 GB/s" in acct.floors["itl"].arithmetic
+    f = {x.id: x for x in request_account_findings(v)}["request-mig-slice-floor"]
+    assert f.contradicts == ["decode"] and "MIG 3g.40gb" in f.title

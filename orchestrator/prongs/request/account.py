@@ -292,6 +292,8 @@ class RequestAccount:
     notes: list[str] = field(default_factory=list)
     runs: list[View] = field(default_factory=list)
     """Every run the user gave, those of the state before (--baseline) too: the runs compared with each other."""
+    mig: tuple[str, float, float] | None = None
+    """The MIG instance the engine runs on (profile, share of the memory bandwidth, share of the SMs)."""
     model_words: str = ""
     """The model the floors are computed for, in words ("meta-llama/Llama-3.1-8B-Instruct, 8.0 B bf16")."""
     named: tuple[str, float, str, "Floor | None"] | None = None
@@ -393,6 +395,10 @@ class RequestAccount:
                     t = e.ttft
                     if t is not None and t.p99:
                         out["request.prompt_tail_floor_over_p99"] = fl.ms * lo / e.tokens_in / t.p99
+        if self.mig is not None:
+            out["request.mig.profile"] = self.mig[0]
+            out["request.mig.memory_share"] = self.mig[1]
+            out["request.mig.sm_share"] = self.mig[2]
         sp = self.spec
         if sp is not None:
             out["request.spec_accept_len"] = round(sp.accept_len, 2)
@@ -863,6 +869,13 @@ def floors(v: "EvidenceView", mf: ModelFacts | None, *, batch: float, context: f
         return {}
     bw = g.spec.mem_bw_gbs
     gpus = mf.tp
+    mig = mig_share(v)
+    bw_words = f"{gpus} x {bw:,.0f} GB/s"
+    if mig is not None:
+        profile, mem, sm = mig
+        bw, peak = bw * mem, peak * sm
+        bw_words = (f"{gpus} x {g.spec.mem_bw_gbs:,.0f} GB/s x {mem * 8:.0f}/8 of the memory slices of a MIG {profile} "
+                    f"instance = {bw:,.0f} GB/s")
     sh = mf.shape
     out: dict[str, Floor] = {}
     b = max(1, int(round(batch)))
@@ -883,7 +896,7 @@ def floors(v: "EvidenceView", mf: ModelFacts | None, *, batch: float, context: f
     kv_part = (f" + {kv / 1e9:.2f} GB of KV ({b} requests x {context:,.0f} tokens)" if kv else
                " (KV reads left out: the attention shape is not known)")
     out["itl"] = Floor("itl", max(mem_ms, comp_ms),
-                       f"({weights / 1e9:.1f} GB of {wname} weights{kv_part}) / ({gpus} x {bw:,.0f} GB/s) = "
+                       f"({weights / 1e9:.1f} GB of {wname} weights{kv_part}) / ({bw_words}) = "
                        f"{mem_ms:.2f} ms per step" + (f"; its compute, {comp_ms:.2f} ms, is larger"
                                                       if comp_ms > mem_ms else ""),
                        f"{where}, {sh.source}{moe}; weights {mf.dtype_src}; KV {mf.kv_src}",
@@ -907,6 +920,36 @@ def floors(v: "EvidenceView", mf: ModelFacts | None, *, batch: float, context: f
 
 
 # --- reconciliation ------------------------------------------------------------------------------------------------
+
+
+def mig_share(v: "EvidenceView") -> tuple[str, float, float] | None:
+    """The MIG instance the engine runs on: (its profile, its share of the GPU's memory bandwidth (memory slices of
+    eight), its share of the SMs (compute slices of seven)); None off MIG."""
+    from orchestrator.prongs.request.models import RequestFiles
+
+    devs = [d for _e, rep in v.probes("request_files") if isinstance(rep, RequestFiles) for d in rep.mig]
+    if not devs:
+        return None
+    got = _engines(v)
+    want = ""
+    for e in (got[1] if got else []):
+        want = (e.env.get("CUDA_VISIBLE_DEVICES") or e.env.get("NVIDIA_VISIBLE_DEVICES") or "").split(",")[0].strip()
+        if want:
+            break
+    dev = next((d for d in devs if want and d.uuid == want), None)
+    if dev is None and len({d.profile for d in devs}) == 1:
+        dev = devs[0]
+    m = re.match(r"(\d+)g\.(\d+)gb", dev.profile) if dev is not None else None
+    if dev is None or m is None:
+        return None
+    g = v.gpu or v.observed_gpu
+    name = " ".join(x for x in (getattr(g, "name", "") or "", getattr(getattr(g, "spec", None), "name", "") or "") if x)
+    total = re.search(r"(\d+)\s*GB", name)
+    total_gb = float(total.group(1)) if total else None
+    if not total_gb:
+        return None
+    mem = max(1, min(8, round(8 * float(m.group(2)) / total_gb))) / 8
+    return dev.profile, mem, min(1.0, int(m.group(1)) / 7)
 
 
 def _differ(a: float | None, b: float | None, noise: float, ratio: float) -> bool:
@@ -1488,6 +1531,7 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     t_out = (engine.tokens_out if engine and engine.tokens_out else None) or (c0.tokens_out if c0 else None)
     context = (t_in or 0) + (t_out or 0) / 2
     acct.floors = floors(v, mf, batch=batch, context=context, prompt=t_in, n_out=t_out)
+    acct.mig = mig_share(v)
     if mf is not None:
         act = (f", {mf.shape.active_params / 1e9:.1f} B active" if mf.shape.expert_params else "")
         acct.model_words = f"{mf.name or 'the model'} ({mf.shape.total_params / 1e9:.1f} B{act}, {mf.dtype})"

@@ -650,7 +650,39 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
     after = _window_after_run(acct)
     if after is not None:
         out.append(after)
+    mig = _mig_floor(acct)
+    if mig is not None:
+        out.append(mig)
     return out
+
+
+def _mig_floor(acct: RequestAccount) -> Finding | None:
+    """The engine runs on a MIG slice: its floors are the slice's (its memory slices' share of the bandwidth), and a
+    decode near that floor is the slice at work, not a GPU throttled (a floor of the whole GPU calls it slow)."""
+    fit, itl = acct.floors.get("itl"), _measured_itl(acct)
+    if acct.mig is None or fit is None or not itl:
+        return None
+    profile, mem, sm = acct.mig
+    r = itl / fit.ms
+    if not 0.8 <= r < 1.5:
+        return None
+    whole = fit.ms * mem
+    words = (f"Decode runs at the floor of its MIG {profile} slice: {fmt(itl, 'ms')} per step is {r:.2f}x the floor "
+             f"of {mem * 8:.0f}/8 of the GPU's memory bandwidth")
+    return Finding(
+        id="request-mig-slice-floor", rule="request_account", category="workload", confidence=0.8,
+        evidence=acct.evidence, title=words,
+        claim=(f"The engine runs on a MIG {profile} instance: {mem * 8:.0f} of the GPU's 8 memory slices (their memory "
+               f"controllers and L2) and {sm * 7:.0f} of its 7 compute slices. A decode step {fit.arithmetic}; measured "
+               f"{fmt(itl, 'ms')}: {r:.2f}x. On the whole GPU the same step's floor is {fmt(whole, 'ms')}, which is "
+               f"what published figures for this GPU measure; the slice has {mem:.0%} of the bandwidth, so it is not "
+               "throttled or misconfigured: it is at its own memory floor."),
+        short=f"decode is at {r:.2f}x the floor of its MIG {profile} slice ({mem * 8:.0f}/8 of the bandwidth).",
+        recommendations=["For the whole GPU's time per token run the model on the whole GPU (MIG off, or the 7g "
+                         "profile); on this slice, fewer bytes per step (FP8 weights, an FP8 KV cache) lower it. "
+                         "[https://docs.nvidia.com/datacenter/tesla/mig-user-guide/]"],
+        symptoms=["itl", "throughput"], explains=round(min(1.0, 1 - mem), 2), contradicts=["decode"],
+        sets_bound=BoundClaim(rank=Rank.RESIDUAL - 0.45, bound="memory", words=words + "."))
 
 
 WINDOW_LOAD = 4.0

@@ -206,3 +206,11 @@ def test_sglang_triton_mla_from_its_attention_backend(model: str, backend: str |
     assert bool(found) is fires
     if fires:
         assert "--attention-backend" in found[0].claim
+
+
+def test_one_device_connection_is_false_dependencies_not_serial_streams() -> None:
+    from orchestrator.knowledge import settings as kb
+
+    doc = kb.find("CUDA_DEVICE_MAX_CONNECTIONS", "cuda")[0]
+    eff = kb.effect_of(doc)
+    assert eff is not None and "false dependencies" in eff.effect and "serialize" not in eff.effect

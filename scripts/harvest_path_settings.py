@@ -28,6 +28,27 @@ def _text(el: ET.Element | None) -> str:
     return re.sub(r"\s+", " ", "".join(el.itertext())).strip() if el is not None else ""
 
 
+# The notes nginx's pages give where a directive's default changed in a release ("Prior to version 1.19.10, the default
+# value was 100."), read into (first version, default) change points: the <default> element is the newest only.
+_DEFAULT_NOTES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Prior to version ([\d.]+), the default value was (.+?)(?: on all platforms)?\."), "old"),
+    (re.compile(r"Prior to version ([\d.]+), by default there was no limit\."), "0"),
+    (re.compile(r"Before ([\d.]+), version ([\d.]+) was used by default\."), "old"),
+    (re.compile(r"Since ([\d.]+), (?:by default the cache for connections is activated|keepalive connections are "
+                r"enabled by default)"), "none"),
+)
+
+
+def default_changes(body: str, since: str | None, default: str | None) -> list[list[str | None]] | None:
+    """(first version, default) change points from a directive's prose, oldest first; None when it names none."""
+    for rx, kind in _DEFAULT_NOTES:
+        m = rx.search(body)
+        if m:
+            old = m.group(2).strip() if kind == "old" else ("0" if kind == "0" else None)
+            return [[since or "0", old], [m.group(1), default]]
+    return None
+
+
 def nginx(checkout: Path) -> dict:
     bare = not (checkout / "xml").is_dir()  # a bare clone (a mirror): the files are read from its HEAD
     git = ["git", f"--git-dir={checkout}"] if bare else ["git", "-C", str(checkout)]
@@ -46,11 +67,15 @@ def nginx(checkout: Path) -> dict:
         for d in root.iter("directive"):
             default = d.find("default")
             para = d.find("para")
+            since = _text(d.find("appeared-in")) or None
+            current = _text(default) if default is not None and _text(default) else None
+            changes = default_changes(_text(d), since, current)
             settings.append({
                 "name": d.get("name"), "module": module, "syntax": _text(d.find("syntax")),
                 "default": _text(default) if default is not None and _text(default) else None,
                 "context": [_text(c) for c in d.findall("context")],
-                "since": _text(d.find("appeared-in")) or None,
+                "since": since,
+                **({"defaults": changes} if changes else {}),
                 "help": _text(para)[:400],
                 "url": f"https://nginx.org/en/docs/http/{module}.html#{d.get('name')}",
                 "source": f"nginx/nginx.org xml/en/docs/http/{module}.xml" + (f"@{commit[:12]}" if commit else ""),

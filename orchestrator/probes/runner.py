@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any
+
+import anyio
 
 from orchestrator.hosts.base import CommandResult, Host
 from orchestrator.probes import scripts
@@ -31,16 +34,129 @@ def with_params(source: str, params: dict[str, Any]) -> str:
     return "import sys; sys.argv[1:] = [%r]\n" % json.dumps(params) + source
 
 
+MAX_OUTPUT = 8_000_000
+"""A probe script's stdout and stderr cap (each)."""
+
+TOGETHER = {"discover": "quick", "engine": "quick", "settings": "quick", "path": "quick", "logscan": "quick",
+            "trace_files": "quick", "pyenv": "environment", "caches": "environment", "kernels": "environment",
+            "request_files": "environment",
+            "account": "window", "sampler": "window", "node": "window"}
+"""Scripts that may share one interpreter start with others of their kind started at the same moment (`run_script`):
+stdlib only, no threads, nothing left running after they print. Scripts run together answer together, when the last
+of them ends, so only those that take about as long are put together: the quick readings; the environment's
+(the packages, caches and kernels of the chosen interpreter and the served model's files, started together once
+`discover` answered); those that
+watch the host over a window (the account, the power sampler, the node's NVLink counters). `discover` is never held
+back by a window: what waits for its answer starts as soon as it ends. The measurement scripts (torch, threads)
+always run alone."""
+
+GATHER_YIELDS = 3
+"""How many turns of the event loop a script started alone waits for others started with it (no time passes)."""
+
+FORKS_SLACK_S = 5.0
+"""What the driver of scripts run together may take beyond the longest part's own limit (it enforces each)."""
+
+
+class _Together:
+    """Scripts for one (host, interpreter, isolation) gathered to start in one interpreter (`_forks.py`)."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[str, dict[str, Any], float]] = []
+        self.results: list[CommandResult] | None = None
+        self.done = anyio.Event()
+
+
+_gathering: "weakref.WeakKeyDictionary[Any, dict[tuple[str, bool, str], _Together]]" = weakref.WeakKeyDictionary()
+
+
 async def run_script(
     host: Host, python: str, name: str, params: dict[str, Any], *, timeout_s: float = 120.0, isolated: bool = False
 ) -> dict[str, Any]:
     """Send scripts/<name>.py to `python -` with params as JSON in its argv[1] (`with_params`); return the JSON it
-    printed. `isolated`: run it as `python -I -S -` (see ISOLATED)."""
-    result = await host.run(
-        [python, *(ISOLATED if isolated else []), "-"], stdin=with_params(scripts.load(name), params),
-        timeout_s=timeout_s, max_output=8_000_000
-    )
+    printed. `isolated`: run it as `python -I -S -` (see ISOLATED).
+
+    Scripts of TOGETHER started at the same moment on one host under one interpreter (the prefetch's, a prong's
+    several probes) share one interpreter start and one round trip: each still runs as its own process, all at the
+    same time, with its own argv, output, exit code and time limit (scripts/_forks.py), and its result is read as
+    the command's alone would be. A prefetched investigation started ten interpreters a host, each compiling the
+    prelude again (~25 ms of the host's CPU and a login shell each)."""
+    if name in TOGETHER:
+        result = await _together(host, python, isolated, TOGETHER[name], name, params, timeout_s)
+    else:
+        result = await _alone(host, python, isolated, name, params, timeout_s)
     return parse_script_output(name, script_stdout(result, f"{name} probe", host, python, timeout_s))
+
+
+async def _alone(host: Host, python: str, isolated: bool, name: str, params: dict[str, Any],
+                 timeout_s: float) -> CommandResult:
+    return await host.run([python, *(ISOLATED if isolated else []), "-"], stdin=with_params(scripts.load(name), params),
+                          timeout_s=timeout_s, max_output=MAX_OUTPUT)
+
+
+async def _together(host: Host, python: str, isolated: bool, kind: str, name: str, params: dict[str, Any],
+                    timeout_s: float) -> CommandResult:
+    """This script's command result, from a start shared with the scripts started with it (or alone)."""
+    try:
+        gathering = _gathering.setdefault(host, {})
+    except TypeError:  # a host that cannot be weakly referenced: alone
+        return await _alone(host, python, isolated, name, params, timeout_s)
+    key = (python, isolated, kind)
+    batch = gathering.get(key)
+    if batch is not None:  # one is gathering: join it
+        index = len(batch.parts)
+        batch.parts.append((name, params, timeout_s))
+        await batch.done.wait()
+        if batch.results is None:  # the one that started it was cancelled or failed: run this one alone
+            return await _alone(host, python, isolated, name, params, timeout_s)
+        return batch.results[index]
+    batch = gathering[key] = _Together()
+    batch.parts.append((name, params, timeout_s))
+    try:
+        for _ in range(GATHER_YIELDS):
+            await anyio.sleep(0)
+    except BaseException:  # cancelled while gathering: those that joined run alone
+        batch.done.set()
+        raise
+    finally:
+        if gathering.get(key) is batch:
+            del gathering[key]
+    try:
+        if len(batch.parts) == 1:
+            batch.results = [await _alone(host, python, isolated, name, params, timeout_s)]
+        else:
+            batch.results = await _run_forked(host, python, isolated, batch.parts)
+    finally:
+        batch.done.set()
+    return batch.results[0]
+
+
+async def _run_forked(host: Host, python: str, isolated: bool,
+                      parts: list[tuple[str, dict[str, Any], float]]) -> list[CommandResult]:
+    """Run the parts in one interpreter start (scripts/_forks.py); each part's command result as if run alone."""
+    argv = [python, *(ISOLATED if isolated else []), "-"]
+    stdin = with_params(scripts.forks(tuple(name for name, _, _ in parts)),
+                        {"parts": [[params, timeout_s, MAX_OUTPUT] for _, params, timeout_s in parts]})
+    outer = await host.run(argv, stdin=stdin, timeout_s=max(t for _, _, t in parts) + FORKS_SLACK_S,
+                           max_output=MAX_OUTPUT * 6 * len(parts))
+    got: Any = None
+    if outer.ok:
+        lines = [ln for ln in outer.stdout.strip().splitlines() if ln.strip()]
+        try:
+            got = json.loads(lines[-1]) if lines else None
+        except ValueError:
+            got = None
+    if not isinstance(got, dict) or not all(isinstance(got.get(str(i)), dict) for i in range(len(parts))):
+        # the driver itself did not answer (no interpreter, killed, too old): each part ends as the command did
+        failed = outer if not outer.ok else outer.model_copy(update={"exit_code": outer.exit_code or 1})
+        return [failed for _ in parts]
+    out = []
+    for i in range(len(parts)):
+        d = got[str(i)]
+        out.append(CommandResult(argv=argv, exit_code=d.get("rc"), stdout=str(d.get("stdout") or ""),
+                                 stderr=str(d.get("stderr") or ""), timed_out=bool(d.get("timed_out")),
+                                 stdout_truncated=bool(d.get("stdout_truncated")),
+                                 stderr_truncated=bool(d.get("stderr_truncated")), duration_s=float(d.get("s") or 0)))
+    return out
 
 
 def script_stdout(result: CommandResult, what: str, host: Host, python: str, timeout_s: float) -> str:

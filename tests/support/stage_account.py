@@ -45,8 +45,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -120,6 +122,21 @@ def _smi(ctx: StageContext, spec: dict[str, Any]) -> None:
     (bindir / ".account-smi.py").write_text(WRAPPER_PY)
 
 
+SHM = "/dev/shm"
+
+
+def _memory_dir() -> str | None:
+    """A private directory on a memory file system for the ticker's trees (account_ticker.ticker_main), or None
+    (then they are made under the staged root)."""
+    try:
+        st = os.statvfs(SHM)
+        if st.f_bavail * st.f_frsize < 256 * 2**20 or not os.access(SHM, os.W_OK):
+            return None
+        return tempfile.mkdtemp(prefix="account-ticker-", dir=SHM)
+    except OSError:
+        return None
+
+
 @stager("account")
 def stage_account(ctx: StageContext, arg: Any) -> None:
     """`account: {...}` (see the module docstring): counters that move, processes, cgroup, mounts, GPU busy series."""
@@ -133,8 +150,9 @@ def stage_account(ctx: StageContext, arg: Any) -> None:
         _smi(ctx, spec)
     path = ctx.tmp / "account-spec.json"
     path.write_text(json.dumps(spec))
-    proc = subprocess.Popen([sys.executable, account_ticker.__file__, str(root), str(path)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    trees = _memory_dir()
+    proc = subprocess.Popen([sys.executable, account_ticker.__file__, str(root), str(path), *([trees] if trees else [])],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     for _ in range(250):  # until the ticker has swapped in its first tree
         if (root / "proc").is_symlink() or proc.poll() is not None:
@@ -144,6 +162,8 @@ def stage_account(ctx: StageContext, arg: Any) -> None:
     def stop() -> None:
         proc.kill()
         proc.wait()
+        if trees:
+            shutil.rmtree(trees, ignore_errors=True)
 
     ctx.cleanups.append(stop)
     ctx.env["INVESTIGATE_NODE_ROOT"] = str(root)

@@ -48,6 +48,26 @@ def bundle(names: tuple[str, ...]) -> str:
         "SOURCES)\n"
 
 
+@functools.lru_cache(maxsize=64)
+def forks(names: tuple[str, ...]) -> str:
+    """The source sent for fixed scripts started together (`_forks.py`): the driver, the prelude once, and what
+    `load` sends after the prelude for each script (run in a child of the driver, in the prelude's namespace as
+    `load`'s one text runs in one); the caller's argv[1] gives each part's parameters, time limit and output cap."""
+    head = prelude() + "\n\n"
+    rests = []
+    for name in names:
+        text = load(name)
+        assert text.startswith(head), name
+        rests.append(text[len(head):])
+    return forks_source(prelude(), rests)
+
+
+def forks_source(shared: str, rests: list[str]) -> str:
+    """The forks driver with `shared` run once and each of `rests` in a child (`forks`; tests give their own)."""
+    return _read("_forks") + "\n\nPRELUDE = %r\nSOURCES = %r\n" % (shared, rests) + \
+        "run_forked(PRELUDE, [[SOURCES[i]] + p for i, p in enumerate(json.loads(sys.argv[1])['parts'])])\n"
+
+
 @functools.lru_cache(maxsize=1)
 def prelude() -> str:
     """The helpers every probe script shares (`_prelude.py`), with the host policy's credential locations

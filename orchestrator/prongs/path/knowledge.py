@@ -23,6 +23,9 @@ class LayerDoc:
     url: str
     source: str
     unit: str = ""
+    requires: tuple[str, ...] = ()
+    """Settings of the layer that must have been read for this default to hold (a probe's timeout only where the
+    probe exists)."""
 
 
 @dataclass(frozen=True)
@@ -53,12 +56,15 @@ def docs() -> dict[tuple[str, str], LayerDoc]:
     out: dict[tuple[str, str], LayerDoc] = {}
     ngx = json.loads(_read("nginx.json"))
     for s in ngx["settings"]:
-        out.setdefault(("nginx", s["name"]), LayerDoc("nginx", s["name"], ((s.get("since") or "0", s.get("default")),),
-                                                      s.get("help", ""), s["url"], s["source"]))
+        points = tuple((str(v), d) for v, d in s["defaults"]) if s.get("defaults") else \
+            ((s.get("since") or "0", s.get("default")),)
+        out.setdefault(("nginx", s["name"]), LayerDoc("nginx", s["name"], points, s.get("help", ""), s["url"],
+                                                      s["source"]))
     for layer, data in (yaml.safe_load(_read("layers.yaml")) or {}).items():
         for name, s in (data.get("settings") or {}).items():
             out[(layer, name)] = LayerDoc(layer, name, tuple((str(v), d) for v, d in s.get("defaults") or []),
-                                          s.get("help", ""), s.get("url", ""), s.get("source", ""), s.get("unit", ""))
+                                          s.get("help", ""), s.get("url", ""), s.get("source", ""), s.get("unit", ""),
+                                          tuple(s.get("requires") or ()))
     return out
 
 
@@ -91,6 +97,20 @@ def default(layer: str, setting: str, version: str | None = None) -> Any:
         if _vkey(since) <= _vkey(version):
             chosen = value
     return chosen
+
+
+def default_words(layer: str, setting: str) -> str | None:
+    """How the default changed between releases, where it did ("1.1 from nginx 1.29.7, 1.0 before"), for a layer
+    whose version the probe does not read; None when one default holds for every release."""
+    d = doc(layer, setting)
+    if d is None or len({repr(v) for _, v in d.defaults}) < 2:
+        return None
+    label = labels().get(layer, layer)
+    newest_since, newest = d.defaults[-1]
+    before = "; ".join(f"{'unset' if v is None else v} from {since}" if since not in ("0", "1.0") else
+                       f"{'unset' if v is None else v} before"
+                       for since, v in d.defaults[:-1])
+    return f"{'unset' if newest is None else newest} from {label} {newest_since} ({before}); the version in use decides"
 
 
 @lru_cache(maxsize=1)

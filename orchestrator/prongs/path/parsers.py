@@ -465,6 +465,11 @@ def parse_envoy(docs: list[Any], source: str) -> Parsed:
             lows[name] = (v, where)
 
     for doc in docs:
+        if isinstance(doc, dict) and not doc.get("kind") and \
+                any(k in doc for k in ("static_resources", "dynamic_resources", "clusters", "virtual_hosts", "admin")):
+            # an Envoy configuration of its own (bootstrap, a cluster or route config dump), not only Istio's
+            # resources: Envoy's documented defaults hold for what it leaves unset
+            out.set("envoy_config", True, source)
         for obj in _walk(doc):
             if not isinstance(obj, dict):
                 continue
@@ -566,6 +571,19 @@ def parse_ray_serve(docs: list[Any], source: str, modules: dict[str, str] | None
         for app in (_get(doc, "applications") or [])[:64] if isinstance(doc, dict) else []:
             if not isinstance(app, dict):
                 continue
+            if str(app.get("import_path") or "").startswith(("ray.serve.llm", "ray.llm")):
+                # ray.serve.llm builds its own deployments (LLMServer), whose max_ongoing_requests default is not
+                # Serve's; an llm_config's deployment_config sets it
+                where = f"{source} (application {app.get('name')}: {app.get('import_path')})"
+                out.set("llm_app", str(app.get("import_path")), where)
+                llm_args: dict[str, Any] = app["args"] if isinstance(app.get("args"), dict) else {}
+                configs = llm_args.get("llm_configs")
+                for cfg in configs[:64] if isinstance(configs, list) else []:
+                    dc = cfg.get("deployment_config") if isinstance(cfg, dict) else None
+                    if isinstance(dc, dict):
+                        for k in ("max_ongoing_requests", "num_replicas"):
+                            if _scalar(dc.get(k)) is not None:
+                                out.set(k, dc[k], f"{where} llm_configs deployment_config")
             for dep in (app.get("deployments") or [])[:64]:
                 if not isinstance(dep, dict):
                     continue

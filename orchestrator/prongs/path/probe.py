@@ -93,11 +93,23 @@ class _Builder:
             x.errors.append(why[:300])
 
     def defaults(self) -> None:
+        ray = self.layers.get("ray_serve")
+        if ray is not None and "llm_app" in ray.settings and "max_ongoing_requests" not in ray.settings:
+            # ray.serve.llm's deployments carry their own default, not Serve's
+            d = pk.doc("ray_serve", "llm_max_ongoing_requests")
+            if d is not None and d.defaults:
+                changed = pk.default_words("ray_serve", "llm_max_ongoing_requests")
+                ray.settings["max_ongoing_requests"] = LayerValue(
+                    value=_scalar(d.defaults[-1][1]), default=_scalar(d.defaults[-1][1]), url=d.url,
+                    where=f"default (ray.serve.llm: {changed})" if changed else "default (ray.serve.llm)")
         for (layer, name), d in pk.docs().items():
             if layer in self.read and name not in self.layers[layer].settings and d.defaults \
-                    and d.defaults[-1][1] is not None and (layer != "nginx" or name in _NGINX_SHOWN):
-                self.layers[layer].settings[name] = LayerValue(value=_scalar(d.defaults[-1][1]),
-                                                               default=_scalar(d.defaults[-1][1]), url=d.url)
+                    and d.defaults[-1][1] is not None and (layer != "nginx" or name in _NGINX_SHOWN) \
+                    and all(r in self.layers[layer].settings for r in d.requires):
+                changed = pk.default_words(layer, name)
+                self.layers[layer].settings[name] = LayerValue(
+                    value=_scalar(d.defaults[-1][1]), default=_scalar(d.defaults[-1][1]), url=d.url,
+                    where=f"default ({changed})" if changed else "default")
 
 
 _NGINX_SHOWN = {"proxy_buffering", "proxy_request_buffering", "proxy_read_timeout", "proxy_send_timeout",

@@ -35,13 +35,43 @@ def _number(v: Any) -> float | None:
     return x * {None: 1, "s": 1, "ms": 0.001, "m": 60, "h": 3600}[m.group(2)]
 
 
+_TIME_PART = re.compile(r"(\d+)(ms|y|M|w|d|h|m|s)?")
+_TIME_UNIT = {"y": 365 * 86400, "M": 30 * 86400, "w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1,
+              "ms": 0.001, None: 1}
+
+
+def time_seconds(v: Any) -> float | None:
+    """A time as nginx reads it (src/core/ngx_parse.c ngx_parse_time): a number without a unit is seconds, and units
+    y M w d h m s ms may be combined, largest first (`1m30s`); None for what nginx would refuse."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    text = str(v).strip()
+    if not text:
+        return None
+    total, pos, order = 0.0, 0, list(_TIME_UNIT)
+    last = -1
+    for m in _TIME_PART.finditer(text):
+        if m.start() != pos:
+            return None
+        unit = m.group(2)
+        rank = order.index(unit)
+        if rank <= last or (unit is None and m.end() != len(text)):
+            return None
+        last = rank
+        total += int(m.group(1)) * _TIME_UNIT[unit]
+        pos = m.end()
+    return total if pos == len(text) else None
+
+
 def _holds(when: Any, value: Any) -> bool:
     if value is None:
         return False
     if isinstance(when, list):
         return str(value).strip().lower() in {str(w).lower() for w in when}
     if isinstance(when, dict):
-        n = _number(value)
+        n = time_seconds(value) if when.get("time") else _number(value)
         if "contains" in when:
             words = set(str(value).split())
             if not any(str(w) in words for w in when["contains"]):

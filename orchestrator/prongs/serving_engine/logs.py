@@ -147,7 +147,7 @@ RX_VLLM_TS = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 RX_START = re.compile(r"(vLLM (?:API )?server version|\u2580\u2584\u2580 \u2588[^\n]{0,24}?version\s|server_args=(?:ServerArgs\(|\{)|"
                       r"\bArgs \{\s*(?:model_id\b|$)|TensorRT[- ]LLM version:)")
 RX_COLD_COMPILE = re.compile(r"Compiling a graph for (?:dynamic shape|shape .*|compile range .*) takes [\d.]+ s")
-RX_WARM_COMPILE = re.compile(r"Directly load the compiled graph\(s\) for .* from the cache")
+RX_WARM_COMPILE = re.compile(r"Directly load (?:the compiled graph\(s\) for .* from the cache|AOT compilation from path )")
 RX_DEEPGEMM_JIT = re.compile(r"(Try )?DeepGEMM JIT Compiling for|Entering DeepGEMM JIT Pre-Compile session")
 
 # How a printed value is typed: a converter (int, float, str, bool: "true"/"false"), or "not" (a negated boolean).

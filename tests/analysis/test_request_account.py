@@ -695,3 +695,17 @@ def test_on_a_mig_slice_the_floors_are_the_slice_s():
     assert "4/8 of the memory slices of a MIG 3g.40gb instance = 1,675 GB/s" in acct.floors["itl"].arithmetic
     f = {x.id: x for x in request_account_findings(v)}["request-mig-slice-floor"]
     assert f.contradicts == ["decode"] and "MIG 3g.40gb" in f.title
+
+
+def test_requests_waiting_while_the_batch_has_room_for_the_other_adapter_are_lora_slots():
+    text = _metrics(ttft_s=3.1, itl_s=0.025, e2e_s=8.2, n=3000, prompt=700, gen=190, running=32, waiting=30) + (
+        "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.09\n"
+        "# TYPE vllm:lora_requests_info gauge\nvllm:lora_requests_info{max_lora=\"1\",running_lora_adapters="
+        "\"sql-lora\",waiting_lora_adapters=\"support-lora\"} 1760192631.46\n")
+    v = _view(_engine(text), [_client("both apps", max_concurrency=64, completed=3000, input_len=700, output_len=190,
+                                      ttft={"mean": 3139.0, "p50": 115.0, "p99": 19365.0})], gpu="NVIDIA L40S")
+    acct = build_account(v)
+    assert acct is not None and "load.waiting_with_room" in {r.shape for r in acct.residuals}
+    f = {x.id: x for x in request_account_findings(v)}["request-lora-slots"]
+    assert "--max-loras 1" in f.title and "support-lora" in f.title
+    assert any("--max-loras" in r for r in f.recommendations)

@@ -292,6 +292,8 @@ class RequestAccount:
     notes: list[str] = field(default_factory=list)
     runs: list[View] = field(default_factory=list)
     """Every run the user gave, those of the state before (--baseline) too: the runs compared with each other."""
+    lora: dict[str, str] = field(default_factory=dict)
+    """vLLM's lora_requests_info labels: max_lora, running_lora_adapters, waiting_lora_adapters."""
     mig: tuple[str, float, float] | None = None
     """The MIG instance the engine runs on (profile, share of the memory bandwidth, share of the SMs)."""
     model_words: str = ""
@@ -395,6 +397,15 @@ class RequestAccount:
                     t = e.ttft
                     if t is not None and t.p99:
                         out["request.prompt_tail_floor_over_p99"] = fl.ms * lo / e.tokens_in / t.p99
+        if self.lora:
+            names = {k: [x for x in (self.lora.get(k) or "").split(",") if x.strip()]
+                     for k in ("running_lora_adapters", "waiting_lora_adapters")}
+            if (self.lora.get("max_lora") or "").isdigit():
+                out["request.lora.max"] = int(self.lora["max_lora"])
+            out["request.lora.running"] = ", ".join(names["running_lora_adapters"]) or "none"
+            out["request.lora.waiting"] = ", ".join(names["waiting_lora_adapters"]) or "none"
+            out["request.lora.waiting_count"] = len(names["waiting_lora_adapters"])
+            out["request.lora.running_count"] = len(names["running_lora_adapters"])
         if self.mig is not None:
             out["request.mig.profile"] = self.mig[0]
             out["request.mig.memory_share"] = self.mig[1]
@@ -1281,6 +1292,24 @@ def _context_residuals(logs: RequestLogs, c: View | None, e: View | None, out: l
                             "refused (the engine's log)", "offered", ev, run, said=said))
 
 
+def _waiting_with_room(v: "EvidenceView", e: View | None, out: list[Residual]) -> None:
+    """Requests wait in the engine's queue while its batch has room (the KV cache mostly free, the running count below
+    the sequence cap): something other than memory or the cap holds them back (resource_account's queue state)."""
+    from orchestrator.prongs.resource_account.queue_rules import queue_state
+
+    q = queue_state(v)
+    if q is None or not q.waiting or q.waiting < 2 or not q.running or q.kv_usage is None or q.kv_usage >= 0.5:
+        return
+    if q.cap is not None and q.running >= 0.8 * q.cap:
+        return
+    cap = f" of at most {q.cap:,.0f}" if q.cap else ""
+    out.append(Residual("load.waiting_with_room", "requests waiting", ("engine", "engine"), q.waiting, q.running,
+                        "requests", "waiting in the engine's queue", f"running{cap}",
+                        [q.ev] if q.ev else (e.evidence if e else []),
+                        said=f"{q.waiting:,.0f} requests waiting in the engine's queue while {q.running:,.0f} run"
+                             f"{cap}, with its KV cache {q.kv_usage:.0%} used"))
+
+
 def _throughput_flat(clients: list[View], out: list[Residual]) -> None:
     """Runs at several concurrencies whose completed rate (measured, else Little's law: in flight / time in the
     system) does not rise with the load: one request at a time is served, the rest wait."""
@@ -1532,6 +1561,11 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     context = (t_in or 0) + (t_out or 0) / 2
     acct.floors = floors(v, mf, batch=batch, context=context, prompt=t_in, n_out=t_out)
     acct.mig = mig_share(v)
+    for e in engines:
+        info = e.metrics.metrics.get("vllm:lora_requests_info") if e.metrics and e.metrics.metrics else None
+        if info is not None and info.labels:
+            acct.lora = dict(info.labels)
+            break
     if mf is not None:
         act = (f", {mf.shape.active_params / 1e9:.1f} B active" if mf.shape.expert_params else "")
         acct.model_words = f"{mf.name or 'the model'} ({mf.shape.total_params / 1e9:.1f} B{act}, {mf.dtype})"
@@ -1593,6 +1627,7 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
                             said=f"the name {nm} says a {nb:g} B model, and the engine serves {mf.name} "
                                  f"({served:.1f} B)" + (f" under it (--served-model-name {alias})" if alias else "")))
     _context_residuals(logs, c0, engine, out)
+    _waiting_with_room(v, engine, out)
     seen: set[tuple[str, str]] = set()
     for r in out:
         if (r.shape, r.run) not in seen:

@@ -246,6 +246,9 @@ def _weight(r: Residual) -> float:
     """How much of the user's figure a residual accounts for (0-1), for ordering."""
     if r.between[1] == "floor":
         return min(1.0, abs(1 - r.ratio)) if r.ratio < 1 else min(1.0, 1 - 1 / r.ratio) * 0.6
+    if r.shape == "load.waiting_with_room":
+        # the queue's share of the requests in the engine: what their wait adds to each one's time
+        return min(1.0, r.a / (r.a + r.b)) * 1.5 if r.a + r.b else 0.0
     if r.shape == "requests.refused_too_long":
         # the refusals are the errors the user sees: they explain the failures, whatever their share of the load
         return 0.9

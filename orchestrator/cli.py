@@ -83,7 +83,39 @@ def _stdout():
             raise BrokenPipeError  # rich would exit 1; main() ends quietly with 0 (the reader stopped, nothing failed)
 
     # whatever a renderer prints on it, no terminal control from the text reaches the user's terminal
-    return sanitized(Stdout(file=sys.stdout, soft_wrap=False))
+    out = sys.stdout if sys.stdout.isatty() else _NoTrailingSpaces(sys.stdout)
+    return sanitized(Stdout(file=out, soft_wrap=False))
+
+
+class _NoTrailingSpaces:
+    """stdout into a pipe or a file, each line without the spaces rich pads it with to the console's width (a table's
+    cells, a wrapped line): `show | grep`, a diff or an editor sees the text, not the padding."""
+
+    def __init__(self, out) -> None:
+        self._out = out
+        self._line = ""
+
+    def write(self, text: str) -> int:
+        *done, self._line = (self._line + text).split("\n")
+        if done:
+            self._out.write("".join(ln.rstrip(" ") + "\n" for ln in done))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._line:  # a print that ended without a newline: written as it is, nothing after it is known yet
+            self._out.write(self._line)
+            self._line = ""
+        self._out.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._out.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._out, "encoding", "utf-8")
 
 
 def _shown(text: object) -> str:
@@ -284,11 +316,12 @@ def _recorded(path: Path) -> Path:
     if path.exists() or str(path) == "-":
         return path
     from orchestrator.agentdefs import builtin_dir
+    from orchestrator.transcript import shipped_transcript
 
+    found = shipped_transcript(path)
+    if found is not None:
+        return found
     shipped = builtin_dir("transcripts")
-    for name in (path.name, path.name + ".jsonl"):
-        if (shipped / name).is_file() and (len(path.parts) == 1 or path.parent.name == "transcripts"):
-            return shipped / name
     if len(path.parts) == 1 or path.parent.name == "transcripts":
         names = ", ".join(sorted(p.stem for p in shipped.glob("*.jsonl")))
         if names:

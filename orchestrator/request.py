@@ -173,8 +173,8 @@ class RunRequest(BaseModel):
         """Every file this machine reads for the run, and the interpreter's name (heavier: imported here)."""
         from orchestrator.validate import check_baselines, check_input_file
 
-        if self.ssh_config is not None and not self.ssh_config.expanduser().is_file():
-            raise InputError(f"ssh config {self.ssh_config} not found; pass an existing file to --ssh-config")
+        if self.ssh_config is not None:  # a directory or a FIFO named as such, not as "not found"
+            check_input_file(self.ssh_config, "ssh config", "pass an existing file to --ssh-config")
         if self.hosts_file is not None:
             check_input_file(self.hosts_file, "hosts file", "pass a file of hosts to --hosts")
         obs = _observations(self.observations)
@@ -305,6 +305,16 @@ def check_text(path: Path, what: str) -> None:
         pass  # the reader reports a missing or unreadable file in its own words
 
 
+def _empty_or_transcript(path: Path) -> bool:
+    """Whether path is missing, empty, or starts as a transcript does (its header line)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return True  # missing or unreadable: the open for writing below says what is wrong
+    return not head.strip() or head.lstrip().startswith(b'{"type":"header"')
+
+
 def check_writable(path: Path | None, option: str, what: str) -> None:
     """An output file written later: refuse now what cannot be written then (a missing folder, a directory, no
     permission, a file system that takes no files such as /proc), so that nothing (a paid run) happens first. The
@@ -320,6 +330,10 @@ def check_writable(path: Path | None, option: str, what: str) -> None:
         reason = f"folder {path.parent} does not exist"
     elif path.exists() and not path.is_file():
         reason = "it is not a regular file"
+    elif what == "transcript" and not _empty_or_transcript(path):
+        # a transcript is written from its first byte: `--transcript obs.yaml` (a slip of the hand) would replace
+        # the user's file; an earlier transcript at the same path (a script's fixed name) is replaced as before
+        reason = "it holds another file, not a transcript, and would be overwritten"
     else:
         existed = path.exists()
         try:

@@ -41,10 +41,25 @@ class TranscriptError(InputError):
     """A transcript cannot be read; the message names the file, the line and the fix."""
 
 
+def shipped_transcript(path: str | Path) -> Path | None:
+    """A transcript shipped with the package named by its file name, with or without `.jsonl` or `transcripts/`
+    (`seed-rtx-pro-6000-fp4`, `transcripts/seed-rtx-pro-6000-fp4.jsonl`), when no file of that name is here: a wheel
+    keeps them inside the package, and a notebook's folder is not the repository's."""
+    from orchestrator.agentdefs import builtin_dir
+
+    p = Path(path)
+    if str(p) in ("", "-") or p.exists() or not (len(p.parts) == 1 or p.parent.name == "transcripts"):
+        return None
+    shipped = builtin_dir("transcripts")
+    return next((shipped / n for n in (p.name, p.name + ".jsonl") if (shipped / n).is_file()), None)
+
+
 def _transcript_file(path: str | Path) -> Path:
-    """The transcript's path, checked: a directory, a device or a FIFO is named as such, not as "not found"."""
+    """The transcript's path, checked: a directory, a device or a FIFO is named as such, not as "not found"; a
+    shipped transcript may be named by its file name from any folder (`shipped_transcript`)."""
     from orchestrator.validate import check_input_file
 
+    path = shipped_transcript(path) or path
     try:
         return check_input_file(path, "transcript", "pass the path of a .jsonl file written by investigate")
     except InputError as exc:

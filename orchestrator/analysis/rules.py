@@ -709,6 +709,25 @@ def _account_idle_pct(v: EvidenceView) -> float | None:
     return None
 
 
+def _at_default_limit(v: EvidenceView, foreign: set[tuple[str | None, int]]) -> list[str]:
+    """The node-health read's evidence id when every GPU of the deployment it read enforces its default power limit
+    and the software power cap is the only slowdown reason active (a lowered limit, thermal or hardware slowdown have
+    findings of their own); [] when any differs or was not read."""
+    known = knowledge.clock_event_reasons()
+    for ev, nh in v.probes("node_health"):
+        gpus = [g for g in getattr(nh, "gpus", []) if (ev.host, g.index) not in foreign]
+        if not gpus or not all(g.clocks_event and g.power_default_w for g in gpus):
+            return []
+        for g in gpus:
+            limit = g.power_enforced_w or g.power_limit_w
+            active = {r for r, on in g.clocks_event.items() if on and (r not in known or known[r].slowdown)}
+            if limit is None or abs(limit - (g.power_default_w or 0)) > 0.01 * (g.power_default_w or 0) \
+                    or active - {"sw_power_cap"}:
+                return []
+        return [ev.id]
+    return []
+
+
 def power_vs_limit(v: EvidenceView) -> list[Finding]:
     """Power against the limit at high occupancy: from observations, the power sampler or the inventory. A GPU that
     another workload holds (node_view.other_workloads) is left out: its load is not the one asked about."""
@@ -765,14 +784,26 @@ def power_vs_limit(v: EvidenceView) -> list[Finding]:
                 claim += (" " + w["words"]["clocks"] + (w["words"]["clock_reasons"] if reasons else "")
                           + w["words"]["clocks_held" if clocks_held else "clocks_free"])
             idle = _account_idle_pct(v)
+            # at the board's default limit, with the software power cap the only reason read, a GPU near its limit
+            # under full load runs as designed: it says the work is compute-heavy (the bound), not what is wrong, and
+            # the reasons its advice would have the user check are read already
+            as_designed = _at_default_limit(v, foreign)
+            title, recs = w["title"], w["recommendations"]
+            if as_designed:
+                cids += as_designed
+                claim = reading.reasoning + " " + w["words"]["as_designed"]  # not "clocks are held down" first
+                title = w["words"]["title_as_designed"]
+                recs = []
             out.append(Finding(id="power-limited", category="power", confidence=w["confidence"],
-                               evidence=list(dict.fromkeys(cids)), claim=claim,
-                               recommendations=w["recommendations"], entry=w["entry"],
+                               evidence=list(dict.fromkeys(cids)), claim=claim, informational=bool(as_designed),
+                               recommendations=recs, entry=w["entry"],
                                # a snapshot near the limit cannot explain steps in which the GPUs mostly wait
                                unmet=entry_words("power-limited", {"idle": f"{idle:.0f}"})["words"]["unmet"]
                                if idle is not None and idle >= 50 else "",
-                               data={"title": w["title"], "numbers": nums},
-                               sets_bound=BoundClaim(rank=Rank.POWER_LIMITED, bound="compute", leads=False, words=claim)))
+                               data={"title": title, "numbers": nums},
+                               # as designed, it names no limiter: a busy GPU draws its limit whatever bounds it
+                               sets_bound=None if as_designed else
+                               BoundClaim(rank=Rank.POWER_LIMITED, bound="compute", leads=False, words=claim)))
         break  # one power reading is enough; observations come first, then the sampler
     return out
 

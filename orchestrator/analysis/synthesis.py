@@ -200,7 +200,7 @@ def bound_of(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
     say in agreement (`Finding.agrees`)."""
     claims = _claims(findings)
     if not claims:
-        return "unknown", "The evidence gathered does not show which resource limits throughput.", None
+        return "unknown", NO_BOUND, None
     setter, claim = min(claims, key=lambda fc: fc[1].rank)  # the first of the lowest rank
     parts = [claim.words]
     if claim.pointers:
@@ -218,6 +218,19 @@ def bound_of(findings: list[Finding]) -> tuple[Bound, str, Finding | None]:
                 if a.tier == tier and not (a.unless_bound is not None and a.unless_bound == setter.bound)]
     parts += [words for _, _, words in sorted(agreeing)]
     return claim.bound, " ".join(parts), setter if claim.leads else None
+
+
+NO_BOUND = "The evidence gathered does not show which resource limits throughput."
+"""The bound's reasoning when no finding sets one (`no_bound_words` says it in the terms of the question)."""
+
+
+def no_bound_words(asked: relevance.Asked) -> str:
+    """The bound's reasoning when nothing sets it, in the terms of what was asked: a TTFT question's "Bound:" line
+    does not speak of throughput while its verdict speaks of the time to first token."""
+    timed = [relevance.SAY[s] for s in ("ttft", "itl", "startup") if s in asked.symptoms]
+    if not timed or asked.symptoms & {"throughput", "cost"}:
+        return NO_BOUND
+    return f"The evidence gathered does not show which resource sets the {' and the '.join(timed)}."
 
 
 def unsettled_words(asked: relevance.Asked) -> str:
@@ -275,6 +288,10 @@ def _traced_gpus(view: EvidenceView) -> list[str]:
             if isinstance(r, dict) and r.get("gpu_name")]
 
 
+NO_DRIVER = "nvidia-smi is not on PATH: no NVIDIA driver tools on this host"
+_NO_DRIVER = re.compile(r"nvidia-smi (is )?not (on PATH|installed|found)|No such file or directory: 'nvidia-smi'")
+
+
 def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceView,
           findings: list[Finding] | None = None) -> list[Gap]:
     gaps = [Gap(what=f"agent {r.name} ({r.agent_id})", why=f"status {r.status}: {r.error or 'no error message'}")
@@ -283,16 +300,25 @@ def _gaps(evidence: list[Evidence], results: list[AgentResult], view: EvidenceVi
     # and probes stopped for one reason (an interpreter --python names that is not there) one gap naming them all
     unavailable: dict[tuple[str, str], dict[str, list[str]]] = {}
     for ev, m in view.unavailable():
-        unavailable.setdefault((m.host, m.reason or "unavailable"), {}).setdefault(m.kind, []).append(ev.id)
-    for (host, reason), kinds in unavailable.items():
-        ids = ", ".join(dict.fromkeys(i for got in kinds.values() for i in got))
-        gaps.append(Gap(what=f"probe{'s' if len(kinds) > 1 else ''} {', '.join(kinds)} on {host} ({ids})", why=reason))
+        # each probe words a missing driver its own way ("nvidia-smi is not on PATH", "... not installed", "... not
+        # found"): one cause, one gap naming every probe it stopped
+        reason = NO_DRIVER if _NO_DRIVER.search(m.reason or "") else (m.reason or "unavailable")
+        unavailable.setdefault((m.host, reason), {}).setdefault(m.kind, []).append(ev.id)
     traced_gpus = _traced_gpus(view)
+    errors = []
     for ev in evidence:
         if ev.is_error:
             if traced_gpus and ev.text.startswith("no GPU known"):
                 continue  # the trace names the GPU (its GEMMs are read against that GPU's roofline): no gap
-            gaps.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt() or "error"))
+            stopped = (ev.host or "local", NO_DRIVER)
+            if _NO_DRIVER.search(ev.text) and stopped in unavailable:
+                unavailable[stopped].setdefault(ev.tool, []).append(ev.id)  # a tool the same missing driver stopped
+                continue
+            errors.append(Gap(what=f"tool {ev.tool} ({ev.id}, agent {ev.agent_id})", why=ev.excerpt() or "error"))
+    for (host, reason), kinds in unavailable.items():
+        ids = ", ".join(dict.fromkeys(i for got in kinds.values() for i in got))
+        gaps.append(Gap(what=f"probe{'s' if len(kinds) > 1 else ''} {', '.join(kinds)} on {host} ({ids})", why=reason))
+    gaps += errors
     gaps += [Gap(what=what, why=why) for what, why in view.notices]
     gaps += [Gap(what=what, why=why) for what, why in node_view.node_gaps(view)]
     # a measurement taken beside another workload is not the GPU's own: it limits what this diagnosis can say
@@ -332,6 +358,8 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     vetoed = {f.id for f in findings if f.reads and f.reads in contradicted}
     relevant = [f for f in relevant if f.id not in vetoed]
     bound, reasoning, setter = bound_of(relevant)
+    if reasoning == NO_BOUND:
+        reasoning = no_bound_words(asked)
     not_serving = served.never_served(view, asked)
     if not_serving is not None:
         # no serving time to account for: no bound, whatever the GPUs or the host do meanwhile

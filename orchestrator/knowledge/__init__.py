@@ -700,11 +700,26 @@ class ModelFamily(_Strict):
     pattern: str
     moe: bool
     source: str
+    mla: bool = False
+    """Multi-head latent attention (config.json's kv_lora_rank): DeepSeek-V2/V3/R1 and the models built on them."""
 
 
 @lru_cache(maxsize=None)
 def model_families() -> tuple[ModelFamily, ...]:
     return tuple(ModelFamily.model_validate(x) for x in _load("model_families.yaml"))
+
+
+def mla_by_name(name: str | None) -> bool | None:
+    """Whether a served model's name is one of an MLA family (the first family its name matches), None when none."""
+    if not name:
+        return None
+    import re
+
+    low = name.lower()
+    for fam in model_families():
+        if re.search(fam.pattern, low):
+            return fam.mla
+    return None
 
 
 def moe_by_name(name: str | None) -> tuple[bool, str] | None:

@@ -78,7 +78,7 @@ def number_lines(numbers: list[Number], esc=lambda s: s) -> list[str]:
     return out
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(~`'\"])")
+_SENTENCE = re.compile(r"(?<=[.!?\]])\s+(?=[A-Z0-9(~`'\"])")  # "... less. [source] The next" is two
 
 
 def _sentences(text: str) -> list[str]:
@@ -86,8 +86,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def said_once(d: Diagnosis) -> tuple[str, str]:
-    """The verdict and the bound reasoning as printed: a sentence of the bound reasoning the verdict already says
-    is not said again, and the verdict's "Start with: ..." names the first recommendation (printed in full below)
+    """The verdict and the bound reasoning as printed: a sentence of the bound reasoning the verdict or a cause
+    already says is not said again, and the verdict's "Start with: ..." names the first recommendation (printed in full below)
     instead of repeating it. The recorded diagnosis (JSON) keeps both texts whole."""
     verdict = " ".join(d.verdict.split())
     if d.recommendations:
@@ -97,7 +97,9 @@ def said_once(d: Diagnosis) -> tuple[str, str]:
             if form and said in verdict:
                 verdict = verdict.replace(said, "Start with the first recommendation below.")
                 break
-    reasoning = " ".join(s for s in _sentences(d.bound_reasoning) if s.rstrip(".") not in verdict)
+    # nor one a ranked cause explains in full below (the bound is often the first cause's mechanism, word for word)
+    said = " ".join([verdict, *(" ".join(c.explanation.split()) for c in d.causes)])
+    reasoning = " ".join(s for s in _sentences(d.bound_reasoning) if s.rstrip(".") not in said)
     return verdict, reasoning
 
 

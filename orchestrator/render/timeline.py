@@ -415,7 +415,8 @@ def render_tools(tl: Timeline, console, labels: list[str] | None = None) -> None
         calls = ", ".join(f"{t.tool} {_fmt_s(t.duration_s)}{' ✗' if t.is_error else ''}" for t in a.tool_calls)
         if a.omitted_calls:
             calls += f", … and {a.omitted_calls} more (only the first {MAX_TOOL_SPANS} are listed)"
-        console.print(Text(f"{label}: {calls}", overflow="fold"))
+        # into a pipe a list is one line (grep finds an agent's calls); on a terminal it folds at the width
+        console.print(Text(f"{label}: {calls}", overflow="fold"), soft_wrap=not console.is_terminal)
 
 
 TABLE_ROWS = 500
@@ -501,7 +502,8 @@ def render_timeline(tl: Timeline, console, bar_width: int | None = None) -> None
     if tl.peak_agents and tl.max_concurrency > 1:
         more = tl.max_concurrency - len(tl.peak_agents)
         console.print(Text(f"concurrent at peak: {', '.join(tl.peak_agents)}" + (f" and {more:,} more" if more > 0
-                                                                                  else ""), overflow="fold"))
+                                                                                  else ""), overflow="fold"),
+                      soft_wrap=not console.is_terminal)
     render_tools(tl, console, labels)
     for a in tl.agents:
         if a.error:

@@ -133,7 +133,9 @@ class Roofline(Tool):
                                                 "result": g.model_dump()})
         obs = ctx.inputs.parsed_observations()
         if obs is None:
-            raise ToolFailure("no observations to derive MoE decode shapes from; pass m, n, k and dtype for a GEMM")
+            # said to the user as a gap as well as to the agent: what the user can add, then what the agent can pass
+            raise ToolFailure("no model or run to place on the roofline (no observations): give --observations with "
+                              "the model and a run (docs/observations.md), or pass m, n, k and dtype for one GEMM")
         got = moe_args_from(obs, spec, caps)
         if got is None and args.mode != "moe_decode":
             dense = _dense_floors(obs, spec, caps)  # a dense model needs only its layer shapes or parameter count

@@ -627,3 +627,85 @@ def test_a_name_that_says_another_model_than_the_engine_serves_is_a_residual():
     assert r.a == 8.0 and round(r.b) == 70
     f = {x.id: x for x in request_account_findings(v)}["request-served-model-alias"]
     assert "Llama-3.3-70B" in f.title and "--served-model-name" in f.claim + r.words()
+
+
+ENVOY_CUT = [
+    '{"start_time":"2026-06-11T14:0%d:07.215Z","method":"POST","response_code":"200","response_flags":"%s",'
+    '"duration":"%d","upstream_host":"10.42.1.37:8000"}' % (i, flag, dur)
+    for i, (flag, dur) in enumerate((("UT", 15001), ("UT", 15003), ("UT", 15002), ("-", 8603)))]
+
+
+def test_a_proxy_that_cut_requests_after_a_fixed_time_is_a_timeout_between_not_a_client_that_cancels():
+    logs = read_request_logs(("/var/log/envoy/access.log", i, t) for i, t in enumerate(ENVOY_CUT, 1))
+    facts = logs.facts()
+    assert facts["request.log.proxy.kind"] == "envoy" and facts["request.log.proxy.timeouts"] == 3
+    assert facts["request.log.proxy.cut_after_s"] == 15.002
+    eng = _engine(_metrics(ttft_s=0.315, itl_s=0.063, e2e_s=11.45, n=1000, prompt=644, gen=178, running=16,
+                           reasons={"stop": 557, "abort": 443}), ENVOY_CUT)
+    v = _view(eng, [_client("chat", max_concurrency=16, completed=557, failed=443, input_len=640, output_len=300,
+                            ttft={"mean": 318.0}, itl={"p50": 62.8}, e2el={"mean": 11457.0, "p99": 14982.0})],
+              gpu="NVIDIA L4")
+    found = {x.id: x for x in request_account_findings(v)}
+    f = found["request-timeout-between"]
+    # (15.0 s - 315 ms) / 63 ms = 233 tokens: a longer answer cannot finish before the deadline
+    assert "15 s" in f.title and "233 tokens" in f.claim and "envoy" in f.claim
+    assert "request-client-cancels" not in found
+
+
+def test_a_prompt_length_tail_the_mean_hides_makes_the_ttft_tail():
+    # SGLang's prompt histogram: 12 of 6,000 prompts between 66,000 and 99,000 tokens; one prefill of 66,000 tokens of
+    # a 32 B model is 2 x 32e9 x 66,000 / 989 TFLOPS = 4.27 s
+    buckets = [(1000, 3289), (2000, 5680), (5000, 5985), (66000, 5988), (99000, 6000), (132000, 6000)]
+    text = "# TYPE sglang:prompt_tokens_histogram histogram\n" + "".join(
+        f'sglang:prompt_tokens_histogram_bucket{{le="{le}"}} {n}\n' for le, n in buckets) + (
+        'sglang:prompt_tokens_histogram_bucket{le="+Inf"} 6000\nsglang:prompt_tokens_histogram_count 6000\n'
+        "sglang:prompt_tokens_histogram_sum 7265238\n"
+        "# TYPE sglang:time_to_first_token_seconds histogram\n" + "".join(
+            f'sglang:time_to_first_token_seconds_bucket{{le="{le}"}} {n}\n'
+            for le, n in ((0.3, 2900), (0.5, 5700), (1.0, 5900), (10.0, 5930), (15.0, 6000))) +
+        'sglang:time_to_first_token_seconds_bucket{le="+Inf"} 6000\nsglang:time_to_first_token_seconds_count 6000\n'
+        "sglang:time_to_first_token_seconds_sum 3801\n# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 14\n")
+    data = {"engines": [{"argv": ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-32B-Instruct"],
+                         "kind": "sglang", "pid": 7, "metrics": {"url": "http://127.0.0.1:30000/metrics",
+                                                                 "status": 200, "text": text}}], "logs": []}
+    v = _view(build_report("gpu-box", data, []), [_client("chat", completed=6000, input_len=1000,
+                                                          ttft={"mean": 633.5, "p50": 314.0, "p99": 10594.0})],
+              model={"name": "Qwen2.5-32B-Instruct", "quantization": "bf16"}, gpu="NVIDIA H200")
+    acct = build_account(v)
+    assert acct is not None and acct.engine is not None and acct.engine.prompt_tail == (66000, 99000, 12, 6000)
+    assert {"ttft.tail_engine", "ttft.tail_client"} <= {r.shape for r in acct.residuals}
+    f = {x.id: x for x in request_account_findings(v)}["request-long-prompt-tail"]
+    assert "12 requests of 66,000 to 99,000 tokens" in f.title and "4.27 s" in f.title
+    assert any("route" in r.lower() or "queue" in r.lower() for r in f.recommendations)
+
+
+def test_on_a_mig_slice_the_floors_are_the_slice_s():
+    from orchestrator.prongs.request.models import MigDevice
+
+    uuid = "MIG-7d2e9c1b-3a4f-5b6c-8d9e-0f1a2b3c4d5e"
+    eng = _engine(_metrics(ttft_s=0.169, itl_s=0.0114, e2e_s=4.5, n=2000, prompt=1200, gen=380, running=8))
+    eng.engines[0].env["CUDA_VISIBLE_DEVICES"] = uuid
+    files = RequestFiles(host="gpu-box", mig=[MigDevice(profile="3g.40gb", uuid=uuid),
+                                              MigDevice(profile="3g.40gb", uuid="MIG-other")])
+    v = _view(eng, [_client("chat", max_concurrency=8, completed=2000, input_len=1200, output_len=380,
+                            ttft={"mean": 169.0}, itl={"p50": 11.4})], files=files)
+    acct = build_account(v)
+    assert acct is not None and acct.mig == ("3g.40gb", 0.5, 3 / 7)
+    # (16.1 GB + 8 x 1,390 x 128 KiB) / (3,350 GB/s x 4/8) = 11.3 ms: 11.4 ms is at the slice's floor
+    assert "4/8 of the memory slices of a MIG 3g.40gb instance = 1,675 GB/s" in acct.floors["itl"].arithmetic
+    f = {x.id: x for x in request_account_findings(v)}["request-mig-slice-floor"]
+    assert f.contradicts == ["decode"] and "MIG 3g.40gb" in f.title
+
+
+def test_requests_waiting_while_the_batch_has_room_for_the_other_adapter_are_lora_slots():
+    text = _metrics(ttft_s=3.1, itl_s=0.025, e2e_s=8.2, n=3000, prompt=700, gen=190, running=32, waiting=30) + (
+        "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.09\n"
+        "# TYPE vllm:lora_requests_info gauge\nvllm:lora_requests_info{max_lora=\"1\",running_lora_adapters="
+        "\"sql-lora\",waiting_lora_adapters=\"support-lora\"} 1760192631.46\n")
+    v = _view(_engine(text), [_client("both apps", max_concurrency=64, completed=3000, input_len=700, output_len=190,
+                                      ttft={"mean": 3139.0, "p50": 115.0, "p99": 19365.0})], gpu="NVIDIA L40S")
+    acct = build_account(v)
+    assert acct is not None and "load.waiting_with_room" in {r.shape for r in acct.residuals}
+    f = {x.id: x for x in request_account_findings(v)}["request-lora-slots"]
+    assert "--max-loras 1" in f.title and "support-lora" in f.title
+    assert any("--max-loras" in r for r in f.recommendations)

@@ -261,3 +261,26 @@ def test_dense_model_gets_no_moe_advice_and_a_clean_verdict():
     assert "MoE" not in d.verdict and "  " not in d.verdict
     unknown = synthesize("q", None, [ev("ev-1", inventory(H200, "9.0")), ev("ev-2", _stale())], [])
     assert unknown.bound == "unknown" and "limits throughput. Ranked causes" in unknown.verdict
+
+
+def _node_health(enforced: float, reasons: dict[str, bool]):
+    from orchestrator.prongs.node_health.models import GpuHealth, NodeHealth
+
+    return NodeHealth(host="gpu-box", gpus=[GpuHealth(index=i, name=B200, utilization_pct=100, power_draw_w=980,
+                                                      power_enforced_w=enforced, power_default_w=1000,
+                                                      clocks_event=dict(reasons)) for i in range(8)])
+
+
+def test_a_gpu_at_its_default_limit_under_full_load_is_not_a_cause():
+    """"Near the power limit: compute-heavy, clocks may be capped" was ranked in 56 staged diagnoses (first in six):
+    a busy GPU at its default limit with only the software power cap active runs as designed, and its advice
+    (check the clocks-event reasons) asked for what node health had read. A lowered limit or another reason keeps
+    it a cause."""
+    hot = {"gpu": {"power_w": 980, "power_limit_w": 1000, "utilization_pct": 100}}
+    cap = {"sw_power_cap": True, "gpu_idle": False, "hw_slowdown": False}
+    (f,) = R.power_vs_limit(view(ev("e1", _inv_clocks(1500)), ev("e2", _node_health(1000, cap)), obs_ev("e3", hot)))
+    assert f.informational and f.recommendations == [] and f.sets_bound is None and "e2" in f.evidence
+    assert "by design" in f.claim and "held down" not in f.claim
+    for node in (_node_health(800, cap), _node_health(1000, {**cap, "hw_slowdown": True})):
+        (g,) = R.power_vs_limit(view(ev("e1", _inv_clocks(1500)), ev("e2", node), obs_ev("e3", hot)))
+        assert not g.informational and g.recommendations and g.sets_bound is not None

@@ -10,6 +10,7 @@ from orchestrator.knowledge import log_signatures
 from orchestrator.probes.logscan import scan_text
 from orchestrator.probes.results import GpuInfo, GpuInventory, LogScan, UnclassifiedLine
 from orchestrator.probes.scripts import logscan as script
+from support.cli import ROOT
 
 LOG = """\
 INFO 03-02 10:00:01 [api_server.py:1] vLLM API server version 0.11.2
@@ -83,3 +84,17 @@ def test_unclassified_warnings_reach_the_diagnosis():
 def test_a_clean_log_draws_no_unclassified_finding():
     scan = LogScan(files=["/l"], lines_scanned=100)
     assert "unclassified-log-lines" not in {f.id for f in catalog_findings(_view(scan))}
+
+
+def test_an_engine_dumping_its_configuration_is_not_trouble():
+    """vLLM's start-up line "Initializing a V1 LLM engine ... with config: ..." names disable_fallback=False among
+    its settings; it was kept as library trouble and ranked as "1 unclassified warning/error line(s)" in a
+    diagnosis of eager-mode decode. A library line that reports a fallback is still kept."""
+    config = (ROOT / "tests/engine/data/logs/vllm-0.11-eager.log").read_text().splitlines()
+    dump = next(ln for ln in config if "Initializing a V1 LLM engine" in ln)
+    assert script.level_of(dump) is None
+    assert script.level_of("INFO 03-02 [utils.py:9] non-default args: {'model': 'x', 'enforce_eager': True, "
+                           "'guided_decoding_backend': 'xgrammar', 'disable_fallback': False}") is None
+    assert script.level_of("INFO [flashinfer_utils.py:9] FlashInfer sampling kernels unavailable, falling back to "
+                           "PyTorch sampling") == "library"
+    assert script.level_of("(EngineCore pid=2) ERROR 03-02 [core.py:700] failed with config: x") == "error"

@@ -1,5 +1,5 @@
 """Issue 30 item 8: a diagnosis says each thing once and in words: one gap for a probe two prongs ran
-(gpu_inventory was listed twice), one warning line counted once when two probes read the same log (a vLLM 0.6
+(gpu_inventory was listed twice) and one for every probe a missing nvidia-smi stopped, one warning line counted once when two probes read the same log (a vLLM 0.6
 'enforce-eager' warning was '2 unclassified (x2)'), and no Python value ('None', a dict repr) in any rendering.
 The same checks run on every scenario case's diagnosis (tests/scenarios/harness.py, support.hygiene)."""
 
@@ -45,9 +45,13 @@ def _run(tmp_path, *args: str) -> tuple[Diagnosis, str, str]:
 @no_gpu_here
 def test_a_probe_two_prongs_ran_is_one_gap_and_one_warning_line_is_counted_once(tmp_path):
     d, shown, md = _run(tmp_path, "--log", str(EAGER_LOG))
-    inventory = [g for g in d.gaps if g.what.startswith("probe gpu_inventory")]
+    inventory = [g for g in d.gaps if "gpu_inventory" in g.what]
     assert len(inventory) == 1, [g.what for g in d.gaps]
-    assert inventory[0].what.count("ev-") == 2  # both prongs' results named in the one gap
+    # one missing driver is one gap: it named gpu_inventory (both prongs' results), node_health, power_sampling and
+    # the gpu_specs tool in four gaps, each worded its own way
+    assert [g for g in d.gaps if "nvidia-smi" in g.why] == inventory, [g.what for g in d.gaps]
+    assert all(k in inventory[0].what for k in ("node_health", "power_sampling", "gpu_specs"))
+    assert inventory[0].what.count("ev-") == 5
     text = " ".join([c.title + " " + c.explanation for c in d.causes]
                     + [n.title + " " + n.note for n in d.also_noticed])
     assert "1 unclassified warning/error line(s)" in text and "(x2)" not in text, text

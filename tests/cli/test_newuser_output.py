@@ -76,6 +76,12 @@ def test_show_lists_each_agents_tools_with_their_recorded_durations(offline_run)
     for e in results:
         assert f"{e['tool']} {_fmt_s(e['duration_s'])}" in out, (e["tool"], e["duration_s"])
     assert "$0.0000" not in proc.stdout and "tokens" not in proc.stdout  # offline: no usage columns
+    # into a pipe: no line padded with spaces (every line of every show had some), and each agent's calls on one line
+    assert [ln for ln in proc.stdout.splitlines() if ln != ln.rstrip()] == []
+    lines = proc.stdout.splitlines()
+    tools = lines[lines.index("tools (in call order, with their durations)") + 1:]
+    agents = {e["agent_id"] for e in results}
+    assert all(any(ln.strip().startswith(f"{a}: ") and ln.rstrip().endswith("s") for ln in tools) for a in agents)
 
 
 def test_exact_replay_reports_the_recorded_agent_durations(offline_run):

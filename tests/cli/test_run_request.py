@@ -76,3 +76,23 @@ def test_a_request_is_checked_once(monkeypatch):
     result = api.investigate_sync(req, settings=Settings(account_sample_s=0.3, power_sample_s=0.3))
     assert result.status == "ok" and result.diagnosis.question == "why is FP4 slow?"
     assert checks == [1]
+
+
+def test_a_transcript_path_that_holds_another_file_is_refused(tmp_path):
+    """`--transcript obs.yaml` replaced the user's observations with the run's transcript, silently."""
+    import os
+
+    from orchestrator.request import RunRequest
+
+    obs = tmp_path / "obs.yaml"
+    obs.write_text("gpu: {name: NVIDIA H100 80GB HBM3}\n")
+    with pytest.raises(InputError, match="obs.yaml: it holds another file, not a transcript"):
+        RunRequest.of("why is FP4 slow?", offline=True, transcript=obs)
+    assert obs.read_text() == "gpu: {name: NVIDIA H100 80GB HBM3}\n"
+    earlier = tmp_path / "run.jsonl"  # a script's fixed name: the run before's transcript is replaced, as before
+    earlier.write_text('{"type":"header","schema_version":2}\n')
+    assert RunRequest.of("why is FP4 slow?", offline=True, transcript=earlier).transcript == earlier
+    os.mkfifo(tmp_path / "cfg")
+    for path, says in ((tmp_path, "is a directory, not a file"), (tmp_path / "cfg", "FIFO")):
+        with pytest.raises(InputError, match=f"ssh config .*{says}"):
+            RunRequest.of("why is FP4 slow?", host="gpu-box", ssh_config=path, offline=True)

@@ -35,3 +35,14 @@ def test_a_wheel_layout_is_read(tmp_path, monkeypatch):
 def test_a_missing_name_lists_the_shipped_ones(tmp_path):
     one_line(investigate("show", "seed-typo", tmp_path=tmp_path, cwd=tmp_path), 2, "transcript seed-typo not found",
              "seed-rtx-pro-6000-fp4", "h200-fp8-small-batch")
+
+
+def test_the_library_finds_them_from_any_folder_too(tmp_path, monkeypatch):
+    """docs/library.md's `orchestrator.replay_sync("transcripts/seed-rtx-pro-6000-fp4.jsonl")` raised "not found"
+    in a notebook whose folder is not the repository; the command found it."""
+    import orchestrator
+
+    monkeypatch.chdir(tmp_path)
+    assert orchestrator.load_transcript("h200-fp8-small-batch").header.run_id
+    result = orchestrator.replay_sync("transcripts/seed-rtx-pro-6000-fp4.jsonl")
+    assert result.status == "ok" and result.diagnosis.question == "why is FP4 slow?"

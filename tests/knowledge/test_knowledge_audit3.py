@@ -178,3 +178,39 @@ def test_moe_by_name(name: str, moe: bool) -> None:
 def test_every_title_and_its_comm_are_the_users(title: str) -> None:
     assert engine_of(title) is not None
     assert engine_of(title[:15]) is not None  # /proc/PID/comm keeps 15 characters
+
+
+# --- MLA on SGLang's Triton backend at the releases the project harvests (#25) ---------------------------------
+
+def _sglang(model: str, backend: str | None):
+    from orchestrator.prongs.serving_engine.probe import build_report
+
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", model, "--tp", "8"]
+    argv += ["--attention-backend", backend] if backend else []
+    return build_report("gpu-box", {"engines": [{"argv": argv, "kind": "sglang", "pid": 7}], "logs": []}, [])
+
+
+@pytest.mark.parametrize("model,backend,fires", [("deepseek-ai/DeepSeek-V3", "triton", True),
+                                                 ("deepseek-ai/DeepSeek-V3", "fa3", False),
+                                                 ("deepseek-ai/DeepSeek-V3", None, False),
+                                                 ("deepseek-ai/deepseek-moe-16b-chat", "triton", False),
+                                                 ("Qwen/Qwen3-235B-A22B", "triton", False)])
+def test_sglang_triton_mla_from_its_attention_backend(model: str, backend: str | None, fires: bool) -> None:
+    from orchestrator.prongs.serving_engine.attention_rules import mla_triton_long_context
+    from support.evidence import inventory
+
+    view = EvidenceView([ev("ev-1.1", inventory("NVIDIA H200", "9.0", 8), tool="gpu_inventory"),
+                         ev("ev-3.1", _sglang(model, backend), tool="engine_config")],
+                        question="DeepSeek-V3 decode is slow with 30k-token prompts")
+    found = mla_triton_long_context(view)
+    assert bool(found) is fires
+    if fires:
+        assert "--attention-backend" in found[0].claim
+
+
+def test_one_device_connection_is_false_dependencies_not_serial_streams() -> None:
+    from orchestrator.knowledge import settings as kb
+
+    doc = kb.find("CUDA_DEVICE_MAX_CONNECTIONS", "cuda")[0]
+    eff = kb.effect_of(doc)
+    assert eff is not None and "false dependencies" in eff.effect and "serialize" not in eff.effect

@@ -132,3 +132,16 @@ def test_all_reduce_cost_per_step_discounts_the_harness_overhead_seen_on_groups_
     assert f.data["harness_overhead_s"] is not None and f.data["harness_overhead_s"] > 0
     assert f.data["allreduce_s"] == pytest.approx(f.data["allreduce_raw_s"] - f.data["harness_overhead_s"])
     assert "harness's per-call overhead" in f.claim
+
+
+def test_a_speedup_title_and_its_number_say_the_same_figures(findings):
+    """"FP8 is 1.28× bf16 at M=16 (up to 1.98× possible)" stood over the number "1.28 x of 1.99 x": one ratio
+    rounded twice."""
+    import re
+
+    speedups = [f for f in findings if f.id.startswith("fp8-vs-bf16-at-decode")]
+    assert speedups
+    for f in speedups:
+        got, ideal = re.search(r"is ([\d.]+)× bf16 .*up to ([\d.]+)× possible", f.title).groups()
+        (n,) = f.numbers
+        assert (n.value, n.peak) == (float(got), float(ideal)), (f.title, n)

@@ -54,7 +54,8 @@ REQUEST_LINE = re.compile(
     r"initializing slots|msg=\"server config\"|msg=\"starting llama server\"|\[GIN\] |GC took [\d.]+ ?ms|"
     r"truncating input prompt|exceeds the available context size|new slot n_ctx_slot|n_ctx_per_seq +=|"
     r"llama_context: n_ctx +=|n_seq_max +=|maximum context length is|longer than the model's context length|"
-    r"must be <= \d+\. Given:)")
+    r"must be <= \d+\. Given:|\"response_flags\": ?\"(?:UT|UC|UF|URX|UO|UH|DC|SI)|\" \d{3} (?:UT|UC|UF|URX|UO|UH|DC|SI) |"
+    r"upstream timed out|\s[sc][DH]-- )")
 CONFIG_DUMP = re.compile(r"(server_args=ServerArgs\(|non-default args|with config: |args: Namespace\()")
 CONFIG_LINE_CHARS = 8000
 CMD_LINE = re.compile(r"(\bvllm\s+serve\b|vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|"

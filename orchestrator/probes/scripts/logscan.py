@@ -21,6 +21,10 @@ LIBRARY = re.compile(r"vllm|sglang|flashinfer|nccl|cutlass|triton|tensorrt|trtll
 TROUBLE = re.compile(r"fail|fall(ing|s)? ?back|not (supported|available|found)|unsupported|disabled|sub-?optimal"
                      r"|skipp|slow|deprecat|mismatch|timed? ?out", re.IGNORECASE)
 VARYING = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b|\d+(\.\d+)*")
+# An engine's dump of its own configuration at start (vLLM's "Initializing a V1 LLM engine ... with config: ...",
+# "non-default args: {...}", SGLang's "server_args=ServerArgs(...)") names every setting, trouble words among them
+# (disable_fallback=False, ...): a list of settings, not a report of trouble
+CONFIG_DUMP = re.compile(r"with config: |non-default args: |\bServerArgs\(|\bargs=Namespace\(|\bEngineArgs\(")
 
 
 def level_of(line):
@@ -31,7 +35,7 @@ def level_of(line):
         if word in ("WARNING", "WARN") or (not word and m.group(0).startswith("W")):
             return "warning"
         return "error"
-    if LIBRARY.search(line) and TROUBLE.search(line):
+    if LIBRARY.search(line) and TROUBLE.search(line) and not CONFIG_DUMP.search(line):
         return "library"
     return None
 

@@ -9,6 +9,8 @@ Prints {"models": [...], "looked": [...]}: for each model found, the keys of con
 architecture, generation_config.json's stop and length keys, tokenizer_config.json's eos_token and the special tokens
 its chat template uses (never the template's text), and preprocessor_config.json's image sizing keys. Nothing else of
 the files leaves the host.
+With "mig": true (an engine runs on a MIG device), `nvidia-smi -L`'s MIG devices: each one's profile and UUID (a
+slice's share of the GPU's memory bandwidth and SMs sets its floors).
 And the inference servers that run no engine of the serving-engine probe's kinds but count requests per model (Triton:
 `tritonserver`, its --metrics-port, default 8002): their Prometheus text from loopback, parsed off the host.
 """
@@ -200,6 +202,24 @@ def scan_servers(limit, timeout_s):
     return out
 
 
+def mig_devices():
+    """`nvidia-smi -L`'s MIG devices: [{"profile": "3g.40gb", "uuid": "MIG-..."}]; [] where it does not run."""
+    import re
+    import subprocess
+
+    try:
+        got = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=10,
+                             check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    out = []
+    for line in got.stdout.decode("utf-8", "replace").splitlines()[:256]:
+        m = re.search(r"MIG (\d+g\.\d+gb)\s+Device\s+\d+: \(UUID: (MIG-[0-9A-Za-z/-]{1,80})\)", line)
+        if m:
+            out.append({"profile": m.group(1), "uuid": m.group(2)})
+    return out[:64]
+
+
 def main():
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     limit = int(params.get("max_file_bytes", 4000000))
@@ -213,7 +233,8 @@ def main():
             models.append(m)
     servers = scan_servers(int(params.get("max_metrics_bytes", 2000000)), float(params.get("timeout_s", 2.0))) \
         if params.get("servers", True) else []
-    print(json.dumps({"models": models, "looked": looked, "servers": servers}))
+    mig = mig_devices() if params.get("mig") else []
+    print(json.dumps({"models": models, "looked": looked, "servers": servers, "mig": mig}))
 
 
 main()

@@ -196,7 +196,9 @@ def _finding(eff: pk.PathEffect, x: Layer, s: Any, ev_id: str, load: int | None,
         if through is not None:
             claim += through[0]
             explains = max(explains or 0.0, through[1])
-    claim += f" It can explain: {', '.join(eff.residuals)} (source: {', '.join(eff.source)})."
+    said = [RESIDUAL_WORDS.get(r, r.replace("_", " ")) for r in eff.residuals]
+    claim += f" It can explain {', '.join(said)} (source: {', '.join(eff.source)})." if said else \
+        f" (source: {', '.join(eff.source)})."
     return Finding(
         id=eff.id, title=title, claim=claim, confidence=confidence, evidence=[ev_id] + load_ev,
         recommendations=[] if informational else [eff.fix], category="engine", symptoms=list(eff.symptoms),  # type: ignore[arg-type]
@@ -205,6 +207,18 @@ def _finding(eff: pk.PathEffect, x: Layer, s: Any, ev_id: str, load: int | None,
         matched=[f"path.{x.layer}.{eff.setting}={s.value}"],
         data={"layer": x.layer, "setting": eff.setting, "value": s.value, "default": s.default, "where": s.where,
               "residuals": list(eff.residuals), "sources": list(eff.source), "url": s.url})
+
+
+RESIDUAL_WORDS = {
+    "ttft_client_over_engine": "a time to first token at the client far above the engine's",
+    "itl_client_bursty": "tokens reaching the client in bursts",
+    "e2e_client_over_engine": "an end-to-end latency at the client far above the engine's",
+    "offered_over_running": "more requests offered than run in the engine",
+    "requests_refused": "requests refused before the engine sees them",
+    "engine_restarts": "engine restarts",
+    "itl_tail_over_median": "an inter-token latency tail far above its median",
+}
+"""The request account's residual shapes (`data.residuals`, effects.yaml) as a reader says them in a claim."""
 
 
 def _through_and_without(view: EvidenceView, x: Layer) -> tuple[str, float] | None:

@@ -119,6 +119,9 @@ class View:
     tokens_in: float | None = None
     """Mean prompt tokens per request."""
     tokens_in_p90: float | None = None
+    prompt_tail: tuple[float, float, float, float] | None = None
+    """The engine's longest prompts: (lower bound, upper bound of the highest occupied bucket, requests in it,
+    requests in the histogram)."""
     tokens_out: float | None = None
     """Mean output tokens per request (the client: what it received and counted; the engine: what it generated)."""
     requests: float | None = None
@@ -221,6 +224,8 @@ class Residual:
             return f"{self.term} {a} ({self.a_src}) against its floor of {b} ({self.b_src}): {self.ratio:.2g}x"
         if self.between == ("run", "run"):
             return f"{self.term} {a} in the run {self.a_src} against {b} in the run {self.b_src}"
+        if self.between[0] == self.between[1]:
+            return f"{self.term}: {a} ({self.a_src}) against {b} ({self.b_src}), {self.ratio:.3g}x"
         return (f"{self.term} {a} at {POINT_WORDS.get(self.between[0], self.between[0])} ({self.a_src}) against "
                 f"{b} at {POINT_WORDS.get(self.between[1], self.between[1])} ({self.b_src})")
 
@@ -287,6 +292,10 @@ class RequestAccount:
     notes: list[str] = field(default_factory=list)
     runs: list[View] = field(default_factory=list)
     """Every run the user gave, those of the state before (--baseline) too: the runs compared with each other."""
+    lora: dict[str, str] = field(default_factory=dict)
+    """vLLM's lora_requests_info labels: max_lora, running_lora_adapters, waiting_lora_adapters."""
+    mig: tuple[str, float, float] | None = None
+    """The MIG instance the engine runs on (profile, share of the memory bandwidth, share of the SMs)."""
     model_words: str = ""
     """The model the floors are computed for, in words ("meta-llama/Llama-3.1-8B-Instruct, 8.0 B bf16")."""
     named: tuple[str, float, str, "Floor | None"] | None = None
@@ -375,6 +384,32 @@ class RequestAccount:
             if fl is not None:
                 out["request.floor.itl_named_ms"] = fl.ms
                 out["request.floor.itl_named_arithmetic"] = fl.arithmetic
+        if e is not None and e.prompt_tail is not None and e.tokens_in:
+            lo, hi, n, total = e.prompt_tail
+            if lo >= 8 * e.tokens_in and total and n / total <= 0.05:
+                out["request.engine.prompt_tail_count"] = n
+                out["request.engine.prompt_tail_share"] = n / total
+                out["request.engine.prompt_tail_range"] = f"{lo:,.0f} to {hi:,.0f} tokens"
+                fl = self.floors.get("ttft")
+                if fl is not None and e.tokens_in:
+                    # one prefill of the tail's shortest prompt: the linear part of the compute floor, scaled
+                    out["request.engine.prompt_tail_floor_s"] = round(fl.ms * lo / e.tokens_in / 1e3, 2)
+                    t = e.ttft
+                    if t is not None and t.p99:
+                        out["request.prompt_tail_floor_over_p99"] = fl.ms * lo / e.tokens_in / t.p99
+        if self.lora:
+            names = {k: [x for x in (self.lora.get(k) or "").split(",") if x.strip()]
+                     for k in ("running_lora_adapters", "waiting_lora_adapters")}
+            if (self.lora.get("max_lora") or "").isdigit():
+                out["request.lora.max"] = int(self.lora["max_lora"])
+            out["request.lora.running"] = ", ".join(names["running_lora_adapters"]) or "none"
+            out["request.lora.waiting"] = ", ".join(names["waiting_lora_adapters"]) or "none"
+            out["request.lora.waiting_count"] = len(names["waiting_lora_adapters"])
+            out["request.lora.running_count"] = len(names["running_lora_adapters"])
+        if self.mig is not None:
+            out["request.mig.profile"] = self.mig[0]
+            out["request.mig.memory_share"] = self.mig[1]
+            out["request.mig.sm_share"] = self.mig[2]
         sp = self.spec
         if sp is not None:
             out["request.spec_accept_len"] = round(sp.accept_len, 2)
@@ -457,7 +492,7 @@ _QUEUE = ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds", "trtll
           "request_queue_time_seconds", "tgi_request_queue_duration")
 _PREFILL = ("vllm:request_prefill_time_seconds",)
 _DECODE = ("vllm:request_decode_time_seconds",)
-_PROMPT_H = ("vllm:request_prompt_tokens", "tgi_request_input_length")
+_PROMPT_H = ("vllm:request_prompt_tokens", "sglang:prompt_tokens_histogram", "tgi_request_input_length")
 _GEN_H = ("vllm:request_generation_tokens", "tgi_request_generated_tokens")
 _PROMPT_C = ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total")
 _GEN_C = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
@@ -531,6 +566,10 @@ def engine_view(v: "EvidenceView") -> tuple[View | None, RequestLogs]:
         if p is not None:
             view.tokens_in = p[0].mean
             view.tokens_in_p90 = _p90(ms, p[1])
+            tails = [m[p[1]].tail for m in ms if p[1] in m and m[p[1]].tail]
+            if tails:
+                top = max(tails, key=lambda t: t[1])
+                view.prompt_tail = (top[0], top[1], sum(t[2] for t in tails if t[1] == top[1]), p[0].count or 0.0)
         g = _hist(ms, _GEN_H, 1.0)
         if g is not None:
             view.tokens_out = g[0].mean
@@ -841,6 +880,13 @@ def floors(v: "EvidenceView", mf: ModelFacts | None, *, batch: float, context: f
         return {}
     bw = g.spec.mem_bw_gbs
     gpus = mf.tp
+    mig = mig_share(v)
+    bw_words = f"{gpus} x {bw:,.0f} GB/s"
+    if mig is not None:
+        profile, mem, sm = mig
+        bw, peak = bw * mem, peak * sm
+        bw_words = (f"{gpus} x {g.spec.mem_bw_gbs:,.0f} GB/s x {mem * 8:.0f}/8 of the memory slices of a MIG {profile} "
+                    f"instance = {bw:,.0f} GB/s")
     sh = mf.shape
     out: dict[str, Floor] = {}
     b = max(1, int(round(batch)))
@@ -861,7 +907,7 @@ def floors(v: "EvidenceView", mf: ModelFacts | None, *, batch: float, context: f
     kv_part = (f" + {kv / 1e9:.2f} GB of KV ({b} requests x {context:,.0f} tokens)" if kv else
                " (KV reads left out: the attention shape is not known)")
     out["itl"] = Floor("itl", max(mem_ms, comp_ms),
-                       f"({weights / 1e9:.1f} GB of {wname} weights{kv_part}) / ({gpus} x {bw:,.0f} GB/s) = "
+                       f"({weights / 1e9:.1f} GB of {wname} weights{kv_part}) / ({bw_words}) = "
                        f"{mem_ms:.2f} ms per step" + (f"; its compute, {comp_ms:.2f} ms, is larger"
                                                       if comp_ms > mem_ms else ""),
                        f"{where}, {sh.source}{moe}; weights {mf.dtype_src}; KV {mf.kv_src}",
@@ -885,6 +931,36 @@ def floors(v: "EvidenceView", mf: ModelFacts | None, *, batch: float, context: f
 
 
 # --- reconciliation ------------------------------------------------------------------------------------------------
+
+
+def mig_share(v: "EvidenceView") -> tuple[str, float, float] | None:
+    """The MIG instance the engine runs on: (its profile, its share of the GPU's memory bandwidth (memory slices of
+    eight), its share of the SMs (compute slices of seven)); None off MIG."""
+    from orchestrator.prongs.request.models import RequestFiles
+
+    devs = [d for _e, rep in v.probes("request_files") if isinstance(rep, RequestFiles) for d in rep.mig]
+    if not devs:
+        return None
+    got = _engines(v)
+    want = ""
+    for e in (got[1] if got else []):
+        want = (e.env.get("CUDA_VISIBLE_DEVICES") or e.env.get("NVIDIA_VISIBLE_DEVICES") or "").split(",")[0].strip()
+        if want:
+            break
+    dev = next((d for d in devs if want and d.uuid == want), None)
+    if dev is None and len({d.profile for d in devs}) == 1:
+        dev = devs[0]
+    m = re.match(r"(\d+)g\.(\d+)gb", dev.profile) if dev is not None else None
+    if dev is None or m is None:
+        return None
+    g = v.gpu or v.observed_gpu
+    name = " ".join(x for x in (getattr(g, "name", "") or "", getattr(getattr(g, "spec", None), "name", "") or "") if x)
+    total = re.search(r"(\d+)\s*GB", name)
+    total_gb = float(total.group(1)) if total else None
+    if not total_gb:
+        return None
+    mem = max(1, min(8, round(8 * float(m.group(2)) / total_gb))) / 8
+    return dev.profile, mem, min(1.0, int(m.group(1)) / 7)
 
 
 def _differ(a: float | None, b: float | None, noise: float, ratio: float) -> bool:
@@ -942,6 +1018,16 @@ def _time_residuals(c: View, e: View, out: list[Residual], others: list[View] | 
         cs, es = getattr(c, term), getattr(e, term)
         if cs is None or es is None or _blended(term, c, e, others, noise, ratio):
             continue
+        if term == "ttft" and cs.p50 is not None and es.median is not None and cs.p99 is not None and \
+                es.p99 is not None and not _differ(cs.p50, es.median, noise, ratio) and \
+                not _differ(es.median, cs.p50, noise, ratio) and cs.p99 >= TAIL_RATIO * es.p99 and \
+                cs.p99 - es.p99 >= 1000:
+            # the typical request agrees at both ends, a few wait far longer at the client than any the engine
+            # measured: they waited before the engine saw them
+            out.append(Residual("ttft.tail_client_over_engine", "TTFT p99", ("client", "engine"), cs.p99, es.p99,
+                                "ms", f"{c.label}, p99 (p50 {cs.p50:,.0f} ms)",
+                                f"the engine's own histogram, p99 (p50 {es.median:,.0f} ms)", ev, c.label))
+            continue
         a, b = cs.typical, es.typical
         if _differ(a, b, noise, ratio):
             assert a is not None and b is not None
@@ -969,6 +1055,12 @@ def _time_residuals(c: View, e: View, out: list[Residual], others: list[View] | 
 
 
 def _tail(view: View, out: list[Residual]) -> None:
+    t = view.ttft
+    if t is not None and t.p50 is not None and t.p99 is not None and t.p50 > 0 and \
+            t.p99 / t.p50 >= TAIL_RATIO and t.p99 - t.p50 > 1000:
+        out.append(Residual(f"ttft.tail_{view.point}", "TTFT p99 against p50", (view.point, view.point), t.p99, t.p50,
+                            "ms", f"p99 at {POINT_WORDS[view.point]} ({view.label})", "the median", view.evidence,
+                            view.label if view.point == "client" else ""))
     s = view.itl
     if s is None or s.p50 is None or s.p99 is None or s.p50 <= 0:
         return
@@ -1198,6 +1290,24 @@ def _context_residuals(logs: RequestLogs, c: View | None, e: View | None, out: l
         out.append(Residual("requests.refused_too_long", "requests refused for their length", ("engine", "engine"),
                             failed or float(ctx.refused), offered or float(ctx.refused), "requests",
                             "refused (the engine's log)", "offered", ev, run, said=said))
+
+
+def _waiting_with_room(v: "EvidenceView", e: View | None, out: list[Residual]) -> None:
+    """Requests wait in the engine's queue while its batch has room (the KV cache mostly free, the running count below
+    the sequence cap): something other than memory or the cap holds them back (resource_account's queue state)."""
+    from orchestrator.prongs.resource_account.queue_rules import queue_state
+
+    q = queue_state(v)
+    if q is None or not q.waiting or q.waiting < 2 or not q.running or q.kv_usage is None or q.kv_usage >= 0.5:
+        return
+    if q.cap is not None and q.running >= 0.8 * q.cap:
+        return
+    cap = f" of at most {q.cap:,.0f}" if q.cap else ""
+    out.append(Residual("load.waiting_with_room", "requests waiting", ("engine", "engine"), q.waiting, q.running,
+                        "requests", "waiting in the engine's queue", f"running{cap}",
+                        [q.ev] if q.ev else (e.evidence if e else []),
+                        said=f"{q.waiting:,.0f} requests waiting in the engine's queue while {q.running:,.0f} run"
+                             f"{cap}, with its KV cache {q.kv_usage:.0%} used"))
 
 
 def _throughput_flat(clients: list[View], out: list[Residual]) -> None:
@@ -1450,6 +1560,12 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     t_out = (engine.tokens_out if engine and engine.tokens_out else None) or (c0.tokens_out if c0 else None)
     context = (t_in or 0) + (t_out or 0) / 2
     acct.floors = floors(v, mf, batch=batch, context=context, prompt=t_in, n_out=t_out)
+    acct.mig = mig_share(v)
+    for e in engines:
+        info = e.metrics.metrics.get("vllm:lora_requests_info") if e.metrics and e.metrics.metrics else None
+        if info is not None and info.labels:
+            acct.lora = dict(info.labels)
+            break
     if mf is not None:
         act = (f", {mf.shape.active_params / 1e9:.1f} B active" if mf.shape.expert_params else "")
         acct.model_words = f"{mf.name or 'the model'} ({mf.shape.total_params / 1e9:.1f} B{act}, {mf.dtype})"
@@ -1511,6 +1627,7 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
                             said=f"the name {nm} says a {nb:g} B model, and the engine serves {mf.name} "
                                  f"({served:.1f} B)" + (f" under it (--served-model-name {alias})" if alias else "")))
     _context_residuals(logs, c0, engine, out)
+    _waiting_with_room(v, engine, out)
     seen: set[tuple[str, str]] = set()
     for r in out:
         if (r.shape, r.run) not in seen:

@@ -18,6 +18,10 @@ these are the lines an engine prints per request or per event, in the formats th
   `This model's maximum context length is L tokens. However, you requested T tokens (P in the messages, C in the
   completion)` (refused before the engine, HTTP 400), SGLang's `The input (P tokens) is longer than the model's
   context length (L tokens)` and TGI's `must be <= L. Given: P `inputs` tokens and C `max_new_tokens``.
+- A proxy that cut a request: Envoy's access log response flags (JSON `"response_flags":"UT"` or the default text
+  format's `" 200 UT `, with its `duration` in ms: UT upstream response timeout, UC/UF/URX/UH upstream connection
+  failures, DC downstream disconnect, SI stream idle timeout), nginx's `upstream timed out (110: Connection timed
+  out)` error lines, HAProxy's termination states `sD--`/`sH--` (server timeout) and `cD--` (client timeout).
 - vLLM with VLLM_GC_DEBUG=1 (vllm/utils/gc_utils.py): `GC took X ms to complete. Collected N objects (out of M) in
   GC generation G.`, each line prefixed by the process (`(APIServer pid=1)`, `(EngineCore_DP0 pid=212)`).
 Pure: lines in, a `RequestLogs` out.
@@ -51,6 +55,11 @@ _TGI_MAXLEN = re.compile(r"must be <= (\d+)\. Given: (\d+) `inputs` tokens and (
 _SLOT_CTX = re.compile(r"(?:new slot n_ctx_slot|n_ctx_per_seq) += (\d+)")
 _TOTAL_CTX = re.compile(r"llama_context: n_ctx += (\d+)")
 _SEQ_MAX = re.compile(r"n_seq_max += (\d+)")
+_ENVOY_JSON = re.compile(r'"response_flags": ?"([A-Z,]+)"')
+_ENVOY_DURATION = re.compile(r'"duration": ?"?(\d+)')
+_ENVOY_TEXT = re.compile(r'" (\d{3}) ((?:UT|UC|UF|URX|UO|UH|DC|SI)(?:,[A-Z]+)*) \d+ \d+ (\d+) ')
+_NGINX_TIMEOUT = re.compile(r"upstream timed out \(110: (?:Connection|Operation) timed out\)")
+_HAPROXY_TERM = re.compile(r"\s([sc])([DH])-- ")
 _RUNNER_CTX = re.compile(r'msg="starting llama server" cmd=".*?--ctx-size (\d+)')
 
 
@@ -111,6 +120,21 @@ class ContextState:
 
 
 @dataclass
+class ProxyCuts:
+    """Requests a proxy between the client and the engine ended itself, as its own log says."""
+
+    kind: str = ""
+    flags: dict[str, int] = field(default_factory=dict)
+    """Envoy's response flags (UT, UC, DC, SI, ...), nginx's `timeout`, HAProxy's termination states."""
+    durations_ms: list[int] = field(default_factory=list)
+    """How long each cut request had run when it was cut (Envoy's duration)."""
+
+    @property
+    def timeouts(self) -> int:
+        return sum(n for f, n in self.flags.items() if f in ("UT", "SI", "timeout", "sD", "sH"))
+
+
+@dataclass
 class EngineStats:
     """One engine's periodic stats lines (vLLM's "Running: N reqs, Waiting: M reqs", SGLang's "#running-req: N ...
     #queue-req: M"), told apart by the process that printed them (`(EngineCore_DP0 pid=212)`,
@@ -128,6 +152,7 @@ class RequestLogs:
     ollama: OllamaState | None = None
     gc: GcState | None = None
     context: ContextState | None = None
+    proxy: ProxyCuts | None = None
     engines: dict[str, EngineStats] = field(default_factory=dict)
     """Periodic stats by the process that printed them."""
     lines: list[str] = field(default_factory=list)
@@ -210,6 +235,17 @@ class RequestLogs:
                 out["request.log.context.kept_mean"] = mean(c.kept)
             if c.slots and c.total_ctx and c.slot_ctx and c.slots > 1 and c.slot_ctx < c.total_ctx:
                 out["request.log.context.divided"] = True
+        pc = self.proxy
+        if pc is not None and pc.flags:
+            out["request.log.proxy.kind"] = pc.kind
+            out["request.log.proxy.cut"] = sum(pc.flags.values())
+            out["request.log.proxy.flags"] = ", ".join(f"{f} x {n}" for f, n in sorted(pc.flags.items()))
+            if pc.timeouts:
+                out["request.log.proxy.timeouts"] = pc.timeouts
+            if pc.durations_ms:
+                ds = sorted(pc.durations_ms)
+                out["request.log.proxy.cut_after_s"] = ds[len(ds) // 2] / 1e3
+                out["request.log.proxy.cut_spread_s"] = (ds[-1] - ds[0]) / 1e3
         g = self.gc
         if g is not None:
             for proc, pauses in g.pauses_ms.items():
@@ -262,10 +298,11 @@ def read_request_logs(lines: Iterable[tuple[str, int, str]]) -> RequestLogs:
     oll = OllamaState()
     gc = GcState()
     ctx = ContextState()
+    cuts = ProxyCuts()
     last_past: int | None = None
     for path, no, text in lines:
         hit = True
-        if _context_line(text, ctx):
+        if _context_line(text, ctx) or _proxy_line(text, cuts):
             pass
         elif (m := _LLAMA_NEW.search(text)) is not None:
             slot.requests += 1
@@ -323,11 +360,42 @@ def read_request_logs(lines: Iterable[tuple[str, int, str]]) -> RequestLogs:
         out.ollama = oll
     if gc.pauses_ms:
         out.gc = gc
+    if cuts.flags:
+        out.proxy = cuts
     if ctx.refused or ctx.truncated or ctx.slot_ctx is not None or ctx.total_ctx is not None:
         if ctx.slot_ctx is None and ctx.total_ctx and ctx.slots:
             ctx.slot_ctx = ctx.total_ctx // ctx.slots
         out.context = ctx
     return out
+
+
+def _proxy_line(text: str, cuts: ProxyCuts) -> bool:
+    """Reads one proxy log line that says the proxy ended a request (and how long it had run); whether it was one."""
+    m = _ENVOY_JSON.search(text)
+    if m is not None and m.group(1) != "-":
+        cuts.kind = "envoy"
+        for f in m.group(1).split(","):
+            cuts.flags[f] = cuts.flags.get(f, 0) + 1
+        d = _ENVOY_DURATION.search(text)
+        if d is not None:
+            cuts.durations_ms.append(int(d.group(1)))
+        return True
+    if (t := _ENVOY_TEXT.search(text)) is not None:
+        cuts.kind = "envoy"
+        for f in t.group(2).split(","):
+            cuts.flags[f] = cuts.flags.get(f, 0) + 1
+        cuts.durations_ms.append(int(t.group(3)))
+        return True
+    if _NGINX_TIMEOUT.search(text):
+        cuts.kind = "nginx"
+        cuts.flags["timeout"] = cuts.flags.get("timeout", 0) + 1
+        return True
+    if (h := _HAPROXY_TERM.search(text)) is not None:
+        cuts.kind = "haproxy"
+        key = h.group(1) + h.group(2)
+        cuts.flags[key] = cuts.flags.get(key, 0) + 1
+        return True
+    return False
 
 
 def _context_line(text: str, ctx: ContextState) -> bool:

@@ -97,6 +97,12 @@ class ServerMetrics(BaseModel):
     models: list[ServerModel] = Field(default_factory=list)
 
 
+class MigDevice(BaseModel):
+    profile: str
+    """`3g.40gb`: compute slices (of 7) and memory (of the GPU's)."""
+    uuid: str = ""
+
+
 class RequestFiles(ProbeModel):
     kind: Literal["request_files"] = "request_files"
     models: list[ModelFiles] = Field(default_factory=list)
@@ -104,6 +110,8 @@ class RequestFiles(ProbeModel):
     """Model references looked up, found or not."""
     servers: list[ServerMetrics] = Field(default_factory=list)
     """Inference servers' per-model counters (Triton), parsed from their /metrics."""
+    mig: list[MigDevice] = Field(default_factory=list)
+    """The host's MIG devices (`nvidia-smi -L`), read where an engine runs on one."""
 
     def facts(self) -> dict[str, str | int | float | bool]:
         out: dict[str, str | int | float | bool] = {"model_files.count": len(self.models)}

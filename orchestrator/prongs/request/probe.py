@@ -12,7 +12,7 @@ from typing import Any
 from orchestrator.hosts.base import Host
 from orchestrator.probes.runner import ProbeUnavailable, run_script
 from orchestrator.probes.session import shared
-from orchestrator.prongs.request.models import ModelFiles, RequestFiles, ServerMetrics, ServerModel
+from orchestrator.prongs.request.models import MigDevice, ModelFiles, RequestFiles, ServerMetrics, ServerModel
 from orchestrator.prongs.serving_engine.models import EngineReport
 
 TIMEOUT_S = 30.0
@@ -74,16 +74,29 @@ def build(host_name: str, data: dict[str, Any]) -> RequestFiles:
         if srv.get("text") and srv.get("status") in (None, 200):
             sm.models = server_models(str(srv["text"]))
         servers.append(sm)
+    mig = []
+    for d in data.get("mig") or []:
+        try:
+            mig.append(MigDevice.model_validate(d))
+        except ValueError:
+            continue
     return RequestFiles(host=host_name, models=models, looked=[str(x) for x in data.get("looked") or []][:4],
-                        servers=servers,
+                        servers=servers, mig=mig[:64],
                         commands=["python3 - < request_files.py (the served model's config, generation, tokenizer "
                                   "and preprocessor files; inference servers' /metrics on loopback)"])
 
 
-async def collect_request_files(host: Host, refs: list[str]) -> RequestFiles:
+def on_mig(rep: EngineReport | None) -> bool:
+    """Whether an engine runs on a MIG device (its CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES names one)."""
+    return any("MIG-" in (e.env.get("CUDA_VISIBLE_DEVICES") or "") + (e.env.get("NVIDIA_VISIBLE_DEVICES") or "")
+               for e in (rep.engines if rep is not None else []))
+
+
+async def collect_request_files(host: Host, refs: list[str], mig: bool = False) -> RequestFiles:
     t0 = time.monotonic()
     try:
-        data = await run_script(host, "python3", "request_files", {"models": refs, "max_file_bytes": 4_000_000},
+        data = await run_script(host, "python3", "request_files", {"models": refs, "max_file_bytes": 4_000_000,
+                                                                    "mig": mig},
                                 timeout_s=TIMEOUT_S, isolated=True)
     except ProbeUnavailable as exc:
         return RequestFiles(host=host.name, available=False, reason=str(exc), looked=refs)
@@ -94,5 +107,5 @@ async def collect_request_files(host: Host, refs: list[str]) -> RequestFiles:
     return out
 
 
-async def request_files(host: Host, refs: list[str]) -> RequestFiles:
-    return await shared(host, ("request_files", tuple(refs)), lambda: collect_request_files(host, refs))
+async def request_files(host: Host, refs: list[str], mig: bool = False) -> RequestFiles:
+    return await shared(host, ("request_files", tuple(refs), mig), lambda: collect_request_files(host, refs, mig))

@@ -105,6 +105,33 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         key = min(timeouts, key=lambda k: timeouts[k])
         own["request.path.min_timeout_s"] = timeouts[key]
         own["request.path.min_timeout"] = f"{key.removeprefix('path.')} = {facts[key].value}"
+    # where an answer is cut: a timeout of a layer between (its configuration), else the time a proxy's own log says
+    # it cut requests after
+    cut_s, cut_what = own.get("request.path.min_timeout_s"), own.get("request.path.min_timeout")
+    cut_where = f"The shortest timeout of the layers between is {cut_what}" if cut_what else ""
+    if own.get("request.log.proxy.timeouts") and own.get("request.log.proxy.cut_after_s"):
+        cut_s = own["request.log.proxy.cut_after_s"]
+        cut_what = f"{own['request.log.proxy.kind']}'s log: {own['request.log.proxy.flags']}"
+        cut_where = (f"{own['request.log.proxy.kind']}'s own log: {own['request.log.proxy.cut']} requests ended by it "
+                     f"({own['request.log.proxy.flags']}) after {cut_s:.1f} s each")
+    if cut_s:
+        own["request.cut_s"] = cut_s
+        own["request.cut_what"] = cut_what
+        own["request.cut_where"] = cut_where
+        ttft = own.get("request.engine.ttft_ms") or own.get("request.client.ttft_ms") or 0.0
+        itl = own.get("request.engine.itl_ms") or own.get("request.client.itl_ms")
+        if itl:
+            own["request.cut_tokens"] = max(0.0, (cut_s * 1e3 - ttft) / itl)
+    c0 = acct.clients[0] if acct.clients else None
+    aborted = acct.engine.finished.get("abort") if acct.engine is not None else None
+    if c0 is not None and c0.failed and aborted:
+        own["request.client.failed_per_abort"] = c0.failed / aborted
+    start = facts.get("engine.log.start_span_s")
+    for c in acct.clients[:1]:
+        if c.ttft is not None and c.ttft.p99 is not None:
+            own["request.client.ttft_p99_s"] = c.ttft.p99 / 1e3
+            if start is not None and isinstance(start.value, (int, float)) and start.value > 0:
+                own["request.tail_over_start"] = c.ttft.p99 / 1e3 / start.value
     e_ = acct.engine
     if e_ is not None and e_.e2e is not None:
         worst = e_.e2e.p99 if e_.e2e.p99 is not None else e_.e2e.typical
@@ -219,6 +246,9 @@ def _weight(r: Residual) -> float:
     """How much of the user's figure a residual accounts for (0-1), for ordering."""
     if r.between[1] == "floor":
         return min(1.0, abs(1 - r.ratio)) if r.ratio < 1 else min(1.0, 1 - 1 / r.ratio) * 0.6
+    if r.shape == "load.waiting_with_room":
+        # the queue's share of the requests in the engine: what their wait adds to each one's time
+        return min(1.0, r.a / (r.a + r.b)) * 1.5 if r.a + r.b else 0.0
     if r.shape == "requests.refused_too_long":
         # the refusals are the errors the user sees: they explain the failures, whatever their share of the load
         return 0.9
@@ -623,7 +653,39 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
     after = _window_after_run(acct)
     if after is not None:
         out.append(after)
+    mig = _mig_floor(acct)
+    if mig is not None:
+        out.append(mig)
     return out
+
+
+def _mig_floor(acct: RequestAccount) -> Finding | None:
+    """The engine runs on a MIG slice: its floors are the slice's (its memory slices' share of the bandwidth), and a
+    decode near that floor is the slice at work, not a GPU throttled (a floor of the whole GPU calls it slow)."""
+    fit, itl = acct.floors.get("itl"), _measured_itl(acct)
+    if acct.mig is None or fit is None or not itl:
+        return None
+    profile, mem, sm = acct.mig
+    r = itl / fit.ms
+    if not 0.8 <= r < 1.5:
+        return None
+    whole = fit.ms * mem
+    words = (f"Decode runs at the floor of its MIG {profile} slice: {fmt(itl, 'ms')} per step is {r:.2f}x the floor "
+             f"of {mem * 8:.0f}/8 of the GPU's memory bandwidth")
+    return Finding(
+        id="request-mig-slice-floor", rule="request_account", category="workload", confidence=0.8,
+        evidence=acct.evidence, title=words,
+        claim=(f"The engine runs on a MIG {profile} instance: {mem * 8:.0f} of the GPU's 8 memory slices (their memory "
+               f"controllers and L2) and {sm * 7:.0f} of its 7 compute slices. A decode step {fit.arithmetic}; measured "
+               f"{fmt(itl, 'ms')}: {r:.2f}x. On the whole GPU the same step's floor is {fmt(whole, 'ms')}, which is "
+               f"what published figures for this GPU measure; the slice has {mem:.0%} of the bandwidth, so it is not "
+               "throttled or misconfigured: it is at its own memory floor."),
+        short=f"decode is at {r:.2f}x the floor of its MIG {profile} slice ({mem * 8:.0f}/8 of the bandwidth).",
+        recommendations=["For the whole GPU's time per token run the model on the whole GPU (MIG off, or the 7g "
+                         "profile); on this slice, fewer bytes per step (FP8 weights, an FP8 KV cache) lower it. "
+                         "[https://docs.nvidia.com/datacenter/tesla/mig-user-guide/]"],
+        symptoms=["itl", "throughput"], explains=round(min(1.0, 1 - mem), 2), contradicts=["decode"],
+        sets_bound=BoundClaim(rank=Rank.RESIDUAL - 0.45, bound="memory", words=words + "."))
 
 
 WINDOW_LOAD = 4.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from orchestrator.evidence import Evidence
-from orchestrator.prongs.request.probe import model_refs, request_files
+from orchestrator.prongs.request.probe import model_refs, on_mig, request_files
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 
 
@@ -56,7 +56,7 @@ class RequestAccountTool(Tool):
 
         host = ctx.host()
         rep = await engine_report(host, list(ctx.inputs.logs))
-        files = await request_files(host, model_refs(rep, args.models))
+        files = await request_files(host, model_refs(rep, args.models), on_mig(rep))
         inv = await gpu_inventory(host)
         ev = [Evidence(id="engine", agent_id="", tool="engine_config", data=rep.model_dump(mode="json")),
               Evidence(id="files", agent_id="", tool="request_account", data=files.model_dump(mode="json")),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.analysis.templates import entry_words
 from orchestrator.findings import Finding
+from orchestrator.knowledge import mla_by_name
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
@@ -71,6 +72,12 @@ def mla_triton_long_context(v: "EvidenceView") -> list[Finding]:
             continue
         lines = [ln for ln in rep.lines if _TRITON_MLA.search(ln.line) or _SGL_MLA.search(ln.line)]
         sgl = [m.group(1) for ln in rep.lines for m in [_SGL_MLA.search(ln.line)] if m]
+        if not sgl and eng.name == "sglang":
+            # SGLang 0.5.x no longer prints 'MLA optimization is turned on': its attention backend is the one given
+            # (--attention-backend) or resolved into the server_args line, and the model says whether it is MLA
+            ab = eng.settings.get("attention_backend")
+            if ab is not None and not ab.default and str(ab.value).lower() == "triton" and mla_by_name(eng.model):
+                sgl = ["triton"]
         selected = (eng.log.selected_backend if eng.log else None) or ""
         if not (_TRITON_MLA.search(selected) or (sgl and sgl[-1].lower() == "triton")):
             continue
@@ -85,7 +92,9 @@ def mla_triton_long_context(v: "EvidenceView") -> list[Finding]:
             continue  # short prompts: Triton's MLA does well there
         last = lines[-1] if lines else None
         faster = ", ".join(names[:3])
-        values = {"engine": eng.label, "where": f"{last.path.rsplit('/', 1)[-1]}:{last.line_no}" if last else engine,
+        ab = eng.settings.get("attention_backend")
+        where_given = ab.source if ab is not None and not ab.default else engine
+        values = {"engine": eng.label, "where": f"{last.path.rsplit('/', 1)[-1]}:{last.line_no}" if last else where_given,
                   "gpu": g.name if g else None, "cc": g.cc if g else None, "names": faster, "faster": faster,
                   "s": "" if len(names) > 1 else "s", "tokens": f"{tokens:,}" if tokens else None, "how": where,
                   "vllm_backend": next((n for n in names if n.isupper()), None),

@@ -29,6 +29,9 @@ class MetricSummary(BaseModel):
     series: int = 0
     labels: dict[str, str] = {}
     """Info gauges (`*_info`, e.g. vllm:cache_config_info): the labels of the first series, which carry config."""
+    tail: list[float] = []
+    """Histograms: the highest occupied bucket as [lower bound, upper bound, requests in it] (a few prompts far
+    longer than the rest)."""
     by: dict[str, float] = {}
     """Counters and gauges labelled by how a request ended (`finished_reason`, `reason`: vLLM's and TensorRT-LLM's
     `request_success_total{finished_reason=stop|length|abort}`) or by model (Triton's nv_inference_*{model=...}): the
@@ -107,9 +110,16 @@ def _family(fam: Any, out: dict[str, MetricSummary]) -> None:
             elif s.name.endswith("_sum"):
                 total += s.value
         ordered = sorted(buckets.items())
+        tail: list[float] = []
+        for i in range(len(ordered) - 1, 0, -1):
+            if ordered[i][1] > ordered[i - 1][1]:
+                if math.isfinite(ordered[i][0]):
+                    tail = [ordered[i - 1][0], ordered[i][0], ordered[i][1] - ordered[i - 1][1]]
+                break
         out[fam.name] = MetricSummary(
             name=fam.name, type="histogram", count=count, sum=total, mean=(total / count) if count else None,
-            p50=_quantile(0.5, ordered), p90=_quantile(0.9, ordered), p99=_quantile(0.99, ordered), series=len(series))
+            p50=_quantile(0.5, ordered), p90=_quantile(0.9, ordered), p99=_quantile(0.99, ordered), series=len(series),
+            tail=tail)
         return
     if fam.type == "summary":
         count = total = 0.0

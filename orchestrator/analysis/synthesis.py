@@ -428,6 +428,9 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
                    if setter is not None and setter.sets_bound is not None
                    and int(setter.sets_bound.rank) == Rank.RESIDUAL and reasoning
                    else unsettled_words(asked))
+        limiter = limiter.rstrip()
+        if not limiter.endswith((".", "!", "?")):  # a reading that ends in its source's parentheses, not a period
+            limiter += "."
         verdict = f"{lead}{limiter} Ranked causes: " + " ".join(f"({i}) {_titled_number(f)};" for i, f in
                                                                   enumerate(causes_f[:4], 1)).rstrip(";") + "."
         if recs:

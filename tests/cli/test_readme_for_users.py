@@ -114,3 +114,14 @@ def test_every_docs_page_is_linked_from_the_readme_or_another_page():
               if not re.match(r"[a-z]+://", t)}
     pages = set((ROOT / "docs").glob("*.md"))
     assert {p for p in pages if p.resolve() not in linked} == set()
+
+
+def test_the_budgets_the_readme_states_are_the_agents():
+    """The README said "each prong 200k–300k" while two prongs had 150k, and "Set `run_budget_usd`" without how."""
+    from orchestrator.agentdefs import load_agents
+
+    budgets = {name: a.max_tokens_budget for name, a in load_agents().items()}
+    lead, lo, hi = map(int, re.search(r"lead (\d+)k, each prong (\d+)k–(\d+)k", README).groups())
+    prongs = [b for name, b in budgets.items() if name != "lead"]
+    assert (lead * 1000, lo * 1000, hi * 1000) == (budgets["lead"], min(prongs), max(prongs))
+    assert "INVESTIGATE_RUN_BUDGET_USD=" in README

@@ -35,6 +35,7 @@ def test_a_decode_trace_ranks_what_costs_the_step_and_says_the_rest_apart():
     assert not [n for n in d.numbers if n.unit == "fraction"]
     assert any(n.unit == "%" and n.name == "GPU busy share" and 7.0 <= n.value <= 7.2 for n in d.numbers)
     assert "of 100" not in d.verdict and "fraction" not in d.verdict
+    assert "us)) Ranked causes" not in d.verdict and ". Ranked causes:" in d.verdict  # the reading ends its sentence
     assert "Capture the decode step in CUDA graphs" in d.recommendations[0].action
     assert not [g for g in d.gaps if "no GPU known" in g.why]  # the trace names the H200
 

@@ -52,9 +52,10 @@ def test_every_module_is_one_xdist_group_except_the_scenario_cases_which_spread(
             self.marks.append(mark)
 
     items = [Item(r) for r in ("tests/hosts_multi/test_slurm.py", "tests/scenarios/test_scenarios.py",
-                               "tests/scenarios/test_heldout_planted.py", "tests/hosts/test_local.py")]
+                               "tests/scenarios/test_heldout_planted.py", "tests/hosts/test_local.py",
+                               "tests/scenarios/test_residual_planted.py")]
     conftest.pytest_collection_modifyitems(None, items)
     groups = {it.fspath.name: [m.args[0] for m in it.marks if m.name == "xdist_group"] for it in items}
     assert groups == {"test_slurm.py": ["tests/hosts_multi/test_slurm.py"], "test_scenarios.py": [],
-                      "test_heldout_planted.py": [], "test_local.py": []}
+                      "test_heldout_planted.py": [], "test_local.py": [], "test_residual_planted.py": []}
     assert [m.name for m in items[3].marks] == ["serial"]

@@ -576,7 +576,7 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
         out.append(Finding(
             id="request-decode-reads-kv", rule="request_account", category="workload", confidence=0.75,
             evidence=acct.evidence, informational=True,
-            title=f"Decode is memory-bound at {itl / fit.ms:.2f}x its floor once the KV reads count: not compute-bound",
+            title=f"The decode step is memory-bound at {itl / fit.ms:.2f}x its floor once the KV reads count: not compute-bound",
             claim=(f"A decode step {fit.arithmetic}; its FLOPs take less. Measured {fmt(itl, 'ms')} per step, "
                    f"{itl / fit.ms:.2f}x that floor: the step streams the weights and every running request's KV "
                    "cache. A roofline of the weights alone puts this batch past the ridge (compute-bound); the KV "

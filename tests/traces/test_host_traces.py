@@ -137,3 +137,17 @@ def test_a_relative_host_trace_path_is_one_line_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "must be absolute" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_the_host_traces_summary_is_one_line_whose_parts_stay_apart():
+    """A gap shows the summary on one line: its parts were joined with newlines and two-space indents, and a gap's
+    one-line rendering ran them together ('...listed /x  /x is not a directory  rank 0 ...')."""
+    from orchestrator.prongs.trace.host import HostTrace, HostTraces
+
+    got = HostTraces(host="h", dirs=["/p"], errors=["/q is not a directory"],
+                     traces=[HostTrace(path="/p/a.json.gz", size=2_000_000, mtime=0.0, rank=0, local="/tmp/a"),
+                             HostTrace(path="/p/b.json.gz", size=1, mtime=0.0, skipped="over the copy budget")])
+    text = got.summary()
+    assert "\n" not in text
+    assert text.split("; ") == ["traces on h: listed /p", "/q is not a directory",
+                                "rank 0 /p/a.json.gz: copied (2.0 MB)", "rank ? /p/b.json.gz: skipped: over the copy budget"]

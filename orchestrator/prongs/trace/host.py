@@ -56,12 +56,13 @@ class HostTraces(BaseModel):
         return [t.local for t in self.traces if t.local]
 
     def summary(self) -> str:
+        # one line of "; "-separated parts: a gap or a note shows it on one line, and its parts must stay apart
         lines = [f"traces on {self.host}: listed {', '.join(self.dirs) or 'nothing'}"]
-        lines += [f"  {e}" for e in self.errors]
+        lines += list(self.errors)
         for t in self.traces:
             what = f"copied ({t.size / 1e6:.1f} MB)" if t.local else f"skipped: {t.skipped}"
-            lines.append(f"  rank {t.rank if t.rank is not None else '?'} {t.path}: {what}")
-        return "\n".join(lines)
+            lines.append(f"rank {t.rank if t.rank is not None else '?'} {t.path}: {what}")
+        return "; ".join(lines)
 
 
 @functools.lru_cache(maxsize=1)

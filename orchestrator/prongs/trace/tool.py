@@ -148,9 +148,11 @@ class TraceAnalysis(Tool):
                 if not baseline:
                     raise ToolFailure("no baseline trace found on the host: " + base_found.summary())
             if not local:
-                raise ToolFailure("no trace found on the host: " + (found.summary() if found else "")
-                                  + "\nstart the engine with its torch profiler directory set and call /start_profile "
-                                    "and /stop_profile, or name the directory with --trace host:PATH")
+                named = [p[len(HOST_PREFIX):] for p in paths if p.startswith(HOST_PREFIX) and p != HOST_PREFIX]
+                fix = (f"Check that {', '.join(named)} is a directory on the host holding .json, .json.gz or .sqlite "
+                       "traces" if named else "Start the engine with its torch profiler directory set and call "
+                       "/start_profile and /stop_profile, or name the directory with --trace host:PATH")
+                raise ToolFailure("no trace found on the host: " + (found.summary() + ". " if found else "") + fix)
             where = {t.local: f"{f.host}:{t.path}" for f in (found, base_found) if f for t in f.traces if t.local}
             try:
                 report = await analyze_in_child(local, baseline or None, args.include_host)

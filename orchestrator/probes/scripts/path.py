@@ -545,6 +545,14 @@ def reduce_docker(doc, names, prefixes):
     return out
 
 
+def _pod_ids(pod):
+    """The uid and container ids a pod object carries (none in a manifest)."""
+    meta = pod.get("metadata") or {}
+    ids = [str(s.get("containerID") or "") for s in (pod.get("status") or {}).get("containerStatuses") or []
+           if isinstance(s, dict)]
+    return [x for x in [str(meta.get("uid") or "")] + ids if x]
+
+
 def reduce_pods(doc, want, names, prefixes):
     """The one pod of a pod list that `want` names (uid, container id or name); the only one when there is one."""
     items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
@@ -569,7 +577,10 @@ def reduce_pods(doc, want, names, prefixes):
     if not tests:
         tests = [lambda i: bool(want.get("name")) and (i.get("metadata") or {}).get("name") == want["name"]]
     hit = next((i for t in tests for i in items if t(i)), None)
-    if hit is None and len(items) == 1 and not want.get("pod_uid") and not want.get("container_id"):
+    if hit is None and len(items) == 1 and (not (want.get("pod_uid") or want.get("container_id"))
+                                            or not _pod_ids(items[0])):
+        # the only pod listed, and nothing of it that the cgroup could contradict: a pod without a uid or container
+        # ids is not the API server's (which always gives both to a running pod) but a manifest's
         hit = items[0]
     return reduce_pod(hit, names, prefixes) if hit else None
 

@@ -555,6 +555,10 @@ def parse_litellm(docs: list[Any], source: str) -> Parsed:
             out.set(f"api_base.{name}", base, where)
             if base not in bases.setdefault(name, []):
                 bases[name].append(base)
+        for k in LITELLM_PARAMS:
+            if _scalar(lp.get(k)) is not None:
+                out.set(f"{k}_limit" if k in ("rpm", "tpm") else k, lp[k], where)
+                out.set(f"{k}.{name}", lp[k], where)
     # the router balances per request among a model name's deployments (its api_bases); a model name with one
     # api_base sends every request to that one address, whatever stands behind it
     for name, got in bases.items():
@@ -562,10 +566,6 @@ def parse_litellm(docs: list[Any], source: str) -> Parsed:
     if bases:
         most = max(bases, key=lambda n: len(bases[n]))
         out.set("max_deployments", len(bases[most]), f"{source} (model_list {most})")
-        for k in LITELLM_PARAMS:
-            if _scalar(lp.get(k)) is not None:
-                out.set(f"{k}_limit" if k in ("rpm", "tpm") else k, lp[k], where)
-                out.set(f"{k}.{name}", lp[k], where)
     if providers:
         out.set("providers", ",".join(sorted(set(providers))), f"{source} (model_list)")
     for section in ("litellm_settings", "router_settings", "general_settings"):

@@ -709,3 +709,23 @@ def test_requests_waiting_while_the_batch_has_room_for_the_other_adapter_are_lor
     f = {x.id: x for x in request_account_findings(v)}["request-lora-slots"]
     assert "--max-loras 1" in f.title and "support-lora" in f.title
     assert any("--max-loras" in r for r in f.recommendations)
+
+
+def test_prompts_and_answers_counted_high_by_one_factor_are_another_tokenizer():
+    """The client counts 1.37x the engine's tokens in the prompts and 1.36x in the answers: one factor on both sides
+    is a tokenizer (a benchmark's default), and its per-token time, divided by that many more tokens, reads no decode
+    bound. Answers alone off (the prompts agree) is not a tokenizer: the factor must hold on both sides."""
+    eng = _engine(_metrics(ttft_s=0.145, itl_s=0.0109, e2e_s=5.58, n=800, prompt=1459, gen=500, running=16))
+    both = _view(eng, [_client("genai-perf", max_concurrency=16, completed=800, input_len=1999, output_len=680,
+                               ttft={"mean": 147.0}, itl={"p50": 8.02}, e2el={"mean": 5587.0})],
+                 model={"name": "Qwen2.5-14B-Instruct-AWQ", "quantization": "awq"})
+    found = {f.id: f for f in request_account_findings(both)}
+    f = found["request-client-tokenizer-differs"]
+    assert "1.37x" in f.title and "1.36x in the answers" in f.claim and "10.9 ms per token in the engine's tokens" in f.claim
+    assert any("--tokenizer" in r for r in f.recommendations)
+    assert found["request-contradiction-tokens"].contradicts == ["decode"]
+    one_side = _view(eng, [_client("genai-perf", max_concurrency=16, completed=800, input_len=1470, output_len=680,
+                                   ttft={"mean": 147.0}, itl={"p50": 8.02}, e2el={"mean": 5587.0})],
+                     model={"name": "Qwen2.5-14B-Instruct-AWQ", "quantization": "awq"})
+    ids = {x.id for x in request_account_findings(one_side)}
+    assert "request-client-tokenizer-differs" not in ids and "request-contradiction-tokens" not in ids

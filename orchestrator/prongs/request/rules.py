@@ -249,6 +249,9 @@ def _weight(r: Residual) -> float:
     if r.shape == "load.waiting_with_room":
         # the queue's share of the requests in the engine: what their wait adds to each one's time
         return min(1.0, r.a / (r.a + r.b)) * 1.5 if r.a + r.b else 0.0
+    if r.shape == "throughput.at_link_ceiling":
+        # the share of the link's ceiling the client's rate reaches: at line rate the link is the whole limit
+        return min(1.0, r.ratio)
     if r.shape == "requests.refused_too_long":
         # the refusals are the errors the user sees: they explain the failures, whatever their share of the load
         return 0.9
@@ -348,7 +351,9 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
                         unit=top.unit, peak=None, source=(top.evidence or [""])[0] or "request account",
                         note=f"against {fmt(top.b, top.unit)} ({top.b_src})")],
         # the larger the share of the user's figure it explains, the earlier (within the tier: int() keeps it)
-        sets_bound=(BoundClaim(rank=Rank.RESIDUAL - ex.weight / 2, bound="unknown",
+        # a residual against a link's line rate is a communication bound; others say where the time or work went
+        sets_bound=(BoundClaim(rank=Rank.RESIDUAL - ex.weight / 2,
+                               bound="communication" if top.between[1] == "link" else "unknown",
                                words=capitalized(f"{title[:1].lower() + title[1:]} ({top.words()})."))
                     if ex.weight >= LEADS_WEIGHT else None),
         data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes})

@@ -335,9 +335,17 @@ def test_the_host_script_reads_only_the_keys_it_names(tmp_path):
     from orchestrator.probes import scripts
     from orchestrator.probes.runner import with_params
 
-    src = with_params(scripts.load("request_files"), {"models": ["/models/m", "/models/absent"], "servers": False})
-    out = subprocess.run([sys.executable, "-I", "-S", "-"], input=src, capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "INVESTIGATE_NODE_ROOT": str(tmp_path)})
+    # the engine that names them: the host reads a model's files only as the process that names it could
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--model", "/models/m",
+                               "--model", "/models/absent"])
+    try:
+        src = with_params(scripts.load("request_files"), {"models": [
+            {"ref": "/models/m", "pid": engine.pid}, {"ref": "/models/absent", "pid": engine.pid}], "servers": False})
+        out = subprocess.run([sys.executable, "-I", "-S", "-"], input=src, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "INVESTIGATE_NODE_ROOT": str(tmp_path)})
+    finally:
+        engine.kill()
+        engine.wait()
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["looked"] == ["/models/m", "/models/absent"] and len(data["models"]) == 1
@@ -346,6 +354,15 @@ def test_the_host_script_reads_only_the_keys_it_names(tmp_path):
     assert m["template_tokens"] == ["<|eot_id|>"] and "SECRET-TEMPLATE-TEXT" not in out.stdout
     files = RequestFiles.model_validate({"kind": "request_files", "models": data["models"]})
     assert files.facts()["model_files.turn_end_missing"] is True
+
+
+def test_a_model_whose_files_were_not_read_is_a_gap():
+    """A model reference the host refused to read (no process that names it could) is said in the diagnosis's gaps,
+    not silently missing."""
+    files = RequestFiles(host="gpu-box", looked=["/root/model"], refused={"/root/model": "no running process names it"})
+    v = _view(files=files)
+    request_account_findings(v)
+    assert ("the served model's files (/root/model) on gpu-box (ev-4.1)", "no running process names it") in v.notices
 
 
 async def test_the_tool_gives_a_model_the_account_and_the_mechanisms(tmp_path):

@@ -638,6 +638,9 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
 
 
 def request_account_findings(v: "EvidenceView") -> list[Finding]:
+    for ev, files in v.probes("request_files"):
+        for ref, why in getattr(files, "refused", {}).items():
+            v.notice(f"the served model's files ({ref}) on {files.host} ({ev.id})", why)
     acct = build_account(v)
     if acct is None:
         return []

@@ -488,18 +488,18 @@ class RequestAccount:
         at = out.get("request.same_load.speculative_slower_at")
         if at and sp is not None and sp.k:
             out["request.same_load.verified_positions"] = at * (sp.k + 1)
-        for c in self.clients[:1]:
-            f = tokenizer_factor(c, e) if e is not None else None
-            if f is not None and e is not None:
-                out["request.tokens.factor_in"] = round(f[0], 2)
-                out["request.tokens.factor_out"] = round(f[1], 2)
-                out["request.tokens.factor"] = round(math.sqrt(f[0] * f[1]), 2)
-                if c.itl is not None and c.itl.median and c.tokens_out and e.tokens_out and e.tokens_out > 1:
+        for cl in self.clients[:1]:
+            tf = tokenizer_factor(cl, e) if e is not None else None
+            if tf is not None and e is not None:
+                out["request.tokens.factor_in"] = round(tf[0], 2)
+                out["request.tokens.factor_out"] = round(tf[1], 2)
+                out["request.tokens.factor"] = round(math.sqrt(tf[0] * tf[1]), 2)
+                if cl.itl is not None and cl.itl.median and cl.tokens_out and e.tokens_out and e.tokens_out > 1:
                     # the client's ITL is (latency - TTFT) / (its tokens - 1): in the engine's tokens it is longer
                     # (or shorter) by the same factor
-                    out["request.tokens.client_itl_ms"] = round(c.itl.median, 2)
+                    out["request.tokens.client_itl_ms"] = round(cl.itl.median, 2)
                     out["request.tokens.client_itl_in_engine_tokens_ms"] = round(
-                        c.itl.median * (c.tokens_out - 1) / (e.tokens_out - 1), 2)
+                        cl.itl.median * (cl.tokens_out - 1) / (e.tokens_out - 1), 2)
         ln, c0 = self.link, (self.clients[0] if self.clients else None)
         if ln is not None and c0 is not None and c0.rate:
             per = ln.tx_bytes_per_s / c0.rate
@@ -1236,8 +1236,8 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
     if c.inputs:  # the engine counts each input of a request as a request
         c = View(point="client", label=c.label, source=c.source, evidence=c.evidence,
                  requests=c.requests * c.inputs, failed=(c.failed or 0) * c.inputs)
-        assert c.requests is not None
-    offered = c.requests + (c.failed or 0)
+    requests = c.requests or 0.0
+    offered = requests + (c.failed or 0)
     if e.parents:
         e = View(point="engine", label=e.label, source=e.source, evidence=e.evidence, requests=e.parents,
                  finished={k: x / (e.n_per_request or 1.0) for k, x in e.finished.items()})
@@ -1256,7 +1256,7 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
         # the engine finished (nearly) every request the client offered, yet the client saw failures: the answers
         # were lost on the way back (a timeout between them cut the response)
         out.append(Residual("requests.served_not_delivered", "requests", ("engine", "client"), e.requests,
-                            c.requests, "requests", "finished by the engine", f"received by {c.label} "
+                            requests, "requests", "finished by the engine", f"received by {c.label} "
                             f"({c.failed:,.0f} of {offered:,.0f} failed there)", ev, c.label))
     elif c.failed and c.failed >= max(2.0, REQUESTS_NOISE * offered) and e.requests < offered * (1 - REQUESTS_NOISE):
         out.append(Residual("requests.client_over_engine", "requests", ("client", "engine"), offered, e.requests,

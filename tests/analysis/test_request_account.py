@@ -783,3 +783,69 @@ def test_embedding_answers_that_fill_the_link_are_their_vectors_bytes():
     assert any("base64" in r and "ens1f0np0 (100 Gb/s)" in r for r in f.recommendations)
     quiet = with_nic(20e6)
     assert "throughput.at_link_ceiling" not in {r.shape for r in build_account(quiet).residuals}
+
+
+# --- the orchestrator's allocation, the replicas behind one address -------------------------------------------------
+
+def _with_path(v: EvidenceView, files: dict[str, str]) -> EvidenceView:
+    """The view with the whole-path probe's report of these files (as `--path-config` gives them), under an id of
+    its own (facts are cached by evidence id)."""
+    from orchestrator.prongs.path.probe import report_from
+
+    n = sum(len(t) for t in files.values())
+    return EvidenceView([*v.evidence, ev(f"ev-5.{n}", report_from("gpu-box", {}, files), tool="path_layers")],
+                        v.observations)
+
+
+def _pod(gpus: int) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "llm-0"}, "spec": {"containers": [
+        {"name": "vllm", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}})
+
+
+def test_gpus_allocated_to_the_pod_beyond_the_engine_s_parallelism_are_held_and_idle():
+    """The pod's GPU limit against the engine's tensor x pipeline x data parallel size: the GPUs between are idle,
+    and the fix is the parallelism (or the replicas) the allocation is for."""
+    eng = _engine(_metrics(ttft_s=0.1, itl_s=0.018, e2e_s=5.5, n=100, prompt=1000, gen=300, running=96),
+                  flags=("--tensor-parallel-size", "1"))
+    base = _view(eng, [_client(max_concurrency=96, completed=100)], count=4)
+    v = _with_path(base, {"/tmp/pod.json": _pod(4)})
+    acct = build_account(v)
+    assert acct is not None
+    r = next(r for r in acct.residuals if r.shape == "gpus.allocated_over_used")
+    assert (r.a, r.b) == (4, 1) and "orchestrator" in r.layer
+    f = next(x for x in request_account_findings(v) if "allocated" in x.title)
+    assert "1 of the 4 GPUs" in f.title and any("tensor_parallel_size) of 4" in x for x in f.recommendations)
+    assert "gpus.allocated_over_used" not in _shapes(_with_path(base, {"/tmp/pod.json": _pod(1)}))
+    assert "gpus.allocated_over_used" not in _shapes(base)
+
+
+def _replicas(running: tuple[float, ...]):
+    engines = [{"argv": ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--port", str(8000 + i)], "kind": "vllm",
+                "pid": 7 + i, "metrics": {"url": f"http://127.0.0.1:{8000 + i}/metrics", "status": 200,
+                                          "text": _metrics(ttft_s=4.8, itl_s=0.03, e2e_s=13.8, n=600, prompt=1000,
+                                                           gen=300, running=r)}}
+               for i, r in enumerate(running)]
+    return build_report("gpu-box", {"engines": engines, "logs": []}, [])
+
+
+LITELLM_ONE = """model_list:
+  - model_name: qwen
+    litellm_params: {model: hosted_vllm/Qwen/Qwen2.5-7B-Instruct, api_base: "http://qwen.llm.svc.cluster.local:8000/v1"}
+"""
+LITELLM_THREE = "model_list:\n" + "".join(
+    f"  - model_name: qwen\n    litellm_params: {{model: hosted_vllm/Qwen/Qwen2.5-7B-Instruct, "
+    f"api_base: \"http://10.0.0.{i}:8000/v1\"}}\n" for i in (1, 2, 3))
+
+
+def test_one_replica_of_three_loaded_behind_a_gateway_with_one_address_is_per_connection_balancing():
+    """Replicas' own running counts disagree (one loaded, the others idle) and the gateway in front names one address
+    for the model: the balancing is behind that address, per connection; a gateway that lists each replica is not."""
+    base = _view(_replicas((128.0, 0.0, 0.0)), [_client(max_concurrency=128, completed=1800)],
+                 model={"name": "Qwen2.5-7B-Instruct"}, count=3)
+    v = _with_path(base, {"/etc/litellm/config.yaml": LITELLM_ONE})
+    assert "load.engines_unbalanced" in _shapes(v)
+    f = next(x for x in request_account_findings(v) if "one address" in x.title)
+    assert "3 replicas" in f.title and any("model_name" in r for r in f.recommendations)
+    assert "infx" not in f.claim
+    listed = request_account_findings(_with_path(base, {"/etc/litellm/config.yaml": LITELLM_THREE}))
+    assert not any("one address" in x.title for x in listed)

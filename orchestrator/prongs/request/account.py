@@ -75,6 +75,8 @@ POINT_WORDS = {
     "link": "the network link",
     "floor": "the hardware floor",
     "run": "another run",
+    "orchestrator": "the orchestrator's allocation",
+    "replica": "one replica",
 }
 LAYERS = {
     ("client", "engine"): "between the client and the engine (the client itself, the network, any proxy, gateway or "
@@ -83,6 +85,10 @@ LAYERS = {
     ("client", "floor"): "between the GPU work and the client",
     ("run", "run"): "in the one condition the two runs differ in",
     ("client", "link"): "on the network link the answers leave the host by (the interface, its line rate)",
+    ("orchestrator", "engine"): "between the orchestrator, which gave the engine's pod or job its GPUs, and the engine's "
+                                "own parallelism (the arguments it was started with)",
+    ("replica", "replica"): "between the entry point and the replicas (whatever spreads the requests among them: a "
+                            "gateway, a Service, a load balancer, the client)",
 }
 
 
@@ -236,7 +242,8 @@ class Residual:
         if self.between == ("run", "run"):
             return f"{self.term} {a} in the run {self.a_src} against {b} in the run {self.b_src}"
         if self.between[0] == self.between[1]:
-            return f"{self.term}: {a} ({self.a_src}) against {b} ({self.b_src}), {self.ratio:.3g}x"
+            times = f", {self.ratio:.3g}x" if self.b else ""
+            return f"{self.term}: {a} ({self.a_src}) against {b} ({self.b_src}){times}"
         return (f"{self.term} {a} at {POINT_WORDS.get(self.between[0], self.between[0])} ({self.a_src}) against "
                 f"{b} at {POINT_WORDS.get(self.between[1], self.between[1])} ({self.b_src})")
 
@@ -408,6 +415,9 @@ class RequestAccount:
             out[f"request.floor.{name}_ms"] = f.ms
             out[f"request.floor.{name}_arithmetic"] = f.arithmetic
         for r in self.residuals:
+            if r.shape == "gpus.allocated_over_used":
+                out["request.gpus.allocated"], out["request.gpus.used"] = int(r.a), int(r.b)
+                out["request.gpus.idle"] = int(r.a - r.b)
             out[f"request.residual.{r.shape}"] = True
             out[f"request.residual.{r.shape}.ratio"] = r.ratio
             out[f"request.residual.{r.shape}.gap"] = r.gap
@@ -1641,6 +1651,66 @@ def _waste(c: View | None, e: View, spec: Any = None) -> list[Waste]:
     return out
 
 
+_GPU_RESOURCE = re.compile(r"^limits_(?:nvidia_com|amd_com)_gpu$|^limits_gpu_intel_com_\w+$")
+"""The pod's GPU limits as the path prong names them (`nvidia.com/gpu` -> `limits_nvidia_com_gpu`)."""
+_SLURM_GPUS = re.compile(r"gres/gpu(?::[\w.-]+)?[=:](\d+)")
+
+
+def gpus_allocated(v: "EvidenceView") -> tuple[int, str, list[str]] | None:
+    """The GPUs the orchestrator gave the engine's pod or job (the pod's GPU limit, the Slurm job's gres), with where
+    it was read; None when no orchestrator allocation was read."""
+    from orchestrator.prongs.path.models import PathReport
+
+    for ev, rep in v.probes("path_layers"):
+        if not isinstance(rep, PathReport):
+            continue
+        for layer in ("k8s", "slurm"):
+            x = rep.layer(layer)
+            if x is None:
+                continue
+            for name, s in x.settings.items():
+                n: int | None = None
+                if layer == "k8s" and _GPU_RESOURCE.match(name) and isinstance(s.value, (int, float)):
+                    n = int(s.value)
+                elif layer == "slurm" and isinstance(s.value, str) and (m := _SLURM_GPUS.search(s.value)):
+                    n = int(m.group(1))
+                if n and n > 0:
+                    return n, f"{name} = {s.value:g} ({s.where})" if isinstance(s.value, float) else \
+                        f"{name} = {s.value} ({s.where})", [ev.id]
+    return None
+
+
+def gpus_used(engines: list[EngineInstance]) -> tuple[int, str] | None:
+    """The GPUs the engines run on by their own parallelism: tensor x pipeline x data parallel, summed over the
+    engine instances (each setting as the engine's arguments or its log say, 1 where unset)."""
+    total, parts = 0, []
+    for e in engines:
+        sizes = {k: e.value(k) for k in ("tp", "pp", "dp")}
+        if all(x is None for x in sizes.values()):
+            continue
+        n = 1
+        for x in sizes.values():
+            n *= int(x) if isinstance(x, (int, float)) and x >= 1 else 1
+        total += n
+        parts.append(" x ".join(f"{k.upper()} {int(x) if isinstance(x, (int, float)) else 1}"
+                                for k, x in sizes.items()))
+    return (total, "; ".join(parts)) if total else None
+
+
+def _allocation_residual(v: "EvidenceView", engines: list[EngineInstance], out: list[Residual]) -> None:
+    """GPUs the orchestrator allocated against the GPUs the engine's own parallelism runs on: the rest are held and
+    idle (a parallelism argument the chart or job never passed)."""
+    alloc, used = gpus_allocated(v), gpus_used(engines)
+    if alloc is None or used is None or used[0] >= alloc[0]:
+        return
+    got = _engines(v)
+    ev = alloc[2] + ([got[0]] if got else [])
+    out.append(Residual("gpus.allocated_over_used", "GPUs", ("orchestrator", "engine"), alloc[0], used[0], "GPUs",
+                        alloc[1], f"the engine's parallelism ({used[1]})", ev,
+                        said=f"{alloc[0]} GPUs allocated ({alloc[1]}) against {used[0]} the engine runs on "
+                             f"({used[1]}): {alloc[0] - used[0]} held and idle"))
+
+
 def build_account(v: "EvidenceView") -> RequestAccount | None:
     """The account of the workload the evidence shows, or None when neither a client nor an engine view exists."""
     from orchestrator.prongs.resource_account.where import gpus_busy
@@ -1723,7 +1793,7 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     if len(per) >= 2:
         lo, hi = min(per, key=lambda x: x[1]), max(per, key=lambda x: x[1])
         if hi[1] >= 2 * lo[1] + 2:
-            out.append(Residual("load.engines_unbalanced", "requests running per engine", ("engine", "engine"),
+            out.append(Residual("load.engines_unbalanced", "requests running per engine", ("replica", "replica"),
                                 hi[1], lo[1], "requests", f"the busiest engine ({hi[0]})", f"the idlest ({lo[0]})",
                                 engine.evidence if engine else [],
                                 note=", ".join(f"{w}: {r:,.0f}" for w, r in per[:8])))
@@ -1757,6 +1827,7 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
                                  f"{ln.tx_bytes_per_s / 1e6:,.0f} MB/s ({100 * ln.use:.0f} % of its "
                                  f"{ln.speed_mbit:g} Mb/s): {ln.tx_bytes_per_s / c0.rate / 1e3:,.1f} KB per answer, "
                                  f"and at most {ceiling:,.4g} answers of that size per second fit through the link"))
+    _allocation_residual(v, engines, out)
     seen: set[tuple[str, str]] = set()
     for r in out:
         if (r.shape, r.run) not in seen:

@@ -728,6 +728,63 @@ def test_requests_waiting_while_the_batch_has_room_for_the_other_adapter_are_lor
     assert any("--max-loras" in r for r in f.recommendations)
 
 
+def test_prompts_and_answers_counted_high_by_one_factor_are_another_tokenizer():
+    """The client counts 1.37x the engine's tokens in the prompts and 1.36x in the answers: one factor on both sides
+    is a tokenizer (a benchmark's default), and its per-token time, divided by that many more tokens, reads no decode
+    bound. Answers alone off (the prompts agree) is not a tokenizer: the factor must hold on both sides."""
+    eng = _engine(_metrics(ttft_s=0.145, itl_s=0.0109, e2e_s=5.58, n=800, prompt=1459, gen=500, running=16))
+    both = _view(eng, [_client("genai-perf", max_concurrency=16, completed=800, input_len=1999, output_len=680,
+                               ttft={"mean": 147.0}, itl={"p50": 8.02}, e2el={"mean": 5587.0})],
+                 model={"name": "Qwen2.5-14B-Instruct-AWQ", "quantization": "awq"})
+    found = {f.id: f for f in request_account_findings(both)}
+    f = found["request-client-tokenizer-differs"]
+    assert "1.37x" in f.title and "1.36x in the answers" in f.claim and "10.9 ms per token in the engine's tokens" in f.claim
+    assert any("--tokenizer" in r for r in f.recommendations)
+    assert found["request-contradiction-tokens"].contradicts == ["decode"]
+    one_side = _view(eng, [_client("genai-perf", max_concurrency=16, completed=800, input_len=1470, output_len=680,
+                                   ttft={"mean": 147.0}, itl={"p50": 8.02}, e2el={"mean": 5587.0})],
+                     model={"name": "Qwen2.5-14B-Instruct-AWQ", "quantization": "awq"})
+    ids = {x.id for x in request_account_findings(one_side)}
+    assert "request-client-tokenizer-differs" not in ids and "request-contradiction-tokens" not in ids
+
+
+def _embedding_metrics() -> str:
+    """vLLM serving a pooling model: each input of a request is an engine request, no token generated."""
+    return _metrics(ttft_s=0.0086, itl_s=0.0, e2e_s=0.0086, n=2_000_000, prompt=229.4, gen=0.0, running=96)
+
+
+def test_embedding_answers_that_fill_the_link_are_their_vectors_bytes():
+    """An indexing job sends 64 inputs per request: the engine counts each as a request (64x the requests, 1/64 of
+    the prompt tokens each), which is no residual. Its answers leave by eno1 at 94 % of 1 Gb/s: 118 MB/s over 222.7
+    requests/s is 528 KB per answer, 8.25 KB per vector, at the link's ceiling: the vectors' bytes, as JSON floats,
+    are the limit (base64, or the idle 100 Gb/s port). Without a full link nothing is said of bytes."""
+    from orchestrator.prongs.resource_account.models import HostAccount, Nic, ResourceAccount
+
+    bench = [_client("indexing job", max_concurrency=16, completed=31250, failed=0, duration_s=140.3,
+                     input_len=14720, request_throughput=222.7, e2el={"mean": 71.8})]
+    model = {"name": "bge-small-en-v1.5", "quantization": "fp16"}
+
+    def with_nic(tx: float) -> EvidenceView:
+        v = _view(_engine(_embedding_metrics(), model="BAAI/bge-small-en-v1.5"), bench, model=model)
+        ra = ResourceAccount(host="gpu-box", window_s=1.0, host_account=HostAccount(nics=[
+            Nic(name="eno1", rx_bytes_per_s=11.5e6, tx_bytes_per_s=tx, speed_mbit=1000),
+            Nic(name="ens1f0np0", rx_bytes_per_s=1.25e5, tx_bytes_per_s=1.25e5, speed_mbit=100000)]))
+        return EvidenceView(v.evidence + [ev("ev-5.1", ra, tool="resource_account")], v.observations, v.question)
+
+    full = with_nic(117.6e6)
+    acct = build_account(full)
+    assert acct is not None and acct.clients[0].inputs == 64
+    shapes = {r.shape for r in acct.residuals}
+    assert "throughput.at_link_ceiling" in shapes
+    assert not shapes & {"tokens_in.client_over_engine", "load.engine_over_client", "requests.engine_over_client"}
+    f = {x.id: x for x in request_account_findings(full)}["request-vectors-as-json-floats"]
+    assert "8.25 KB per input" in f.title and "JSON floats" in f.claim
+    assert f.sets_bound is not None and f.sets_bound.bound == "communication"
+    assert any("base64" in r and "ens1f0np0 (100 Gb/s)" in r for r in f.recommendations)
+    quiet = with_nic(20e6)
+    assert "throughput.at_link_ceiling" not in {r.shape for r in build_account(quiet).residuals}
+
+
 # --- the orchestrator's allocation, the replicas behind one address -------------------------------------------------
 
 def _with_path(v: EvidenceView, files: dict[str, str]) -> EvidenceView:

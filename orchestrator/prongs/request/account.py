@@ -63,10 +63,17 @@ TAIL_RATIO = 4.0
 """A p99 this many times the p50 of the same latency: a few tokens or requests wait far longer than the rest."""
 SHARE_DOMINANT = 0.5
 """A finish reason ending at least this share of requests describes the workload."""
+SAME_FACTOR = 0.06
+"""Prompt and output token counts off by factors this close (relative) are off by one factor: the chat template's few
+tokens on the prompt side move the prompt's factor by a few per cent at most."""
+
+LINK_PCT = 80.0
+"""A NIC sending at least this share of its line rate is full: the answers leaving by it can go no faster."""
 
 POINT_WORDS = {
     "client": "the client",
     "engine": "the engine",
+    "link": "the network link",
     "floor": "the hardware floor",
     "run": "another run",
     "orchestrator": "the orchestrator's allocation",
@@ -79,6 +86,7 @@ LAYERS = {
     ("engine", "floor"): "inside the engine, between its GPU work and its own measurement",
     ("client", "floor"): "between the GPU work and the client",
     ("run", "run"): "in the one condition the two runs differ in",
+    ("client", "link"): "on the network link the answers leave the host by (the interface, its line rate)",
     ("orchestrator", "engine"): "between the orchestrator, which gave the engine's pod or job its GPUs, and the engine's "
                                 "own parallelism (the arguments it was started with)",
     ("client", "prefill"): "between the prefill worker and the decode worker that streams the answer (the KV "
@@ -158,6 +166,9 @@ class View:
     """Requests as the client sent them where the engine counts each of n completions as a request of its own
     (vLLM: request_params_n's count)."""
     prefix_hit_pct: float | None = None
+    inputs: float | None = None
+    """Inputs per request where one request of the client carries several (a list input: the embeddings API's input
+    array, the completions API's list of prompts) and the engine counts each input as a request of its own."""
     engines: int = 0
     condition: str = ""
     """The run's own name for what it ran (its label, without the load): runs of one condition at several loads,
@@ -259,6 +270,37 @@ class Waste:
 
 
 @dataclass
+class Link:
+    """The interface the host sends its answers by, full: its rate out, its line rate, and faster ones left idle."""
+
+    nic: str
+    tx_bytes_per_s: float
+    speed_mbit: float
+    idle_faster: list[tuple[str, float]] = field(default_factory=list)
+    """(name, Mb/s) of the interfaces faster than it that carry almost nothing."""
+
+    @property
+    def use(self) -> float:
+        return self.tx_bytes_per_s * 8 / (self.speed_mbit * 1e6)
+
+
+def sending_link(v: "EvidenceView") -> Link | None:
+    """The NIC that sends at line rate (answers leave a server; a host receiving at line rate is downloading or
+    receiving peers' traffic, another story), with the faster interfaces that stay idle."""
+    for _ev, m in v.probes("resource_account"):
+        nics = getattr(getattr(m, "host_account", None), "nics", None) or []
+        full = [n for n in nics if n.speed_mbit and n.tx_bytes_per_s >= n.rx_bytes_per_s
+                and 100 * n.tx_bytes_per_s * 8 / (n.speed_mbit * 1e6) >= LINK_PCT]
+        if not full:
+            continue
+        n = max(full, key=lambda x: x.tx_bytes_per_s)
+        idle = [(x.name, float(x.speed_mbit)) for x in nics if x is not n and x.speed_mbit and
+                x.speed_mbit > n.speed_mbit and max(x.tx_bytes_per_s, x.rx_bytes_per_s) * 8 < 0.05 * x.speed_mbit * 1e6]
+        return Link(n.name, n.tx_bytes_per_s, float(n.speed_mbit), idle)
+    return None
+
+
+@dataclass
 class RunDelta:
     """Two client runs set side by side: what moved between them."""
 
@@ -315,6 +357,8 @@ class RequestAccount:
     named: tuple[str, float, str, "Floor | None"] | None = None
     """A model the client names that is not the one the engine serves: (its name, its parameters in billions, the
     engine's --served-model-name, its decode floor)."""
+    link: Link | None = None
+    """The interface the answers leave by, where it sends at line rate."""
     spec: Any = None
     """The engine's speculative decoding (resource_account's Speculation: tokens per step, drafted, accepted)."""
 
@@ -362,6 +406,8 @@ class RequestAccount:
                     out[f"request.client.{i}.{k}"] = v
             if c.little_l is not None:
                 out[f"request.client.{i}.little_l"] = c.little_l
+            if c.inputs is not None:
+                out[f"request.client.{i}.inputs_per_request"] = c.inputs
         if self.clients:
             c = self.clients[0]
             for k, v in list(out.items()):
@@ -461,6 +507,30 @@ class RequestAccount:
         at = out.get("request.same_load.speculative_slower_at")
         if at and sp is not None and sp.k:
             out["request.same_load.verified_positions"] = at * (sp.k + 1)
+        for cl in self.clients[:1]:
+            tf = tokenizer_factor(cl, e) if e is not None else None
+            if tf is not None and e is not None:
+                out["request.tokens.factor_in"] = round(tf[0], 2)
+                out["request.tokens.factor_out"] = round(tf[1], 2)
+                out["request.tokens.factor"] = round(math.sqrt(tf[0] * tf[1]), 2)
+                if cl.itl is not None and cl.itl.median and cl.tokens_out and e.tokens_out and e.tokens_out > 1:
+                    # the client's ITL is (latency - TTFT) / (its tokens - 1): in the engine's tokens it is longer
+                    # (or shorter) by the same factor
+                    out["request.tokens.client_itl_ms"] = round(cl.itl.median, 2)
+                    out["request.tokens.client_itl_in_engine_tokens_ms"] = round(
+                        cl.itl.median * (cl.tokens_out - 1) / (e.tokens_out - 1), 2)
+        ln, c0 = self.link, (self.clients[0] if self.clients else None)
+        if ln is not None and c0 is not None and c0.rate:
+            per = ln.tx_bytes_per_s / c0.rate
+            out["request.link.nic"] = ln.nic
+            out["request.link.speed_mbit"] = ln.speed_mbit
+            out["request.link.tx_mb_s"] = round(ln.tx_bytes_per_s / 1e6, 1)
+            out["request.link.use"] = round(ln.use, 3)
+            out["request.link.bytes_per_response_kb"] = round(per / 1e3, 1)
+            if c0.inputs:
+                out["request.link.bytes_per_input_kb"] = round(per / c0.inputs / 1e3, 2)
+            if ln.idle_faster:
+                out["request.link.idle_faster"] = ", ".join(f"{x} ({s / 1e3:g} Gb/s)" for x, s in ln.idle_faster)
         out.update(self.logs.facts())
         return out
 
@@ -1105,7 +1175,7 @@ def _conservation(c: View, out: list[Residual]) -> None:
 
 def _token_residuals(c: View, e: View, out: list[Residual]) -> None:
     ev = list(dict.fromkeys(c.evidence + e.evidence))
-    if c.tokens_in and e.tokens_in:
+    if c.tokens_in and e.tokens_in and not c.inputs:
         if e.tokens_in - c.tokens_in > TEMPLATE_TOKENS and e.tokens_in > c.tokens_in * (1 + TOKENS_NOISE):
             p90 = f", p90 {e.tokens_in_p90:,.0f}" if e.tokens_in_p90 and e.tokens_in_p90 > 1.1 * e.tokens_in else ""
             out.append(Residual("tokens_in.engine_over_client", "prompt tokens per request", ("engine", "client"),
@@ -1137,6 +1207,40 @@ def _token_residuals(c: View, e: View, out: list[Residual]) -> None:
                                 "generated by the engine (mean)", ev, c.label))
 
 
+def tokenizer_factor(c: View, e: View) -> tuple[float, float] | None:
+    """(client / engine prompt tokens, client / engine output tokens) where both are off beyond noise, on the same
+    side and by one factor: the same text counted with two vocabularies (a benchmark counting with its default
+    tokenizer, not the served model's). Tokens added or lost (a template, a truncation, a missing stop token) move one
+    side only."""
+    if not (c.tokens_in and e.tokens_in and c.tokens_out and e.tokens_out):
+        return None
+    f_in, f_out = c.tokens_in / e.tokens_in, c.tokens_out / e.tokens_out
+    up = f_in > 1 + TOKENS_NOISE and f_out > 1 + TOKENS_NOISE
+    down = f_in < 1 / (1 + TOKENS_NOISE) and f_out < 1 / (1 + TOKENS_NOISE)
+    if (up or down) and abs(f_in / f_out - 1) <= SAME_FACTOR:
+        return f_in, f_out
+    return None
+
+
+INPUTS_NOISE = 0.1
+"""Inputs per request read from tokens (client / engine tokens per request) and from requests (engine / client
+requests) agree within this share."""
+
+
+def inputs_per_request(c: View, e: View) -> float | None:
+    """Inputs each request of the client carries, where the engine counts each as a request of its own: the client's
+    prompt tokens per request are k times the engine's, and the engine finished k times the client's requests (or it
+    generated no token at all: a pooling model, embeddings or scores, where a list input is the API's batch)."""
+    if not (c.tokens_in and e.tokens_in) or c.tokens_in < 1.9 * e.tokens_in:
+        return None
+    k = c.tokens_in / e.tokens_in
+    offered = (c.requests or 0) + (c.failed or 0)
+    if offered and e.requests and abs(e.requests / offered / k - 1) <= INPUTS_NOISE:
+        return round(e.requests / offered, 1)
+    pooling = e.tokens_out == 0 or (e.generation_tokens_total == 0 and (e.prompt_tokens_total or 0) > 0)
+    return float(round(k)) if pooling else None
+
+
 def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] | None = None) -> None:
     """Requests the client offered against those the engine finished. With several runs, the engine's counters
     cover them all: they are set against the runs' sum."""
@@ -1148,7 +1252,11 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
         c = View(point="client", label=" + ".join(r.label for r in runs), source="", evidence=c.evidence,
                  requests=sum(r.requests or 0 for r in runs), failed=sum(r.failed or 0 for r in runs))
     assert c.requests is not None and e.requests is not None
-    offered = c.requests + (c.failed or 0)
+    if c.inputs:  # the engine counts each input of a request as a request
+        c = View(point="client", label=c.label, source=c.source, evidence=c.evidence,
+                 requests=c.requests * c.inputs, failed=(c.failed or 0) * c.inputs)
+    requests = c.requests or 0.0
+    offered = requests + (c.failed or 0)
     if e.parents:
         e = View(point="engine", label=e.label, source=e.source, evidence=e.evidence, requests=e.parents,
                  finished={k: x / (e.n_per_request or 1.0) for k, x in e.finished.items()})
@@ -1167,7 +1275,7 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
         # the engine finished (nearly) every request the client offered, yet the client saw failures: the answers
         # were lost on the way back (a timeout between them cut the response)
         out.append(Residual("requests.served_not_delivered", "requests", ("engine", "client"), e.requests,
-                            c.requests, "requests", "finished by the engine", f"received by {c.label} "
+                            requests, "requests", "finished by the engine", f"received by {c.label} "
                             f"({c.failed:,.0f} of {offered:,.0f} failed there)", ev, c.label))
     elif c.failed and c.failed >= max(2.0, REQUESTS_NOISE * offered) and e.requests < offered * (1 - REQUESTS_NOISE):
         out.append(Residual("requests.client_over_engine", "requests", ("client", "engine"), offered, e.requests,
@@ -1177,6 +1285,10 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
 
 def _load_residuals(c: View, e: View, out: list[Residual], busy: float | None = None) -> None:
     ev = list(dict.fromkeys(c.evidence + e.evidence))
+    if c.inputs:
+        # a request of several inputs is in flight at the client from its send to its answer's last byte, each of its
+        # inputs in the engine only while it runs: the two counts are of different things
+        return
     held = c.concurrency or c.little_l
     inside = e.inflight
     if held is None or inside is None:
@@ -1686,6 +1798,9 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     for c in clients[:1]:
         _dense_floor_residual(c, acct.floors, out)
     for c in clients[:4]:
+        if engine is not None:
+            c.inputs = inputs_per_request(c, engine)
+    for c in clients[:4]:
         others = [o for o in clients[:4] if o is not c]
         if engine is not None:
             _time_residuals(c, engine, out, others)
@@ -1726,6 +1841,20 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
                                  f"({served:.1f} B)" + (f" under it (--served-model-name {alias})" if alias else "")))
     _context_residuals(logs, c0, engine, out)
     _waiting_with_room(v, engine, out)
+    acct.link = sending_link(v)
+    if acct.link is not None and c0 is not None and c0.rate:
+        ln = acct.link
+        ceiling = ln.speed_mbit * 1e6 / 8 / (ln.tx_bytes_per_s / c0.rate)
+        # the answers' bytes at the client's rate fill the link: the rate is at the link's ceiling for answers of
+        # this size, whatever the GPU could do
+        out.append(Residual("throughput.at_link_ceiling", "requests per second", ("client", "link"), c0.rate,
+                            ceiling, "requests/s", f"completed by {c0.label}",
+                            f"{ln.nic}'s {ln.speed_mbit:g} Mb/s / {ln.tx_bytes_per_s / c0.rate / 1e3:,.1f} KB per "
+                            "answer", acct.evidence, c0.label,
+                            said=f"{c0.label} completes {c0.rate:,.4g} requests/s while {ln.nic} sends "
+                                 f"{ln.tx_bytes_per_s / 1e6:,.0f} MB/s ({100 * ln.use:.0f} % of its "
+                                 f"{ln.speed_mbit:g} Mb/s): {ln.tx_bytes_per_s / c0.rate / 1e3:,.1f} KB per answer, "
+                                 f"and at most {ceiling:,.4g} answers of that size per second fit through the link"))
     _allocation_residual(v, engines, out)
     acct.handoff = _handoff(v, runs, engine, t_in, mf)
     h = acct.handoff

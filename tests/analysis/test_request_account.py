@@ -466,6 +466,34 @@ def test_answers_the_engine_finished_but_the_client_lost_are_a_timeout_between_t
     assert "request-timeout-between" not in {x.id for x in request_account_findings(with_proxy("600s"))}
 
 
+def test_only_a_timeout_that_bounds_a_request_is_set_against_the_requests_time():
+    """A probe's timeout (1 s), nginx's keepalive_timeout and proxy_connect_timeout bound no request: beside a
+    proxy_read_timeout of 600 s they are no timeout between. proxy_read_timeout bounds the gap between two reads:
+    with streamed answers (the client measured a TTFT) 60 s is set against the longest wait for a first token (0.4 s,
+    not the 80 s answers) and cuts nothing; Envoy's route timeout bounds the whole response and does."""
+    from orchestrator.prongs.path.models import Layer, LayerValue, PathReport
+
+    eng = _engine(_metrics(ttft_s=0.4, itl_s=0.03, e2e_s=80.0, n=1000, prompt=800, gen=2600, running=24))
+
+    def with_layers(layers: dict[str, dict[str, str]], streamed: bool) -> list[str]:
+        timing = {"ttft": {"mean": 420.0}, "itl": {"p50": 30.0}} if streamed else {}
+        v = _view(eng, [_client(max_concurrency=24, completed=800, failed=200, input_len=800, output_len=2600,
+                                e2el={"mean": 61000.0}, **timing)])
+        rep = PathReport(host="gpu-box", layers=[Layer(layer=name, label=name, settings={
+            k: LayerValue(value=x, where=f"/etc/{name}.conf:3") for k, x in settings.items()})
+            for name, settings in layers.items()])
+        return [f.title for f in request_account_findings(EvidenceView(
+            v.evidence + [ev("ev-5.1", rep, tool="path_layers")], v.observations)) if f.id == "request-timeout-between"]
+
+    quiet = {"nginx": {"proxy_read_timeout": "600s", "keepalive_timeout": "75s", "proxy_connect_timeout": "5s"},
+             "k8s": {"readiness_timeout_s": "1"}}
+    assert with_layers(quiet, streamed=False) == []
+    assert with_layers({"nginx": {"proxy_read_timeout": "60s"}}, streamed=True) == []
+    assert with_layers({"nginx": {"proxy_read_timeout": "60s"}}, streamed=False)
+    cut = with_layers({"envoy": {"route_timeout": "60s"}}, streamed=True)
+    assert cut and "route_timeout = 60s" in cut[0]
+
+
 def test_the_findings_words_survive_redaction():
     """A fixed delay before each first token (two runs) and a stop token missing: every word the findings carry
     reaches the report unredacted ("... first token: TTFT ..." was taken for a credential and cut)."""

@@ -52,9 +52,21 @@ class Mechanism(_Strict):
     split: str
 
 
+class RequestTimeout(_Strict):
+    """A setting of a layer between the client and the engine that bounds one request's duration."""
+
+    bounds: Literal["whole", "gap"]
+    """`whole`: the whole response, from the request to its last byte; `gap`: the longest wait between two reads of
+    the response (for a streamed answer the wait for the first token, for one not streamed the whole of it)."""
+    source: str
+
+
 class Table(_Strict):
     shapes: dict[str, Shape]
     mechanisms: dict[str, Mechanism]
+    request_timeouts: dict[str, RequestTimeout] = Field(default_factory=dict)
+    """`<layer>.<setting>` (the path prong's names) -> what of a request it bounds; other timeouts (a probe's, a
+    connection's, keep-alive) bound something else and are never set against a request's time."""
     reasoning_models: list[str] = Field(default_factory=list)
     """Regexes of model names that reason before they answer by default (their chat template thinks)."""
 

@@ -6,6 +6,7 @@ lines as those programs print them, Triton's per-model counters, the observation
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -630,12 +631,14 @@ def test_requests_refused_for_their_length_name_the_window_and_what_fits():
 
 
 def test_a_title_whose_figure_is_unknown_is_said_without_it():
-    from orchestrator.prongs.request.table import without_unknowns
+    from orchestrator.prongs.request.table import UNKNOWN, without_unknowns
 
-    assert without_unknowns("A serial step runs once per token (?, ? ms per execution)") == \
+    u = UNKNOWN
+    assert without_unknowns(f"A serial step runs once per token ({u}, {u} ms per execution)") == \
         "A serial step runs once per token"
-    assert without_unknowns("Images become tokens: the engine prefills ? tokens per request") == \
+    assert without_unknowns(f"Images become tokens: the engine prefills {u} tokens per request") == \
         "Images become tokens"
+    assert without_unknowns("Is it the proxy? It is.") == "Is it the proxy? It is."  # a question mark is text
     hf = {"x.y": 1}
     from orchestrator.analysis.facts import Fact, HostFacts
 
@@ -877,3 +880,32 @@ def test_one_replica_of_three_loaded_behind_a_gateway_with_one_address_is_per_co
     assert "infx" not in f.claim
     listed = request_account_findings(_with_path(base, {"/etc/litellm/config.yaml": LITELLM_THREE}))
     assert not any("one address" in x.title for x in listed)
+
+
+def test_no_template_of_the_table_leaves_a_placeholder_whatever_figure_is_missing():
+    """Every title, name, claim, fix and split of residuals.yaml, rendered with each of its figures missing in turn
+    (and with all of them missing): no '?' or unknown-figure mark the template did not hold itself, no '{fact}' left,
+    no unit stranded where its figure was ("adds a fixed ? ms", "curl -w '%? %? %?'" were seen); curl's own
+    '%{time_connect}' fields stay as written."""
+    from orchestrator.analysis.facts import Fact, HostFacts
+    from orchestrator.prongs.request.table import _FIELD, UNKNOWN
+
+    field = _FIELD
+    for mid, m in table().mechanisms.items():
+        for part in ("title", "name", "claim", "fix", "split"):
+            template = getattr(m, part)
+            if not template:
+                continue
+            keys = [k for k, _ in field.findall(template) if "." in k]
+            literal = field.sub("", template).count("?")
+            cases = [set(keys)] + [{k} for k in keys]
+            for missing in cases:
+                hf = HostFacts("", {k: Fact(1.5, "ev-1") for k in keys if k not in missing})
+                text, _ = render(template, hf, {"residual": "TTFT 900 ms at the client against 50 ms at the engine",
+                                                "residual_note": ""})
+                where = f"{mid}.{part} without {sorted(missing)}: {text!r}"
+                assert UNKNOWN not in text and text.count("?") <= literal, where
+                assert not re.search(r"\{[A-Za-z0-9_]+\.[A-Za-z0-9_.]+(\|\w+)?\}", text), where
+                assert not re.search(r"(?:^|[^\d\s.,%x])\s+(?:ms|MB/s|Mb/s|KB|GB)\b", text), where
+                if "%{" in template:
+                    assert "%{" in text, where

@@ -419,7 +419,7 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
     if cands:
         first, missing = render(cands[0].judged.mechanism.claim, hf, {"residual": "", "residual_note": r.note})
         if not missing:
-            claim += " The first would mean this: " + first.lstrip(". ")
+            claim += " The first would mean this: " + first.lstrip(".: ")
     term = r.term[:1].upper() + r.term[1:]
     if r.between[1] == "floor":
         head = f"{term} {fmt(r.a, r.unit)} is {r.ratio:.2g}x its floor of {fmt(r.b, r.unit)}"

@@ -179,14 +179,16 @@ def render(template: str, hf: HostFacts, extra: dict[str, str] | None = None) ->
         if "." not in key:
             return m.group(0)  # not a fact (curl's -w '%{time_connect}')
         f = hf.get(key)
-        if f is None:
+        if f is None or f.value is None or f.value == "":
             missing.append(key)
-            return "?"
+            return UNKNOWN
         return _value(f.value, fmt)
 
     text = _FIELD.sub(sub, template)
     if missing:
         text = without_unknowns(text)
+    # whatever held an unknown figure goes, with the unit after it: the words never show a placeholder
+    text = _LEFT.sub("", text)
     return " ".join(text.split()), missing
 
 
@@ -196,19 +198,24 @@ def title_of(m: Mechanism, hf: HostFacts) -> str:
     return m.name if missing and m.name else text
 
 
+UNKNOWN = "\u2047"
+"""What a figure that is not known renders as before the words around it are cut (never a "?" of the text itself)."""
+_LEFT = re.compile(UNKNOWN + r"\S*(?:\s+(?:ms|s|tokens?|requests?|%|x|KB|MB/s|GB|Mb/s|Gb/s|B)\b)?")
+
+
 def without_unknowns(text: str) -> str:
     """The words with each figure that is not known left out: a parenthesis holding one, else the clause (after a
     colon) or the sentence that holds one."""
-    text = re.sub(r"\s*\([^()]*\?[^()]*\)", "", text)
-    if "?" not in text:
+    text = re.sub(r"\s*\([^()]*" + UNKNOWN + r"[^()]*\)", "", text)
+    if UNKNOWN not in text:
         return text
-    sentences = re.split(r"(?<=[.!])\s+", text)
+    sentences = re.split(r"(?<=[.!?])\s+", text)
     kept = []
     for sent in sentences:
-        if "?" not in sent:
+        if UNKNOWN not in sent:
             kept.append(sent)
             continue
-        clauses = [c for c in sent.split(": ") if "?" not in c]
+        clauses = [c for c in sent.split(": ") if UNKNOWN not in c]
         if clauses:
             kept.append(": ".join(clauses).rstrip(".") + ("." if sent.rstrip().endswith(".") else ""))
-    return " ".join(kept) or re.sub(r"\?\s*(ms|s|tokens)?\s*", "", text)
+    return " ".join(kept) or _LEFT.sub("", text)

@@ -275,6 +275,11 @@ SAY: dict[Symptom, str] = {"throughput": "throughput", "itl": "per-token latency
                            "cost": "cost"}
 
 
+_WORKER_ROLE = re.compile(r"(?i)\bdecode(?=[- ](?:workers?|nodes?|instances?|pods?|servers?|engines?|side|pool)\b)")
+""""Decode" naming a worker of a disaggregated deployment (the place that streams the answer), not the decode phase
+as a symptom: "prefill and decode workers on two nodes" asks about nothing per token."""
+
+
 def asked(question: str, observations: "Observations | None" = None) -> Asked:
     """The symptoms and subjects of a question (and of the observations' notes), and those of them named for certain:
     by a specific word, or by what the observations measured and compare."""
@@ -282,6 +287,7 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
     if observations is not None and observations.notes:
         text += "\n" + str(observations.notes)
     text = _FINE.sub(_unless_asked, _TAG.sub("", text))  # "throughput looks fine": not what is asked about
+    text = _WORKER_ROLE.sub("worker", text)  # "the decode workers": a place in a disaggregated deployment
     found: set[Symptom] = set()
     if _PROMPT_PHASE.search(text):  # the prompt's processing: TTFT, and its verb ("load") no longer says start-up
         found.add("ttft")

@@ -909,3 +909,48 @@ def test_no_template_of_the_table_leaves_a_placeholder_whatever_figure_is_missin
                 assert not re.search(r"(?:^|[^\d\s.,%x])\s+(?:ms|MB/s|Mb/s|KB|GB)\b", text), where
                 if "%{" in template:
                     assert "%{" in text, where
+
+
+# --- a disaggregated deployment's KV hand-off -----------------------------------------------------------------------
+
+UCX_TCP = ("[1759396451.201934] [decode-0:452  :0]    ucp_context.c:1153 UCX  WARN  network device 'mlx5_0:1' is not "
+           "available, please use one or more of: 'eth0'(tcp), 'lo'(tcp)")
+NIXL_ARGS = ("(APIServer pid=412) INFO 10-02 09:13:04 [utils.py:233] non-default args: {'model': 'm', "
+             "'kv_transfer_config': KVTransferConfig(kv_connector='NixlConnector', engine_id='decode-0', "
+             "kv_role='kv_both')}")
+
+
+def test_the_kv_hand_off_is_the_frontend_s_ttft_less_the_prefill_worker_s_read_against_the_links():
+    """Pure: the hand-off's time, bytes and rate; over TCP (UCX's own fallback line, or a rate at the TCP NIC's
+    line rate far below the RDMA port's) it is the residual; a small one is not."""
+    from types import SimpleNamespace as NS
+
+    from orchestrator.prongs.request.handoff import handoff, rdma_rate
+
+    eth0 = NS(name="eth0", rx_bytes_per_s=1.17e9, tx_bytes_per_s=1.7e7, speed_mbit=10000.0)
+    ib = rdma_rate([NS(name="mlx5_0", ports=[NS(state="4: ACTIVE", rate="400 Gb/sec (4X NDR)")])])
+    assert ib == ("mlx5_0", 400.0)
+    runs = [("frontend", "genai-perf", 2362.0), ("prefill worker", "its own TTFT", 581.0)]
+    h = handoff([NIXL_ARGS, UCX_TCP], runs, None, 6000, (327680.0, "config"), [eth0], ib)
+    assert h is not None and h.slow and h.transport == "tcp" and h.at_tcp_line_rate
+    assert round(h.ms) == 1781 and round(h.bytes / 1e9, 2) == 1.97 and 8 < h.rate_gbit < 9.5
+    assert "1.97 GB in 1,781 ms" in h.arithmetic()
+    quiet = NS(name="eth0", rx_bytes_per_s=5e6, tx_bytes_per_s=4e6, speed_mbit=10000.0)
+    small = handoff([NIXL_ARGS], [("frontend", "", 672.0), ("prefill worker", "", 581.0)], None, 6000,
+                    (327680.0, "config"), [quiet], ib)
+    assert small is not None and not small.slow and small.transport is None and not small.at_tcp_line_rate
+    assert handoff([UCX_TCP], runs, None, 6000, None, [eth0], ib) is None  # no KV connector: not disaggregated
+
+
+def test_a_slow_hand_off_over_tcp_leads_and_a_small_one_is_said_as_the_prefill_s():
+    metrics = _metrics(ttft_s=1.78, itl_s=0.0172, e2e_s=6.6, n=1200, prompt=6000, gen=280, running=16)
+    model = {"name": "Llama-3.3-70B-Instruct", "quantization": "fp8"}
+    for front, logs, want in ((2362.0, [NIXL_ARGS, UCX_TCP], "request-kv-transfer-over-tcp"),
+                              (672.0, [NIXL_ARGS], "request-kv-handoff-small")):
+        eng = _engine(metrics, logs=logs, model="meta-llama/Llama-3.3-70B-Instruct", flags=("--tensor-parallel-size", "2"))
+        v = _view(eng, [_client("frontend", max_concurrency=16, completed=1200, input_len=6000, output_len=280,
+                                ttft={"mean": front}), _client("prefill worker", input_len=6000, ttft={"mean": 581.0})],
+                  model=model, count=2)
+        found = request_account_findings(v)
+        assert any(f.id == want for f in found), [f.id for f in found]
+        assert not any(r.shape == "ttft.run_over_run" for r in build_account(v).residuals)

@@ -57,6 +57,18 @@ def test_nccl_conf_file_replaces_the_home_file_and_is_relative_to_the_process(tm
     assert json.loads(got["mine.conf"]["text"]) == {"NCCL_MIN_NCHANNELS": "4"}
 
 
+def test_the_system_file_named_as_nccl_conf_file_is_one_file_and_a_relative_name_needs_the_cwd(tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "nccl.conf").write_text("NCCL_P2P_DISABLE=1\n")
+    ns = _probe(tmp_path)
+    creds = ns["proc_creds"](os.getpid())
+    got = ns["nccl_conf_files"](os.getpid(), {"NCCL_CONF_FILE": str(tmp_path / "etc" / "nccl.conf")}, None, creds,
+                                65536, set(kb.env_names()))
+    assert [json.loads(f["text"]) for f in got.values()] == [{"NCCL_P2P_DISABLE": "1"}]  # not overridden by itself
+    got = ns["nccl_conf_files"](os.getpid(), {"NCCL_CONF_FILE": "rel.conf"}, None, creds, 65536, set(kb.env_names()))
+    assert "working directory" in got["rel.conf"]["error"]
+
+
 def test_the_audit_names_the_file_a_setting_came_from():
     p = ProcessSettings(pid=7, engine="vllm", version="0.11.0", env={"NCCL_ALGO": "Ring"}, files={
         "/etc/nccl.conf": SettingsFile(text=json.dumps({"NCCL_P2P_DISABLE": "1"}), role="nccl.conf")})

@@ -136,8 +136,12 @@ def nccl_conf_files(pid, raw_env, cwd, creds, limit, allowed):
     raw_env: its whole environment (what is set there, no file overrides)."""
     paths = []
     named = raw_env.get("NCCL_CONF_FILE")
-    if named:
-        paths.append((named, named if os.path.isabs(named) or not cwd else os.path.join(cwd, named)))
+    out = {}
+    if named and not os.path.isabs(named) and not cwd:
+        out[named] = {"error": "relative to the process's working directory, which cannot be read: not read",
+                      "role": "nccl.conf"}
+    elif named:
+        paths.append((named, named if os.path.isabs(named) else os.path.join(cwd, named)))
     else:
         uid = real_uid(pid)
         try:
@@ -149,8 +153,11 @@ def nccl_conf_files(pid, raw_env, cwd, creds, limit, allowed):
             paths.append((conf, rooted(conf)))
     paths.append((NCCL_SYSTEM_CONF, rooted(NCCL_SYSTEM_CONF)))
     set_before = set(raw_env)
-    out = {}
+    done = set()
     for shown, full in paths:
+        if os.path.realpath(full) in done:
+            continue  # NCCL_CONF_FILE=/etc/nccl.conf: its second reading sets nothing the first did not
+        done.add(os.path.realpath(full))
         try:
             data, truncated = read_host_file(full, limit, creds)
         except OSError as exc:
@@ -257,7 +264,9 @@ def scan(params):
                     p = os.path.join(full, name)
                     if os.path.lexists(p):
                         files[os.path.join(model, name)] = dict(read_config(p, limit, creds, known), role=name)
-        if readable:  # which variables the environment sets decides what the files may still set
+        # which variables the environment sets decides what the files may still set; a process that sees another
+        # file system (a container, a chroot) reads its own tree's files, which the host's reader cannot reach
+        if readable and not elsewhere(creds):
             files.update(nccl_conf_files(pid, raw_env, cwd, creds, limit, allowed))
         found.append({"pid": int(pid), "ppid": ppid, "engine": engine, "argv": mask_argv(argv)[:400], "env": env,
                       "env_readable": readable, "version": version_of(engine, exe, pythonpath), "files": files})

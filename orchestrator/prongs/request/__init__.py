@@ -17,7 +17,8 @@ the engines' tensor x pipeline x data parallel sizes). And some the path prong d
 `path.client.pool_size` (the client's HTTP connection pool).
 
 Its own facts are `request.*` (the account: `request.engine.*`, `request.client.*`, `request.finish.*`,
-`request.residual.<shape>`, `request.gpus.*`, `request.floor.*`, `request.log.*`, `request.host.<layer>`, `request.model.*`) and
+`request.residual.<shape>`, `request.gpus.*`, `request.kv.*` (a
+disaggregated deployment's KV hand-off: prongs/request/handoff.py), `request.floor.*`, `request.log.*`, `request.host.<layer>`, `request.model.*`) and
 `model_files.*` (the request probe: the served model's config, stop tokens, chat template, image processor).
 """
 

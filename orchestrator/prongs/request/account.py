@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.observations import BenchResult, Latency
 from orchestrator.prongs.request.engine_logs import RequestLogs, read_request_logs
+from orchestrator.prongs.request.handoff import Handoff, handoff, rdma_rate
 from orchestrator.prongs.serving_engine.metrics import MetricSummary
 from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
 
@@ -77,6 +78,7 @@ POINT_WORDS = {
     "run": "another run",
     "orchestrator": "the orchestrator's allocation",
     "replica": "one replica",
+    "prefill": "the prefill worker",
 }
 LAYERS = {
     ("client", "engine"): "between the client and the engine (the client itself, the network, any proxy, gateway or "
@@ -87,6 +89,9 @@ LAYERS = {
     ("client", "link"): "on the network link the answers leave the host by (the interface, its line rate)",
     ("orchestrator", "engine"): "between the orchestrator, which gave the engine's pod or job its GPUs, and the engine's "
                                 "own parallelism (the arguments it was started with)",
+    ("client", "prefill"): "between the prefill worker and the decode worker that streams the answer (the KV "
+                           "connector's transfer over the transport it negotiated, the decode worker's wait for the "
+                           "blocks and its first step)",
     ("replica", "replica"): "between the entry point and the replicas (whatever spreads the requests among them: a "
                             "gateway, a Service, a load balancer, the client)",
 }
@@ -347,6 +352,8 @@ class RequestAccount:
     """The MIG instance the engine runs on (profile, share of the memory bandwidth, share of the SMs)."""
     model_words: str = ""
     """The model the floors are computed for, in words ("meta-llama/Llama-3.1-8B-Instruct, 8.0 B bf16")."""
+    handoff: Handoff | None = None
+    """A disaggregated deployment's KV hand-off: the frontend's TTFT against the prefill worker's."""
     named: tuple[str, float, str, "Floor | None"] | None = None
     """A model the client names that is not the one the engine serves: (its name, its parameters in billions, the
     engine's --served-model-name, its decode floor)."""
@@ -414,6 +421,8 @@ class RequestAccount:
         for name, f in self.floors.items():
             out[f"request.floor.{name}_ms"] = f.ms
             out[f"request.floor.{name}_arithmetic"] = f.arithmetic
+        if self.handoff is not None:
+            out.update(self.handoff.facts())
         for r in self.residuals:
             if r.shape == "gpus.allocated_over_used":
                 out["request.gpus.allocated"], out["request.gpus.used"] = int(r.a), int(r.b)
@@ -1711,6 +1720,25 @@ def _allocation_residual(v: "EvidenceView", engines: list[EngineInstance], out: 
                              f"({used[1]}): {alloc[0] - used[0]} held and idle"))
 
 
+def _handoff(v: "EvidenceView", runs: list[View], engine: View | None, t_in: float | None,
+             mf: "ModelFacts | None") -> Handoff | None:
+    """The KV hand-off of a disaggregated deployment, from the engine's command and log lines, the client runs' TTFT,
+    the bytes per token of the served model, the host's NICs and RDMA ports."""
+    got = _engines(v)
+    if got is None:
+        return None
+    _ev, engines, rep = got
+    lines = [e.command for e in engines if e.command] + [ln.line for ln in rep.lines]
+    timed = [(c.label, c.source, c.ttft.typical) for c in runs if c.ttft is not None and c.ttft.typical]
+    ettft = (engine.ttft.typical, "the engine's own TTFT") if engine and engine.ttft and engine.ttft.typical else None
+    nics = [n for _e, m in v.probes("resource_account") for n in getattr(getattr(m, "host_account", None), "nics",
+                                                                          None) or getattr(m, "nics", None) or []]
+    rdma = next((r for _e, m in v.probes("node_health") if (r := rdma_rate(getattr(m, "rdma_devices", []) or []))),
+                None)
+    kv = (mf.kv_bytes_per_token, mf.kv_src) if mf is not None and mf.kv_bytes_per_token else None
+    return handoff(lines, timed, ettft, t_in, kv, nics, rdma)
+
+
 def build_account(v: "EvidenceView") -> RequestAccount | None:
     """The account of the workload the evidence shows, or None when neither a client nor an engine view exists."""
     from orchestrator.prongs.resource_account.where import gpus_busy
@@ -1828,6 +1856,17 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
                                  f"{ln.speed_mbit:g} Mb/s): {ln.tx_bytes_per_s / c0.rate / 1e3:,.1f} KB per answer, "
                                  f"and at most {ceiling:,.4g} answers of that size per second fit through the link"))
     _allocation_residual(v, engines, out)
+    acct.handoff = _handoff(v, runs, engine, t_in, mf)
+    h = acct.handoff
+    if h is not None:
+        # the two runs are the two ends of the hand-off: their difference is said as the hand-off, not as a run
+        # against another
+        pair = {h.frontend_src, h.prefill_src}
+        out = [r for r in out if not (r.between == ("run", "run") and {r.a_src, r.b_src} <= pair)]
+        if h.slow:
+            out.append(Residual("ttft.kv_handoff", "TTFT", ("client", "prefill"), h.frontend_ms, h.prefill_ms, "ms",
+                                h.frontend_src, h.prefill_src, acct.evidence, h.frontend_src,
+                                said=h.arithmetic()))
     seen: set[tuple[str, str]] = set()
     for r in out:
         if (r.shape, r.run) not in seen:

@@ -556,6 +556,38 @@ def _reconciled(acct: RequestAccount, question: str = "") -> Finding | None:
                             for t, x in ratios.items()])
 
 
+def _handoff_small(acct: RequestAccount) -> Finding | None:
+    """A disaggregated deployment whose frontend TTFT is the prefill worker's plus a small hand-off: the time to first
+    token is the prefill's, and the KV transfer is said with its share and rate (the answer to "how much of it is the
+    hand-off?"), so no other cause is invented for it."""
+    h = acct.handoff
+    if h is None or h.slow or h.ms < 0:
+        return None
+    fl = acct.floors.get("ttft")
+    claim = h.arithmetic() + "."
+    if h.rate_gbit and h.rdma_gbit:
+        claim += (f" That rate is what the RDMA port ({h.rdma}, {h.rdma_gbit:g} Gb/s) carries, not a TCP link's: the "
+                  "KV connector moves the cache over RDMA.")
+    if fl is not None:
+        claim += (f" The prefill worker's {h.prefill_ms:,.0f} ms is {h.prefill_ms / fl.ms:.1f}x one prefill's compute "
+                  f"floor ({fl.arithmetic}): the prefill and its queue are the bulk of the time to first token.")
+    claim += (" To cut TTFT, cut the prefill (shorter or cached prompts, more prefill workers or GPUs per prefill); "
+              "the hand-off is not where the time goes.")
+    return Finding(id="request-kv-handoff-small", rule="request_account", category="workload", confidence=0.75,
+                   evidence=acct.evidence,
+                   title=(f"Time to first token is the prefill worker's ({h.prefill_ms:,.0f} ms of "
+                          f"{h.frontend_ms:,.0f} ms at the frontend); the hand-off to the decode worker adds a small "
+                          f"{h.ms:,.0f} ms ({h.share:.0%})"),
+                   claim=claim, short=(f"TTFT is the prefill worker's {h.prefill_ms:,.0f} ms; the hand-off adds "
+                                       f"{h.ms:,.0f} ms ({h.share:.0%})."),
+                   symptoms=["ttft"], explains=round(1 - h.share, 2),
+                   recommendations=["Cut the prefill's time (prompt length, prefix caching, prefill workers or their "
+                                    "parallelism); the KV hand-off is a small share of the first token."],
+                   numbers=[Number(name="TTFT: frontend vs prefill worker", value=round(h.frontend_ms, 1), unit="ms",
+                                   source=acct.evidence[0] if acct.evidence else "request account",
+                                   note=f"against {h.prefill_ms:,.0f} ms at the prefill worker")])
+
+
 def _work_finding(acct: RequestAccount) -> Finding | None:
     if not acct.waste:
         return None
@@ -710,6 +742,9 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
         ok = _reconciled(acct, v.question)
         if ok is not None:
             out.append(ok)
+    small = _handoff_small(acct)
+    if small is not None:
+        out.append(small)
     work = _work_finding(acct)
     if work is not None:
         out.append(work)

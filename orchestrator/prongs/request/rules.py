@@ -583,7 +583,11 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
                    "reads grow with the batch and keep it memory-bound. More tokens per second need fewer bytes per "
                    "step (FP8 weights or KV cache, shorter contexts) or more memory bandwidth, not more FLOPs."),
             short=f"decode is memory-bound at {itl / fit.ms:.2f}x its floor with the KV reads counted.",
-            symptoms=["itl", "throughput"], contradicts=["decode"]))
+            symptoms=["itl", "throughput"], contradicts=["decode"],
+            # the bound the weights-only roofline misread (it is vetoed): memory, from the floor that counts the KV
+            sets_bound=BoundClaim(rank=Rank.SERVING_FLOOR + 0.25, bound="memory", leads=False, words=(
+                f"A decode step of {fmt(itl, 'ms')} is {itl / fit.ms:.2f}x its memory floor once the KV reads count "
+                f"({fit.arithmetic}): memory-bound, not compute-bound."))))
     # the user's figure of a phase is mostly spent outside the engine: a roofline verdict on that phase (the engine's
     # own prefill or decode) is true of the engine and says nothing of what the user waits for
     phase_of = {"ttft.client_over_engine": "prefill", "itl.client_over_engine": "decode",

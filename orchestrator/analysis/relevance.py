@@ -117,6 +117,41 @@ _LOW_RATE = re.compile(r"\b(?:generation|output|tokens?|inference|serving|\w*put
 "...put"), i.e. throughput whatever the spelling of the metric."""
 
 
+_REFERENCE = re.compile(r"\b(?:published|reported|advertised|official|expected|reference|others (?:get|see|report)|"
+                        r"should (?:be|get|see)|vendor'?s?|claimed)\b[^.?!\n]{0,80}?\d", re.IGNORECASE)
+"""A figure the user compares with: a published, advertised or expected one ("published numbers ... are ~4 ms per
+token")."""
+_COMPARED = re.compile(r"\d+(?:\.\d+)?\s*x\s+(?:slower|faster|worse|lower|higher|more|less)\b|\b(?:slower|faster|worse)\b",
+                       re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.?!;](?=\s|$)|\n")
+_QUOTED = re.compile(r"\d[\d.,]*\s*(?:ms|s|sec|seconds?|milliseconds?|tok(?:ens)?/s)\b", re.IGNORECASE)
+
+
+def _compared_only(text: str, found: set[Symptom]) -> set[Symptom]:
+    """The symptoms to keep where the question sets one figure against a reference and says how much slower: the
+    reference's symptom, and not another timing the user merely quotes beside it as context ("17.2 ms per output token
+    and 0.2 s TTFT ... published numbers are ~4 ms per token. why are we 4x slower?": per-token latency, not TTFT)."""
+    ref = _REFERENCE.search(text)
+    if ref is None or not _COMPARED.search(text):
+        return found
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    start = max([i for i in ends if i <= ref.start()] or [0])
+    stop = min([i for i in ends if i > ref.end()] or [len(text)])
+    clause = text[start:stop]
+    named = {s for s, rx in _WORDS if rx.search(clause)} | ({"itl"} if _FIGURE_ITL.search(clause) else set())
+    named &= {"ttft", "itl", "throughput"}
+    if len(named) != 1:
+        return found
+    out = set(found)
+    for s, rx in _WORDS:
+        if s in named or s not in out or s not in ("ttft", "itl", "throughput"):
+            continue
+        hits = list(rx.finditer(text))
+        if hits and all(_QUOTED.search(text[max(0, m.start() - 16): m.end() + 16]) for m in hits):
+            out.discard(s)  # named only beside its own figure: context, not the complaint
+    return out
+
+
 def _before_after(observations: "Observations") -> bool:
     """Two runs (or two benchmarks) of the same shape under different labels: a before/after pair, i.e. a
     regression question, whatever the words (TP4 against TP8, or one concurrency against another, is not)."""
@@ -247,6 +282,11 @@ SAY: dict[Symptom, str] = {"throughput": "throughput", "itl": "per-token latency
                            "cost": "cost"}
 
 
+_WORKER_ROLE = re.compile(r"(?i)\bdecode(?=[- ](?:workers?|nodes?|instances?|pods?|servers?|engines?|side|pool)\b)")
+""""Decode" naming a worker of a disaggregated deployment (the place that streams the answer), not the decode phase
+as a symptom: "prefill and decode workers on two nodes" asks about nothing per token."""
+
+
 def asked(question: str, observations: "Observations | None" = None) -> Asked:
     """The symptoms and subjects of a question (and of the observations' notes), and those of them named for certain:
     by a specific word, or by what the observations measured and compare."""
@@ -254,6 +294,7 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
     if observations is not None and observations.notes:
         text += "\n" + str(observations.notes)
     text = _FINE.sub(_unless_asked, _TAG.sub("", text))  # "throughput looks fine": not what is asked about
+    text = _WORKER_ROLE.sub("worker", text)  # "the decode workers": a place in a disaggregated deployment
     found: set[Symptom] = set()
     if _PROMPT_PHASE.search(text):  # the prompt's processing: TTFT, and its verb ("load") no longer says start-up
         found.add("ttft")
@@ -269,6 +310,7 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
     found |= {s for s, rx in _WORDS if rx.search(text)}
     if _LATENCY.search(text) and not found & {"ttft", "itl"}:
         found |= {"itl", "ttft"}
+    found = _compared_only(text, found)
     measured = measured_symptoms(observations) if observations is not None else set()
     certain = set(found) | measured
     generic = bool(_GENERIC.search(text))

@@ -94,6 +94,21 @@ def test_gpus_taking_turns_are_serialized_work():
     assert account_bound(found)[2].id == "account-nothing-saturated"  # type: ignore[index]
 
 
+def test_one_and_the_same_gpu_busy_is_gpus_unused_not_gpus_taking_turns():
+    """One GPU busy in every sample and the others never: the others do no work. Holding no memory they run nothing
+    (the engine's parallelism spans fewer GPUs); holding an engine's memory they serve no requests (the load reaches
+    one replica)."""
+    series = [[98] * 16] + [[0] * 16 for _ in range(3)]
+    for mib, words in ((0.0, "parallelism"), (41800.0, "one replica")):
+        acct = account(24, n=4, series=series)
+        for g in acct.gpus:
+            g.memory_used_mib = 170000.0 if g.index == 0 else mib
+        found = account_findings(view(acct))
+        assert not any(f.id == "account-gpus-take-turns" for f in found)
+        one = next(f for f in found if f.id == "account-one-gpu-works")
+        assert "Only GPU 0" in one.title and words in one.claim, one.claim
+
+
 def test_one_snapshot_is_not_a_window():
     a = account(10, thread=1.0)
     a.gpus[0].samples = 1

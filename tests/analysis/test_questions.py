@@ -92,3 +92,12 @@ def test_what_the_user_measured_and_compares_names_the_symptom_for_certain():
     generic = asked("Why is tensor parallel 2 barely faster than a single GPU on this workstation?")
     assert generic.symptoms == {"throughput"} and generic.uncertain  # the words alone: a rate, uncertainly
     assert asked("why is TTFT high under load?").certain == {"ttft"}
+
+
+def test_a_decode_worker_is_a_place_not_the_decode_phase():
+    """In a disaggregated deployment "prefill and decode workers" names where the work runs; the symptom is what the
+    question asks of it."""
+    assert asked("prefill and decode workers on two 2xH100 nodes: our TTFT is 0.67 s, how much is the hand-off?"
+                 ).symptoms == {"ttft"}
+    assert "itl" in asked("decode is slow on the decode worker").symptoms
+    assert "itl" in asked("the decode-side pods stutter").symptoms

@@ -335,9 +335,17 @@ def test_the_host_script_reads_only_the_keys_it_names(tmp_path):
     from orchestrator.probes import scripts
     from orchestrator.probes.runner import with_params
 
-    src = with_params(scripts.load("request_files"), {"models": ["/models/m", "/models/absent"], "servers": False})
-    out = subprocess.run([sys.executable, "-I", "-S", "-"], input=src, capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "INVESTIGATE_NODE_ROOT": str(tmp_path)})
+    # the engine that names them: the host reads a model's files only as the process that names it could
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--model", "/models/m",
+                               "--model", "/models/absent"])
+    try:
+        src = with_params(scripts.load("request_files"), {"models": [
+            {"ref": "/models/m", "pid": engine.pid}, {"ref": "/models/absent", "pid": engine.pid}], "servers": False})
+        out = subprocess.run([sys.executable, "-I", "-S", "-"], input=src, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "INVESTIGATE_NODE_ROOT": str(tmp_path)})
+    finally:
+        engine.kill()
+        engine.wait()
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["looked"] == ["/models/m", "/models/absent"] and len(data["models"]) == 1
@@ -346,6 +354,15 @@ def test_the_host_script_reads_only_the_keys_it_names(tmp_path):
     assert m["template_tokens"] == ["<|eot_id|>"] and "SECRET-TEMPLATE-TEXT" not in out.stdout
     files = RequestFiles.model_validate({"kind": "request_files", "models": data["models"]})
     assert files.facts()["model_files.turn_end_missing"] is True
+
+
+def test_a_model_whose_files_were_not_read_is_a_gap():
+    """A model reference the host refused to read (no process that names it could) is said in the diagnosis's gaps,
+    not silently missing."""
+    files = RequestFiles(host="gpu-box", looked=["/root/model"], refused={"/root/model": "no running process names it"})
+    v = _view(files=files)
+    request_account_findings(v)
+    assert ("the served model's files (/root/model) on gpu-box (ev-4.1)", "no running process names it") in v.notices
 
 
 async def test_the_tool_gives_a_model_the_account_and_the_mechanisms(tmp_path):
@@ -709,3 +726,171 @@ def test_requests_waiting_while_the_batch_has_room_for_the_other_adapter_are_lor
     f = {x.id: x for x in request_account_findings(v)}["request-lora-slots"]
     assert "--max-loras 1" in f.title and "support-lora" in f.title
     assert any("--max-loras" in r for r in f.recommendations)
+
+
+def test_prompts_and_answers_counted_high_by_one_factor_are_another_tokenizer():
+    """The client counts 1.37x the engine's tokens in the prompts and 1.36x in the answers: one factor on both sides
+    is a tokenizer (a benchmark's default), and its per-token time, divided by that many more tokens, reads no decode
+    bound. Answers alone off (the prompts agree) is not a tokenizer: the factor must hold on both sides."""
+    eng = _engine(_metrics(ttft_s=0.145, itl_s=0.0109, e2e_s=5.58, n=800, prompt=1459, gen=500, running=16))
+    both = _view(eng, [_client("genai-perf", max_concurrency=16, completed=800, input_len=1999, output_len=680,
+                               ttft={"mean": 147.0}, itl={"p50": 8.02}, e2el={"mean": 5587.0})],
+                 model={"name": "Qwen2.5-14B-Instruct-AWQ", "quantization": "awq"})
+    found = {f.id: f for f in request_account_findings(both)}
+    f = found["request-client-tokenizer-differs"]
+    assert "1.37x" in f.title and "1.36x in the answers" in f.claim and "10.9 ms per token in the engine's tokens" in f.claim
+    assert any("--tokenizer" in r for r in f.recommendations)
+    assert found["request-contradiction-tokens"].contradicts == ["decode"]
+    one_side = _view(eng, [_client("genai-perf", max_concurrency=16, completed=800, input_len=1470, output_len=680,
+                                   ttft={"mean": 147.0}, itl={"p50": 8.02}, e2el={"mean": 5587.0})],
+                     model={"name": "Qwen2.5-14B-Instruct-AWQ", "quantization": "awq"})
+    ids = {x.id for x in request_account_findings(one_side)}
+    assert "request-client-tokenizer-differs" not in ids and "request-contradiction-tokens" not in ids
+
+
+def _embedding_metrics() -> str:
+    """vLLM serving a pooling model: each input of a request is an engine request, no token generated."""
+    return _metrics(ttft_s=0.0086, itl_s=0.0, e2e_s=0.0086, n=2_000_000, prompt=229.4, gen=0.0, running=96)
+
+
+def test_embedding_answers_that_fill_the_link_are_their_vectors_bytes():
+    """An indexing job sends 64 inputs per request: the engine counts each as a request (64x the requests, 1/64 of
+    the prompt tokens each), which is no residual. Its answers leave by eno1 at 94 % of 1 Gb/s: 118 MB/s over 222.7
+    requests/s is 528 KB per answer, 8.25 KB per vector, at the link's ceiling: the vectors' bytes, as JSON floats,
+    are the limit (base64, or the idle 100 Gb/s port). Without a full link nothing is said of bytes."""
+    from orchestrator.prongs.resource_account.models import HostAccount, Nic, ResourceAccount
+
+    bench = [_client("indexing job", max_concurrency=16, completed=31250, failed=0, duration_s=140.3,
+                     input_len=14720, request_throughput=222.7, e2el={"mean": 71.8})]
+    model = {"name": "bge-small-en-v1.5", "quantization": "fp16"}
+
+    def with_nic(tx: float) -> EvidenceView:
+        v = _view(_engine(_embedding_metrics(), model="BAAI/bge-small-en-v1.5"), bench, model=model)
+        ra = ResourceAccount(host="gpu-box", window_s=1.0, host_account=HostAccount(nics=[
+            Nic(name="eno1", rx_bytes_per_s=11.5e6, tx_bytes_per_s=tx, speed_mbit=1000),
+            Nic(name="ens1f0np0", rx_bytes_per_s=1.25e5, tx_bytes_per_s=1.25e5, speed_mbit=100000)]))
+        return EvidenceView(v.evidence + [ev("ev-5.1", ra, tool="resource_account")], v.observations, v.question)
+
+    full = with_nic(117.6e6)
+    acct = build_account(full)
+    assert acct is not None and acct.clients[0].inputs == 64
+    shapes = {r.shape for r in acct.residuals}
+    assert "throughput.at_link_ceiling" in shapes
+    assert not shapes & {"tokens_in.client_over_engine", "load.engine_over_client", "requests.engine_over_client"}
+    f = {x.id: x for x in request_account_findings(full)}["request-vectors-as-json-floats"]
+    assert "8.25 KB per input" in f.title and "JSON floats" in f.claim
+    assert f.sets_bound is not None and f.sets_bound.bound == "communication"
+    assert any("base64" in r and "ens1f0np0 (100 Gb/s)" in r for r in f.recommendations)
+    quiet = with_nic(20e6)
+    assert "throughput.at_link_ceiling" not in {r.shape for r in build_account(quiet).residuals}
+
+
+# --- the orchestrator's allocation, the replicas behind one address -------------------------------------------------
+
+def _with_path(v: EvidenceView, files: dict[str, str]) -> EvidenceView:
+    """The view with the whole-path probe's report of these files (as `--path-config` gives them), under an id of
+    its own (facts are cached by evidence id)."""
+    from orchestrator.prongs.path.probe import report_from
+
+    n = sum(len(t) for t in files.values())
+    return EvidenceView([*v.evidence, ev(f"ev-5.{n}", report_from("gpu-box", {}, files), tool="path_layers")],
+                        v.observations)
+
+
+def _pod(gpus: int) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "llm-0"}, "spec": {"containers": [
+        {"name": "vllm", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}})
+
+
+def test_gpus_allocated_to_the_pod_beyond_the_engine_s_parallelism_are_held_and_idle():
+    """The pod's GPU limit against the engine's tensor x pipeline x data parallel size: the GPUs between are idle,
+    and the fix is the parallelism (or the replicas) the allocation is for."""
+    eng = _engine(_metrics(ttft_s=0.1, itl_s=0.018, e2e_s=5.5, n=100, prompt=1000, gen=300, running=96),
+                  flags=("--tensor-parallel-size", "1"))
+    base = _view(eng, [_client(max_concurrency=96, completed=100)], count=4)
+    v = _with_path(base, {"/tmp/pod.json": _pod(4)})
+    acct = build_account(v)
+    assert acct is not None
+    r = next(r for r in acct.residuals if r.shape == "gpus.allocated_over_used")
+    assert (r.a, r.b) == (4, 1) and "orchestrator" in r.layer
+    f = next(x for x in request_account_findings(v) if "allocated" in x.title)
+    assert "1 of the 4 GPUs" in f.title and any("tensor_parallel_size) of 4" in x for x in f.recommendations)
+    assert "gpus.allocated_over_used" not in _shapes(_with_path(base, {"/tmp/pod.json": _pod(1)}))
+    assert "gpus.allocated_over_used" not in _shapes(base)
+
+
+def _replicas(running: tuple[float, ...]):
+    engines = [{"argv": ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--port", str(8000 + i)], "kind": "vllm",
+                "pid": 7 + i, "metrics": {"url": f"http://127.0.0.1:{8000 + i}/metrics", "status": 200,
+                                          "text": _metrics(ttft_s=4.8, itl_s=0.03, e2e_s=13.8, n=600, prompt=1000,
+                                                           gen=300, running=r)}}
+               for i, r in enumerate(running)]
+    return build_report("gpu-box", {"engines": engines, "logs": []}, [])
+
+
+LITELLM_ONE = """model_list:
+  - model_name: qwen
+    litellm_params: {model: hosted_vllm/Qwen/Qwen2.5-7B-Instruct, api_base: "http://qwen.llm.svc.cluster.local:8000/v1"}
+"""
+LITELLM_THREE = "model_list:\n" + "".join(
+    f"  - model_name: qwen\n    litellm_params: {{model: hosted_vllm/Qwen/Qwen2.5-7B-Instruct, "
+    f"api_base: \"http://10.0.0.{i}:8000/v1\"}}\n" for i in (1, 2, 3))
+
+
+def test_one_replica_of_three_loaded_behind_a_gateway_with_one_address_is_per_connection_balancing():
+    """Replicas' own running counts disagree (one loaded, the others idle) and the gateway in front names one address
+    for the model: the balancing is behind that address, per connection; a gateway that lists each replica is not."""
+    base = _view(_replicas((128.0, 0.0, 0.0)), [_client(max_concurrency=128, completed=1800)],
+                 model={"name": "Qwen2.5-7B-Instruct"}, count=3)
+    v = _with_path(base, {"/etc/litellm/config.yaml": LITELLM_ONE})
+    assert "load.engines_unbalanced" in _shapes(v)
+    f = next(x for x in request_account_findings(v) if "one address" in x.title)
+    assert "3 replicas" in f.title and any("model_name" in r for r in f.recommendations)
+    assert "infx" not in f.claim
+    listed = request_account_findings(_with_path(base, {"/etc/litellm/config.yaml": LITELLM_THREE}))
+    assert not any("one address" in x.title for x in listed)
+
+
+# --- a disaggregated deployment's KV hand-off -----------------------------------------------------------------------
+
+UCX_TCP = ("[1759396451.201934] [decode-0:452  :0]    ucp_context.c:1153 UCX  WARN  network device 'mlx5_0:1' is not "
+           "available, please use one or more of: 'eth0'(tcp), 'lo'(tcp)")
+NIXL_ARGS = ("(APIServer pid=412) INFO 10-02 09:13:04 [utils.py:233] non-default args: {'model': 'm', "
+             "'kv_transfer_config': KVTransferConfig(kv_connector='NixlConnector', engine_id='decode-0', "
+             "kv_role='kv_both')}")
+
+
+def test_the_kv_hand_off_is_the_frontend_s_ttft_less_the_prefill_worker_s_read_against_the_links():
+    """Pure: the hand-off's time, bytes and rate; over TCP (UCX's own fallback line, or a rate at the TCP NIC's
+    line rate far below the RDMA port's) it is the residual; a small one is not."""
+    from types import SimpleNamespace as NS
+
+    from orchestrator.prongs.request.handoff import handoff, rdma_rate
+
+    eth0 = NS(name="eth0", rx_bytes_per_s=1.17e9, tx_bytes_per_s=1.7e7, speed_mbit=10000.0)
+    ib = rdma_rate([NS(name="mlx5_0", ports=[NS(state="4: ACTIVE", rate="400 Gb/sec (4X NDR)")])])
+    assert ib == ("mlx5_0", 400.0)
+    runs = [("frontend", "genai-perf", 2362.0), ("prefill worker", "its own TTFT", 581.0)]
+    h = handoff([NIXL_ARGS, UCX_TCP], runs, None, 6000, (327680.0, "config"), [eth0], ib)
+    assert h is not None and h.slow and h.transport == "tcp" and h.at_tcp_line_rate
+    assert round(h.ms) == 1781 and round(h.bytes / 1e9, 2) == 1.97 and 8 < h.rate_gbit < 9.5
+    assert "1.97 GB in 1,781 ms" in h.arithmetic()
+    quiet = NS(name="eth0", rx_bytes_per_s=5e6, tx_bytes_per_s=4e6, speed_mbit=10000.0)
+    small = handoff([NIXL_ARGS], [("frontend", "", 672.0), ("prefill worker", "", 581.0)], None, 6000,
+                    (327680.0, "config"), [quiet], ib)
+    assert small is not None and not small.slow and small.transport is None and not small.at_tcp_line_rate
+    assert handoff([UCX_TCP], runs, None, 6000, None, [eth0], ib) is None  # no KV connector: not disaggregated
+
+
+def test_a_slow_hand_off_over_tcp_leads_and_a_small_one_is_said_as_the_prefill_s():
+    metrics = _metrics(ttft_s=1.78, itl_s=0.0172, e2e_s=6.6, n=1200, prompt=6000, gen=280, running=16)
+    model = {"name": "Llama-3.3-70B-Instruct", "quantization": "fp8"}
+    for front, logs, want in ((2362.0, [NIXL_ARGS, UCX_TCP], "request-kv-transfer-over-tcp"),
+                              (672.0, [NIXL_ARGS], "request-kv-handoff-small")):
+        eng = _engine(metrics, logs=logs, model="meta-llama/Llama-3.3-70B-Instruct", flags=("--tensor-parallel-size", "2"))
+        v = _view(eng, [_client("frontend", max_concurrency=16, completed=1200, input_len=6000, output_len=280,
+                                ttft={"mean": front}), _client("prefill worker", input_len=6000, ttft={"mean": 581.0})],
+                  model=model, count=2)
+        found = request_account_findings(v)
+        assert any(f.id == want for f in found), [f.id for f in found]
+        assert not any(r.shape == "ttft.run_over_run" for r in build_account(v).residuals)

@@ -298,3 +298,20 @@ def test_every_parser_is_total(layer):
 def test_size_is_bounded():
     with pytest.raises(ps.ConfigError):
         ps.parse_haproxy("x" * (ps.PATH_CONFIG_MAX_BYTES + 1))
+
+
+def test_litellm_counts_each_model_names_addresses_and_keeps_its_limits():
+    """Each model name's distinct api_bases (the deployments its router balances among, credentials left out) and
+    every deployment's limits, whatever the api_bases."""
+    from orchestrator.prongs.path import parsers as ps
+
+    text = ("model_list:\n"
+            "  - model_name: a\n    litellm_params: {model: hosted_vllm/a, api_base: 'http://u:pw@10.0.0.1:8000/v1',"
+            " tpm: 1000}\n"
+            "  - model_name: a\n    litellm_params: {model: hosted_vllm/a, api_base: 'http://10.0.0.2:8000/v1'}\n"
+            "  - model_name: b\n    litellm_params: {model: hosted_vllm/b, api_base: os.environ/B_URL, rpm: 5}\n")
+    got = {k: s.value for k, s in ps.parse_one("litellm", {"c.yaml": text}).settings.items()}
+    assert got["deployments.a"] == 2 and got["deployments.b"] == 1 and got["max_deployments"] == 2
+    assert got["api_base.a"] == "http://10.0.0.1:8000/v1" and got["api_base.b"] == "os.environ/B_URL"
+    assert got["tpm_limit"] == 1000 and got["rpm_limit"] == 5
+    assert "pw" not in repr(got)

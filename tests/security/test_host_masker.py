@@ -221,3 +221,34 @@ def test_a_pods_name_never_overrides_the_cgroups_uid():
     got = reduce_pods({"items": [other, mine]}, {"pod_uid": "u-mine", "name": "other"}, set(), ())
     assert got["metadata"]["name"] == "mine"
     assert reduce_pods(other, {"name": "other"}, set(), ())["metadata"]["name"] == "other"  # a verified name alone
+
+
+def test_a_pod_is_found_by_its_cgroups_container_id_where_no_pod_has_its_uid():
+    """The cgroup names the pod's uid and the container's id; a static pod's mirror on the API server has a uid of
+    its own (the kubelet's is in `kubernetes.io/config.mirror`): the pod whose container status holds the cgroup's
+    container id, or whose mirror annotation holds its uid, is the process's pod; a name never stands in for them."""
+    reduce_pods = PATH_NS["reduce_pods"]
+    other = {"kind": "Pod", "metadata": {"name": "other", "uid": "u-other"},
+             "status": {"containerStatuses": [{"containerID": "containerd://aaaa1111"}]}}
+    mine = {"kind": "Pod", "metadata": {"name": "mine", "uid": "u-api"},
+            "status": {"containerStatuses": [{"containerID": "containerd://9f2c4e1a7b3d"}]}}
+    mirror = {"kind": "Pod", "metadata": {"name": "static", "uid": "u-api2",
+                                          "annotations": {"kubernetes.io/config.mirror": "u-kubelet"}}}
+    pods = {"items": [other, mine, mirror]}
+    assert reduce_pods(pods, {"pod_uid": "u-cgroup", "container_id": "9f2c4e1a7b3d"}, set(), ())["metadata"][
+        "name"] == "mine"
+    assert reduce_pods(pods, {"pod_uid": "u-kubelet"}, set(), ())["metadata"]["name"] == "static"
+    assert reduce_pods(pods, {"pod_uid": "u-other", "container_id": "9f2c4e1a7b3d"}, set(), ())["metadata"][
+        "name"] == "other"  # the uid, when a pod has it, first
+    assert reduce_pods(pods, {"pod_uid": "u-cgroup", "container_id": "ffff", "name": "mine"}, set(), ()) is None
+
+
+def test_the_only_pod_listed_is_taken_when_it_carries_nothing_the_cgroup_could_contradict():
+    """A pod object without a uid or container ids (a manifest's, not the API server's) is taken when it is the only
+    one; one whose uid differs from the cgroup's is not."""
+    reduce_pods = PATH_NS["reduce_pods"]
+    bare = {"kind": "Pod", "metadata": {"name": "llm-0"}, "status": {"containerStatuses": [{"name": "vllm"}]}}
+    assert reduce_pods(bare, {"pod_uid": "u-cgroup", "container_id": "abcd"}, set(), ())["metadata"]["name"] == "llm-0"
+    other = {"kind": "Pod", "metadata": {"name": "other", "uid": "u-other"}}
+    assert reduce_pods(other, {"pod_uid": "u-cgroup"}, set(), ()) is None
+    assert reduce_pods({"items": [bare, other]}, {"pod_uid": "u-cgroup"}, set(), ()) is None

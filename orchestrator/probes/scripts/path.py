@@ -545,26 +545,42 @@ def reduce_docker(doc, names, prefixes):
     return out
 
 
+def _pod_ids(pod):
+    """The uid and container ids a pod object carries (none in a manifest)."""
+    meta = pod.get("metadata") or {}
+    ids = [str(s.get("containerID") or "") for s in (pod.get("status") or {}).get("containerStatuses") or []
+           if isinstance(s, dict)]
+    return [x for x in [str(meta.get("uid") or "")] + ids if x]
+
+
 def reduce_pods(doc, want, names, prefixes):
     """The one pod of a pod list that `want` names (uid, container id or name); the only one when there is one."""
     items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
     items = [i for i in items if isinstance(i, dict)]
-    hit = None
-    for i in items:
+
+    def uid_is(i):
         meta = i.get("metadata") or {}
+        # a static pod runs under the kubelet's uid (its config hash); the API server's mirror of it has a uid of its
+        # own and carries the kubelet's in this annotation (kubelet pkg/kubelet/pod/mirror_client.go)
+        mirror = (meta.get("annotations") or {}).get("kubernetes.io/config.mirror")
+        return want["pod_uid"] in (meta.get("uid"), mirror)
+
+    def container_is(i):
         ids = [str(s.get("containerID", "")).split("://")[-1] for s in (i.get("status") or {}).get(
             "containerStatuses") or [] if isinstance(s, dict)]
-        # the cgroup's uid or container id, when known, is the kernel's word: a name (a process's own) never overrides it
-        if want.get("pod_uid"):
-            ok = meta.get("uid") == want["pod_uid"]
-        elif want.get("container_id"):
-            ok = any(x and (x.startswith(want["container_id"]) or want["container_id"].startswith(x)) for x in ids)
-        else:
-            ok = bool(want.get("name")) and meta.get("name") == want["name"]
-        if ok:
-            hit = i
-            break
-    if hit is None and len(items) == 1 and not want.get("pod_uid") and not want.get("container_id"):
+        return any(x and (x.startswith(want["container_id"]) or want["container_id"].startswith(x)) for x in ids)
+
+    # the cgroup's uid or container id, when known, is the kernel's word: a name (a process's own) never overrides
+    # it. The uid first; the container id where no pod has that uid (both are the cgroup's, the container id as
+    # unique as the uid)
+    tests = ([uid_is] if want.get("pod_uid") else []) + ([container_is] if want.get("container_id") else [])
+    if not tests:
+        tests = [lambda i: bool(want.get("name")) and (i.get("metadata") or {}).get("name") == want["name"]]
+    hit = next((i for t in tests for i in items if t(i)), None)
+    if hit is None and len(items) == 1 and (not (want.get("pod_uid") or want.get("container_id"))
+                                            or not _pod_ids(items[0])):
+        # the only pod listed, and nothing of it that the cgroup could contradict: a pod without a uid or container
+        # ids is not the API server's (which always gives both to a running pod) but a manifest's
         hit = items[0]
     return reduce_pod(hit, names, prefixes) if hit else None
 

@@ -1,11 +1,18 @@
 """The served model's files that decide what a request becomes inside the engine (the request account's probe).
 
 stdlib only, Python >= 3.8, read-only, one round trip. Params (JSON, argv[1]):
-  {"models": [ref, ...], "max_file_bytes": int, "servers": bool, "max_metrics_bytes": int, "timeout_s": float}
-A ref is how the engine names its model: a directory on the host, or a Hugging Face hub id (`org/name`), looked up
-in the hub cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub: the newest snapshot). Paths are read under
+  {"models": [{"ref": ref, "pid": pid}, ...], "max_file_bytes": int, "servers": bool, "max_metrics_bytes": int,
+   "timeout_s": float}
+A ref is how an engine names its model: a directory on the host (absolute, or relative to the engine's working
+directory), or a Hugging Face hub id (`org/name`), looked up in the engine's hub cache ($HF_HUB_CACHE, $HF_HOME/hub,
+~/.cache/huggingface/hub of ITS environment: the newest snapshot). pid is the engine process that names it: its files
+are read only as that process could read them (the prelude's proc_creds and read_host_file), and only while its
+command line still names the ref (a pid reused by another process names nothing). A ref without a pid (a launch
+script's, a log's, a model's request) is read only by a probe that runs unprivileged (as its own user, whom the kernel
+checks); as root it is refused: root would read it for whoever wrote the name. Paths are read under
 $INVESTIGATE_NODE_ROOT when it is set (a staged host's root), like the node and account probes.
-Prints {"models": [...], "looked": [...]}: for each model found, the keys of config.json that describe its
+Prints {"models": [...], "looked": [...], "refused": {ref: why}}: for each model found, the keys of config.json that
+describe its
 architecture, generation_config.json's stop and length keys, tokenizer_config.json's eos_token and the special tokens
 its chat template uses (never the template's text), and preprocessor_config.json's image sizing keys. Nothing else of
 the files leaves the host.
@@ -38,9 +45,9 @@ def rooted(path):
     return os.path.join(ROOT, path.lstrip("/"))
 
 
-def read_json(path, limit):
+def read_json(path, limit, creds):
     try:
-        data, truncated = read_host_file(path, limit)
+        data, truncated = read_host_file(path, limit, creds)
     except OSError as exc:
         return None, str(exc)
     if truncated:
@@ -63,47 +70,101 @@ def pick(d, keys):
     return out
 
 
-def hub_dirs(ref):
+def proc_environ(pid):
+    """The environment of process pid as a dict ({} when it cannot be read)."""
+    try:
+        raw = read_host_file("/proc/%d/environ" % pid, 1 << 20)[0]
+    except OSError:
+        return {}
+    out = {}
+    for item in raw.split(b"\0"):
+        k, _, v = item.decode("utf-8", "replace").partition("=")
+        if k:
+            out[k] = v
+    return out
+
+
+def names(argv, ref):
+    """Whether the command line argv names ref (a word of its own, or a `--flag=ref`)."""
+    return any(a == ref or a.endswith("=" + ref) for a in argv)
+
+
+def hub_dirs(ref, env, creds):
+    """The newest snapshot of hub id ref in the hub cache that env (the engine's environment) points at, listed as a
+    process of creds could list it; None when there is none."""
     roots = []
-    for env in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if os.environ.get(env):
-            roots.append(os.environ[env])
-    if os.environ.get("HF_HOME"):
-        roots.append(os.path.join(os.environ["HF_HOME"], "hub"))
-    roots.append(os.path.join(os.path.expanduser("~"), ".cache", "huggingface", "hub"))
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if env.get(name):
+            roots.append(env[name])
+    if env.get("HF_HOME"):
+        roots.append(os.path.join(env["HF_HOME"], "hub"))
+    if env.get("HOME"):
+        roots.append(os.path.join(env["HOME"], ".cache", "huggingface", "hub"))
     name = "models--" + ref.replace("/", "--")
     for r in roots:
-        snaps = os.path.join(r, name, "snapshots")
-        try:
-            revs = [os.path.join(snaps, x) for x in os.listdir(snaps)]
-        except OSError:
+        if not os.path.isabs(r):
             continue
+        snaps = os.path.join(r, name, "snapshots")
+        listed, _why = list_host_dir(snaps, creds)
+        revs = [os.path.join(snaps, x) for x in listed]
         revs = [x for x in revs if os.path.isdir(x)]
         if revs:
             return max(revs, key=lambda x: os.stat(x).st_mtime)
     return None
 
 
-def model_dir(ref):
-    if os.path.isabs(ref):
-        d = rooted(ref)
-        return d if os.path.isdir(d) else None
-    if ref.count("/") == 1 and not ref.startswith("."):
-        return hub_dirs(ref)
-    return None
+def model_dir(ref, env, cwd, creds):
+    """The directory ref names for a process of env, cwd and creds (vLLM's order: a local directory first, then the
+    hub cache), None when there is none, or a string: why that process could not reach it. Whether a directory
+    exists is asked only after the process could search every directory above it (nothing is learnt of a place it
+    may not enter)."""
+    hub = not os.path.isabs(ref) and ref.count("/") == 1 and not ref.startswith((".", "~"))
+    local = rooted(ref) if os.path.isabs(ref) else os.path.join(cwd, ref) if cwd and not ref.startswith("~") else None
+    if local is not None:
+        why = search_refused(os.path.realpath(local), creds) if creds is not None and creds[0] != 0 else None
+        if why and not hub:
+            return "%s: %s" % (ref, why)
+        if not why and os.path.isdir(local):
+            why = unreachable(local, creds)
+            return "%s: %s" % (ref, why) if why else local
+    return hub_dirs(ref, env, creds) if hub else None
+
+
+def naming(ref, pid):
+    """(env, cwd, creds) of the process pid that names ref, or a string: why its files are not read."""
+    if pid is None:
+        if os.geteuid() != 0:
+            return dict(os.environ), None, None  # this probe's own user: the kernel checks each read
+        return "no running process names it (a launch script's, a log's or a request's name): not read as root"
+    try:
+        pid = int(pid)
+    except (TypeError, ValueError):
+        return "not a process id: %r" % (pid,)
+    argv = proc_argv(pid)
+    if not argv or not names(argv, ref):
+        return "pid %d no longer names it: not read" % pid
+    creds = proc_creds(pid)
+    if creds is None:
+        return "pid %d is gone: not read" % pid
+    if elsewhere(creds):
+        return elsewhere(creds)
+    _exe, cwd, _ppid = proc_identity(pid)
+    env = proc_environ(pid)
+    return env, cwd, creds
 
 
 def template_tokens(template, specials):
     return sorted({c for c in specials.values() if c and c in template})
 
 
-def read_model(ref, limit):
-    d = model_dir(ref)
-    if d is None:
-        return None
+def read_model(ref, limit, env, cwd, creds):
+    """What the model directory ref names says (None: there is none), each file read as a process of creds could."""
+    d = model_dir(ref, env, cwd, creds)
+    if d is None or d.startswith(ref + ": "):
+        return d
     out = {"ref": ref, "path": ref if os.path.isabs(ref) else d, "config": {}, "generation": {},
            "special_tokens": {}, "template_tokens": [], "preprocessor": {}, "errors": []}
-    cfg, err = read_json(os.path.join(d, "config.json"), limit)
+    cfg, err = read_json(os.path.join(d, "config.json"), limit, creds)
     if isinstance(cfg, dict):
         c = pick(cfg, CONFIG_KEYS)
         for k in NESTED:
@@ -112,10 +173,10 @@ def read_model(ref, limit):
         out["config"] = c
     elif err and "No such file" not in err:
         out["errors"].append("config.json: " + err)
-    gen, err = read_json(os.path.join(d, "generation_config.json"), limit)
+    gen, err = read_json(os.path.join(d, "generation_config.json"), limit, creds)
     if isinstance(gen, dict):
         out["generation"] = pick(gen, GENERATION_KEYS)
-    tok, err = read_json(os.path.join(d, "tokenizer_config.json"), limit)
+    tok, err = read_json(os.path.join(d, "tokenizer_config.json"), limit, creds)
     if isinstance(tok, dict):
         specials = {}
         for tid, t in (tok.get("added_tokens_decoder") or {}).items():
@@ -136,7 +197,7 @@ def read_model(ref, limit):
             out["template_chars"] = len(template)
             out["template_thinking"] = "enable_thinking" in template or "<think>" in template
             out["special_tokens"] = {k: v for k, v in specials.items() if v in used or v == eos}
-    pre, err = read_json(os.path.join(d, "preprocessor_config.json"), limit)
+    pre, err = read_json(os.path.join(d, "preprocessor_config.json"), limit, creds)
     if isinstance(pre, dict):
         out["preprocessor"] = pick(pre, PREPROCESSOR_KEYS)
     return out
@@ -223,18 +284,22 @@ def mig_devices():
 def main():
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     limit = int(params.get("max_file_bytes", 4000000))
-    models, looked = [], []
-    for ref in (params.get("models") or [])[:4]:
+    models, looked, refused = [], [], {}
+    for item in (params.get("models") or [])[:4]:
+        ref, pid = (item.get("ref"), item.get("pid")) if isinstance(item, dict) else (item, None)
         if not isinstance(ref, str) or not ref or ref in looked:
             continue
         looked.append(ref)
-        m = read_model(ref, limit)
-        if m is not None:
+        who = naming(ref, pid)
+        m = read_model(ref, limit, *who) if isinstance(who, tuple) else who
+        if isinstance(m, dict):
             models.append(m)
+        elif isinstance(m, str):
+            refused[ref] = m
     servers = scan_servers(int(params.get("max_metrics_bytes", 2000000)), float(params.get("timeout_s", 2.0))) \
         if params.get("servers", True) else []
     mig = mig_devices() if params.get("mig") else []
-    print(json.dumps({"models": models, "looked": looked, "servers": servers, "mig": mig}))
+    print(json.dumps({"models": models, "looked": looked, "refused": refused, "servers": servers, "mig": mig}))
 
 
 main()

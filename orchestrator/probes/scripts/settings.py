@@ -15,9 +15,20 @@ dist-info its interpreter sees, and
   mappings these files are: no anchors, aliases or tags). What leaves the host is the parsed keys that are known
   settings (`config_keys`, the settings knowledge base), as JSON text, with the values of secret-looking keys and
   secret-looking values masked; never the file's text. `dropped` counts the keys left on the host.
+- NCCL's configuration files, as NCCL itself reads them at its first ncclGetEnv (src/misc/param.cc: initEnvFunc,
+  setEnvFile; src/os/linux.cc: ncclOsSetEnv is setenv(name, value, 0)): the file $NCCL_CONF_FILE names (from the
+  process's environment; relative to its working directory), else ~/.nccl.conf of the passwd entry of its real uid
+  (userHomeDir: getpwuid(getuid()), not $HOME), then /etc/nccl.conf. Each line is KEY=VALUE up to its first `=`,
+  nothing trimmed; a line starting with `#` or without `=` is skipped. setenv without overwrite: a variable in the
+  process's environment wins over every file, and the first file to set one wins over the later ones. Each file is
+  read as the process could read it (what it could not read, NCCL in it could not either), under
+  $INVESTIGATE_NODE_ROOT for the two fixed locations when that is set (a staged host's root). What leaves the host is
+  role "nccl.conf", the settings in effect whose names are on the environment allowlist (secret-looking ones left
+  out), as JSON text; `overridden` names the allowlisted ones an earlier source had already set.
 """
 import json
 import os
+import pwd
 import sys
 
 ENGINE_MODULES = (("vllm.entrypoints", "vllm"), ("sglang.launch_server", "sglang"), ("sglang.srt.server", "sglang"),
@@ -83,6 +94,95 @@ def read_config(path, limit, creds, known):
     return {"text": json.dumps(kept), "dropped": len(doc) - len(kept), "truncated": False}
 
 
+ROOT = os.environ.get("INVESTIGATE_NODE_ROOT") or "/"
+NCCL_SYSTEM_CONF = "/etc/nccl.conf"
+NCCL_VALUE_MAX = 1023
+"""setEnvFile copies at most 1023 bytes of a name and of a value (char envVar[1024], envValue[1024])."""
+
+
+def rooted(path):
+    if ROOT in ("", "/"):
+        return path
+    return os.path.join(ROOT, path.lstrip("/"))
+
+
+def real_uid(pid):
+    """The real uid of process pid (getuid() inside it), or None."""
+    try:
+        for line in host_text("/proc/%d/status" % int(pid), 1 << 16).splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def nccl_conf_lines(data):
+    """(name, value) of each line NCCL's setEnvFile would set, in order."""
+    out = []
+    for line in data.split(b"\n"):
+        line = line.split(b"\0", 1)[0]  # a C string ends at its first NUL
+        if not line or line.startswith(b"#") or b"=" not in line:
+            continue
+        name, _, value = line.partition(b"=")
+        name, value = name[:NCCL_VALUE_MAX], value[:NCCL_VALUE_MAX]
+        if name:
+            out.append((name.decode("utf-8", "replace"), value.decode("utf-8", "replace")))
+    return out
+
+
+def nccl_conf_files(pid, raw_env, cwd, creds, limit, allowed):
+    """{host path: file entry} of NCCL's configuration files for process pid, in the order NCCL reads them;
+    raw_env: its whole environment (what is set there, no file overrides)."""
+    paths = []
+    named = raw_env.get("NCCL_CONF_FILE")
+    out = {}
+    if named and not os.path.isabs(named) and not cwd:
+        out[named] = {"error": "relative to the process's working directory, which cannot be read: not read",
+                      "role": "nccl.conf"}
+    elif named:
+        paths.append((named, named if os.path.isabs(named) else os.path.join(cwd, named)))
+    else:
+        uid = real_uid(pid)
+        try:
+            home = pwd.getpwuid(uid).pw_dir if uid is not None else None
+        except KeyError:
+            home = None
+        if home:
+            conf = os.path.join(home, ".nccl.conf")
+            paths.append((conf, rooted(conf)))
+    paths.append((NCCL_SYSTEM_CONF, rooted(NCCL_SYSTEM_CONF)))
+    set_before = set(raw_env)
+    done = set()
+    for shown, full in paths:
+        if os.path.realpath(full) in done:
+            continue  # NCCL_CONF_FILE=/etc/nccl.conf: its second reading sets nothing the first did not
+        done.add(os.path.realpath(full))
+        try:
+            data, truncated = read_host_file(full, limit, creds)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                out[shown] = {"error": str(exc.strerror or exc), "role": "nccl.conf"}
+            continue
+        if truncated:
+            out[shown] = {"error": "larger than %d bytes: not parsed" % limit, "truncated": True, "role": "nccl.conf"}
+            continue
+        kept, overridden, dropped = {}, [], 0
+        for name, value in nccl_conf_lines(data):
+            if name in set_before:
+                if keep(name, value, allowed) and name not in overridden:
+                    overridden.append(name)
+                continue
+            set_before.add(name)
+            if keep(name, value, allowed) and value:  # NCCL takes an empty value for its default
+                kept[name] = value
+            else:
+                dropped += 1
+        out[shown] = {"text": json.dumps(kept), "dropped": dropped, "truncated": False, "role": "nccl.conf",
+                      "overridden": overridden[:64]}
+    return out
+
+
 def version_of(engine, exe, pythonpath):
     pkg = PACKAGES.get(engine)
     if not pkg:
@@ -126,13 +226,15 @@ def scan(params):
         engine = engine_of(argv) if argv else None
         if engine is None:
             continue
-        env, tag, pythonpath, readable = {}, None, None, True
+        env, tag, pythonpath, readable, raw_env = {}, None, None, True, {}
         try:
             raw = read_host_file("/proc/%s/environ" % pid, 1 << 20)[0]
         except OSError:
             raw, readable = b"", False
         for item in raw.split(b"\0"):
             k, _, v = item.decode("utf-8", "replace").partition("=")
+            if k:
+                raw_env.setdefault(k, v)  # getenv finds the first
             if k == "INVESTIGATE_STAGED_TAG":
                 tag = v
             elif k == "PYTHONPATH":
@@ -162,6 +264,10 @@ def scan(params):
                     p = os.path.join(full, name)
                     if os.path.lexists(p):
                         files[os.path.join(model, name)] = dict(read_config(p, limit, creds, known), role=name)
+        # which variables the environment sets decides what the files may still set; a process that sees another
+        # file system (a container, a chroot) reads its own tree's files, which the host's reader cannot reach
+        if readable and not elsewhere(creds):
+            files.update(nccl_conf_files(pid, raw_env, cwd, creds, limit, allowed))
         found.append({"pid": int(pid), "ppid": ppid, "engine": engine, "argv": mask_argv(argv)[:400], "env": env,
                       "env_readable": readable, "version": version_of(engine, exe, pythonpath), "files": files})
     pids_found = {p["pid"] for p in found}

@@ -24,7 +24,8 @@ Facts (the probe model's `facts()`, prongs/path/models.py), flat, each setting a
 - litellm: `path.litellm.provider` (and `provider.<model_name>`), `path.litellm.providers`,
   `path.litellm.tpm_limit`, `path.litellm.rpm_limit`, `path.litellm.max_parallel_requests`,
   `path.litellm.timeout`, `path.litellm.stream_timeout`, `path.litellm.num_retries`, `path.litellm.request_timeout`,
-  `path.litellm.cache`
+  `path.litellm.cache`, `path.litellm.api_base` (and `api_base.<model_name>`, credentials left out),
+  `path.litellm.deployments.<model_name>` (its distinct api_bases), `path.litellm.max_deployments`
 - ray_serve: `path.ray_serve.max_ongoing_requests`, `path.ray_serve.num_replicas`,
   `path.ray_serve.max_queued_requests`, `path.ray_serve.autoscaling_<field>`, `path.ray_serve.decorator`
 - knative / kserve: `path.k8s.container_concurrency`, `path.k8s.knative_<annotation>`, `path.k8s.queue_proxy`

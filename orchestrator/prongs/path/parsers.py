@@ -515,6 +515,15 @@ def parse_envoy(docs: list[Any], source: str) -> Parsed:
 
 # --- LiteLLM --------------------------------------------------------------------------------------------------------
 
+def _url_without_userinfo(v: Any) -> str:
+    """An upstream URL as a setting: its host and path, never a user:password it may carry."""
+    if not isinstance(v, str) or not v.strip():
+        return ""
+    if v.startswith("os.environ/"):
+        return v.strip()[:300]  # the variable's name, which names the address apart from the others
+    return re.sub(r"^(\w+://)[^/@\s]*@", r"\1", v.strip())[:300]
+
+
 LITELLM_PARAMS = ("rpm", "tpm", "timeout", "stream_timeout", "max_parallel_requests", "max_retries")
 
 
@@ -528,6 +537,7 @@ def parse_litellm(docs: list[Any], source: str) -> Parsed:
     if doc is None:
         raise ConfigError(f"{source}: not a LiteLLM config (no mapping)")
     providers = []
+    bases: dict[str, list[str]] = {}
     for i, m in enumerate((doc.get("model_list") or [])[:256]):
         lp = m.get("litellm_params") if isinstance(m, dict) else None
         if not isinstance(lp, dict):
@@ -539,10 +549,23 @@ def parse_litellm(docs: list[Any], source: str) -> Parsed:
         where = f"{source} (model_list {name})"
         out.set("provider", provider, where)
         out.set(f"provider.{name}", provider, where)
+        base = _url_without_userinfo(lp.get("api_base"))
+        if base:
+            out.set("api_base", base, where)
+            out.set(f"api_base.{name}", base, where)
+            if base not in bases.setdefault(name, []):
+                bases[name].append(base)
         for k in LITELLM_PARAMS:
             if _scalar(lp.get(k)) is not None:
                 out.set(f"{k}_limit" if k in ("rpm", "tpm") else k, lp[k], where)
                 out.set(f"{k}.{name}", lp[k], where)
+    # the router balances per request among a model name's deployments (its api_bases); a model name with one
+    # api_base sends every request to that one address, whatever stands behind it
+    for name, got in bases.items():
+        out.set(f"deployments.{name}", len(got), f"{source} (model_list {name}: {', '.join(got[:4])})")
+    if bases:
+        most = max(bases, key=lambda n: len(bases[n]))
+        out.set("max_deployments", len(bases[most]), f"{source} (model_list {most})")
     if providers:
         out.set("providers", ",".join(sorted(set(providers))), f"{source} (model_list)")
     for section in ("litellm_settings", "router_settings", "general_settings"):

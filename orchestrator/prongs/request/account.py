@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.observations import BenchResult, Latency
 from orchestrator.prongs.request.engine_logs import RequestLogs, read_request_logs
+from orchestrator.prongs.request.handoff import Handoff, handoff, rdma_rate
 from orchestrator.prongs.serving_engine.metrics import MetricSummary
 from orchestrator.prongs.serving_engine.models import EngineInstance, EngineReport
 
@@ -62,12 +63,22 @@ TAIL_RATIO = 4.0
 """A p99 this many times the p50 of the same latency: a few tokens or requests wait far longer than the rest."""
 SHARE_DOMINANT = 0.5
 """A finish reason ending at least this share of requests describes the workload."""
+SAME_FACTOR = 0.06
+"""Prompt and output token counts off by factors this close (relative) are off by one factor: the chat template's few
+tokens on the prompt side move the prompt's factor by a few per cent at most."""
+
+LINK_PCT = 80.0
+"""A NIC sending at least this share of its line rate is full: the answers leaving by it can go no faster."""
 
 POINT_WORDS = {
     "client": "the client",
     "engine": "the engine",
+    "link": "the network link",
     "floor": "the hardware floor",
     "run": "another run",
+    "orchestrator": "the orchestrator's allocation",
+    "replica": "one replica",
+    "prefill": "the prefill worker",
 }
 LAYERS = {
     ("client", "engine"): "between the client and the engine (the client itself, the network, any proxy, gateway or "
@@ -75,6 +86,14 @@ LAYERS = {
     ("engine", "floor"): "inside the engine, between its GPU work and its own measurement",
     ("client", "floor"): "between the GPU work and the client",
     ("run", "run"): "in the one condition the two runs differ in",
+    ("client", "link"): "on the network link the answers leave the host by (the interface, its line rate)",
+    ("orchestrator", "engine"): "between the orchestrator, which gave the engine's pod or job its GPUs, and the engine's "
+                                "own parallelism (the arguments it was started with)",
+    ("client", "prefill"): "between the prefill worker and the decode worker that streams the answer (the KV "
+                           "connector's transfer over the transport it negotiated, the decode worker's wait for the "
+                           "blocks and its first step)",
+    ("replica", "replica"): "between the entry point and the replicas (whatever spreads the requests among them: a "
+                            "gateway, a Service, a load balancer, the client)",
 }
 
 
@@ -147,6 +166,9 @@ class View:
     """Requests as the client sent them where the engine counts each of n completions as a request of its own
     (vLLM: request_params_n's count)."""
     prefix_hit_pct: float | None = None
+    inputs: float | None = None
+    """Inputs per request where one request of the client carries several (a list input: the embeddings API's input
+    array, the completions API's list of prompts) and the engine counts each input as a request of its own."""
     engines: int = 0
     condition: str = ""
     """The run's own name for what it ran (its label, without the load): runs of one condition at several loads,
@@ -225,7 +247,8 @@ class Residual:
         if self.between == ("run", "run"):
             return f"{self.term} {a} in the run {self.a_src} against {b} in the run {self.b_src}"
         if self.between[0] == self.between[1]:
-            return f"{self.term}: {a} ({self.a_src}) against {b} ({self.b_src}), {self.ratio:.3g}x"
+            times = f", {self.ratio:.3g}x" if self.b else ""
+            return f"{self.term}: {a} ({self.a_src}) against {b} ({self.b_src}){times}"
         return (f"{self.term} {a} at {POINT_WORDS.get(self.between[0], self.between[0])} ({self.a_src}) against "
                 f"{b} at {POINT_WORDS.get(self.between[1], self.between[1])} ({self.b_src})")
 
@@ -244,6 +267,37 @@ class Waste:
     @property
     def share(self) -> float:
         return self.tokens / self.of_tokens if self.of_tokens else 0.0
+
+
+@dataclass
+class Link:
+    """The interface the host sends its answers by, full: its rate out, its line rate, and faster ones left idle."""
+
+    nic: str
+    tx_bytes_per_s: float
+    speed_mbit: float
+    idle_faster: list[tuple[str, float]] = field(default_factory=list)
+    """(name, Mb/s) of the interfaces faster than it that carry almost nothing."""
+
+    @property
+    def use(self) -> float:
+        return self.tx_bytes_per_s * 8 / (self.speed_mbit * 1e6)
+
+
+def sending_link(v: "EvidenceView") -> Link | None:
+    """The NIC that sends at line rate (answers leave a server; a host receiving at line rate is downloading or
+    receiving peers' traffic, another story), with the faster interfaces that stay idle."""
+    for _ev, m in v.probes("resource_account"):
+        nics = getattr(getattr(m, "host_account", None), "nics", None) or []
+        full = [n for n in nics if n.speed_mbit and n.tx_bytes_per_s >= n.rx_bytes_per_s
+                and 100 * n.tx_bytes_per_s * 8 / (n.speed_mbit * 1e6) >= LINK_PCT]
+        if not full:
+            continue
+        n = max(full, key=lambda x: x.tx_bytes_per_s)
+        idle = [(x.name, float(x.speed_mbit)) for x in nics if x is not n and x.speed_mbit and
+                x.speed_mbit > n.speed_mbit and max(x.tx_bytes_per_s, x.rx_bytes_per_s) * 8 < 0.05 * x.speed_mbit * 1e6]
+        return Link(n.name, n.tx_bytes_per_s, float(n.speed_mbit), idle)
+    return None
 
 
 @dataclass
@@ -298,9 +352,13 @@ class RequestAccount:
     """The MIG instance the engine runs on (profile, share of the memory bandwidth, share of the SMs)."""
     model_words: str = ""
     """The model the floors are computed for, in words ("meta-llama/Llama-3.1-8B-Instruct, 8.0 B bf16")."""
+    handoff: Handoff | None = None
+    """A disaggregated deployment's KV hand-off: the frontend's TTFT against the prefill worker's."""
     named: tuple[str, float, str, "Floor | None"] | None = None
     """A model the client names that is not the one the engine serves: (its name, its parameters in billions, the
     engine's --served-model-name, its decode floor)."""
+    link: Link | None = None
+    """The interface the answers leave by, where it sends at line rate."""
     spec: Any = None
     """The engine's speculative decoding (resource_account's Speculation: tokens per step, drafted, accepted)."""
 
@@ -348,6 +406,8 @@ class RequestAccount:
                     out[f"request.client.{i}.{k}"] = v
             if c.little_l is not None:
                 out[f"request.client.{i}.little_l"] = c.little_l
+            if c.inputs is not None:
+                out[f"request.client.{i}.inputs_per_request"] = c.inputs
         if self.clients:
             c = self.clients[0]
             for k, v in list(out.items()):
@@ -361,7 +421,12 @@ class RequestAccount:
         for name, f in self.floors.items():
             out[f"request.floor.{name}_ms"] = f.ms
             out[f"request.floor.{name}_arithmetic"] = f.arithmetic
+        if self.handoff is not None:
+            out.update(self.handoff.facts())
         for r in self.residuals:
+            if r.shape == "gpus.allocated_over_used":
+                out["request.gpus.allocated"], out["request.gpus.used"] = int(r.a), int(r.b)
+                out["request.gpus.idle"] = int(r.a - r.b)
             out[f"request.residual.{r.shape}"] = True
             out[f"request.residual.{r.shape}.ratio"] = r.ratio
             out[f"request.residual.{r.shape}.gap"] = r.gap
@@ -442,6 +507,30 @@ class RequestAccount:
         at = out.get("request.same_load.speculative_slower_at")
         if at and sp is not None and sp.k:
             out["request.same_load.verified_positions"] = at * (sp.k + 1)
+        for cl in self.clients[:1]:
+            tf = tokenizer_factor(cl, e) if e is not None else None
+            if tf is not None and e is not None:
+                out["request.tokens.factor_in"] = round(tf[0], 2)
+                out["request.tokens.factor_out"] = round(tf[1], 2)
+                out["request.tokens.factor"] = round(math.sqrt(tf[0] * tf[1]), 2)
+                if cl.itl is not None and cl.itl.median and cl.tokens_out and e.tokens_out and e.tokens_out > 1:
+                    # the client's ITL is (latency - TTFT) / (its tokens - 1): in the engine's tokens it is longer
+                    # (or shorter) by the same factor
+                    out["request.tokens.client_itl_ms"] = round(cl.itl.median, 2)
+                    out["request.tokens.client_itl_in_engine_tokens_ms"] = round(
+                        cl.itl.median * (cl.tokens_out - 1) / (e.tokens_out - 1), 2)
+        ln, c0 = self.link, (self.clients[0] if self.clients else None)
+        if ln is not None and c0 is not None and c0.rate:
+            per = ln.tx_bytes_per_s / c0.rate
+            out["request.link.nic"] = ln.nic
+            out["request.link.speed_mbit"] = ln.speed_mbit
+            out["request.link.tx_mb_s"] = round(ln.tx_bytes_per_s / 1e6, 1)
+            out["request.link.use"] = round(ln.use, 3)
+            out["request.link.bytes_per_response_kb"] = round(per / 1e3, 1)
+            if c0.inputs:
+                out["request.link.bytes_per_input_kb"] = round(per / c0.inputs / 1e3, 2)
+            if ln.idle_faster:
+                out["request.link.idle_faster"] = ", ".join(f"{x} ({s / 1e3:g} Gb/s)" for x, s in ln.idle_faster)
         out.update(self.logs.facts())
         return out
 
@@ -1086,7 +1175,7 @@ def _conservation(c: View, out: list[Residual]) -> None:
 
 def _token_residuals(c: View, e: View, out: list[Residual]) -> None:
     ev = list(dict.fromkeys(c.evidence + e.evidence))
-    if c.tokens_in and e.tokens_in:
+    if c.tokens_in and e.tokens_in and not c.inputs:
         if e.tokens_in - c.tokens_in > TEMPLATE_TOKENS and e.tokens_in > c.tokens_in * (1 + TOKENS_NOISE):
             p90 = f", p90 {e.tokens_in_p90:,.0f}" if e.tokens_in_p90 and e.tokens_in_p90 > 1.1 * e.tokens_in else ""
             out.append(Residual("tokens_in.engine_over_client", "prompt tokens per request", ("engine", "client"),
@@ -1118,6 +1207,40 @@ def _token_residuals(c: View, e: View, out: list[Residual]) -> None:
                                 "generated by the engine (mean)", ev, c.label))
 
 
+def tokenizer_factor(c: View, e: View) -> tuple[float, float] | None:
+    """(client / engine prompt tokens, client / engine output tokens) where both are off beyond noise, on the same
+    side and by one factor: the same text counted with two vocabularies (a benchmark counting with its default
+    tokenizer, not the served model's). Tokens added or lost (a template, a truncation, a missing stop token) move one
+    side only."""
+    if not (c.tokens_in and e.tokens_in and c.tokens_out and e.tokens_out):
+        return None
+    f_in, f_out = c.tokens_in / e.tokens_in, c.tokens_out / e.tokens_out
+    up = f_in > 1 + TOKENS_NOISE and f_out > 1 + TOKENS_NOISE
+    down = f_in < 1 / (1 + TOKENS_NOISE) and f_out < 1 / (1 + TOKENS_NOISE)
+    if (up or down) and abs(f_in / f_out - 1) <= SAME_FACTOR:
+        return f_in, f_out
+    return None
+
+
+INPUTS_NOISE = 0.1
+"""Inputs per request read from tokens (client / engine tokens per request) and from requests (engine / client
+requests) agree within this share."""
+
+
+def inputs_per_request(c: View, e: View) -> float | None:
+    """Inputs each request of the client carries, where the engine counts each as a request of its own: the client's
+    prompt tokens per request are k times the engine's, and the engine finished k times the client's requests (or it
+    generated no token at all: a pooling model, embeddings or scores, where a list input is the API's batch)."""
+    if not (c.tokens_in and e.tokens_in) or c.tokens_in < 1.9 * e.tokens_in:
+        return None
+    k = c.tokens_in / e.tokens_in
+    offered = (c.requests or 0) + (c.failed or 0)
+    if offered and e.requests and abs(e.requests / offered / k - 1) <= INPUTS_NOISE:
+        return round(e.requests / offered, 1)
+    pooling = e.tokens_out == 0 or (e.generation_tokens_total == 0 and (e.prompt_tokens_total or 0) > 0)
+    return float(round(k)) if pooling else None
+
+
 def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] | None = None) -> None:
     """Requests the client offered against those the engine finished. With several runs, the engine's counters
     cover them all: they are set against the runs' sum."""
@@ -1129,7 +1252,11 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
         c = View(point="client", label=" + ".join(r.label for r in runs), source="", evidence=c.evidence,
                  requests=sum(r.requests or 0 for r in runs), failed=sum(r.failed or 0 for r in runs))
     assert c.requests is not None and e.requests is not None
-    offered = c.requests + (c.failed or 0)
+    if c.inputs:  # the engine counts each input of a request as a request
+        c = View(point="client", label=c.label, source=c.source, evidence=c.evidence,
+                 requests=c.requests * c.inputs, failed=(c.failed or 0) * c.inputs)
+    requests = c.requests or 0.0
+    offered = requests + (c.failed or 0)
     if e.parents:
         e = View(point="engine", label=e.label, source=e.source, evidence=e.evidence, requests=e.parents,
                  finished={k: x / (e.n_per_request or 1.0) for k, x in e.finished.items()})
@@ -1148,7 +1275,7 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
         # the engine finished (nearly) every request the client offered, yet the client saw failures: the answers
         # were lost on the way back (a timeout between them cut the response)
         out.append(Residual("requests.served_not_delivered", "requests", ("engine", "client"), e.requests,
-                            c.requests, "requests", "finished by the engine", f"received by {c.label} "
+                            requests, "requests", "finished by the engine", f"received by {c.label} "
                             f"({c.failed:,.0f} of {offered:,.0f} failed there)", ev, c.label))
     elif c.failed and c.failed >= max(2.0, REQUESTS_NOISE * offered) and e.requests < offered * (1 - REQUESTS_NOISE):
         out.append(Residual("requests.client_over_engine", "requests", ("client", "engine"), offered, e.requests,
@@ -1158,6 +1285,10 @@ def _request_residuals(c: View, e: View, out: list[Residual], runs: list[View] |
 
 def _load_residuals(c: View, e: View, out: list[Residual], busy: float | None = None) -> None:
     ev = list(dict.fromkeys(c.evidence + e.evidence))
+    if c.inputs:
+        # a request of several inputs is in flight at the client from its send to its answer's last byte, each of its
+        # inputs in the engine only while it runs: the two counts are of different things
+        return
     held = c.concurrency or c.little_l
     inside = e.inflight
     if held is None or inside is None:
@@ -1529,6 +1660,85 @@ def _waste(c: View | None, e: View, spec: Any = None) -> list[Waste]:
     return out
 
 
+_GPU_RESOURCE = re.compile(r"^limits_(?:nvidia_com|amd_com)_gpu$|^limits_gpu_intel_com_\w+$")
+"""The pod's GPU limits as the path prong names them (`nvidia.com/gpu` -> `limits_nvidia_com_gpu`)."""
+_SLURM_GPUS = re.compile(r"gres/gpu(?::[\w.-]+)?[=:](\d+)")
+
+
+def gpus_allocated(v: "EvidenceView") -> tuple[int, str, list[str]] | None:
+    """The GPUs the orchestrator gave the engine's pod or job (the pod's GPU limit, the Slurm job's gres), with where
+    it was read; None when no orchestrator allocation was read."""
+    from orchestrator.prongs.path.models import PathReport
+
+    for ev, rep in v.probes("path_layers"):
+        if not isinstance(rep, PathReport):
+            continue
+        for layer in ("k8s", "slurm"):
+            x = rep.layer(layer)
+            if x is None:
+                continue
+            for name, s in x.settings.items():
+                n: int | None = None
+                if layer == "k8s" and _GPU_RESOURCE.match(name) and isinstance(s.value, (int, float)):
+                    n = int(s.value)
+                elif layer == "slurm" and isinstance(s.value, str) and (m := _SLURM_GPUS.search(s.value)):
+                    n = int(m.group(1))
+                if n and n > 0:
+                    return n, f"{name} = {s.value:g} ({s.where})" if isinstance(s.value, float) else \
+                        f"{name} = {s.value} ({s.where})", [ev.id]
+    return None
+
+
+def gpus_used(engines: list[EngineInstance]) -> tuple[int, str] | None:
+    """The GPUs the engines run on by their own parallelism: tensor x pipeline x data parallel, summed over the
+    engine instances (each setting as the engine's arguments or its log say, 1 where unset)."""
+    total, parts = 0, []
+    for e in engines:
+        sizes = {k: e.value(k) for k in ("tp", "pp", "dp")}
+        if all(x is None for x in sizes.values()):
+            continue
+        n = 1
+        for x in sizes.values():
+            n *= int(x) if isinstance(x, (int, float)) and x >= 1 else 1
+        total += n
+        parts.append(" x ".join(f"{k.upper()} {int(x) if isinstance(x, (int, float)) else 1}"
+                                for k, x in sizes.items()))
+    return (total, "; ".join(parts)) if total else None
+
+
+def _allocation_residual(v: "EvidenceView", engines: list[EngineInstance], out: list[Residual]) -> None:
+    """GPUs the orchestrator allocated against the GPUs the engine's own parallelism runs on: the rest are held and
+    idle (a parallelism argument the chart or job never passed)."""
+    alloc, used = gpus_allocated(v), gpus_used(engines)
+    if alloc is None or used is None or used[0] >= alloc[0]:
+        return
+    got = _engines(v)
+    ev = alloc[2] + ([got[0]] if got else [])
+    out.append(Residual("gpus.allocated_over_used", "GPUs", ("orchestrator", "engine"), alloc[0], used[0], "GPUs",
+                        alloc[1], f"the engine's parallelism ({used[1]})", ev,
+                        said=f"{alloc[0]} GPUs allocated ({alloc[1]}) against {used[0]} the engine runs on "
+                             f"({used[1]}): {alloc[0] - used[0]} held and idle"))
+
+
+def _handoff(v: "EvidenceView", runs: list[View], engine: View | None, t_in: float | None,
+             mf: "ModelFacts | None") -> Handoff | None:
+    """The KV hand-off of a disaggregated deployment, from the engine's command and log lines, the client runs' TTFT,
+    the bytes per token of the served model, the host's NICs and RDMA ports."""
+    got = _engines(v)
+    if got is None:
+        return None
+    _ev, engines, rep = got
+    lines = [e.command for e in engines if e.command] + [ln.line for ln in rep.lines]
+    timed = [(c.label, c.source, c.ttft.typical) for c in runs if c.ttft is not None and c.ttft.typical]
+    ettft = (engine.ttft.typical, "the engine's own TTFT") if engine and engine.ttft and engine.ttft.typical else None
+    nics = [n for _e, m in v.probes("resource_account") for n in getattr(getattr(m, "host_account", None), "nics",
+                                                                          None) or getattr(m, "nics", None) or []]
+    rdma = next((r for _e, m in v.probes("node_health") if (r := rdma_rate(getattr(m, "rdma_devices", []) or []))),
+                None)
+    kv = (mf.kv_bytes_per_token, mf.kv_src) if mf is not None and mf.kv_bytes_per_token else None
+    return handoff(lines, timed, ettft, t_in, kv, nics, rdma)
+
+
 def build_account(v: "EvidenceView") -> RequestAccount | None:
     """The account of the workload the evidence shows, or None when neither a client nor an engine view exists."""
     from orchestrator.prongs.resource_account.where import gpus_busy
@@ -1588,6 +1798,9 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     for c in clients[:1]:
         _dense_floor_residual(c, acct.floors, out)
     for c in clients[:4]:
+        if engine is not None:
+            c.inputs = inputs_per_request(c, engine)
+    for c in clients[:4]:
         others = [o for o in clients[:4] if o is not c]
         if engine is not None:
             _time_residuals(c, engine, out, others)
@@ -1608,7 +1821,7 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
     if len(per) >= 2:
         lo, hi = min(per, key=lambda x: x[1]), max(per, key=lambda x: x[1])
         if hi[1] >= 2 * lo[1] + 2:
-            out.append(Residual("load.engines_unbalanced", "requests running per engine", ("engine", "engine"),
+            out.append(Residual("load.engines_unbalanced", "requests running per engine", ("replica", "replica"),
                                 hi[1], lo[1], "requests", f"the busiest engine ({hi[0]})", f"the idlest ({lo[0]})",
                                 engine.evidence if engine else [],
                                 note=", ".join(f"{w}: {r:,.0f}" for w, r in per[:8])))
@@ -1628,6 +1841,32 @@ def build_account(v: "EvidenceView") -> RequestAccount | None:
                                  f"({served:.1f} B)" + (f" under it (--served-model-name {alias})" if alias else "")))
     _context_residuals(logs, c0, engine, out)
     _waiting_with_room(v, engine, out)
+    acct.link = sending_link(v)
+    if acct.link is not None and c0 is not None and c0.rate:
+        ln = acct.link
+        ceiling = ln.speed_mbit * 1e6 / 8 / (ln.tx_bytes_per_s / c0.rate)
+        # the answers' bytes at the client's rate fill the link: the rate is at the link's ceiling for answers of
+        # this size, whatever the GPU could do
+        out.append(Residual("throughput.at_link_ceiling", "requests per second", ("client", "link"), c0.rate,
+                            ceiling, "requests/s", f"completed by {c0.label}",
+                            f"{ln.nic}'s {ln.speed_mbit:g} Mb/s / {ln.tx_bytes_per_s / c0.rate / 1e3:,.1f} KB per "
+                            "answer", acct.evidence, c0.label,
+                            said=f"{c0.label} completes {c0.rate:,.4g} requests/s while {ln.nic} sends "
+                                 f"{ln.tx_bytes_per_s / 1e6:,.0f} MB/s ({100 * ln.use:.0f} % of its "
+                                 f"{ln.speed_mbit:g} Mb/s): {ln.tx_bytes_per_s / c0.rate / 1e3:,.1f} KB per answer, "
+                                 f"and at most {ceiling:,.4g} answers of that size per second fit through the link"))
+    _allocation_residual(v, engines, out)
+    acct.handoff = _handoff(v, runs, engine, t_in, mf)
+    h = acct.handoff
+    if h is not None:
+        # the two runs are the two ends of the hand-off: their difference is said as the hand-off, not as a run
+        # against another
+        pair = {h.frontend_src, h.prefill_src}
+        out = [r for r in out if not (r.between == ("run", "run") and {r.a_src, r.b_src} <= pair)]
+        if h.slow:
+            out.append(Residual("ttft.kv_handoff", "TTFT", ("client", "prefill"), h.frontend_ms, h.prefill_ms, "ms",
+                                h.frontend_src, h.prefill_src, acct.evidence, h.frontend_src,
+                                said=h.arithmetic()))
     seen: set[tuple[str, str]] = set()
     for r in out:
         if (r.shape, r.run) not in seen:

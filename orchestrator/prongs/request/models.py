@@ -108,6 +108,9 @@ class RequestFiles(ProbeModel):
     models: list[ModelFiles] = Field(default_factory=list)
     looked: list[str] = Field(default_factory=list)
     """Model references looked up, found or not."""
+    refused: dict[str, str] = Field(default_factory=dict)
+    """Model references whose files were not read, and why (no process that names them could read them, or none
+    runs to name them and the probe is root's)."""
     servers: list[ServerMetrics] = Field(default_factory=list)
     """Inference servers' per-model counters (Triton), parsed from their /metrics."""
     mig: list[MigDevice] = Field(default_factory=list)

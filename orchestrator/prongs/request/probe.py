@@ -1,13 +1,16 @@
 """The request probe: the served model's files (scripts/request_files.py), one round trip, under the host's python3.
 
 The models looked up are the ones the engines name: each engine's `--model` (or positional model) from the serving-
-engine probe's report, which this probe shares with the serving-engine prong (probes.session).
+engine probe's report, which this probe shares with the serving-engine prong (probes.session). Each reference carries
+the engine process that names it: the host reads its files only as that process could (a local user's engine that
+names root's directory gets nothing of it); a reference no running process names is read only by an unprivileged
+probe, and is a gap for a root one.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from orchestrator.hosts.base import Host
 from orchestrator.probes.runner import ProbeUnavailable, run_script
@@ -18,17 +21,25 @@ from orchestrator.prongs.serving_engine.models import EngineReport
 TIMEOUT_S = 30.0
 
 
-def model_refs(rep: EngineReport | None, extra: list[str] | None = None) -> list[str]:
-    """The models the engines serve, as they name them (a directory or a hub id), first the primary engine's."""
-    refs: list[str] = []
+class ModelRef(NamedTuple):
+    ref: str
+    """How it is named: a directory or a hub id."""
+    pid: int | None = None
+    """The running engine process whose command line names it (None: a launch script's, a log's, a request's)."""
+
+
+def model_refs(rep: EngineReport | None, extra: list[str] | None = None) -> list[ModelRef]:
+    """The models the engines serve, as they name them (a directory or a hub id) with the process that names each,
+    first the primary engine's; then `extra` (no process names them)."""
+    refs: dict[str, ModelRef] = {}
     for e in (rep.engines if rep is not None else []):
         m = e.value("model") or e.model
-        if isinstance(m, str) and m:
-            refs.append(m)
+        if isinstance(m, str) and m and (m not in refs or refs[m].pid is None):
+            refs[m] = ModelRef(m, e.pid if e.origin == "process" else None)
     for x in extra or []:
-        if x:
-            refs.append(x)
-    return list(dict.fromkeys(refs))[:4]
+        if x and x not in refs:
+            refs[x] = ModelRef(x)
+    return list(refs.values())[:4]
 
 
 def server_models(text: str) -> list[ServerModel]:
@@ -80,8 +91,11 @@ def build(host_name: str, data: dict[str, Any]) -> RequestFiles:
             mig.append(MigDevice.model_validate(d))
         except ValueError:
             continue
+    refused = data.get("refused")
+    refused = refused if isinstance(refused, dict) else {}
     return RequestFiles(host=host_name, models=models, looked=[str(x) for x in data.get("looked") or []][:4],
-                        servers=servers, mig=mig[:64],
+                        refused={str(k): str(v)[:300] for k, v in list(refused.items())[:4]}, servers=servers,
+                        mig=mig[:64],
                         commands=["python3 - < request_files.py (the served model's config, generation, tokenizer "
                                   "and preprocessor files; inference servers' /metrics on loopback)"])
 
@@ -92,20 +106,23 @@ def on_mig(rep: EngineReport | None) -> bool:
                for e in (rep.engines if rep is not None else []))
 
 
-async def collect_request_files(host: Host, refs: list[str], mig: bool = False) -> RequestFiles:
+async def collect_request_files(host: Host, refs: list[ModelRef], mig: bool = False) -> RequestFiles:
     t0 = time.monotonic()
+    names = [r.ref for r in refs]
     try:
-        data = await run_script(host, "python3", "request_files", {"models": refs, "max_file_bytes": 4_000_000,
-                                                                    "mig": mig},
-                                timeout_s=TIMEOUT_S, isolated=True)
+        data = await run_script(host, "python3", "request_files", {
+            "models": [{"ref": r.ref, "pid": r.pid} for r in refs], "max_file_bytes": 4_000_000, "mig": mig},
+            timeout_s=TIMEOUT_S, isolated=True)
     except ProbeUnavailable as exc:
-        return RequestFiles(host=host.name, available=False, reason=str(exc), looked=refs)
+        return RequestFiles(host=host.name, available=False, reason=str(exc), looked=names)
     out = build(host.name, data)
     out.probe_s = round(time.monotonic() - t0, 4)
-    if not out.models and refs:
-        out.reason = "none of the served models' files were found on the host: " + ", ".join(refs)
+    if out.refused:
+        out.reason = "not read: " + "; ".join(f"{k} ({v})" for k, v in out.refused.items())
+    elif not out.models and refs:
+        out.reason = "none of the served models' files were found on the host: " + ", ".join(names)
     return out
 
 
-async def request_files(host: Host, refs: list[str], mig: bool = False) -> RequestFiles:
+async def request_files(host: Host, refs: list[ModelRef], mig: bool = False) -> RequestFiles:
     return await shared(host, ("request_files", tuple(refs), mig), lambda: collect_request_files(host, refs, mig))

@@ -15,7 +15,7 @@ from orchestrator.diagnosis import Number
 from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
 from orchestrator.ranks import Rank
 from orchestrator.prongs.request.account import (BELOW_FLOOR, POINT_WORDS, RequestAccount, Residual, build_account,
-                                                 fmt)
+                                                 fmt, tokenizer_factor)
 from orchestrator.prongs.request.table import HostFacts, Judged, host_facts, judge, render, table, title_of
 
 if TYPE_CHECKING:
@@ -249,6 +249,9 @@ def _weight(r: Residual) -> float:
     if r.shape == "load.waiting_with_room":
         # the queue's share of the requests in the engine: what their wait adds to each one's time
         return min(1.0, r.a / (r.a + r.b)) * 1.5 if r.a + r.b else 0.0
+    if r.shape == "throughput.at_link_ceiling":
+        # the share of the link's ceiling the client's rate reaches: at line rate the link is the whole limit
+        return min(1.0, r.ratio)
     if r.shape == "requests.refused_too_long":
         # the refusals are the errors the user sees: they explain the failures, whatever their share of the load
         return 0.9
@@ -348,7 +351,9 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
                         unit=top.unit, peak=None, source=(top.evidence or [""])[0] or "request account",
                         note=f"against {fmt(top.b, top.unit)} ({top.b_src})")],
         # the larger the share of the user's figure it explains, the earlier (within the tier: int() keeps it)
-        sets_bound=(BoundClaim(rank=Rank.RESIDUAL - ex.weight / 2, bound="unknown",
+        # a residual against a link's line rate is a communication bound; others say where the time or work went
+        sets_bound=(BoundClaim(rank=Rank.RESIDUAL - ex.weight / 2,
+                               bound="communication" if top.between[1] == "link" else "unknown",
                                words=capitalized(f"{title[:1].lower() + title[1:]} ({top.words()})."))
                     if ex.weight >= LEADS_WEIGHT else None),
         data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes})
@@ -516,6 +521,38 @@ def _reconciled(acct: RequestAccount, question: str = "") -> Finding | None:
                             for t, x in ratios.items()])
 
 
+def _handoff_small(acct: RequestAccount) -> Finding | None:
+    """A disaggregated deployment whose frontend TTFT is the prefill worker's plus a small hand-off: the time to first
+    token is the prefill's, and the KV transfer is said with its share and rate (the answer to "how much of it is the
+    hand-off?"), so no other cause is invented for it."""
+    h = acct.handoff
+    if h is None or h.slow or h.ms < 0:
+        return None
+    fl = acct.floors.get("ttft")
+    claim = h.arithmetic() + "."
+    if h.rate_gbit and h.rdma_gbit:
+        claim += (f" That rate is what the RDMA port ({h.rdma}, {h.rdma_gbit:g} Gb/s) carries, not a TCP link's: the "
+                  "KV connector moves the cache over RDMA.")
+    if fl is not None:
+        claim += (f" The prefill worker's {h.prefill_ms:,.0f} ms is {h.prefill_ms / fl.ms:.1f}x one prefill's compute "
+                  f"floor ({fl.arithmetic}): the prefill and its queue are the bulk of the time to first token.")
+    claim += (" To cut TTFT, cut the prefill (shorter or cached prompts, more prefill workers or GPUs per prefill); "
+              "the hand-off is not where the time goes.")
+    return Finding(id="request-kv-handoff-small", rule="request_account", category="workload", confidence=0.75,
+                   evidence=acct.evidence,
+                   title=(f"Time to first token is the prefill worker's ({h.prefill_ms:,.0f} ms of "
+                          f"{h.frontend_ms:,.0f} ms at the frontend); the hand-off to the decode worker adds a small "
+                          f"{h.ms:,.0f} ms ({h.share:.0%})"),
+                   claim=claim, short=(f"TTFT is the prefill worker's {h.prefill_ms:,.0f} ms; the hand-off adds "
+                                       f"{h.ms:,.0f} ms ({h.share:.0%})."),
+                   symptoms=["ttft"], explains=round(1 - h.share, 2),
+                   recommendations=["Cut the prefill's time (prompt length, prefix caching, prefill workers or their "
+                                    "parallelism); the KV hand-off is a small share of the first token."],
+                   numbers=[Number(name="TTFT: frontend vs prefill worker", value=round(h.frontend_ms, 1), unit="ms",
+                                   source=acct.evidence[0] if acct.evidence else "request account",
+                                   note=f"against {h.prefill_ms:,.0f} ms at the prefill worker")])
+
+
 def _work_finding(acct: RequestAccount) -> Finding | None:
     if not acct.waste:
         return None
@@ -588,6 +625,27 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
             sets_bound=BoundClaim(rank=Rank.SERVING_FLOOR + 0.25, bound="memory", leads=False, words=(
                 f"A decode step of {fmt(itl, 'ms')} is {itl / fit.ms:.2f}x its memory floor once the KV reads count "
                 f"({fit.arithmetic}): memory-bound, not compute-bound."))))
+    # the client counts in another tokenizer's tokens: its per-token time is per one of those tokens, not per step of
+    # the engine, so a decode verdict read off it reads a figure off by that factor
+    counted = next((x for x in explained if x.judged.status == "confirmed"
+                    and x.judged.id == "client-tokenizer-differs"), None)
+    if counted is not None and not below:
+        c0 = acct.clients[0]
+        e = acct.engine
+        f = tokenizer_factor(c0, e) if e is not None else None
+        if f is not None and c0.itl is not None and c0.itl.median is not None:
+            own = (f" (the engine's own: {fmt(e.itl.typical, 'ms')})" if e is not None and e.itl is not None
+                   and e.itl.typical is not None else "")
+            out.append(Finding(
+                id="request-contradiction-tokens", rule="request_account", category="workload", confidence=0.8,
+                evidence=counted.judged.evidence or acct.evidence, informational=True,
+                title="The client's per-token figures count another tokenizer's tokens: no decode bound can be read "
+                      "from them",
+                claim=(f"The client counts {f[1]:.2f}x the engine's output tokens, so its inter-token latency of "
+                       f"{fmt(c0.itl.median, 'ms')} divides the same time by {f[1]:.2f}x as many tokens{own}: a "
+                       "decode verdict read off the client's figure is off by that factor."),
+                short="the client's per-token figures are in another tokenizer's tokens.", symptoms=["itl"],
+                contradicts=["decode"]))
     # the user's figure of a phase is mostly spent outside the engine: a roofline verdict on that phase (the engine's
     # own prefill or decode) is true of the engine and says nothing of what the user waits for
     phase_of = {"ttft.client_over_engine": "prefill", "itl.client_over_engine": "decode",
@@ -616,6 +674,9 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
 
 
 def request_account_findings(v: "EvidenceView") -> list[Finding]:
+    for ev, files in v.probes("request_files"):
+        for ref, why in getattr(files, "refused", {}).items():
+            v.notice(f"the served model's files ({ref}) on {files.host} ({ev.id})", why)
     acct = build_account(v)
     if acct is None:
         return []
@@ -650,6 +711,9 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
         ok = _reconciled(acct, v.question)
         if ok is not None:
             out.append(ok)
+    small = _handoff_small(acct)
+    if small is not None:
+        out.append(small)
     work = _work_finding(acct)
     if work is not None:
         out.append(work)

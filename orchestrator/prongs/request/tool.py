@@ -18,7 +18,8 @@ from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 
 class RequestAccountInput(BaseModel):
     models: list[str] = Field(default_factory=list, description=(
-        "Model directories or hub ids to read besides the ones the engines serve (optional)."))
+        "Model directories or hub ids to read besides the ones the engines serve (optional). A root probe reads only "
+        "what a running engine names, as that engine could: these are read only where the probe runs unprivileged."))
 
 
 def account_text(evidence: list[Evidence], inputs) -> str:

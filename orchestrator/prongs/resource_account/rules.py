@@ -13,7 +13,7 @@ Thresholds are named here, each with why; percentages are of the sampling window
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.prongs.resource_account.load_rules import burst_queue, client_limited, flat_throughput
 from orchestrator.prongs.resource_account.queue_rules import BOUNDS_BATCH, engine_queue
@@ -654,6 +654,9 @@ def _turns(a: Account) -> Finding | None:
     one = sum(1 for s in any_busy if sum(s) == 1) / len(any_busy)
     if one < TURNS_SHARE:
         return None
+    alone = {s.index(True) for s in any_busy if sum(s) == 1}
+    if len(alone) == 1 and all(sum(s) == 1 for s in any_busy):
+        return _one_gpu_works(a, gpus, gpus[alone.pop()])
     claim = (f"The {len(gpus)} GPUs take turns: in {one:.0%} of the samples in which any GPU was busy, exactly one "
              f"was ({a.gpus_line()}). The work is serialized across them (a pipeline without enough micro-batches, "
              "requests pinned to one GPU, or a synchronizing step), so adding GPUs adds no throughput.")
@@ -664,6 +667,43 @@ def _turns(a: Account) -> Finding | None:
                    recommendations=["Overlap the GPUs' work: tensor parallelism instead of pipeline stages for one "
                                     "replica, or enough concurrent requests (micro-batches) to fill every stage; "
                                     "check with a profile trace of a few steps per rank."])
+
+
+IDLE_GPU_MEMORY_MIB = 1024.0
+"""Memory a GPU holds with no engine on it (the driver's and a monitoring process's own, well under 1 GiB)."""
+
+
+def _one_gpu_works(a: Account, gpus: list[Any], busy: Any) -> Finding:
+    """One and the same GPU busy in every sample, the others never: not GPUs taking turns, but GPUs unused. Those
+    that hold no memory run nothing (a parallelism that does not span them); those that hold an engine's memory run
+    an engine that gets no requests (the load reaches one replica)."""
+    idle = [g for g in gpus if g is not busy]
+    empty = [g for g in idle if g.memory_used_mib is not None and g.memory_used_mib < IDLE_GPU_MEMORY_MIB]
+    loaded = [g for g in idle if g.memory_used_mib is not None and g.memory_used_mib >= IDLE_GPU_MEMORY_MIB]
+    names = ", ".join(str(g.index) for g in idle)
+    claim = (f"Only GPU {busy.index} worked in the window ({busy.busy_pct:.0f} % busy); GPU{'s' if len(idle) > 1 else ''}"
+             f" {names} stayed idle in every sample ({a.gpus_line()}). The GPUs do not take turns: "
+             f"{len(idle)} of {len(gpus)} do no work.")
+    recs = []
+    if empty and len(empty) == len(idle):
+        claim += (f" They hold no memory (under {IDLE_GPU_MEMORY_MIB:.0f} MiB each): nothing runs on them, so the "
+                  "engine's parallelism (tensor, pipeline or data parallel size) spans fewer GPUs than it was given.")
+        recs.append("Make the engine use the GPUs it was given: a tensor parallel size equal to the GPU count for one "
+                    "replica, or one replica per GPU (data parallel); or give it only the GPUs it uses.")
+    elif loaded and len(loaded) == len(idle):
+        mib = sum(g.memory_used_mib for g in loaded) / len(loaded)
+        claim += (f" They hold {mib:,.0f} MiB each: an engine is loaded on each and gets no requests, so the load "
+                  "reaches one replica of several (whatever spreads the requests sends them all to one).")
+        recs.append("Spread the requests over every replica: balance per request (a gateway or an L7 balancer that "
+                    "knows each replica), not per connection; compare each replica's own request counter.")
+    else:
+        recs.append("Find why the other GPUs get no work: the engine's parallel sizes against the GPU count, and each "
+                    "replica's request counter.")
+    return Finding(id="account-one-gpu-works", category="workload", confidence=0.7, evidence=[a.ev],
+                   bound="latency", title=f"Only GPU {busy.index} of {len(gpus)} works; {len(idle)} stay idle",
+                   claim=claim, short=f"only GPU {busy.index} of {len(gpus)} works; {len(idle)} stay idle.",
+                   symptoms=["throughput"], recommendations=recs,
+                   numbers=[_num(f"GPU {g.index} busy", g.busy_pct or 0.0, "%", a.ev) for g in gpus[:8]])
 
 
 def _engine_queue(v: "EvidenceView", a: Account) -> Finding | None:

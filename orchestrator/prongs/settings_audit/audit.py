@@ -27,7 +27,7 @@ class NonDefault:
     default: Any
     default_version: str | None
     origin: str
-    """`flag --x`, `env`, `config file F`, `F (generation_config.json)`."""
+    """`flag --x`, `env`, `config file F`, `F (generation_config.json)`, `NCCL config file F`."""
     effect: kb.Effect | None = None
 
     @property
@@ -167,6 +167,21 @@ def _generation_settings(path: str, text: str) -> list[tuple[kb.SettingDoc, Any,
     return out
 
 
+def env_file_settings(path: str, text: str) -> list[tuple[kb.SettingDoc, Any, str]]:
+    """The known environment variables an NCCL configuration file sets (its role `nccl.conf`: the probe kept those in
+    effect, JSON text of name -> value)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    out = []
+    for name, value in (data.items() if isinstance(data, dict) else []):
+        doc = kb.env_settings().get(str(name))
+        if doc is not None:
+            out.append((doc, value, f"NCCL config file {path}"))
+    return out
+
+
 def audit_process(p: ProcessSettings) -> ProcessAudit:
     """Every setting the process was given that differs from the default of its version."""
     project = kb.ENGINE_PROJECT.get(p.engine)
@@ -187,6 +202,8 @@ def audit_process(p: ProcessSettings) -> ProcessAudit:
             given += _config_settings(project, path, f.text)
         elif f.role in ("generation_config.json", "--generation-config") and "transformers" in kb.projects():
             given += _generation_settings(path, f.text)
+        elif f.role == "nccl.conf":
+            given += env_file_settings(path, f.text)
     seen: set[str] = set()
     for doc, value, origin in given:
         if doc.key in seen:

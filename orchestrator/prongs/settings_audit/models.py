@@ -17,8 +17,13 @@ class SettingsFile(BaseModel):
     error: str | None = None
     truncated: bool = False
     role: str = ""
-    """The flag that named it (--config, --extra_llm_api_options, --generation-config) or config.json /
-    generation_config.json of the model directory."""
+    """The flag that named it (--config, --extra_llm_api_options, --generation-config), config.json /
+    generation_config.json of the model directory, or `nccl.conf`: one of NCCL's configuration files
+    ($NCCL_CONF_FILE or ~/.nccl.conf, /etc/nccl.conf), whose text holds the variables it sets that are in effect (the
+    process's environment and an earlier file win, as NCCL applies them)."""
+    overridden: list[str] = Field(default_factory=list)
+    """nccl.conf: known variables the file sets that the environment or an earlier file had already set (NCCL
+    ignores them here)."""
 
 
 class ProcessSettings(BaseModel):

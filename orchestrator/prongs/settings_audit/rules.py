@@ -12,7 +12,7 @@ import re
 
 from orchestrator.prongs.settings_audit import before_after as compared
 from orchestrator.analysis.evidence_view import EvidenceView
-from orchestrator.prongs.settings_audit.audit import NonDefault, ProcessAudit, audit_process, upgrade_in
+from orchestrator.prongs.settings_audit.audit import NonDefault, ProcessAudit, audit_process, env_file_settings, upgrade_in
 from orchestrator.diagnosis import Number
 from orchestrator.findings import Finding, Symptom
 from orchestrator.knowledge import settings as kb
@@ -279,6 +279,8 @@ def _explicit(a: ProcessAudit) -> list[kb.SettingDoc]:
             if doc is not None:
                 out.append(doc)
     out += [d for n in a.process.env if (d := kb.env_settings().get(n)) is not None]
+    out += [d for path, f in a.process.files.items() if f.role == "nccl.conf" and f.text
+            for d, _v, _o in env_file_settings(path, f.text)]
     return out
 
 

@@ -21,7 +21,8 @@ class SettingsAuditTool(Tool):
     description = (
         "Read what each serving process on the host (vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp, Ollama) was told to "
         "do: its command line, the environment variables whose names are known settings (nothing else of the "
-        "environment is read), the config files it names and the model's generation_config.json; list every setting "
+        "environment is read), NCCL's configuration files (NCCL_CONF_FILE or ~/.nccl.conf, /etc/nccl.conf), the config "
+        "files it names and the model's generation_config.json; list every setting "
         "that differs from the default of the detected version, with the default, where the value came from and the "
         "documented performance effect where one is known. Read-only."
     )

@@ -830,9 +830,7 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
             # no engine spans GPUs: no tensor-parallel all-reduce crosses PCIe, whatever the links (said, not ranked)
             w = entry_words(iss.id, {"count": inv.count, "links": ", ".join(sorted({l.kind for l in topo.links}))})
             return [Finding(id="pcie-allreduce", category="communication", confidence=0.3, evidence=[ev.id, *single],
-                            claim=w["words"]["topology_claim"].replace(": TP all-reduces cross PCIe.", ", but ")
-                            + "every engine runs on one GPU (tensor parallel 1): no all-reduce crosses PCIe.",
-                            title="No all-reduce crosses PCIe: every engine runs on one GPU", informational=True,
+                            claim=w["words"]["single_claim"], title=w["words"]["single_title"], informational=True,
                             static=True)]
         oe = v.observations_evidence
         ruled_out = oe is not None and any(c.verdict == "gemm" for c in analyze_observations(oe[1]).comparisons)

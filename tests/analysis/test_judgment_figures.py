@@ -102,3 +102,42 @@ def test_the_kv_reads_floor_sets_the_bound_the_weights_only_roofline_misread():
     bound, reasoning, setter = bound_of([kv])
     assert bound == "memory" and setter is None  # it states the bound; the reconciled account is the cause
     assert "1.16x its memory floor once the KV reads count" in reasoning and "GB of KV" in reasoning
+
+
+def test_requests_spread_evenly_over_engines_are_said_so_and_a_cap_above_them_is_not_a_cause():
+    """Three replicas at 64, 63 and 65 running: the load is spread evenly (a third each), said with the counts; a
+    --max-num-seqs of 128 above the most any engine ran never bound the batch."""
+    from orchestrator.analysis.synthesis import _caps_not_reached
+    from orchestrator.diagnosis import Number
+    from orchestrator.findings import Finding
+    from orchestrator.prongs.request.rules import _spread
+
+    per = [("pod-a", 64.0), ("pod-b", 63.0), ("pod-c", 65.0)]
+    assert _spread(per) == "the load is spread evenly over the 3 engines (64, 63, 65 requests running: a third each)"
+    assert _spread([("a", 120.0), ("b", 2.0), ("c", 3.0)]) == ""  # one engine takes the load: not even
+    assert _spread(per[:1]) == ""
+    cap = Finding(id="setting-vllm-max_num_seqs", claim="--max-num-seqs=128 caps the batch.", evidence=["e"],
+                  caps_batch=True, data={"setting": {"setting": "--max-num-seqs", "value": "128"}})
+    seen = Finding(id="request-reconciled", claim="c", evidence=["e"],
+                   numbers=[Number(name="requests running (most in one engine)", value=65, unit="requests",
+                                   source="e")])
+    ((f, why),) = _caps_not_reached([cap], [cap, seen])
+    assert f is cap and "at most 65 requests ran, below this cap of 128" in why
+    assert _caps_not_reached([cap], [cap, seen.model_copy(update={"numbers": []})]) == []
+
+
+def test_the_reconciled_account_carries_the_batch_each_engine_ran():
+    from test_request_account import _client, _engine, _metrics
+    from test_request_account import _view as account_view
+
+    from orchestrator.prongs.request.account import build_account
+    from orchestrator.prongs.request.rules import _reconciled
+
+    eng = _engine(_metrics(ttft_s=0.06, itl_s=0.0097, e2e_s=2.53, n=2560, prompt=1024, gen=256, running=32))
+    v = account_view(eng, [_client("bench", max_concurrency=32, completed=2560, input_len=1024, output_len=256,
+                                   ttft={"p50": 62.0}, itl={"p50": 9.7}, e2el={"p50": 2540.0})])
+    acct = build_account(v)
+    assert acct is not None
+    ok = _reconciled(acct, "", [("pod-a", 32.0), ("pod-b", 31.0)])
+    assert ok is not None and "spread evenly over the 2 engines (32, 31 requests running: half each)" in ok.claim
+    assert [n.value for n in ok.numbers if n.name.startswith("requests running")] == [32.0]

@@ -198,6 +198,16 @@ def _levels(hf: HostFacts) -> list[str | None]:
     return hf._levels
 
 
+QUOTE_CHARS = 160
+"""How much of a log line a finding quotes."""
+
+
+def quote_line(line: str) -> str:
+    """A log line as a finding quotes it: its first QUOTE_CHARS characters, escaped (a line may hold control
+    characters), and an ellipsis where it was cut, so a reader knows the quote is not the whole line."""
+    return repr(line[:QUOTE_CHARS]) + ("\u2026" if len(line) > QUOTE_CHARS else "")
+
+
 def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str, str, int]]) -> list[Finding]:
     """WARNING/ERROR lines no fired entry explains: the scan's unclassified lines plus signature matches whose entry
     did not apply here. Counted and deduplicated, the most frequent errors first."""
@@ -232,7 +242,7 @@ def unclassified_findings(hosts: dict[str, HostFacts], explained: set[tuple[str,
     entry = catalog().get("unclassified-log-lines")
     order = {"error": 0, "pattern": 1, "warning": 2, "library": 3}
     ranked = sorted(rows.values(), key=lambda r: (order.get(r["level"], 4), -r["count"]))
-    quoted = "; ".join(f"{r['path']}:{r['no']}: {r['line'][:160]!r}" + (f" (x{r['count']})" if r["count"] > 1 else "")
+    quoted = "; ".join(f"{r['path']}:{r['no']}: {quote_line(r['line'])}" + (f" (x{r['count']})" if r["count"] > 1 else "")
                        for r in ranked[:MAX_QUOTED])
     more = f" and {len(ranked) - MAX_QUOTED} more distinct line(s)" if len(ranked) > MAX_QUOTED else ""
     errors = sum(r["count"] for r in rows.values() if r["level"] == "error")

@@ -6,6 +6,7 @@ lines as those programs print them, Triton's per-model counters, the observation
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -466,6 +467,34 @@ def test_answers_the_engine_finished_but_the_client_lost_are_a_timeout_between_t
     assert "request-timeout-between" not in {x.id for x in request_account_findings(with_proxy("600s"))}
 
 
+def test_only_a_timeout_that_bounds_a_request_is_set_against_the_requests_time():
+    """A probe's timeout (1 s), nginx's keepalive_timeout and proxy_connect_timeout bound no request: beside a
+    proxy_read_timeout of 600 s they are no timeout between. proxy_read_timeout bounds the gap between two reads:
+    with streamed answers (the client measured a TTFT) 60 s is set against the longest wait for a first token (0.4 s,
+    not the 80 s answers) and cuts nothing; Envoy's route timeout bounds the whole response and does."""
+    from orchestrator.prongs.path.models import Layer, LayerValue, PathReport
+
+    eng = _engine(_metrics(ttft_s=0.4, itl_s=0.03, e2e_s=80.0, n=1000, prompt=800, gen=2600, running=24))
+
+    def with_layers(layers: dict[str, dict[str, str]], streamed: bool) -> list[str]:
+        timing = {"ttft": {"mean": 420.0}, "itl": {"p50": 30.0}} if streamed else {}
+        v = _view(eng, [_client(max_concurrency=24, completed=800, failed=200, input_len=800, output_len=2600,
+                                e2el={"mean": 61000.0}, **timing)])
+        rep = PathReport(host="gpu-box", layers=[Layer(layer=name, label=name, settings={
+            k: LayerValue(value=x, where=f"/etc/{name}.conf:3") for k, x in settings.items()})
+            for name, settings in layers.items()])
+        return [f.title for f in request_account_findings(EvidenceView(
+            v.evidence + [ev("ev-5.1", rep, tool="path_layers")], v.observations)) if f.id == "request-timeout-between"]
+
+    quiet = {"nginx": {"proxy_read_timeout": "600s", "keepalive_timeout": "75s", "proxy_connect_timeout": "5s"},
+             "k8s": {"readiness_timeout_s": "1"}}
+    assert with_layers(quiet, streamed=False) == []
+    assert with_layers({"nginx": {"proxy_read_timeout": "60s"}}, streamed=True) == []
+    assert with_layers({"nginx": {"proxy_read_timeout": "60s"}}, streamed=False)
+    cut = with_layers({"envoy": {"route_timeout": "60s"}}, streamed=True)
+    assert cut and "route_timeout = 60s" in cut[0]
+
+
 def test_the_findings_words_survive_redaction():
     """A fixed delay before each first token (two runs) and a stop token missing: every word the findings carry
     reaches the report unredacted ("... first token: TTFT ..." was taken for a credential and cut)."""
@@ -602,12 +631,14 @@ def test_requests_refused_for_their_length_name_the_window_and_what_fits():
 
 
 def test_a_title_whose_figure_is_unknown_is_said_without_it():
-    from orchestrator.prongs.request.table import without_unknowns
+    from orchestrator.prongs.request.table import UNKNOWN, without_unknowns
 
-    assert without_unknowns("A serial step runs once per token (?, ? ms per execution)") == \
+    u = UNKNOWN
+    assert without_unknowns(f"A serial step runs once per token ({u}, {u} ms per execution)") == \
         "A serial step runs once per token"
-    assert without_unknowns("Images become tokens: the engine prefills ? tokens per request") == \
+    assert without_unknowns(f"Images become tokens: the engine prefills {u} tokens per request") == \
         "Images become tokens"
+    assert without_unknowns("Is it the proxy? It is.") == "Is it the proxy? It is."  # a question mark is text
     hf = {"x.y": 1}
     from orchestrator.analysis.facts import Fact, HostFacts
 
@@ -849,6 +880,35 @@ def test_one_replica_of_three_loaded_behind_a_gateway_with_one_address_is_per_co
     assert "infx" not in f.claim
     listed = request_account_findings(_with_path(base, {"/etc/litellm/config.yaml": LITELLM_THREE}))
     assert not any("one address" in x.title for x in listed)
+
+
+def test_no_template_of_the_table_leaves_a_placeholder_whatever_figure_is_missing():
+    """Every title, name, claim, fix and split of residuals.yaml, rendered with each of its figures missing in turn
+    (and with all of them missing): no '?' or unknown-figure mark the template did not hold itself, no '{fact}' left,
+    no unit stranded where its figure was ("adds a fixed ? ms", "curl -w '%? %? %?'" were seen); curl's own
+    '%{time_connect}' fields stay as written."""
+    from orchestrator.analysis.facts import Fact, HostFacts
+    from orchestrator.prongs.request.table import _FIELD, UNKNOWN
+
+    field = _FIELD
+    for mid, m in table().mechanisms.items():
+        for part in ("title", "name", "claim", "fix", "split"):
+            template = getattr(m, part)
+            if not template:
+                continue
+            keys = [k for k, _ in field.findall(template) if "." in k]
+            literal = field.sub("", template).count("?")
+            cases = [set(keys)] + [{k} for k in keys]
+            for missing in cases:
+                hf = HostFacts("", {k: Fact(1.5, "ev-1") for k in keys if k not in missing})
+                text, _ = render(template, hf, {"residual": "TTFT 900 ms at the client against 50 ms at the engine",
+                                                "residual_note": ""})
+                where = f"{mid}.{part} without {sorted(missing)}: {text!r}"
+                assert UNKNOWN not in text and text.count("?") <= literal, where
+                assert not re.search(r"\{[A-Za-z0-9_]+\.[A-Za-z0-9_.]+(\|\w+)?\}", text), where
+                assert not re.search(r"(?:^|[^\d\s.,%x])\s+(?:ms|MB/s|Mb/s|KB|GB)\b", text), where
+                if "%{" in template:
+                    assert "%{" in text, where
 
 
 # --- a disaggregated deployment's KV hand-off -----------------------------------------------------------------------

@@ -98,3 +98,27 @@ def test_an_engine_dumping_its_configuration_is_not_trouble():
     assert script.level_of("INFO [flashinfer_utils.py:9] FlashInfer sampling kernels unavailable, falling back to "
                            "PyTorch sampling") == "library"
     assert script.level_of("(EngineCore pid=2) ERROR 03-02 [core.py:700] failed with config: x") == "error"
+
+
+def test_a_long_line_is_quoted_with_a_mark_that_it_was_cut_and_reads_as_staged_in_the_case_words():
+    """UCX's 165-character warning: the finding quotes its first 160 characters and says it cut it (an ellipsis), not
+    a silently shortened line; the scenario harness cuts that quote out of the words it matches (a quote of the input
+    satisfies no expectation) and says so in words, not as a bare '<input>' that reads like a placeholder."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "scenarios"))
+    from harness import STAGED, diagnosis_words
+
+    from orchestrator.diagnosis import Cause, Diagnosis
+
+    line = ("[1759396451.201934] [decode-0:452  :0]    ucp_context.c:1153 UCX  WARN  network device 'mlx5_0:1' is "
+            "not available, please use one or more of: 'eth0'(tcp), 'lo'(tcp)")
+    assert len(line) > 160
+    scan = LogScan(files=["/l"], unclassified=[UnclassifiedLine(path="/l", line_no=6, line=line, count=2,
+                                                                level="warning")], unclassified_total=2)
+    f = {x.id: x for x in catalog_findings(_view(scan, cc="9.0"))}["unclassified-log-lines"]
+    assert repr(line[:160]) + "\u2026 (x2)" in f.claim
+    d = Diagnosis(question="q", verdict="v", bound="unknown", bound_reasoning="r", causes=[Cause(title=f.title, explanation=f.claim,
+                                                                                  confidence=0.3, evidence=["ev-1"])])
+    words = diagnosis_words(d, [line])
+    assert STAGED in words and "mlx5_0" not in words and "<input>" not in words

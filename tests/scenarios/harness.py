@@ -22,6 +22,7 @@ from orchestrator.api import InvestigationResult, investigate
 from orchestrator.diagnosis import Diagnosis, SubmittedDiagnosis
 from orchestrator.analysis import relevance
 from orchestrator.analysis.relevance import symptoms_of
+from orchestrator.analysis.signals import QUOTE_CHARS
 from orchestrator.events import ToolResult
 from orchestrator.evidence import Evidence
 from orchestrator.findings import Finding, Symptom
@@ -136,19 +137,24 @@ def load_case(path: Path) -> Case:
     return case
 
 
+STAGED = "<a line the case staged>"
+"""What a staged line quoted by the diagnosis reads as in its words: the tool's own text there is the line itself (a
+finding quoting it, e.g. the unclassified log lines), cut so that a quote cannot satisfy an expectation."""
+
+
 def diagnosis_words(d: Diagnosis, echoed: list[str] = ()) -> str:
     """The diagnosis's own words: verdict, bound reasoning, cause titles and explanations, recommendations.
 
-    Lines the case staged (log lines, file contents) are cut out first, so a claim that merely quotes its input
-    cannot satisfy an expectation."""
+    Lines the case staged (log lines, file contents) are cut out first (whole, or the part a finding quotes:
+    signals.QUOTE_CHARS), so a claim that merely quotes its input cannot satisfy an expectation."""
     parts = [d.verdict, f"bound: {d.bound}", d.bound_reasoning]
     parts += [f"{c.title}. {c.explanation}" for c in d.causes]
     parts += [f"{a.title}: {a.note}" for a in d.also_noticed]
     parts += [r.action for r in d.recommendations]
     text = "\n".join(parts)
     for line in sorted({ln.strip() for ln in echoed if len(ln.strip()) >= 12}, key=len, reverse=True):
-        text = text.replace(line, "<input>")
-        text = text.replace(line[:160], "<input>")
+        text = text.replace(line, STAGED)
+        text = text.replace(line[:QUOTE_CHARS], STAGED)
     return text
 
 

@@ -1414,8 +1414,8 @@ def _context_residuals(logs: RequestLogs, c: View | None, e: View | None, out: l
         offered = (c.requests or 0) + (c.failed or 0) if c is not None and c.requests is not None else None
         failed = c.failed if c is not None and c.failed else None
         asked = sum(ctx.requested) / len(ctx.requested) if ctx.requested else None
-        limit = f"{ctx.limit:,}" if ctx.limit else "?"
-        said = (f"{ctx.refused:,} requests refused in the engine's log for not fitting its context of {limit} tokens"
+        limit = f" of {ctx.limit:,} tokens" if ctx.limit else ""
+        said = (f"{ctx.refused:,} requests refused in the engine's log for not fitting its context{limit}"
                 + (f" (asking for {asked:,.0f} tokens on average)" if asked else "")
                 + (f"; {failed:,.0f} of {offered:,.0f} requests failed at the client" if failed and offered else ""))
         out.append(Residual("requests.refused_too_long", "requests refused for their length", ("engine", "engine"),

@@ -98,13 +98,15 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             own["request.server.per_token_queue_ms"] = step.queue_ms
         if step.pending is not None:
             own["request.server.per_token_pending"] = step.pending
-    # the timeouts of the layers between, as seconds (the path prong reads them as written: "600s", "1m", 60)
-    timeouts = {k: secs for k, f in facts.items() if k.startswith("path.") and "timeout" in k
-                and not k.endswith(("_source", "_default")) and (secs := _seconds(f.value)) is not None}
-    if timeouts:
-        key = min(timeouts, key=lambda k: timeouts[k])
-        own["request.path.min_timeout_s"] = timeouts[key]
+    # the timeouts of the layers between that bound a request (knowledge: residuals.yaml request_timeouts), as
+    # seconds (the path prong reads them as written: "600s", "1m", 60), each against the time it bounds
+    bounded = request_timeouts(facts, acct)
+    if bounded:
+        key, secs, bound_s, what = min(bounded, key=lambda x: x[1] / x[2] if x[2] else x[1])
+        own["request.path.min_timeout_s"] = secs
         own["request.path.min_timeout"] = f"{key.removeprefix('path.')} = {facts[key].value}"
+        own["request.path.timeout_bounds_s"] = bound_s
+        own["request.path.timeout_bounds"] = what
     # where an answer is cut: a timeout of a layer between (its configuration), else the time a proxy's own log says
     # it cut requests after
     cut_s, cut_what = own.get("request.path.min_timeout_s"), own.get("request.path.min_timeout")
@@ -120,7 +122,7 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         own["request.cut_where"] = cut_where
         ttft = own.get("request.engine.ttft_ms") or own.get("request.client.ttft_ms") or 0.0
         itl = own.get("request.engine.itl_ms") or own.get("request.client.itl_ms")
-        if itl:
+        if itl and own.get("request.path.timeout_bounds") != FIRST_TOKEN:
             own["request.cut_tokens"] = max(0.0, (cut_s * 1e3 - ttft) / itl)
     c0 = acct.clients[0] if acct.clients else None
     aborted = acct.engine.finished.get("abort") if acct.engine is not None else None
@@ -200,6 +202,39 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         src = eng_ev if k.startswith(("request.engine", "request.finish", "request.log", "request.residual")) else ev
         facts[k] = Fact(val, src)
     return facts
+
+
+FIRST_TOKEN = "the longest wait for a first token"
+WHOLE = "the longest request"
+
+
+def request_timeouts(facts: dict[str, Fact], acct: RequestAccount) -> list[tuple[str, float, float, str]]:
+    """(fact key, seconds, the time it bounds in seconds, that time in words) of each setting of the layers between
+    that bounds a request (residuals.yaml `request_timeouts`): one that bounds the whole response against the
+    longest request; one that bounds the gap between two reads against the longest wait for a first token where the
+    answers are streamed (the client measured a TTFT or an ITL), else against the longest request."""
+    known = table().request_timeouts
+    e = acct.engine
+    worst_e2e = (e.e2e.p99 if e.e2e.p99 is not None else e.e2e.typical) if e is not None and e.e2e else None
+    worst_ttft = (e.ttft.p99 if e.ttft.p99 is not None else e.ttft.typical) if e is not None and e.ttft else None
+    for c in acct.clients[:1]:
+        if worst_e2e is None and c.e2e is not None:
+            worst_e2e = c.e2e.p99 if c.e2e.p99 is not None else c.e2e.typical
+        if worst_ttft is None and c.ttft is not None:
+            worst_ttft = c.ttft.p99 if c.ttft.p99 is not None else c.ttft.typical
+    streamed = any(c.ttft is not None or c.itl is not None for c in acct.clients)
+    out = []
+    for k, f in facts.items():
+        t = known.get(k.removeprefix("path."))
+        secs = _seconds(f.value) if t is not None and k.startswith("path.") else None
+        if t is None or secs is None:
+            continue
+        if t.bounds == "gap" and streamed:
+            if worst_ttft is not None:
+                out.append((k, secs, worst_ttft / 1e3, FIRST_TOKEN))
+        elif worst_e2e is not None:
+            out.append((k, secs, worst_e2e / 1e3, WHOLE))
+    return out
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -384,7 +419,7 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
     if cands:
         first, missing = render(cands[0].judged.mechanism.claim, hf, {"residual": "", "residual_note": r.note})
         if not missing:
-            claim += " The first would mean this: " + first.lstrip(". ")
+            claim += " The first would mean this: " + first.lstrip(".: ")
     term = r.term[:1].upper() + r.term[1:]
     if r.between[1] == "floor":
         head = f"{term} {fmt(r.a, r.unit)} is {r.ratio:.2g}x its floor of {fmt(r.b, r.unit)}"

@@ -52,9 +52,21 @@ class Mechanism(_Strict):
     split: str
 
 
+class RequestTimeout(_Strict):
+    """A setting of a layer between the client and the engine that bounds one request's duration."""
+
+    bounds: Literal["whole", "gap"]
+    """`whole`: the whole response, from the request to its last byte; `gap`: the longest wait between two reads of
+    the response (for a streamed answer the wait for the first token, for one not streamed the whole of it)."""
+    source: str
+
+
 class Table(_Strict):
     shapes: dict[str, Shape]
     mechanisms: dict[str, Mechanism]
+    request_timeouts: dict[str, RequestTimeout] = Field(default_factory=dict)
+    """`<layer>.<setting>` (the path prong's names) -> what of a request it bounds; other timeouts (a probe's, a
+    connection's, keep-alive) bound something else and are never set against a request's time."""
     reasoning_models: list[str] = Field(default_factory=list)
     """Regexes of model names that reason before they answer by default (their chat template thinks)."""
 
@@ -167,14 +179,16 @@ def render(template: str, hf: HostFacts, extra: dict[str, str] | None = None) ->
         if "." not in key:
             return m.group(0)  # not a fact (curl's -w '%{time_connect}')
         f = hf.get(key)
-        if f is None:
+        if f is None or f.value is None or f.value == "":
             missing.append(key)
-            return "?"
+            return UNKNOWN
         return _value(f.value, fmt)
 
     text = _FIELD.sub(sub, template)
     if missing:
         text = without_unknowns(text)
+    # whatever held an unknown figure goes, with the unit after it: the words never show a placeholder
+    text = _LEFT.sub("", text)
     return " ".join(text.split()), missing
 
 
@@ -184,19 +198,24 @@ def title_of(m: Mechanism, hf: HostFacts) -> str:
     return m.name if missing and m.name else text
 
 
+UNKNOWN = "\u2047"
+"""What a figure that is not known renders as before the words around it are cut (never a "?" of the text itself)."""
+_LEFT = re.compile(UNKNOWN + r"\S*(?:\s+(?:ms|s|tokens?|requests?|%|x|KB|MB/s|GB|Mb/s|Gb/s|B)\b)?")
+
+
 def without_unknowns(text: str) -> str:
     """The words with each figure that is not known left out: a parenthesis holding one, else the clause (after a
     colon) or the sentence that holds one."""
-    text = re.sub(r"\s*\([^()]*\?[^()]*\)", "", text)
-    if "?" not in text:
+    text = re.sub(r"\s*\([^()]*" + UNKNOWN + r"[^()]*\)", "", text)
+    if UNKNOWN not in text:
         return text
-    sentences = re.split(r"(?<=[.!])\s+", text)
+    sentences = re.split(r"(?<=[.!?])\s+", text)
     kept = []
     for sent in sentences:
-        if "?" not in sent:
+        if UNKNOWN not in sent:
             kept.append(sent)
             continue
-        clauses = [c for c in sent.split(": ") if "?" not in c]
+        clauses = [c for c in sent.split(": ") if UNKNOWN not in c]
         if clauses:
             kept.append(": ".join(clauses).rstrip(".") + ("." if sent.rstrip().endswith(".") else ""))
-    return " ".join(kept) or re.sub(r"\?\s*(ms|s|tokens)?\s*", "", text)
+    return " ".join(kept) or _LEFT.sub("", text)

@@ -167,8 +167,12 @@ def _before_after(observations: "Observations") -> bool:
     return pairs(runs) or pairs(bench)
 
 _LATENCY = re.compile(r"\blatency\b|\bresponsive|\bsnappy\b|\binference time\b|\bresponse times?\b|"
-                      r"\b(?:answer|respond|repl[iy])\w*\s+(?:\w+\s+)?slow(?:ly)?\b", re.IGNORECASE)
-"""Latency without saying which: per-token latency and time to first token both."""
+                      r"\b(?:answer|respond|repl[iy])\w*\s+(?:\w+\s+)?slow(?:ly)?\b|"
+                      r"\bend[- ]to[- ]end\b|\be2el?\b|\brequest (?:time|duration)s?\b|"
+                      r"\b(?:take|takes|took|taking)\b.{0,30}\bto (?:finish|complete|return|come back|respond)\b",
+                      re.IGNORECASE)
+"""Latency without saying which: per-token latency and time to first token both (the whole request's time, "takes
+a minute to finish", is their sum)."""
 
 _FINE = re.compile(r"\b(?:(?:per[- ]token|inter[- ]token|first[- ]token|token|decode|prefill|e2e|end[- ]to[- ]end)\s+)?"
                    r"(?:throughput|latency|performance|speed|ttft|itl|tpot|startup|decode|decoding|prefill)\s+"
@@ -235,6 +239,9 @@ class Asked:
     via: frozenset[tuple[Symptom, Symptom]] = field(default=frozenset({("itl", "throughput")}), compare=False)
     """(a, b): the evidence shows how what explains a explains b too (requests queue: what limits throughput sets
     time to first token)."""
+    minor: tuple[tuple[Symptom, str], ...] = field(default=(), compare=False)
+    """Terms the question quoted that are a small share of each request's time in every run the user gave, with the
+    arithmetic (`minor_terms`): not asked about, since what explains them alone cannot explain the request's time."""
 
     @property
     def uncertain(self) -> bool:
@@ -315,7 +322,92 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
     if found & {"regression", "errors"} == found and len(found) == 2:
         found.discard("regression")  # "refuses to start since this morning": a failure, not a slowdown after a change
     subjects = frozenset(k for k, rx in _ABOUT.items() if rx.search(text))
-    return Asked(frozenset(found), subjects, text, frozenset(certain & found))
+    minor = minor_terms(text, found, observations) if observations is not None else []
+    found -= {s for s, _ in minor}
+    return Asked(frozenset(found), subjects, text, frozenset(certain & found), minor=tuple(minor))
+
+
+MINOR_SHARE = 0.10
+"""A term of the request's time below this share of it cannot explain that time: removing it entirely would make each
+request at most a tenth faster (end-to-end = time to first token + (tokens out - 1) x inter-token latency)."""
+
+_COMPLAINT = re.compile(r"\bslow|\bhigh|\blong|\bspik|\bjump|\btoo\b|\bincreas|\bgrow|\bworse|\bbad\b|\bpoor|"
+                        r"\bwhy\b|\bhuge|\bterribl|\bawful|\bunacceptab|\bballoon|\bdoubl|\btripl|\bregress|\bdegrad|"
+                        r"\bblow|\bexplod|\bcompla|\bimprov|\breduc|\blower\b|\bcut\b", re.IGNORECASE)
+"""Words that make a quoted figure the complaint ("TTFT is too high", "why is ITL 40 ms", "reduce the TTFT"), not
+context quoted beside the figure asked about."""
+
+_TERM_WORDS: dict[Symptom, re.Pattern[str]] = {
+    "ttft": _WORDS[0][1],
+    "itl": re.compile(f"{_WORDS[1][1].pattern}|{_FIGURE_ITL.pattern}", re.IGNORECASE),
+}
+
+
+def _singled_out(text: str, term: Symptom) -> bool:
+    """Whether the question complains of this term itself: a sentence that names it also says it is slow, high or to
+    be cut."""
+    rx = _TERM_WORDS[term]
+    return any(rx.search(s) and _COMPLAINT.search(s) for s in re.split(r"(?<=[.?!])\s+|\n", text))
+
+
+def _typical(lat: object) -> float | None:
+    if lat is None:
+        return None
+    for key in ("p50", "mean"):
+        v = getattr(lat, key, None)
+        if isinstance(v, (int, float)) and v > 0:
+            return float(v)
+    return None
+
+
+def term_shares(observations: "Observations") -> list[tuple[str, float, float, float, str]]:
+    """Each benchmark run's split of a request's time into its terms, from the figures the user gave: (run, TTFT ms,
+    decode ms, end-to-end ms, the arithmetic). The decode term is (tokens out - 1) x inter-token latency where both
+    are given, else the end-to-end time less the TTFT; the end-to-end time is the measured one where given, else the
+    sum of the two terms."""
+    out = []
+    for b in observations.bench:
+        ttft, itl, e2e = _typical(b.ttft), _typical(b.itl) or _typical(b.tpot), _typical(b.e2el)
+        n = b.output_len
+        if ttft is None:
+            continue
+        if itl is not None and n and n > 1:
+            decode = (n - 1) * itl
+            how = f"{ttft:,.0f} ms + ({n:,.0f} - 1) x {itl:.3g} ms"
+        elif e2e is not None and e2e > ttft:
+            decode = e2e - ttft
+            how = f"{ttft:,.0f} ms + {decode:,.0f} ms of decode"
+        else:
+            continue
+        total = e2e if e2e is not None and e2e >= ttft else ttft + decode
+        how += f" = {ttft + decode:,.0f} ms" + (f"; measured end-to-end {e2e:,.0f} ms" if e2e is not None else "")
+        out.append((b.name, ttft, decode, total, how))
+    return out
+
+
+def minor_terms(text: str, found: set[Symptom], observations: "Observations") -> list[tuple[Symptom, str]]:
+    """The terms of the request's time the question quotes that cannot explain it: below `MINOR_SHARE` of each
+    request's time in every run the user gave, not complained of themselves, while another term or the throughput is
+    asked too. A TTFT of 0.15 s in a 4 s request quoted beside the per-token latency and the rate is context: what
+    explains it alone changes the request's time by 4 %."""
+    shares = term_shares(observations)
+    if not shares:
+        return []
+    out: list[tuple[Symptom, str]] = []
+    for term in ("ttft", "itl"):
+        rest = found - {term} - {s for s, _ in out}
+        if term not in found or not rest & {"ttft", "itl", "throughput"} or _singled_out(text, term):
+            continue
+        parts = []
+        for name, ttft, decode, total, how in shares:
+            part = ttft if term == "ttft" else decode
+            if total <= 0 or part / total >= MINOR_SHARE:
+                break
+            parts.append(f"{SAY[term]} {part:,.0f} ms is {part / total:.1%} of a {total:,.0f} ms request in {name} "
+                         f"({how})")
+        else:
+            out.append((term, "; ".join(parts)))
+    return out
 
 
 def measured_symptoms(observations: "Observations") -> set[Symptom]:
@@ -347,4 +439,4 @@ def with_paths(a: Asked, view: "EvidenceView", findings: "Sequence[Finding]") ->
                     waiting = True
     if waiting:
         via |= {("throughput", "ttft"), ("itl", "ttft")}
-    return Asked(a.symptoms, a.subjects, a.text, a.certain, frozenset(via))
+    return Asked(a.symptoms, a.subjects, a.text, a.certain, frozenset(via), a.minor)

@@ -825,6 +825,13 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
             continue
         caps = knowledge.arch_caps(inv.gpus[0].compute_cap) if inv.gpus else None
         iss = catalog_entry("pcie-tp-allreduce")
+        single = _engines_on_one_gpu(v)
+        if single:
+            # no engine spans GPUs: no tensor-parallel all-reduce crosses PCIe, whatever the links (said, not ranked)
+            w = entry_words(iss.id, {"count": inv.count, "links": ", ".join(sorted({l.kind for l in topo.links}))})
+            return [Finding(id="pcie-allreduce", category="communication", confidence=0.3, evidence=[ev.id, *single],
+                            claim=w["words"]["single_claim"], title=w["words"]["single_title"], informational=True,
+                            static=True)]
         oe = v.observations_evidence
         ruled_out = oe is not None and any(c.verdict == "gemm" for c in analyze_observations(oe[1]).comparisons)
         w = entry_words(iss.id, {"count": inv.count, "links": ", ".join(sorted({l.kind for l in topo.links}))})
@@ -841,6 +848,33 @@ def pcie_allreduce(v: EvidenceView) -> list[Finding]:
                         entry=iss.id, title=w["words"]["topology_title"], secondary=ruled_out,
                         static=True)]  # how the GPUs are linked: the same before and after a change
     return []
+
+
+_TP1_BY_DEFAULT = {"vllm", "sglang"}
+"""Engines whose tensor-parallel degree is 1 unless a flag sets it (vLLM --tensor-parallel-size, SGLang --tp-size)."""
+
+
+def _engines_on_one_gpu(v: EvidenceView) -> list[str]:
+    """The engine_config evidence ids when every serving engine the host runs has tensor parallel 1 (its flag, or
+    its default where the engine's default is 1); [] when any spans GPUs or its degree is not known."""
+    ids: list[str] = []
+    seen = False
+    for ev, rep in v.probes("engine_config"):
+        for e in rep.engines:
+            if e.origin != "process":
+                continue
+            tp = e.value("tp")
+            if tp is None and e.name not in _TP1_BY_DEFAULT:
+                return []
+            try:
+                if int(tp or 1) != 1:
+                    return []
+            except (TypeError, ValueError):
+                return []
+            seen = True
+            if ev.id not in ids:
+                ids.append(ev.id)
+    return ids if seen else []
 
 
 def _lib_label(lib) -> str:

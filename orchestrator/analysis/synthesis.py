@@ -509,6 +509,9 @@ def _why_not(f: Finding, asked: relevance.Asked) -> str:
     else:
         can = ", ".join(relevance.SAY[s] for s in relevance.symptoms_of(f)) or "nothing measured here"
         why = f"it can explain {can}, not {asked.words()}"
+        minor = [words for s, words in asked.minor if s in relevance.symptoms_of(f)]
+        if minor:  # the term it explains is quoted, but too small a share of each request to explain its time
+            why += ": " + "; ".join(minor)
     if f.informational and not f.static:
         why = _history_note(f)
     return f"{said} ({why})."

@@ -202,3 +202,39 @@ def test_a_throughput_finding_explains_ttft_only_where_requests_queue():
     queued = relevance.with_paths(ttft, view, [cap, _fs("account-engine-queue", ["ttft"]).model_copy(update={"queue_wait": True})])
     assert queued.explains(cap)
     assert not queued.explains(_fs("other-phase", ["itl", "throughput"], secondary=True))  # context, not a shortfall
+
+
+def _bench_obs(**kw):
+    from orchestrator.observations import Observations
+
+    run = {"format": "client", "label": "load test", "max_concurrency": 64, "output_len": 300,
+           "ttft": {"p50": 150.0}, "itl": {"p50": 13.0}, "e2el": {"p50": 4040.0}}
+    run.update(kw)
+    return Observations.model_validate({"bench": [run]})
+
+
+def test_a_quoted_term_that_is_a_small_share_of_each_request_is_not_what_is_asked():
+    """TTFT 0.15 s quoted beside 13 ms per token and the rate, in 4 s requests: 3.7 % of each request, so what explains
+    the TTFT alone cannot explain the request's time or the rate: it is not ranked, and its arithmetic is said."""
+    q = "at 256 users we get TTFT ~0.15 s, ~13 ms per token, ~63 requests/s. is the load generator holding us back?"
+    a = relevance.asked(q, _bench_obs())
+    assert "ttft" not in a.symptoms and {"itl", "throughput"} <= a.symptoms
+    (term, words), = a.minor
+    assert term == "ttft" and "150 ms is 3.7% of a 4,040 ms request" in words and "(300 - 1) x 13 ms" in words
+    prefill = _f("prefill-floor", category="workload", symptoms=["ttft"])
+    assert not a.explains(prefill)
+    # complained of, it is asked whatever its share
+    assert "ttft" in relevance.asked("TTFT is too high at ~0.15 s with ~13 ms per token; why?", _bench_obs()).symptoms
+    # a large share (short answers) is asked
+    assert "ttft" in relevance.asked(q, _bench_obs(output_len=4, e2el={"p50": 190.0})).symptoms
+    # the only term asked stays asked
+    assert relevance.asked("TTFT ~0.15 s at 256 users.", _bench_obs()).symptoms == {"ttft"}
+
+
+def test_a_whole_request_taking_long_reads_as_its_terms():
+    """"take over a minute to finish": the request's time, the sum of its TTFT and its decode; with the figures, the
+    TTFT's 2 % share leaves the per-token latency."""
+    q = "some answers take over a minute to finish, most are under 15 s. is the gateway slowing the long ones down?"
+    assert relevance.asked(q).symptoms == {"itl", "ttft"}
+    a = relevance.asked(q, _bench_obs(output_len=267, ttft={"p50": 319.0}, itl={"p50": 62.8}, e2el={"p50": 13007.0}))
+    assert a.symptoms == {"itl"} and a.minor[0][0] == "ttft"

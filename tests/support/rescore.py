@@ -45,6 +45,8 @@ def rescore(dump: Path, baseline: dict) -> tuple[str, list[str], list[str], list
     path = ROOT / doc["class"] / doc["id"] / "case.yaml"
     case = load_case(path)
     evidence = [Evidence.model_validate(e) for e in doc["evidence"]]
+    # the observations the run saw: the case's, with its `bench:` files' runs added (harness.observations_of)
+    case.observations = doc.get("observations", case.observations)
     obs = Observations.model_validate(case.observations) if case.observations else None
     d = synthesize(case.question, obs, evidence, [])
     echoed = doc.get("echoed")

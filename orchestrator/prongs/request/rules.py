@@ -15,7 +15,7 @@ from orchestrator.diagnosis import Number
 from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
 from orchestrator.ranks import Rank
 from orchestrator.prongs.request.account import (BELOW_FLOOR, POINT_WORDS, RequestAccount, Residual, build_account,
-                                                 fmt, tokenizer_factor)
+                                                 engines_running, fmt, tokenizer_factor)
 from orchestrator.prongs.request.table import HostFacts, Judged, host_facts, judge, render, table, title_of
 
 if TYPE_CHECKING:
@@ -502,7 +502,24 @@ def _account_finding(acct: RequestAccount) -> Finding:
                    data={"account": True})
 
 
-def _reconciled(acct: RequestAccount, question: str = "") -> Finding | None:
+_SHARE_WORDS = {2: "half", 3: "a third", 4: "a quarter"}
+
+
+def _spread(per: list[tuple[str, float]]) -> str:
+    """Words for requests spread over several engines that share them evenly (none with more than twice another's
+    and two: the converse of the account's load.engines_unbalanced): each engine's count and its share."""
+    if len(per) < 2:
+        return ""
+    lo, hi = min(r for _, r in per), max(r for _, r in per)
+    if hi >= 2 * lo + 2 or hi <= 0:
+        return ""
+    share = _SHARE_WORDS.get(len(per), f"1/{len(per)}")
+    return (f"the load is spread evenly over the {len(per)} engines ("
+            + ", ".join(f"{r:,.0f}" for _, r in per[:8]) + f" requests running: {share} each)")
+
+
+def _reconciled(acct: RequestAccount, question: str = "",
+                engines: list[tuple[str, float]] | None = None) -> Finding | None:
     """Every figure the client and the engine both measured agrees, and the engine's own figures sit near their
     floors: the time is the engine's ordinary prefill and decode of the workload as it is (the answer to "is
     something in between adding time / tokens?")."""
@@ -529,6 +546,9 @@ def _reconciled(acct: RequestAccount, question: str = "") -> Finding | None:
             if e.engines > 1 and e.running else ""
         agree.append(f"{c.concurrency or c.little_l:,.0f} requests in flight at the client, {e.inflight:,.0f} in the "
                      f"engine{per}")
+    spread = _spread(engines or [])
+    if spread:
+        agree.append(spread)
     phases: dict[str, str] = {}
     ratios: dict[str, float] = {}
     ftt, fit = acct.floors.get("ttft"), acct.floors.get("itl")
@@ -572,7 +592,11 @@ def _reconciled(acct: RequestAccount, question: str = "") -> Finding | None:
                    symptoms=["ttft", "itl", "throughput"], secondary=True,
                    numbers=[Number(name=f"request account: {t.upper()} against its floor", value=round(x, 3),
                                    unit="x", source=acct.evidence[0] if acct.evidence else "request account")
-                            for t, x in ratios.items()])
+                            for t, x in ratios.items()]
+                   # the batch each engine ran: a cap above it never bound the batch (the synthesis says so)
+                   + ([Number(name="requests running (most in one engine)", value=max(r for _, r in engines),
+                              unit="requests", source=acct.evidence[0] if acct.evidence else "request account")]
+                      if engines else []))
 
 
 def _handoff_small(acct: RequestAccount) -> Finding | None:
@@ -674,7 +698,11 @@ def _contradictions(acct: RequestAccount, explained: list[Explained]) -> list[Fi
                    "reads grow with the batch and keep it memory-bound. More tokens per second need fewer bytes per "
                    "step (FP8 weights or KV cache, shorter contexts) or more memory bandwidth, not more FLOPs."),
             short=f"decode is memory-bound at {itl / fit.ms:.2f}x its floor with the KV reads counted.",
-            symptoms=["itl", "throughput"], contradicts=["decode"]))
+            symptoms=["itl", "throughput"], contradicts=["decode"],
+            # the bound the weights-only roofline misread (it is vetoed): memory, from the floor that counts the KV
+            sets_bound=BoundClaim(rank=Rank.SERVING_FLOOR + 0.25, bound="memory", leads=False, words=(
+                f"A decode step of {fmt(itl, 'ms')} is {itl / fit.ms:.2f}x its memory floor once the KV reads count "
+                f"({fit.arithmetic}): memory-bound, not compute-bound."))))
     # the client counts in another tokenizer's tokens: its per-token time is per one of those tokens, not per step of
     # the engine, so a decode verdict read off it reads a figure off by that factor
     counted = next((x for x in explained if x.judged.status == "confirmed"
@@ -758,7 +786,7 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
     for rs, cands in list(groups.values())[:3]:
         out.append(_candidates_finding(rs, cands, acct, hf))
     if len(out) == 1 and not [r for r in acct.residuals if _weight(r) >= 0.25 and not r.shape.endswith("far_above_floor")]:
-        ok = _reconciled(acct, v.question)
+        ok = _reconciled(acct, v.question, engines_running(v))
         if ok is not None:
             out.append(ok)
     small = _handoff_small(acct)

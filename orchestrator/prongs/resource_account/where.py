@@ -17,7 +17,7 @@ from orchestrator.prongs.resource_account.queue_rules import BOUNDS_BATCH, engin
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
 
-__all__ = ["GPU_BUSY_PCT", "gpus_busy", "serving_gpus", "where_time_went"]
+__all__ = ["GPU_BUSY_PCT", "busy_with_batch_work", "gpus_busy", "serving_gpus", "where_time_went"]
 
 
 def gpus_busy(v: "EvidenceView") -> float | None:
@@ -33,6 +33,20 @@ def serving_gpus(v: "EvidenceView") -> int | None:
         return None
     held = {i for p in a.acct.processes for i in p.gpus if isinstance(i, int)}
     return len(held) or None
+
+
+def busy_with_batch_work(v: "EvidenceView") -> bool:
+    """The GPUs were busy the whole window with the running batch's own work: no request waited for a place in the
+    batch (the engine's queue, the KV cache's room) and the engine redid or discarded no work. Then time a request
+    spends beyond its own GPU work is the other running requests' GPU work."""
+    a = _account(v)
+    if a is None or a.busy is None or a.busy < GPU_BUSY_PCT:
+        return False
+    q = engine_queue(v, a.busy, a.ev)
+    if q is not None or kv_holds_fewer(v) is not None:
+        return False
+    redo = redone_work(v)
+    return redo is None or redo.informational
 
 
 def where_time_went(v: "EvidenceView") -> tuple[str | None, list[str]]:

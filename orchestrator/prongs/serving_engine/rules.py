@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.prongs.resource_account.where import GPU_BUSY_PCT, gpus_busy, serving_gpus, where_time_went
+from orchestrator.prongs.resource_account.where import (GPU_BUSY_PCT, busy_with_batch_work, gpus_busy, serving_gpus,
+                                                        where_time_went)
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.prongs.resource_account.load_rules import engine_ttft_instead, ttft_whole
 from orchestrator.prongs.serving_engine.floors import (
@@ -69,6 +70,8 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
                 "ttft_ms": None if ttft_whole(b) else
                 (b.ttft.p50 if b.ttft and b.ttft.p50 is not None else b.ttft.mean if b.ttft else None),
                 "model": b.model,
+                # a closed loop (a concurrency cap) holds the load at the batch; an open one can queue without bound
+                "output_len": b.output_len if b.max_concurrency else None,
             })
             inside = engine_ttft_instead(v, b)
             if inside is not None:
@@ -173,7 +176,10 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
             fl = prefill_floor(shape, int(inp["input_len"]), dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
             verdict = judge_prefill(inp["ttft_ms"], inp.get("ttft_label") or f"median TTFT ({inp['label']})", fl)
             f = _finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere)
-            findings.append(_queued_prefill(f, verdict, batch, gpus_busy(v)) or f)
+            busy = gpus_busy(v)
+            findings.append(_queued_prefill(f, verdict, batch, busy) or
+                            (_loaded_prefill(f, verdict, batch, busy, inp["itl_ms"], inp.get("output_len"))
+                             if busy_with_batch_work(v) else None) or f)
         if findings:
             break
     return findings
@@ -282,6 +288,41 @@ def _queued_prefill(f: Finding, vd: PhaseVerdict, batch: int, busy: float | None
             "replicas (data parallel) or more GPUs per prefill (TP), prefix caching for shared prompt prefixes; a "
             "smaller chunked-prefill budget (max_num_batched_tokens) trades TTFT for ITL, it does not remove the "
             "work."]})
+
+
+def _loaded_prefill(f: Finding, vd: PhaseVerdict, batch: int, busy: float | None, itl_ms: float | None,
+                    output_len: float | None) -> Finding | None:
+    """A TTFT far above one prompt's prefill while a batch of other requests runs on GPUs busy the whole window: the
+    time beyond the floor is GPU work, the other requests' (the steps the running batch takes, which a new prompt's
+    prefill shares under continuous batching), not time outside the GPU. Said in decode steps, and no latency bound is
+    read from it: the GPUs' busy share contradicts one. A wait longer than a whole answer's decode steps is not shared
+    steps but a wait for a place in the batch (a place frees only when an answer ends): not this."""
+    if vd.phase != "prefill" or vd.ratio < FAR_RATIO or batch < 2 or busy is None or busy < GPU_BUSY_PCT or \
+            not itl_ms or not output_len:
+        return None
+    excess = vd.measured_ms - vd.floor.floor_ms
+    steps = excess / itl_ms
+    if steps >= output_len:
+        return None
+    claim = (f"Prefill: {vd.measured_label} is {vd.measured_ms:.1f} ms at {vd.floor.tokens}-token prompts, "
+             f"{vd.ratio:.1f}x one prompt's roofline floor of {vd.floor.floor_ms:.2f} ms, with {batch} requests "
+             f"running and the GPUs busy {busy:.0f} % of the window: the time beyond the floor is GPU work, the other "
+             f"requests'. {vd.measured_ms:.0f} ms - {vd.floor.floor_ms:.1f} ms = {excess:.0f} ms is {steps:.1f} steps "
+             f"of the {itl_ms:.3g} ms decode step the running batch takes; a new prompt's prefill shares those steps "
+             "(continuous batching, chunked prefill), so its first token waits for them, not for anything outside "
+             "the GPU. A shorter TTFT at this load needs fewer requests per GPU or shorter steps, not a faster "
+             "prefill.")
+    short = (f"TTFT {vd.measured_ms:.0f} ms is one prefill ({vd.floor.floor_ms:.0f} ms) plus {steps:.1f} steps of "
+             f"the {batch}-request batch ({itl_ms:.3g} ms each) on GPUs busy {busy:.0f} %: the wait behind the other "
+             "requests' GPU work.")
+    return f.model_copy(update={
+        "claim": claim, "short": short, "bound": None, "sets_bound": None, "explains": None,
+        "title": f"Prefill runs {vd.ratio:.1f}x its roofline floor (the wait behind {batch} running requests' GPU "
+                 f"work: {steps:.1f} decode steps)",
+        "recommendations": [
+            "Fewer requests per GPU shortens the wait for a first token (a lower concurrency or max_num_seqs per "
+            "replica, more replicas); a larger chunked-prefill budget (max_num_batched_tokens) prefills a prompt in "
+            "fewer steps at some cost to the inter-token latency."]})
 
 
 def _entry():

@@ -1,0 +1,143 @@
+"""A verdict never contradicts a figure it holds (issue 40 item 7): no latency bound and no "time outside GPU work"
+on GPUs busy the whole window, no TP all-reduce cause on engines that each run on one GPU, and the bound a vetoed
+roofline misread comes from the floor that counts the KV reads."""
+
+from __future__ import annotations
+
+from support.evidence import ev, inventory
+
+from orchestrator.analysis import rules as R
+from orchestrator.analysis.evidence_view import EvidenceView
+from orchestrator.observations import Observations
+from orchestrator.prongs.resource_account.models import GpuBusy, HostAccount, ProcessAccount, ResourceAccount
+from orchestrator.prongs.serving_engine.probe import build_report
+from orchestrator.prongs.serving_engine.rules import serving_latency
+
+H100 = "NVIDIA H100 80GB HBM3"
+LLAMA_8B = {"name": "Llama-3.1-8B-Instruct", "quantization": "bf16"}
+
+
+def _account(busy: float, n: int = 1) -> ResourceAccount:
+    return ResourceAccount(host="gpu-box", window_s=1.0,
+                           gpus=[GpuBusy(index=i, samples=9, busy_pct=busy, series=[busy] * 9) for i in range(n)],
+                           processes=[ProcessAccount(pid=7, kind="vllm", comm="vllm", gpus=list(range(n)))],
+                           host_account=HostAccount(cpus_online=64, cpu_busy_pct=5, steal_pct=0))
+
+
+def _bench(**kw) -> dict:
+    run = {"format": "client", "label": "load test", "source": "timings", "max_concurrency": 64, "input_len": 1000,
+           "output_len": 300, "ttft": {"p50": 150.0}, "itl": {"p50": 13.0}, "e2el": {"p50": 4040.0}}
+    run.update(kw)
+    return run
+
+
+def _view(busy: float | None, bench: dict, *, gpu: str = H100, count: int = 1, engine=None,
+          question: str = "") -> EvidenceView:
+    obs = Observations.model_validate({"model": LLAMA_8B, "bench": [bench]})
+    evs = [ev("ev-1.1", inventory(gpu, "9.0", count, nvlink=count == 1), tool="gpu_inventory"),
+           ev("ev-2.1", data={"kind": "observations", "observations": obs.model_dump(mode="json")},
+              tool="observations")]
+    if busy is not None:
+        evs.append(ev("ev-3.1", _account(busy, count), tool="resource_account"))
+    if engine is not None:
+        evs.append(ev("ev-4.1", engine, tool="engine_config"))
+    return EvidenceView(evs, obs, question=question)
+
+
+def _prefill(v: EvidenceView):
+    return next(f for f in serving_latency(v) if f.id == "serving-prefill-vs-roofline")
+
+
+def test_a_far_ttft_on_gpus_busy_with_the_batch_is_the_wait_behind_its_work_not_a_latency_bound():
+    """TTFT 150 ms against a 16 ms prefill floor, 64 requests running, GPUs busy 97 %: the 134 ms beyond the floor
+    are ~10 steps of the batch's 13 ms decode step, GPU work; no latency bound, no "outside GPU work"."""
+    f = _prefill(_view(97, _bench()))
+    assert "the wait behind 64 running requests' GPU work" in f.title and "outside" not in f.title
+    assert f.bound is None and f.sets_bound is None
+    assert "decode steps" in f.title and "steps of the 13 ms decode step" in f.claim
+    # the GPUs mostly idle: the time is outside GPU work, as before
+    idle = _prefill(_view(40, _bench()))
+    assert "outside GPU work" in idle.title and idle.sets_bound is not None and idle.bound == "latency"
+    # a wait longer than a whole answer's decode is a wait for a place in the batch: not the shared steps
+    queued = _prefill(_view(97, _bench(output_len=8, ttft={"p50": 3000.0}, e2el={"p50": 3100.0})))
+    assert "outside GPU work" in queued.title
+    # an open loop (no concurrency cap) can queue without bound: not read as shared steps
+    assert "outside GPU work" in _prefill(_view(97, _bench(max_concurrency=None, output_throughput=4900.0))).title
+
+
+def _engines(*flags: tuple[str, ...]):
+    data = {"engines": [{"argv": ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", *f], "kind": "vllm", "pid": 7 + i}
+                        for i, f in enumerate(flags)], "logs": []}
+    return build_report("gpu-box", data, [])
+
+
+def test_no_tp_all_reduce_cause_when_every_engine_runs_on_one_gpu():
+    """Three GPUs without NVLink: a TP all-reduce over PCIe is a cause only where an engine spans GPUs."""
+    three = [ev("e1", inventory(n=3), tool="gpu_inventory")]
+    (tp1,) = R.pcie_allreduce(EvidenceView([*three, ev("e2", _engines((), (), ()), tool="engine_config")]))
+    assert tp1.informational and "every engine runs on one GPU" in tp1.claim and "No all-reduce" in tp1.title
+    (tp3,) = R.pcie_allreduce(EvidenceView([*three, ev("e2", _engines(("--tensor-parallel-size", "3")),
+                                                      tool="engine_config")]))
+    assert not tp3.informational and tp3.recommendations and "cross PCIe" in tp3.title
+    (unknown,) = R.pcie_allreduce(EvidenceView(three))  # no engine seen: the topology alone, as before
+    assert not unknown.informational
+
+
+def test_the_kv_reads_floor_sets_the_bound_the_weights_only_roofline_misread():
+    """Llama 8B at 250 running on an H200: the weights-only roofline calls the decode compute-bound and is vetoed;
+    the floor with the KV reads (1.16x) sets the bound: memory, said with its arithmetic."""
+    from test_request_account import _client, _engine, _metrics
+    from test_request_account import _view as account_view
+
+    from orchestrator.analysis.synthesis import bound_of
+    from orchestrator.prongs.request.rules import request_account_findings
+
+    eng = _engine(_metrics(ttft_s=0.139, itl_s=0.0129, e2e_s=3.99, n=4000, prompt=997, gen=300, running=250))
+    v = account_view(eng, [_client("locust", max_concurrency=256, completed=4000, input_len=1000, output_len=300,
+                                   ttft={"mean": 145.0}, itl={"p50": 12.9}, e2el={"mean": 4083.0})],
+                     gpu="NVIDIA H200")
+    kv = {x.id: x for x in request_account_findings(v)}["request-decode-reads-kv"]
+    decode = next(f for f in serving_latency(v) if f.id == "serving-decode-vs-roofline")
+    assert decode.bound == "compute" and decode.reads in kv.contradicts  # the misread, vetoed by the synthesis
+    bound, reasoning, setter = bound_of([kv])
+    assert bound == "memory" and setter is None  # it states the bound; the reconciled account is the cause
+    assert "1.16x its memory floor once the KV reads count" in reasoning and "GB of KV" in reasoning
+
+
+def test_requests_spread_evenly_over_engines_are_said_so_and_a_cap_above_them_is_not_a_cause():
+    """Three replicas at 64, 63 and 65 running: the load is spread evenly (a third each), said with the counts; a
+    --max-num-seqs of 128 above the most any engine ran never bound the batch."""
+    from orchestrator.analysis.synthesis import _caps_not_reached
+    from orchestrator.diagnosis import Number
+    from orchestrator.findings import Finding
+    from orchestrator.prongs.request.rules import _spread
+
+    per = [("pod-a", 64.0), ("pod-b", 63.0), ("pod-c", 65.0)]
+    assert _spread(per) == "the load is spread evenly over the 3 engines (64, 63, 65 requests running: a third each)"
+    assert _spread([("a", 120.0), ("b", 2.0), ("c", 3.0)]) == ""  # one engine takes the load: not even
+    assert _spread(per[:1]) == ""
+    cap = Finding(id="setting-vllm-max_num_seqs", claim="--max-num-seqs=128 caps the batch.", evidence=["e"],
+                  caps_batch=True, data={"setting": {"setting": "--max-num-seqs", "value": "128"}})
+    seen = Finding(id="request-reconciled", claim="c", evidence=["e"],
+                   numbers=[Number(name="requests running (most in one engine)", value=65, unit="requests",
+                                   source="e")])
+    ((f, why),) = _caps_not_reached([cap], [cap, seen])
+    assert f is cap and "at most 65 requests ran, below this cap of 128" in why
+    assert _caps_not_reached([cap], [cap, seen.model_copy(update={"numbers": []})]) == []
+
+
+def test_the_reconciled_account_carries_the_batch_each_engine_ran():
+    from test_request_account import _client, _engine, _metrics
+    from test_request_account import _view as account_view
+
+    from orchestrator.prongs.request.account import build_account
+    from orchestrator.prongs.request.rules import _reconciled
+
+    eng = _engine(_metrics(ttft_s=0.06, itl_s=0.0097, e2e_s=2.53, n=2560, prompt=1024, gen=256, running=32))
+    v = account_view(eng, [_client("bench", max_concurrency=32, completed=2560, input_len=1024, output_len=256,
+                                   ttft={"p50": 62.0}, itl={"p50": 9.7}, e2el={"p50": 2540.0})])
+    acct = build_account(v)
+    assert acct is not None
+    ok = _reconciled(acct, "", [("pod-a", 32.0), ("pod-b", 31.0)])
+    assert ok is not None and "spread evenly over the 2 engines (32, 31 requests running: half each)" in ok.claim
+    assert [n.value for n in ok.numbers if n.name.startswith("requests running")] == [32.0]

@@ -365,3 +365,17 @@ def test_an_autoscaler_target_above_the_most_its_metric_reads_never_scales():
     assert "ceil(1 x 1 / 2) = 1" in f.claim and "requests_deferred" in f.recommendations[0]
     assert autoscaler_never_scales(_hpa_report(["llama-server", "-np", "4"], HPA), EvidenceView([])) is None
     assert autoscaler_never_scales(_hpa_report(["llama-server"], HPA), EvidenceView([])) is None  # bound unread
+
+
+def test_a_container_s_gpu_request_is_read_as_a_count():
+    """`docker inspect`'s DeviceRequests: `--gpus 4` (Count 4) and `--gpus device=0,1` (two DeviceIDs) are GPU
+    counts; `--gpus all` (Count -1) names none."""
+    from orchestrator.prongs.path import parsers as ps
+
+    def gpus(req: dict) -> object:
+        doc = [{"Name": "/llm", "HostConfig": {"DeviceRequests": [{"Driver": "", "Capabilities": [["gpu"]], **req}]}}]
+        got = ps.parse_docker(doc, "docker inspect").settings.get("gpus")
+        return got.value if got else None
+
+    assert gpus({"Count": 4}) == 4 and gpus({"Count": 0, "DeviceIDs": ["0", "1"]}) == 2
+    assert gpus({"Count": -1}) is None

@@ -148,6 +148,11 @@ def path_findings(view: EvidenceView) -> list[Finding]:
     return out
 
 
+IDLE_SOURCES = ("https://cloud.google.com/kubernetes-engine/docs/best-practices/machine-learning/inference/autoscaling",
+                "https://kubernetes.io/docs/concepts/workloads/autoscaling/horizontal-pod-autoscale/#algorithm-details")
+IDLE_FIX = ("Scale on what measures the engine's load: its queue (the engine's waiting-requests gauge) or its batch "
+            "against its cap, through a Pods or External metric (a Prometheus adapter or KEDA), not the pods' CPU or "
+            "memory.")
 HPA_TOLERANCE = 0.1
 """The HorizontalPodAutoscaler's default tolerance: it scales only when current / target leaves 1 +- 0.1
 (kube-controller-manager --horizontal-pod-autoscaler-tolerance)."""
@@ -208,8 +213,61 @@ def autoscaler_never_scales(rep: PathReport, view: EvidenceView) -> dict[str, An
     return {"metric": name, "target": target, "ceiling": ceiling, "how": how, "m": m, "x": x, "s": s}
 
 
+HPA_RESOURCES = {"cpu", "memory"}
+"""Resource metrics an autoscaler reads from the pod's containers: a GPU engine's load does not show in them."""
+LOADED_GPU_PCT = 80.0
+
+
+def _load_waits(view: EvidenceView) -> str | None:
+    """What says the engine is loaded while an autoscaler sees nothing: its GPUs busy, or requests in its queue."""
+    from orchestrator.prongs.resource_account.where import gpus_busy
+
+    busy = gpus_busy(view)
+    if busy is not None and busy >= LOADED_GPU_PCT:
+        return f"the serving GPUs are busy {busy:.0f} % of the time"
+    for _ev, rep in view.probes("engine_config"):
+        for e in getattr(rep, "engines", []) or []:
+            w = getattr(e.log, "waiting_max", None) if e.log is not None else None
+            if w:
+                return f"up to {w:g} requests wait in the engine's queue (its stats lines)"
+    return None
+
+
+def autoscaler_sees_idle_resource(rep: PathReport, view: EvidenceView) -> dict[str, Any] | None:
+    """An autoscaler that scales on its pods' CPU or memory utilisation, reading well under its target, while the
+    engine is loaded (its GPUs busy, or requests waiting): a GPU engine's load does not show in its host CPU, so the
+    autoscaler keeps its current replicas whatever the queue; its figures, else None."""
+    x = rep.layer("hpa")
+    if x is None:
+        return None
+    s = {k: v.value for k, v in x.settings.items()}
+    name, target, cur = str(s.get("metric") or ""), _number(s.get("target_value")), _number(s.get("current_value"))
+    if s.get("metric_type") not in ("Resource", "ContainerResource") or name not in HPA_RESOURCES or not target \
+            or cur is None or cur * (1 + HPA_TOLERANCE) >= target:
+        return None
+    why = _load_waits(view)
+    if why is None:
+        return None
+    return {"metric": name, "target": target, "current": cur, "why": why, "x": x, "s": s}
+
+
 def _autoscaler_unreachable(rep: PathReport, ev_id: str, view: EvidenceView, load: int | None,
                             load_ev: list[str]) -> Finding | None:
+    idle = autoscaler_sees_idle_resource(rep, view)
+    if idle is not None:
+        x, s = idle["x"], idle["s"]
+        claim = (f"{x.label} {s.get('name')} ({s.get('target') or 'its workload'}) scales on its pods' {idle['metric']} "
+                 f"utilisation with a target of {idle['target']:g} %, and reads {idle['current']:g} % "
+                 f"({x.settings['metric'].where}), while {idle['why']}: the engine's work is on the GPU, which that "
+                 "metric does not see, so the autoscaler keeps its replicas whatever waits. (sources: "
+                 f"{', '.join(IDLE_SOURCES)})")
+        return Finding(
+            id="path-hpa-watches-idle-resource", rule="path_findings", category="engine", confidence=0.8,
+            evidence=[ev_id], symptoms=["ttft", "throughput"], informational=True, claim=claim,
+            title=(f"The autoscaler scales on {idle['metric']} ({idle['current']:g} % of a {idle['target']:g} % "
+                   "target) while the engine is loaded: it never scales up"),
+            recommendations=[f"{IDLE_FIX} [{IDLE_SOURCES[0]}]"],
+            data={"layer": "hpa", "setting": "metric", "value": idle["metric"], "sources": list(IDLE_SOURCES)})
     got = autoscaler_never_scales(rep, view)
     if got is None:
         return None

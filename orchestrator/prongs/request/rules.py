@@ -200,9 +200,16 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             own["request.delta.ttft_equals_e2e"] = abs(e2e - gap) <= max(0.15 * gap, 100)
             own["request.delta.ttft"] = gap
     from orchestrator.prongs.path.models import PathReport
-    from orchestrator.prongs.path.rules import autoscaler_never_scales
+    from orchestrator.prongs.path.rules import autoscaler_never_scales, autoscaler_sees_idle_resource
 
     for _e, rep in v.probes("path_layers"):
+        idle = autoscaler_sees_idle_resource(rep, v) if isinstance(rep, PathReport) else None
+        if idle is not None:
+            own["request.path.autoscaler_idle_metric"] = idle["metric"]
+            own["request.path.autoscaler_idle_target"] = idle["target"]
+            own["request.path.autoscaler_idle_current"] = idle["current"]
+            own["request.path.autoscaler_idle_why"] = idle["why"]
+            own["request.path.autoscaler_name"] = str(idle["s"].get("name"))
         auto = autoscaler_never_scales(rep, v) if isinstance(rep, PathReport) else None
         if auto is not None:
             own["request.path.autoscaler_never_scales"] = True

@@ -34,6 +34,10 @@ def test_a_ttft_equal_to_the_request_for_many_tokens_was_not_streamed_and_is_no_
     # streamed: TTFT a tenth of the request and the ITL accounting for the rest
     streamed = {"output_len": 212, "ttft": {"p50": 270}, "itl": {"p50": 11.5}, "e2el": {"p50": 2703}}
     assert ttft_is_whole_request(_view(streamed)) is None
+    # a long wait for the first token (a queue), then the other tokens one decode step each: streamed, however large
+    # the TTFT's share of the request
+    queued = {"output_len": 600, "ttft": {"p50": 75800}, "itl": {"p50": 11.0}, "e2el": {"p50": 82500}}
+    assert ttft_is_whole_request(_view(queued)) is None
     # a short answer's TTFT is most of it whatever the client does
     assert ttft_is_whole_request(_view({"output_len": 4, "ttft": {"p50": 95}, "e2el": {"p50": 100}})) is None
     # a TTFT close to the request whose ITL accounts for the tokens after it: not a burst

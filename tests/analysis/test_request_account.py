@@ -954,3 +954,25 @@ def test_a_slow_hand_off_over_tcp_leads_and_a_small_one_is_said_as_the_prefill_s
         found = request_account_findings(v)
         assert any(f.id == want for f in found), [f.id for f in found]
         assert not any(r.shape == "ttft.run_over_run" for r in build_account(v).residuals)
+
+
+def test_an_autoscaler_that_never_scales_explains_the_wait_for_the_first_token():
+    """A client TTFT far above its floor, and an autoscaler whose per-pod target is above the most its metric reads:
+    the mechanism is confirmed with the autoscaler's figures; with a reachable target it is not."""
+    from orchestrator.prongs.path.probe import report_from
+
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "llm"},
+           "spec": {"minReplicas": 1, "maxReplicas": 4, "metrics": [{"type": "Pods", "pods": {
+               "metric": {"name": "llamacpp_requests_processing"},
+               "target": {"type": "AverageValue", "averageValue": "2"}}}]}}
+    base = _view(None, [_client(max_concurrency=12, completed=261, input_len=812, output_len=600,
+                                ttft={"mean": 76120.0, "p50": 75800.0}, itl={"p50": 11.0},
+                                e2el={"mean": 82790.0, "p50": 82500.0})])
+    for slots, confirmed in (("1", True), ("4", False)):
+        rep = report_from("gpu-box", {"processes": [{"pid": 9, "kind": "llamacpp", "argv": [
+            "llama-server", "-m", "m.gguf", "-np", slots]}]}, {"hpa.json": json.dumps(hpa)})
+        v = EvidenceView([*base.evidence, ev(f"ev-6.{slots}", rep, tool="path_layers")], base.observations)
+        titles = [f.title for f in request_account_findings(v) if f.id == "request-autoscaler-target-unreachable"]
+        assert bool(titles) == confirmed, titles
+        if confirmed:
+            assert "target of 2 llamacpp_requests_processing per pod" in titles[0] and "(1)" in titles[0]

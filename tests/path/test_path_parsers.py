@@ -315,3 +315,53 @@ def test_litellm_counts_each_model_names_addresses_and_keeps_its_limits():
     assert got["api_base.a"] == "http://10.0.0.1:8000/v1" and got["api_base.b"] == "os.environ/B_URL"
     assert got["tpm_limit"] == 1000 and got["rpm_limit"] == 5
     assert "pw" not in repr(got)
+
+
+HPA = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+       "metadata": {"name": "llm", "namespace": "serving"},
+       "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"}, "minReplicas": 1,
+                "maxReplicas": 4, "metrics": [{"type": "Pods", "pods": {
+                    "metric": {"name": "llamacpp_requests_processing"},
+                    "target": {"type": "AverageValue", "averageValue": "2"}}}]},
+       "status": {"currentReplicas": 1, "desiredReplicas": 1, "currentMetrics": [{"type": "Pods", "pods": {
+           "metric": {"name": "llamacpp_requests_processing"}, "current": {"averageValue": "1"}}}]}}
+
+
+def test_an_autoscaler_is_read_for_what_it_scales_on_and_where_it_stands():
+    import json
+
+    from orchestrator.prongs.path import parsers as ps
+
+    text = json.dumps({"kind": "List", "items": [HPA]})
+    assert ps.sniff(text, "hpa.json") == "hpa"
+    got = {k: s.value for k, s in ps.parse_one("hpa", {"hpa.json": text}).settings.items()}
+    assert got["metric"] == "llamacpp_requests_processing" and got["metric_type"] == "Pods"
+    assert got["target_type"] == "AverageValue" and got["target_value"] == 2.0 and got["current_value"] == 1.0
+    assert got["target"] == "Deployment/llm" and got["max_replicas"] == 4 and got["current_replicas"] == 1
+
+
+def _hpa_report(argv: list[str], hpa: dict):
+    import json
+
+    from orchestrator.prongs.path.probe import report_from
+
+    return report_from("gpu-box", {"processes": [{"pid": 9, "kind": "llamacpp", "argv": argv}]},
+                       {"hpa.json": json.dumps(hpa)})
+
+
+def test_an_autoscaler_target_above_the_most_its_metric_reads_never_scales():
+    """requests_processing counts llama-server's busy slots: with one slot (-np 1) a per-pod target of 2 is never
+    reached (desired = ceil(1 x 1 / 2) = 1); with four slots it is."""
+    from orchestrator.analysis.evidence_view import EvidenceView
+    from orchestrator.prongs.path.rules import autoscaler_never_scales, path_findings
+
+    from support.evidence import ev
+
+    one = _hpa_report(["llama-server", "-m", "m.gguf", "-np", "1"], HPA)
+    got = autoscaler_never_scales(one, EvidenceView([]))
+    assert got is not None and (got["ceiling"], got["target"]) == (1.0, 2.0) and "-np" in got["how"]
+    f = next(x for x in path_findings(EvidenceView([ev("ev-1", one, tool="path_layers")]))
+             if x.id == "path-hpa-target-unreachable")
+    assert "ceil(1 x 1 / 2) = 1" in f.claim and "requests_deferred" in f.recommendations[0]
+    assert autoscaler_never_scales(_hpa_report(["llama-server", "-np", "4"], HPA), EvidenceView([])) is None
+    assert autoscaler_never_scales(_hpa_report(["llama-server"], HPA), EvidenceView([])) is None  # bound unread

@@ -585,6 +585,22 @@ def reduce_pods(doc, want, names, prefixes):
     return reduce_pod(hit, names, prefixes) if hit else None
 
 
+def reduce_hpas(doc):
+    """HorizontalPodAutoscalers (autoscaling/v2): each one's target, replica bounds, metrics with their targets, and
+    its status (current metrics, replicas, conditions); annotations and labels left out."""
+    items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
+    out = []
+    for h in [i for i in items if isinstance(i, dict)][:16]:
+        meta, spec, st = h.get("metadata") or {}, h.get("spec") or {}, h.get("status") or {}
+        out.append(mask_value({"kind": "HorizontalPodAutoscaler", "apiVersion": h.get("apiVersion"),
+                               "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+                               "spec": dict((k, spec.get(k)) for k in ("scaleTargetRef", "minReplicas", "maxReplicas",
+                                                                      "metrics", "behavior") if k in spec),
+                               "status": dict((k, st.get(k)) for k in ("currentReplicas", "desiredReplicas",
+                                                                      "currentMetrics", "conditions") if k in st)}))
+    return {"kind": "List", "items": out}
+
+
 def reduce_list(doc):
     """A Kubernetes list (DestinationRules, events) as it is: its items' specs carry no credentials, but their
     strings are masked as values."""
@@ -800,6 +816,10 @@ def main():
         if any(p.get("istio") for p in procs):
             run(commands, ["kubectl", "get", "destinationrules", "--all-namespaces", "-o", "json"], "istio", params,
                 reduce_list)
+        if pods or any(p["kind"] in ENGINE_KINDS for p in procs):
+            # the autoscalers that may own the engine's replicas: what they scale on, and where they stand
+            run(commands, ["kubectl", "get", "horizontalpodautoscalers", "--all-namespaces", "-o", "json"], "hpa",
+                params, reduce_hpas)
     for job in jobs[:2]:
         run(commands, ["scontrol", "show", "job", job], "slurm", params)
 

@@ -37,6 +37,10 @@ Facts (the probe model's `facts()`, prongs/path/models.py), flat, each setting a
   `path.k8s.shm_bytes`, `path.k8s.istio_sidecar`, `path.k8s.env.<NAME>`,
   events by reason: `path.k8s.events.readiness_probe_failed`, `path.k8s.events.liveness_probe_failed`,
   `path.k8s.events.Killing`, `path.k8s.events.BackOff`, `path.k8s.events.OOMKilling`, ...
+- hpa (the HorizontalPodAutoscalers, `kubectl get hpa` or a manifest; the first one unprefixed, each as `<name>.*`):
+  `path.hpa.target` (Kind/name), `path.hpa.min_replicas`, `path.hpa.max_replicas`, `path.hpa.current_replicas`,
+  `path.hpa.desired_replicas`, `path.hpa.metric`, `path.hpa.metric_type`, `path.hpa.target_type`,
+  `path.hpa.target_value`, `path.hpa.current_value` (`metric.<i>.*` per metric), `path.hpa.condition.<Type>`
 - docker: `path.docker.cpus`, `path.docker.cpuset_cpus`, `path.docker.shm_size`, `path.docker.ipc_mode`,
   `path.docker.ulimit_memlock`, `path.docker.memory_bytes`, `path.docker.restarts`, `path.docker.env.<NAME>`
 - systemd: `path.systemd.env.<NAME>` (e.g. `path.systemd.env.OLLAMA_NUM_PARALLEL`: set in the unit, else the

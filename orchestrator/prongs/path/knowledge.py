@@ -121,3 +121,32 @@ def effects() -> tuple[PathEffect, ...]:
                             effect=e["effect"], fix=e.get("fix", ""), source=tuple(e["source"]), also=e.get("also"),
                             each=e.get("each", ""), show=tuple(e.get("show") or ()))
                  for e in raw)
+
+
+@dataclass(frozen=True)
+class AutoscaleMetric:
+    """An engine metric an autoscaler may scale on, with what bounds it per pod (autoscale_metrics.yaml)."""
+
+    metric: str
+    what: str
+    bound_words: str
+    fix: str
+    sources: tuple[str, ...]
+    engine: str = ""
+    value: float | None = None
+    flags: tuple[str, ...] = ()
+    log: str = ""
+    queue: str = ""
+
+
+@lru_cache(maxsize=1)
+def autoscale_metrics() -> tuple[AutoscaleMetric, ...]:
+    raw = yaml.safe_load(_read("autoscale_metrics.yaml")) or []
+    out = []
+    for e in raw:
+        b = e.get("bound") or {}
+        out.append(AutoscaleMetric(metric=e["metric"], what=e["what"], bound_words=b.get("words", ""), fix=e["fix"],
+                                   sources=tuple(e["sources"]), engine=e.get("engine", ""),
+                                   value=float(b["value"]) if b.get("value") is not None else None,
+                                   flags=tuple(b.get("flags") or ()), log=b.get("log", ""), queue=e.get("queue", "")))
+    return tuple(out)

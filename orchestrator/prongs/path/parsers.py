@@ -812,6 +812,84 @@ def parse_events(text: str, source: str) -> Parsed:
     return out
 
 
+# --- HorizontalPodAutoscaler ------------------------------------------------------------------------------------------
+
+def _metric_of(m: dict[str, Any]) -> tuple[str, str, str, float | None]:
+    """(metric name, source type, target type, target value) of one autoscaling/v2 metric spec."""
+    kind = str(m.get("type") or "")
+    got = m.get(kind[:1].lower() + kind[1:]) if kind else None
+    body: dict[str, Any] = got if isinstance(got, dict) else {}
+    metric: dict[str, Any] = body["metric"] if isinstance(body.get("metric"), dict) else {}
+    name = str(metric.get("name") or body.get("name") or "")
+    target: dict[str, Any] = body["target"] if isinstance(body.get("target"), dict) else {}
+    ttype = str(target.get("type") or "")
+    value = target.get({"AverageValue": "averageValue", "Value": "value",
+                        "Utilization": "averageUtilization"}.get(ttype, "")) if ttype else None
+    return name, kind, ttype, quantity(value)
+
+
+def _current_of(m: dict[str, Any]) -> tuple[str, float | None]:
+    kind = str(m.get("type") or "")
+    got = m.get(kind[:1].lower() + kind[1:]) if kind else None
+    body: dict[str, Any] = got if isinstance(got, dict) else {}
+    metric: dict[str, Any] = body["metric"] if isinstance(body.get("metric"), dict) else {}
+    cur: dict[str, Any] = body["current"] if isinstance(body.get("current"), dict) else {}
+    v = cur.get("averageValue", cur.get("value", cur.get("averageUtilization")))
+    return str(metric.get("name") or body.get("name") or ""), quantity(v)
+
+
+@_total
+def parse_hpa(docs: list[Any], source: str) -> Parsed:
+    """HorizontalPodAutoscalers (autoscaling/v2, `kubectl get hpa -o json` or a manifest): per autoscaler
+    (`<name>.<setting>`) and, for the first one, unprefixed: the workload it scales (`target`), `min_replicas`,
+    `max_replicas`, `current_replicas`, `desired_replicas`, and per metric i (`metric`, `metric_type`, `target_type`,
+    `target_value`, `current_value` for the first; `metric.<i>.*` for each): what it scales on and where it stands;
+    its conditions as `condition.<Type>` = "<status> <reason>"."""
+    out = Parsed("hpa")
+    listed: list[Any] = []
+    for d in docs:
+        listed += d["items"] if isinstance(d, dict) and isinstance(d.get("items"), list) else [d]
+    items = [x for x in listed if isinstance(x, dict) and x.get("kind") == "HorizontalPodAutoscaler"]
+    if not items:
+        raise ConfigError(f"{source}: no HorizontalPodAutoscaler in it")
+    for n, h in enumerate(items[:16]):
+        meta, spec, st = (x if isinstance(x, dict) else {} for x in (h.get("metadata"), h.get("spec"), h.get("status")))
+        name = str(meta.get("name") or n)
+        ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+        where = f"{source} (HorizontalPodAutoscaler {ns}{name})"
+        vals: dict[str, Any] = {"name": name}
+        ref = spec.get("scaleTargetRef") if isinstance(spec.get("scaleTargetRef"), dict) else {}
+        if ref:
+            vals["target"] = f"{ref.get('kind')}/{ref.get('name')}"
+        for k, key in (("minReplicas", "min_replicas"), ("maxReplicas", "max_replicas"),
+                       ("currentReplicas", "current_replicas"), ("desiredReplicas", "desired_replicas")):
+            for doc in (spec, st):
+                if isinstance(doc.get(k), int):
+                    vals[key] = doc[k]
+        cms, specs = st.get("currentMetrics"), spec.get("metrics")
+        current = dict(_current_of(c) for c in (cms if isinstance(cms, list) else []) if isinstance(c, dict))
+        for i, m in enumerate([m for m in (specs if isinstance(specs, list) else []) if isinstance(m, dict)][:8]):
+            mname, kind, ttype, value = _metric_of(m)
+            got = {"metric": mname, "metric_type": kind, "target_type": ttype, "target_value": value,
+                   "current_value": current.get(mname)}
+            for k, v in got.items():
+                if v not in (None, ""):
+                    vals[f"metric.{i}.{k}"] = v
+                    if i == 0:
+                        vals[k] = v
+        conds = st.get("conditions")
+        for c in conds if isinstance(conds, list) else []:
+            if isinstance(c, dict) and c.get("type"):
+                vals[f"condition.{c['type']}"] = f"{c.get('status')} {c.get('reason') or ''}".strip()
+        for k, v in vals.items():
+            out.set(f"{name}.{k}", v, where)
+            if n == 0:
+                out.set(k, v, where)
+    if len(items) > 1:
+        out.set("autoscalers", len(items), source)
+    return out
+
+
 # --- docker ---------------------------------------------------------------------------------------------------------
 
 @_total
@@ -980,6 +1058,8 @@ def sniff(text: str, path: str) -> str | None:
     if re.search(r"kind\"?\s*:\s*\"?(DestinationRule|VirtualService)", head) or "circuit_breakers" in head \
             or "static_resources" in head:
         return "envoy"
+    if re.search(r"kind\"?\s*:\s*\"?HorizontalPodAutoscaler\b", head):
+        return "hpa"
     if re.search(r"kind\"?\s*:\s*\"?(Pod|Deployment|StatefulSet|Service|InferenceService|List)\b", head) \
             or '"containerStatuses"' in head:
         return "k8s"
@@ -1004,6 +1084,7 @@ def parse_one(layer: str, files: dict[str, str], extra: dict[str, str] | None = 
         "litellm": lambda t, s: parse_litellm(load_docs(t, s), s),
         "ray_serve": lambda t, s: parse_ray_serve(load_docs(t, s), s, extra),
         "k8s": lambda t, s: parse_k8s(load_docs(t, s), s), "docker": lambda t, s: parse_docker(load_docs(t, s), s),
+        "hpa": lambda t, s: parse_hpa(load_docs(t, s), s),
     }
     fn = parsers.get(layer)
     if fn is None:

@@ -11,6 +11,7 @@ is what it explains. Pure: an EvidenceView in, findings out.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -139,9 +140,114 @@ def path_findings(view: EvidenceView) -> list[Finding]:
                 continue
             seen.add(eff.id)
             out.append(_finding(eff, x, s, ev.id, load, load_ev, view))
+        auto = _autoscaler_unreachable(rep, ev.id, view, load, load_ev)
+        if auto is not None:
+            out.append(auto)
         if rep.layers:
             out.append(_layers_context(rep, ev.id))
     return out
+
+
+HPA_TOLERANCE = 0.1
+"""The HorizontalPodAutoscaler's default tolerance: it scales only when current / target leaves 1 +- 0.1
+(kube-controller-manager --horizontal-pod-autoscaler-tolerance)."""
+
+
+def _flag(argv: list[str], flags: tuple[str, ...]) -> str | None:
+    for i, a in enumerate(argv):
+        for f in flags:
+            if a == f and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(f + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+def metric_ceiling(m: pk.AutoscaleMetric, rep: PathReport, view: EvidenceView) -> tuple[float, str] | None:
+    """The most the metric can read per pod, with where that was read: a constant, the engine's flag on its command
+    line, or its start-up log line."""
+    if m.value is not None:
+        return m.value, m.bound_words
+    for p in rep.processes:
+        if m.engine and p.kind != m.engine:
+            continue
+        v = _flag(p.argv, m.flags)
+        n = _number(v)
+        if n is not None and n > 0:
+            return n, f"{m.bound_words}: {v} on the command line of process {p.pid}"
+    if m.log:
+        for _ev, eng in view.probes("engine_config"):
+            for ln in getattr(eng, "lines", []) or []:
+                hit = re.search(m.log, ln.line)
+                if hit:
+                    return float(hit.group(1)), f"{m.bound_words}: \"{ln.line.strip()[:120]}\" ({ln.path}:{ln.line_no})"
+    return None
+
+
+def autoscaler_never_scales(rep: PathReport, view: EvidenceView) -> dict[str, Any] | None:
+    """An autoscaler whose per-pod target for an engine metric is at or above the most that metric can read (its
+    desired replicas, ceil(current x value / target), never rise above the current ones, whatever the load): its
+    figures (`metric`, `target`, `ceiling`, `how`, the table's entry `m`, the layer `x`), else None."""
+    x = rep.layer("hpa")
+    if x is None:
+        return None
+    s = {k: v.value for k, v in x.settings.items()}
+    name = str(s.get("metric") or "")
+    target = _number(s.get("target_value"))
+    if not name or target is None or target <= 0 or s.get("target_type") not in ("AverageValue", "Utilization"):
+        return None
+    m = next((m for m in pk.autoscale_metrics() if re.fullmatch(m.metric, name)), None)
+    if m is None:
+        return None
+    got = metric_ceiling(m, rep, view)
+    if got is None:
+        return None
+    ceiling, how = got
+    if ceiling * (1 + HPA_TOLERANCE) > target:
+        return None
+    return {"metric": name, "target": target, "ceiling": ceiling, "how": how, "m": m, "x": x, "s": s}
+
+
+def _autoscaler_unreachable(rep: PathReport, ev_id: str, view: EvidenceView, load: int | None,
+                            load_ev: list[str]) -> Finding | None:
+    got = autoscaler_never_scales(rep, view)
+    if got is None:
+        return None
+    name, target, ceiling, how, m, x, s = (got[k] for k in ("metric", "target", "ceiling", "how", "m", "x", "s"))
+    cur_r = _number(s.get("current_replicas")) or _number(s.get("min_replicas")) or 1.0
+    cur_v = _number(s.get("current_value"))
+    where = x.settings["metric"].where
+    span = (f", {s.get('min_replicas')} to {s.get('max_replicas')} replicas" if s.get("max_replicas") is not None
+            else "")
+    now = f" The autoscaler reads {cur_v:g}/{target:g} now." if cur_v is not None else ""
+    claim = (f"{x.label} {s.get('name')} ({s.get('target') or 'its workload'}{span}) scales on {name} with a target "
+             f"of {target:g} per pod ({s.get('metric_type')}, {s.get('target_type')}; {where}). That metric is "
+             f"{m.what}, so it is at most {ceiling:g} per pod here ({how}): desired replicas = ceil({cur_r:g} x "
+             f"{ceiling:g} / {target:g}) = {math.ceil(cur_r * ceiling / target - 1e-9):g} at most, never above the "
+             f"{cur_r:g} running, so the autoscaler never scales up whatever the load (it scales only when value / "
+             f"target exceeds 1 + {HPA_TOLERANCE:g}).{now}")
+    if m.queue:
+        claim += (f" The requests beyond the bound wait in the server's own queue ({m.queue}), which the autoscaler "
+                  "does not watch.")
+    explains = None
+    numbers = [Number(name=f"{name} target per pod", value=target, unit="", source=where),
+               Number(name=f"{name} ceiling per pod", value=ceiling, unit="", source=how)]
+    if load is not None and load > ceiling * cur_r:
+        explains = round(1 - ceiling * cur_r / load, 3)
+        claim += (f" The load offered {load} requests at once against {ceiling * cur_r:g} the replicas can run: "
+                  f"{load - ceiling * cur_r:g} wait.")
+    claim += f" (sources: {', '.join(m.sources)})"
+    # context with the arithmetic: the request account's mechanism (autoscaler-target-unreachable) ranks it against
+    # the residual it explains, so the cause is not said twice
+    return Finding(
+        id="path-hpa-target-unreachable", rule="path_findings", category="engine", confidence=0.85,
+        evidence=[ev_id] + load_ev, symptoms=["ttft", "throughput"], explains=explains, informational=True,
+        title=(f"The autoscaler's target of {target:g} {name} per pod can never be reached: the metric is at most "
+               f"{ceiling:g} per pod, so it never scales up"),
+        claim=claim, recommendations=[f"{m.fix} [{m.sources[0]}]"], numbers=numbers,
+        matched=[f"path.hpa.metric={name}", f"path.hpa.target_value={target:g}"],
+        data={"layer": "hpa", "setting": "target_value", "value": target, "ceiling": ceiling,
+              "residuals": ["offered_over_running", "ttft_client_over_engine"], "sources": list(m.sources)})
 
 
 def _finding(eff: pk.PathEffect, x: Layer, s: Any, ev_id: str, load: int | None, load_ev: list[str],

@@ -142,6 +142,11 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
     for c in acct.clients[:1]:
         if c.ttft is not None and c.e2e is not None and c.ttft.median and c.e2e.median and (c.tokens_out or 0) >= 16:
             own["request.client.ttft_share_of_e2e"] = c.ttft.median / c.e2e.median
+            from orchestrator.prongs.resource_account.load_rules import streamed_after_first
+
+            if c.itl is not None and c.itl.median:
+                own["request.client.streamed_after_first"] = streamed_after_first(
+                    c.ttft.median, c.e2e.median, c.tokens_out or 0, c.itl.median)
     mns = facts.get("engine.max_num_seqs")
     if mns is not None:
         own["request.engine.max_num_seqs"] = mns.value
@@ -194,6 +199,20 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             e2e = abs(d.moved["e2e"][1] - d.moved["e2e"][0])
             own["request.delta.ttft_equals_e2e"] = abs(e2e - gap) <= max(0.15 * gap, 100)
             own["request.delta.ttft"] = gap
+    from orchestrator.prongs.path.models import PathReport
+    from orchestrator.prongs.path.rules import autoscaler_never_scales
+
+    for _e, rep in v.probes("path_layers"):
+        auto = autoscaler_never_scales(rep, v) if isinstance(rep, PathReport) else None
+        if auto is not None:
+            own["request.path.autoscaler_never_scales"] = True
+            own["request.path.autoscaler_metric"] = auto["metric"]
+            own["request.path.autoscaler_target"] = auto["target"]
+            own["request.path.autoscaler_ceiling"] = auto["ceiling"]
+            own["request.path.autoscaler_ceiling_how"] = auto["how"]
+            own["request.path.autoscaler_name"] = str(auto["s"].get("name"))
+            own["request.path.autoscaler_fix"] = auto["m"].fix
+            break
     if any(m.kind == "path_layers" and m.available for _e, m in v.models()):
         own["request.looked.path_layers"] = True  # the whole-path probe ran: a layer it did not find is absent
     for k, val in own.items():

@@ -145,7 +145,26 @@ def ttft_whole(b: BenchResult) -> tuple[float, float, float, float | None, float
     decode = itl * (out - 1) if itl else 0.0
     if ttft / e2e < TTFT_IS_WHOLE or decode > (1 - TTFT_IS_WHOLE) * e2e:
         return None
+    if streamed_after_first(ttft, e2e, out, itl):
+        return None  # the other tokens took their decode steps after the first: a stream behind a long wait
     return ttft, e2e, out, itl, decode
+
+
+STREAMED_SHARE = 0.5
+"""The share of the decode time its inter-token latency implies that the time after the first token must reach for
+the tokens to have arrived as a stream (not with the first token)."""
+
+
+def streamed_after_first(ttft: float, e2e: float, out: float, itl: float | None) -> bool:
+    """Whether the time between the first token and the last is the N-1 decode steps the inter-token latency says:
+    the tokens arrived one by one after the first, so however large the TTFT's share of the request (a long wait in
+    a queue before the first token), the response was streamed. Unstreamed, the first token arrives with the last."""
+    return bool(itl and itl >= BURST_ITL_MS and out > 1 and e2e - ttft >= STREAMED_SHARE * itl * (out - 1))
+
+
+BURST_ITL_MS = 1.0
+"""An inter-token latency below this is tokens delivered together (a buffered stream flushed at once), not decode
+steps: no engine decodes a token of a request in under a millisecond."""
 
 
 def ttft_is_whole_request(v: "EvidenceView") -> Finding | None:

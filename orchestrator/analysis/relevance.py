@@ -53,6 +53,8 @@ _PATTERNS: tuple[tuple[Symptom, str], ...] = (
                r"health ?check|before we put it"),
     ("cost", r"\bcosts?\b|\$|dollar|\bprice|cheaper|expensive|per million tokens|how many gpus|\btco\b"),
     ("throughput", r"throughput|tok(?:ens)?/s|tokens? (?:per|a) second|req(?:uests)?/s|requests? per second|\bqps\b|"
+                   r"\d\s*(?:k\s*)?(?:embeddings|images|documents|docs|items|inputs|queries|completions|samples)"
+                   r"(?:/s(?:ec)?\b| (?:per|a) second\b)|"
                    r"\bscal(?:e|es|ing)\b|tflops|below (?:the )?(?:spec|peak)|"
                    r"spec sheet|bandwidth|all-reduce|all-gather|collectives|(?<!memory )(?<!memory_)utili[sz]ation"),
 )
@@ -106,6 +108,22 @@ _CHANGE = re.compile(r"\b(?:new(?:er|est)?|latest|old(?:er)?|previous)\s+(?:\w+\
                      re.IGNORECASE)
 """A regression named by its structure: two versions compared ("between 0.10.2 and 0.12.0", "v2.0.7 slower than
 v2.0.6", "0.6.0 => 0.6.3"), a newer or older version named, a degradation, an upgrade."""
+
+_AFTER_CHANGE = re.compile(r"\bafter (?:we |an? |the )?(?:upgrad|updat|deploy|mov|switch|migrat|chang|reboot|bump|"
+                           r"install|maintenance)\w*", re.IGNORECASE)
+"""A change named as the time things are measured from ("after switching to base64"): a regression only when the
+question also says something got worse."""
+_REGRESSION_NOT_AFTER = re.compile(_PATTERNS[3][1].replace(
+    r"\bafter (?:we |an? |the )?(?:upgrad|updat|deploy|mov|switch|migrat|chang|reboot|bump|install|maintenance)|", ""),
+    re.IGNORECASE)
+_WORSE = re.compile(r"\bslow|\bworse|\bdrop|\bdegrad|\bregress|\bdecreas|\bincreas|\blower\b|\bhigher\b|\blonger\b|"
+                    r"\bless\b|\bdoubl|\bhalv|\bfell\b|\bfall|\bspik|\bjump|\bhurt|\bbroke|\bfail|\berror|\bcrash|"
+                    r"\bhang|\bstuck|\btime ?outs?\b|\boom\b|\bstall|\blag|\bproblem|\bissue|\bwrong|\bbad\b|\bpoor",
+                    re.IGNORECASE)
+"""Words that say something got worse (or fails): what makes a change named in the question a regression."""
+_BETTER = re.compile(r"\bstill\b|\bimprov|\bfaster\b|\bbetter\b|\bfixed\b|\bhelped\b|\bresolved\b", re.IGNORECASE)
+"""Words that make a change the fix being checked ("is the network still the limit?", "it got faster"), not the
+cause of a slowdown."""
 
 _FIGURE_ITL = re.compile(r"\d\s*(?:ms|s|milliseconds?|seconds?)\s*(?:/|per|a|each)\s*(?:output\s+)?token", re.IGNORECASE)
 """A per-token time the user quotes ("200 ms per token")."""
@@ -301,13 +319,17 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
         text = _PROMPT_PHASE.sub(" prefill ", text)
     if _STARTUP_PHASE.search(text):
         found.add("startup")
-    if len(set(_VERSION.findall(text))) >= 2 or _VERSION_PAIR.search(text) or _CHANGE.search(text):
+    versions = len(set(_VERSION.findall(text))) >= 2 or _VERSION_PAIR.search(text) or _CHANGE.search(text)
+    if versions:
         found.add("regression")
     if _FIGURE_ITL.search(text):
         found.add("itl")
     if _LOW_RATE.search(text):
         found.add("throughput")
     found |= {s for s, rx in _WORDS if rx.search(text)}
+    if "regression" in found and not versions and not _WORSE.search(text) and _BETTER.search(text) and \
+            not _REGRESSION_NOT_AFTER.search(_AFTER_CHANGE.sub(" ", text)):
+        found.discard("regression")  # "after switching to X we serve 24k/s: is Y still the limit?": context, no slowdown
     if _LATENCY.search(text) and not found & {"ttft", "itl"}:
         found |= {"itl", "ttft"}
     found = _compared_only(text, found)

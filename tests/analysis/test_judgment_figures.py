@@ -141,3 +141,21 @@ def test_the_reconciled_account_carries_the_batch_each_engine_ran():
     ok = _reconciled(acct, "", [("pod-a", 32.0), ("pod-b", 31.0)])
     assert ok is not None and "spread evenly over the 2 engines (32, 31 requests running: half each)" in ok.claim
     assert [n.value for n in ok.numbers if n.name.startswith("requests running")] == [32.0]
+
+
+def test_busy_gpus_name_the_link_that_carries_the_traffic_with_its_headroom():
+    """GPUs busy 97 % while eno1 sends 405 Mb/s of its 1000: the link is said, with its figure, not to be the limit."""
+    from orchestrator.prongs.resource_account.models import Nic
+    from orchestrator.prongs.resource_account.rules import account_findings
+
+    acct = _account(97)
+    acct.host_account.nics = [Nic(name="eno1", rx_bytes_per_s=19.5e6, tx_bytes_per_s=50.6e6, speed_mbit=1000),
+                              Nic(name="ens1f0np0", rx_bytes_per_s=1e5, tx_bytes_per_s=1e5, speed_mbit=100000)]
+    v = EvidenceView([ev("e1", inventory(H100, "9.0", 1), tool="gpu_inventory"), ev("e9", acct, tool="resource_account")])
+    busy = next(f for f in account_findings(v) if f.id == "account-gpu-busy")
+    assert "NIC eno1 sent 51 MB/s (405 Mb/s, 40 % of its 1000 Mb/s line rate): headroom, not the limit" in busy.claim
+    assert not any(f.id == "account-nic" for f in account_findings(v))
+    acct.host_account.nics = acct.host_account.nics[1:]  # a link nearly idle is not worth a word
+    busy = next(f for f in account_findings(EvidenceView([ev("e9", acct, tool="resource_account")]))
+                if f.id == "account-gpu-busy")
+    assert "NIC" not in busy.claim

@@ -238,3 +238,15 @@ def test_a_whole_request_taking_long_reads_as_its_terms():
     assert relevance.asked(q).symptoms == {"itl", "ttft"}
     a = relevance.asked(q, _bench_obs(output_len=267, ttft={"p50": 319.0}, itl={"p50": 62.8}, e2el={"p50": 13007.0}))
     assert a.symptoms == {"itl"} and a.minor[0][0] == "ttft"
+
+
+def test_a_change_named_as_the_fix_being_checked_is_not_a_regression():
+    """"after switching to base64 we serve 24,000 embeddings/s; is the network still the limit?": the change is the
+    fix whose effect is asked about, nothing got worse; a rate in items per second is throughput."""
+    q = ("after switching our indexing job to base64 embeddings, vLLM serves ~24,000 embeddings/s with the GPU ~97% "
+         "busy. is the 1 GbE network still what limits us?")
+    assert relevance.asked(q).symptoms == {"throughput"}
+    # something got worse, or no sign that the change is the fix: a regression, as before
+    assert "regression" in relevance.asked("after switching to base64, throughput dropped to 9,000 embeddings/s").symptoms
+    assert "regression" in relevance.asked("after moving to the new cluster, TTFT is 2 s").symptoms
+    assert "regression" in relevance.asked("since the upgrade from 0.6.3 to 0.7.1 it is still 30 tok/s").symptoms

@@ -52,6 +52,9 @@ its weights once, at start-up)."""
 GUEST_SHARES = ("9p", "virtiofs")
 """Filesystems a virtual machine reads from its host (WSL2's drvfs is 9p): remote to the guest even on one box."""
 NIC_PCT = 80.0
+NIC_IN_USE_PCT = 10.0
+"""A NIC carrying at least this share of its line rate, but below NIC_PCT, is named with its headroom: the link the
+traffic takes is not what limits it (a healthy term said healthy, with its figure)."""
 EXCHANGE_SHARE = 0.6
 """A saturated NIC whose other direction carries at least this share of the busy one: traffic exchanged with peers."""
 TURNS_SHARE = 0.6
@@ -640,6 +643,22 @@ def _nic(a: Account) -> Finding | None:
     return None
 
 
+def _nic_headroom(a: Account) -> tuple[str, float, str] | None:
+    """The busiest NIC that carries traffic below saturation: (words, use %, name), or None."""
+    best = None
+    for n in a.acct.host_account.nics:
+        use = n.use_pct()
+        if use is not None and NIC_IN_USE_PCT <= use < NIC_PCT and (best is None or use > best[1]):
+            best = (n, use)
+    if best is None:
+        return None
+    n, use = best
+    rate = max(n.rx_bytes_per_s, n.tx_bytes_per_s)
+    way = "received" if n.rx_bytes_per_s >= n.tx_bytes_per_s else "sent"
+    return (f"NIC {n.name} {way} {_mb(rate)} ({rate * 8 / 1e6:,.0f} Mb/s, {use:.0f} % of its {n.speed_mbit:g} Mb/s line "
+            "rate): headroom, not the limit"), use, n.name
+
+
 def _turns(a: Account) -> Finding | None:
     gpus = a.acct.sampled_gpus()
     if len(gpus) < 2:
@@ -741,12 +760,16 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
     if a.busy >= GPU_IDLE_PCT and queue is not None and queue.id not in BOUNDS_BATCH:
         queue = None  # a queue while the GPUs work is theirs to explain, unless the queue says what bounds the batch
     if a.busy >= GPU_BUSY_PCT:
+        link = _nic_headroom(a)
         out.append(Finding(
             id="account-gpu-busy", category="workload", confidence=0.7, evidence=[a.ev], informational=True,
             title=f"The GPUs are the busy resource ({a.busy:.0f} % of the window)",
             claim=f"{_idle_words(a).replace('GPU busy', 'GPUs busy')}: the time goes to GPU work, so the roofline and "
-                  "the kernels decide the bound.", short=f"the GPUs were busy {a.busy:.0f} % of the window.",
-            numbers=[_num("GPU busy (mean over the window)", a.busy, "%", a.ev, peak=100.0)], symptoms=HOST_SYMPTOMS))
+                  "the kernels decide the bound." + (f" Meanwhile {link[0]}." if link else ""),
+            short=f"the GPUs were busy {a.busy:.0f} % of the window.",
+            numbers=[_num("GPU busy (mean over the window)", a.busy, "%", a.ev, peak=100.0)]
+            + ([_num(f"NIC {link[2]} use", link[1], "% of line rate", a.ev)] if link else []),
+            symptoms=HOST_SYMPTOMS))
         out += [f.model_copy(update={"secondary": True}) for f in saturated if f.id == "account-gpus-take-turns"]
         out += [queue] if queue else []
     elif a.busy < GPU_IDLE_PCT:

@@ -159,3 +159,14 @@ def test_busy_gpus_name_the_link_that_carries_the_traffic_with_its_headroom():
     busy = next(f for f in account_findings(EvidenceView([ev("e9", acct, tool="resource_account")]))
                 if f.id == "account-gpu-busy")
     assert "NIC" not in busy.claim
+
+
+def test_a_phase_a_third_gpu_work_on_idle_gpus_is_not_called_compute_bound():
+    """TTFT 4x one prefill's compute floor: on GPUs busy the whole window that reads compute-bound (within the far
+    ratio); on GPUs idle 70 % of it, the floor is a quarter of the time and the GPUs wait: no compute bound."""
+    bench = _bench(ttft={"p50": 65.0})
+    busy = _prefill(_view(97, bench))
+    assert "compute-bound" in busy.title and busy.bound == "compute"
+    idle = _prefill(_view(30, bench))
+    assert "compute-bound" not in idle.title + idle.claim and idle.bound == "latency"
+    assert "outside GPU work" in idle.title and "GPUs were busy 30 %" in idle.claim

@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator.prongs.resource_account.engine_work_rules import redone_work
-from orchestrator.prongs.resource_account.rules import GPU_BUSY_PCT, SATURATION, _account
+from orchestrator.prongs.resource_account.rules import GPU_BUSY_PCT, GPU_IDLE_PCT, SATURATION, _account
 from orchestrator.prongs.serving_engine.kv_rules import kv_holds_fewer
 from orchestrator.prongs.resource_account.queue_rules import BOUNDS_BATCH, engine_queue
 
 if TYPE_CHECKING:
     from orchestrator.analysis.evidence_view import EvidenceView
 
-__all__ = ["GPU_BUSY_PCT", "busy_with_batch_work", "gpus_busy", "serving_gpus", "where_time_went"]
+__all__ = ["GPU_BUSY_PCT", "GPU_IDLE_PCT", "busy_with_batch_work", "gpus_busy", "serving_gpus", "where_time_went"]
 
 
 def gpus_busy(v: "EvidenceView") -> float | None:

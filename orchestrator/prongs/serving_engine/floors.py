@@ -29,6 +29,10 @@ FAR_RATIO = 5.0
 """A phase this many times its roofline floor is not bound by that roof: the GPU work the floor counts is a fifth of
 the time or less (well-run decode sits within 1.5-3x of its memory floor, prefill within 2x of its compute floor), so
 the time goes elsewhere and the phase is never called compute- or memory-bound."""
+NEAR_RATIO = 3.0
+"""A phase at least this far above its floor spends two thirds of its time outside the work the floor counts: on GPUs
+that idle most of the window (the resource account), it is read as far (no compute or memory bound), since both
+figures then say the time goes elsewhere."""
 
 
 @dataclass
@@ -184,7 +188,7 @@ def question_phase(question: str) -> str | None:
 
 
 def judge_decode(measured_ms: float, label: str, floor: PhaseFloor, *, cuda_graphs: bool | None, tp: int,
-                 nvlink: bool | None) -> PhaseVerdict:
+                 nvlink: bool | None, far: float = FAR_RATIO) -> PhaseVerdict:
     ratio = measured_ms / floor.floor_ms if floor.floor_ms > 0 else float("inf")
     bound: Literal["compute", "memory", "latency", "communication"]
     if cuda_graphs is False and floor.tokens <= 64 and ratio >= LAUNCH_BOUND_RATIO:
@@ -193,7 +197,7 @@ def judge_decode(measured_ms: float, label: str, floor: PhaseFloor, *, cuda_grap
     elif tp > 1 and nvlink is False and ratio >= 2.0:
         bound, reason = "communication", (f"{ratio:.1f}x its floor at TP{tp} over PCIe: two all-reduces per layer "
                                           "per step cost more than the weight reads")
-    elif ratio >= FAR_RATIO:
+    elif ratio >= far:
         bound, reason = "latency", (f"{ratio:.1f}x its {floor.bound} floor at batch {floor.tokens}: the weight and KV "
                                     f"reads the floor counts are {100 / ratio:.0f} % of each step, so the step's time "
                                     "is spent elsewhere (the host's scheduling and launches, queueing, preemption and "
@@ -205,9 +209,9 @@ def judge_decode(measured_ms: float, label: str, floor: PhaseFloor, *, cuda_grap
     return PhaseVerdict("decode", measured_ms, label, floor, ratio, bound, reason)
 
 
-def judge_prefill(measured_ms: float, label: str, floor: PhaseFloor) -> PhaseVerdict:
+def judge_prefill(measured_ms: float, label: str, floor: PhaseFloor, far: float = FAR_RATIO) -> PhaseVerdict:
     ratio = measured_ms / floor.floor_ms if floor.floor_ms > 0 else float("inf")
-    if ratio >= FAR_RATIO:
+    if ratio >= far:
         reason = (f"{ratio:.0f}x one prefill's {floor.bound} floor for {floor.tokens} prompt tokens: the prefill's GPU "
                   f"work is {100 / ratio:.1f} % of the TTFT, so the request waits elsewhere (queueing behind other "
                   "requests, chunked prefill interleaved with decode, tokenization or the host), not on a compute or "

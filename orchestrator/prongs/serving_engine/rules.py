@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.prongs.resource_account.where import (GPU_BUSY_PCT, busy_with_batch_work, gpus_busy, serving_gpus,
-                                                        where_time_went)
+from orchestrator.prongs.resource_account.where import (GPU_BUSY_PCT, GPU_IDLE_PCT, busy_with_batch_work, gpus_busy,
+                                                        serving_gpus, where_time_went)
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.prongs.resource_account.load_rules import engine_ttft_instead, ttft_whole
 from orchestrator.prongs.serving_engine.floors import (
-    FAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase, shape_from_name,
-    shape_from_observations,
+    FAR_RATIO, NEAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase,
+    shape_from_name, shape_from_observations,
 )
 from orchestrator.diagnosis import Number
 from orchestrator.findings import BoundClaim, Finding, diagnosis_bound
@@ -160,6 +160,9 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
     elsewhere, acct_ev = where_time_went(v)
     src = f"{g.spec.name} {peak:g} TFLOPS {c_dtype} dense, {bw:g} GB/s ({g.spec.source})"
     where = f"{g.count} x {g.name}" if g.count > 1 else g.name
+    busy = gpus_busy(v)
+    # GPUs idle most of the window and a phase a third or less GPU work: both say the time goes elsewhere
+    far_at = NEAR_RATIO if busy is not None and busy < GPU_IDLE_PCT else FAR_RATIO
     for inp in inputs[:2]:
         ev = [*base_ev, *([inp["ev"]] if inp["ev"] else [])]
         batch = inp["batch"] or 1
@@ -169,14 +172,14 @@ def serving_latency(v: EvidenceView) -> list[Finding]:
             run_tp = int(inp.get("tp") or tp)
             fl = decode_floor(shape, batch, dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=run_tp)
             verdict = judge_decode(inp["itl_ms"], f"{inp['itl_name']} ({inp['label']})", fl, cuda_graphs=cuda_graphs,
-                                   tp=run_tp, nvlink=nvlink)
+                                   tp=run_tp, nvlink=nvlink, far=far_at)
             findings.append(_finding(verdict, ev + acct_ev, shape.source, dtype_src, where, run_tp, src, asked,
-                                     elsewhere))
+                                     elsewhere, far_at))
         if inp["ttft_ms"] and inp["input_len"]:
             fl = prefill_floor(shape, int(inp["input_len"]), dtype=b_dtype, peak_tflops=peak, bandwidth_gbs=bw, gpus=tp)
-            verdict = judge_prefill(inp["ttft_ms"], inp.get("ttft_label") or f"median TTFT ({inp['label']})", fl)
-            f = _finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere)
-            busy = gpus_busy(v)
+            verdict = judge_prefill(inp["ttft_ms"], inp.get("ttft_label") or f"median TTFT ({inp['label']})", fl,
+                                    far=far_at)
+            f = _finding(verdict, ev + acct_ev, shape.source, dtype_src, where, tp, src, asked, elsewhere, far_at)
             findings.append(_queued_prefill(f, verdict, batch, busy) or
                             (_loaded_prefill(f, verdict, batch, busy, inp["itl_ms"], inp.get("output_len"))
                              if busy_with_batch_work(v) else None) or f)
@@ -198,7 +201,7 @@ _RECS = {
 
 
 def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, where: str, tp: int, src: str,
-             asked: str | None, elsewhere: str | None = None) -> Finding:
+             asked: str | None, elsewhere: str | None = None, far_at: float = FAR_RATIO) -> Finding:
     fl = vd.floor
     phase = "Decode" if vd.phase == "decode" else "Prefill"
     unit_what = (f"batch {fl.tokens} per step" if vd.phase == "decode" else f"{fl.tokens}-token prompts")
@@ -206,7 +209,7 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
     if asked:
         about = (" The question is about this phase." if asked == vd.phase else
                  f" (The question is about {asked}; this is the other phase.)")
-    far = vd.ratio >= FAR_RATIO
+    far = vd.ratio >= far_at
     verdict = (f"{phase} runs far above its {fl.bound} floor, so no {fl.bound} limit sets its time: {vd.reason}." if far else
                f"{phase} is {vd.bound}-bound here: {vd.reason}.")
     claim = (f"{phase}: {vd.measured_label} is {vd.measured_ms:.1f} ms at {unit_what} on {where} (TP{tp}), against a "

@@ -1011,3 +1011,20 @@ def test_an_autoscaler_on_cpu_while_the_engine_queues_never_scales():
         assert bool(got) == said, (cur, waiting, got)
         if said:
             assert "cpu (12 % against a 80 % target)" in got[0]
+
+
+NGINX_ONE = """http {
+  upstream llm { server qwen.llm.svc.cluster.local:8000; keepalive 32; }
+  server { listen 80; location / { proxy_pass http://llm; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+"""
+
+
+def test_one_replica_of_three_loaded_behind_a_proxy_with_one_kept_alive_server_is_per_connection_balancing():
+    base = _view(_replicas((128.0, 0.0, 0.0)), [_client(max_concurrency=128, completed=1800)],
+                 model={"name": "Qwen2.5-7B-Instruct"}, count=3)
+    found = request_account_findings(_with_path(base, {"/etc/nginx/nginx.conf": NGINX_ONE}))
+    assert any(f.id == "request-proxy-one-server-for-replicas" for f in found), [f.id for f in found]
+    no_keepalive = NGINX_ONE.replace(" keepalive 32;", "")
+    found = request_account_findings(_with_path(base, {"/etc/nginx/nginx.conf": no_keepalive}))
+    assert not any(f.id == "request-proxy-one-server-for-replicas" for f in found)

@@ -1028,3 +1028,17 @@ def test_one_replica_of_three_loaded_behind_a_proxy_with_one_kept_alive_server_i
     no_keepalive = NGINX_ONE.replace(" keepalive 32;", "")
     found = request_account_findings(_with_path(base, {"/etc/nginx/nginx.conf": no_keepalive}))
     assert not any(f.id == "request-proxy-one-server-for-replicas" for f in found)
+
+
+def test_a_client_count_that_is_n_times_one_engine_s_behind_n_replicas_is_one_replica_s_share():
+    """The client counted three times the requests this engine finished, and the proxy in front spreads them over
+    three servers: the engine's counter is one replica's share, not requests lost; behind one server it is not."""
+    eng = _engine(_metrics(ttft_s=0.1, itl_s=0.02, e2e_s=6.0, n=1000, prompt=1000, gen=280, running=32))
+    base = _view(eng, [_client(max_concurrency=96, completed=3000, failed=0, input_len=1000, output_len=280)])
+    servers = "".join(f"    server s{i} 10.0.0.{i}:8000\n" for i in (1, 2, 3))
+    for cfg, said in ((f"backend llm\n{servers}", True), ("backend llm\n    server s1 10.0.0.1:8000\n", False)):
+        found = request_account_findings(_with_path(base, {"/etc/haproxy/haproxy.cfg": cfg}))
+        got = [f for f in found if f.id == "request-other-replicas-serve-the-rest"]
+        assert bool(got) == said, [f.id for f in found]
+        if said:
+            assert "3 replicas" in got[0].title and "3x fewer" in got[0].title

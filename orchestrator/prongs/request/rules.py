@@ -213,7 +213,7 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         auto = autoscaler_never_scales(rep, v) if isinstance(rep, PathReport) else None
         if auto is not None:
             own["request.path.autoscaler_never_scales"] = True
-            own["request.path.autoscaler_metric"] = auto["metric"]
+            own["request.path.autoscaler_metric"] = str(auto["metric"])[:160]
             own["request.path.autoscaler_target"] = auto["target"]
             own["request.path.autoscaler_ceiling"] = auto["ceiling"]
             own["request.path.autoscaler_ceiling_how"] = auto["how"]

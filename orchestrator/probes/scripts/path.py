@@ -841,11 +841,12 @@ def main():
                 reduce_list)
         if pods or any(p["kind"] in ENGINE_KINDS for p in procs):
             # the autoscalers that may own the engine's replicas: what they scale on, and where they stand
-            run(commands, ["kubectl", "get", "hpa", "--all-namespaces", "-o", "json"], "hpa",
+            # (asked of any host with kubectl and an engine, so each waits on the API server a bounded time)
+            run(commands, ["kubectl", "get", "hpa", "--all-namespaces", "-o", "json", "--request-timeout=3s"], "hpa",
                 params, reduce_hpas)
             # KEDA's ScaledObjects (where the CRD exists): the query and threshold behind the HPA KEDA makes
-            run(commands, ["kubectl", "get", "scaledobjects", "--all-namespaces", "-o", "json"], "keda",
-                params, reduce_scaledobjects)
+            run(commands, ["kubectl", "get", "scaledobjects", "--all-namespaces", "-o", "json", "--request-timeout=3s"],
+                "keda", params, reduce_scaledobjects)
     for job in jobs[:2]:
         run(commands, ["scontrol", "show", "job", job], "slurm", params)
 

@@ -940,6 +940,13 @@ def test_the_kv_hand_off_is_the_frontend_s_ttft_less_the_prefill_worker_s_read_a
                     (327680.0, "config"), [quiet], ib)
     assert small is not None and not small.slow and small.transport is None and not small.at_tcp_line_rate
     assert handoff([UCX_TCP], runs, None, 6000, None, [eth0], ib) is None  # no KV connector: not disaggregated
+    from orchestrator.prongs.request.handoff import transport_of
+
+    assert transport_of([], {"UCX_TLS": "tcp,cuda_copy,cuda_ipc"})[0] == "tcp"
+    assert transport_of([], {"UCX_TLS": "rc,cuda_copy"}) is None and transport_of([], {"UCX_TLS": "^tcp"}) is None
+    assert transport_of([], {"NCCL_IB_DISABLE": "1"})[0] == "tcp"
+    assert transport_of(["host:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>"])[0] == "tcp"
+    assert transport_of(["host:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB"]) is None
 
 
 def test_a_slow_hand_off_over_tcp_leads_and_a_small_one_is_said_as_the_prefill_s():
@@ -976,3 +983,62 @@ def test_an_autoscaler_that_never_scales_explains_the_wait_for_the_first_token()
         assert bool(titles) == confirmed, titles
         if confirmed:
             assert "target of 2 llamacpp_requests_processing per pod" in titles[0] and "(1)" in titles[0]
+
+
+def test_an_autoscaler_on_cpu_while_the_engine_queues_never_scales():
+    """An autoscaler on its pods' CPU utilisation reading far under its target while the engine's queue holds
+    requests: it keeps its replicas whatever waits; with the CPU at its target, or no queue, it is not said."""
+    from orchestrator.prongs.path.probe import report_from
+
+    def hpa(cur: int) -> str:
+        return json.dumps({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "llm"},
+                           "spec": {"metrics": [{"type": "Resource", "resource": {
+                               "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]},
+                           "status": {"currentMetrics": [{"type": "Resource", "resource": {
+                               "name": "cpu", "current": {"averageUtilization": cur}}}]}})
+
+    stats = ("INFO 10-02 10:02:00 [loggers.py:127] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+             "throughput: 861.3 tokens/s, Running: 16 reqs, Waiting: {w} reqs, GPU KV cache usage: 47.0%, Prefix cache "
+             "hit rate: 0.0%")
+    for cur, waiting, said in ((12, 40, True), (85, 40, False), (12, 0, False)):
+        eng = _engine(_metrics(ttft_s=0.3, itl_s=0.02, e2e_s=6.0, n=500, prompt=1000, gen=280, running=16,
+                               waiting=waiting), logs=[stats.format(w=waiting)])
+        base = _view(eng, [_client(max_concurrency=56, completed=500, input_len=1000, output_len=280,
+                                   ttft={"mean": 30000.0}, e2el={"mean": 36000.0})])
+        v = EvidenceView([*base.evidence, ev(f"ev-7.{cur}{waiting}", report_from("gpu-box", {}, {"h.json": hpa(cur)}),
+                                             tool="path_layers")], base.observations)
+        got = [f.title for f in request_account_findings(v) if f.id == "request-autoscaler-watches-idle-resource"]
+        assert bool(got) == said, (cur, waiting, got)
+        if said:
+            assert "cpu (12 % against a 80 % target)" in got[0]
+
+
+NGINX_ONE = """http {
+  upstream llm { server qwen.llm.svc.cluster.local:8000; keepalive 32; }
+  server { listen 80; location / { proxy_pass http://llm; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+"""
+
+
+def test_one_replica_of_three_loaded_behind_a_proxy_with_one_kept_alive_server_is_per_connection_balancing():
+    base = _view(_replicas((128.0, 0.0, 0.0)), [_client(max_concurrency=128, completed=1800)],
+                 model={"name": "Qwen2.5-7B-Instruct"}, count=3)
+    found = request_account_findings(_with_path(base, {"/etc/nginx/nginx.conf": NGINX_ONE}))
+    assert any(f.id == "request-proxy-one-server-for-replicas" for f in found), [f.id for f in found]
+    no_keepalive = NGINX_ONE.replace(" keepalive 32;", "")
+    found = request_account_findings(_with_path(base, {"/etc/nginx/nginx.conf": no_keepalive}))
+    assert not any(f.id == "request-proxy-one-server-for-replicas" for f in found)
+
+
+def test_a_client_count_that_is_n_times_one_engine_s_behind_n_replicas_is_one_replica_s_share():
+    """The client counted three times the requests this engine finished, and the proxy in front spreads them over
+    three servers: the engine's counter is one replica's share, not requests lost; behind one server it is not."""
+    eng = _engine(_metrics(ttft_s=0.1, itl_s=0.02, e2e_s=6.0, n=1000, prompt=1000, gen=280, running=32))
+    base = _view(eng, [_client(max_concurrency=96, completed=3000, failed=0, input_len=1000, output_len=280)])
+    servers = "".join(f"    server s{i} 10.0.0.{i}:8000\n" for i in (1, 2, 3))
+    for cfg, said in ((f"backend llm\n{servers}", True), ("backend llm\n    server s1 10.0.0.1:8000\n", False)):
+        found = request_account_findings(_with_path(base, {"/etc/haproxy/haproxy.cfg": cfg}))
+        got = [f for f in found if f.id == "request-other-replicas-serve-the-rest"]
+        assert bool(got) == said, [f.id for f in found]
+        if said:
+            assert "3 replicas" in got[0].title and "3x fewer" in got[0].title

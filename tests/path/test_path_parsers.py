@@ -365,3 +365,53 @@ def test_an_autoscaler_target_above_the_most_its_metric_reads_never_scales():
     assert "ceil(1 x 1 / 2) = 1" in f.claim and "requests_deferred" in f.recommendations[0]
     assert autoscaler_never_scales(_hpa_report(["llama-server", "-np", "4"], HPA), EvidenceView([])) is None
     assert autoscaler_never_scales(_hpa_report(["llama-server"], HPA), EvidenceView([])) is None  # bound unread
+
+
+def test_a_container_s_gpu_request_is_read_as_a_count():
+    """`docker inspect`'s DeviceRequests: `--gpus 4` (Count 4) and `--gpus device=0,1` (two DeviceIDs) are GPU
+    counts; `--gpus all` (Count -1) names none."""
+    from orchestrator.prongs.path import parsers as ps
+
+    def gpus(req: dict) -> object:
+        doc = [{"Name": "/llm", "HostConfig": {"DeviceRequests": [{"Driver": "", "Capabilities": [["gpu"]], **req}]}}]
+        got = ps.parse_docker(doc, "docker inspect").settings.get("gpus")
+        return got.value if got else None
+
+    assert gpus({"Count": 4}) == 4 and gpus({"Count": 0, "DeviceIDs": ["0", "1"]}) == 2
+    assert gpus({"Count": -1}) is None
+
+
+def _pod_with(probes: dict) -> str:
+    import json
+
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "llm-0", "namespace": "llm"},
+                       "spec": {"containers": [{"name": "vllm", **probes}]},
+                       "status": {"containerStatuses": [{"name": "vllm", "restartCount": 5}]}})
+
+
+EVENTS = ("LAST SEEN   TYPE      REASON      OBJECT      MESSAGE\n"
+          "2m   Warning   Unhealthy   pod/llm-0   Liveness probe failed: Get \"http://10.0.0.9:8000/health\": dial tcp "
+          "10.0.0.9:8000: connect: connection refused\n"
+          "2m   Normal    Killing     pod/llm-0   Container vllm failed liveness probe, will be restarted\n")
+
+
+def test_a_liveness_probe_without_a_startup_probe_kills_the_loading_engine():
+    """Liveness failures refused (nothing listens yet), restarts, and no startup probe: the grace the probe allows is
+    said with its arithmetic and the fix is a startup probe; with a startup probe it is not said."""
+    from orchestrator.analysis.evidence_view import EvidenceView
+    from orchestrator.prongs.path.probe import report_from
+    from orchestrator.prongs.path.rules import path_findings
+
+    from support.evidence import ev
+
+    live = {"livenessProbe": {"httpGet": {"path": "/health", "port": 8000}, "initialDelaySeconds": 60,
+                              "periodSeconds": 10, "failureThreshold": 3}}
+    for probes, said in ((live, True), ({**live, "startupProbe": {"httpGet": {"path": "/health", "port": 8000},
+                                                                    "failureThreshold": 60, "periodSeconds": 10}},
+                                        False)):
+        rep = report_from("gpu-box", {}, {"pod.json": _pod_with(probes), "events.txt": EVENTS})
+        found = [f for f in path_findings(EvidenceView([ev(f"ev-{len(probes)}", rep, tool="path_layers")]))
+                 if f.id == "path-k8s-liveness-kills-start"]
+        assert bool(found) == said
+        if said:
+            assert "allows 90 s" in found[0].claim and "startupProbe" in found[0].recommendations[0]

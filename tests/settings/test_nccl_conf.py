@@ -75,3 +75,17 @@ def test_the_audit_names_the_file_a_setting_came_from():
     rows = {nd.name: nd for nd in audit_process(p).nondefaults}
     assert rows["NCCL_P2P_DISABLE"].origin == "NCCL config file /etc/nccl.conf"
     assert rows["NCCL_P2P_DISABLE"].effect is not None and rows["NCCL_ALGO"].origin == "env"
+
+
+def test_a_variable_an_nccl_conf_sets_is_a_fact_of_the_environment_for_the_catalog():
+    """NCCL puts a file's values into its process's environment (setenv without overwrite): a catalog entry on
+    `env.NCCL_P2P_DISABLE` holds for /etc/nccl.conf's too, and the first process's value is the one kept."""
+    from orchestrator.prongs.settings_audit.models import SettingsReport
+
+    conf = SettingsFile(role="nccl.conf", text=json.dumps({"NCCL_P2P_DISABLE": "1"}))
+    other = SettingsFile(role="nccl.conf", text=json.dumps({"NCCL_P2P_DISABLE": "0", "NCCL_IB_DISABLE": "1"}))
+    cfg = SettingsFile(role="--config", text=json.dumps({"max_num_seqs": 8}))
+    report = SettingsReport(host="h", processes=[
+        ProcessSettings(pid=1, engine="vllm", files={"/etc/nccl.conf": conf, "/x.yaml": cfg}),
+        ProcessSettings(pid=2, engine="vllm", files={"/home/u/.nccl.conf": other})])
+    assert report.facts() == {"env.NCCL_P2P_DISABLE": "1", "env.NCCL_IB_DISABLE": "1"}

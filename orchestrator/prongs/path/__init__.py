@@ -42,7 +42,7 @@ Facts (the probe model's `facts()`, prongs/path/models.py), flat, each setting a
   `path.hpa.desired_replicas`, `path.hpa.metric`, `path.hpa.metric_type`, `path.hpa.target_type`,
   `path.hpa.target_value`, `path.hpa.current_value` (`metric.<i>.*` per metric), `path.hpa.condition.<Type>`
 - docker: `path.docker.cpus`, `path.docker.cpuset_cpus`, `path.docker.shm_size`, `path.docker.ipc_mode`,
-  `path.docker.ulimit_memlock`, `path.docker.memory_bytes`, `path.docker.restarts`, `path.docker.env.<NAME>`
+  `path.docker.ulimit_memlock`, `path.docker.memory_bytes`, `path.docker.restarts`, `path.docker.gpus` (`--gpus N` or its device list), `path.docker.env.<NAME>`
 - systemd: `path.systemd.env.<NAME>` (e.g. `path.systemd.env.OLLAMA_NUM_PARALLEL`: set in the unit, else the
   engine's default with `_source` `default (...)`), `path.systemd.CPUQuota`, `path.systemd.LimitMEMLOCK`,
   `path.systemd.Nice`, `path.systemd.CPUAffinity`, `path.systemd.NRestarts`, any other [Service] key

@@ -919,6 +919,17 @@ def parse_docker(docs: list[Any], source: str) -> Parsed:
                 out.set(f"ulimit_{u['Name']}", u.get("Soft"), label)
         if isinstance(c.get("RestartCount"), int):
             out.set("restarts", c["RestartCount"], label)
+        for req in hc.get("DeviceRequests") or []:
+            # `--gpus N` / `--gpus device=0,1`: Count N or DeviceIDs; Count -1 (`--gpus all`) names no number
+            caps = [str(x) for cs in (req.get("Capabilities") or []) if isinstance(cs, list) for x in cs] \
+                if isinstance(req, dict) else []
+            if "gpu" not in caps:
+                continue
+            ids, count = req.get("DeviceIDs"), req.get("Count")
+            if isinstance(ids, list) and ids:
+                out.set("gpus", len(ids), f"{label} DeviceRequests DeviceIDs {','.join(str(i) for i in ids[:16])}")
+            elif isinstance(count, int) and count > 0:
+                out.set("gpus", count, f"{label} DeviceRequests Count {count}")
         if _get(c, "State", "OOMKilled"):
             out.set("oom_killed", True, label)
         for e in _get(c, "Config", "Env") or []:

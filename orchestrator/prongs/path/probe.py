@@ -24,7 +24,8 @@ RUNTIME_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TO
                "PYTHONTRACEMALLOC", "PYTHONASYNCIODEBUG", "PYTHONOPTIMIZE", "PYTHONUNBUFFERED", "UVICORN_WORKERS",
                "WEB_CONCURRENCY", "CONFIG_FILE_PATH", "CONTAINER_CONCURRENCY", "REVISION_TIMEOUT_SECONDS",
                "QUEUE_SERVING_PORT", "USER_PORT", "HOSTNAME", "POD_NAME", "POD_NAMESPACE", "SLURM_JOB_ID",
-               "SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE", "VLLM_GC_DEBUG", "CUDA_VISIBLE_DEVICES")
+               "SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE", "VLLM_GC_DEBUG", "CUDA_VISIBLE_DEVICES", "UCX_TLS",
+               "UCX_NET_DEVICES", "NCCL_IB_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA")
 """Variables of a process's environment that may leave the host (runtime settings and the layers' own); secret-
 looking names and values are dropped on the host whatever the list says."""
 ENV_PREFIXES = ("OLLAMA_", "RAY_SERVE_", "LITELLM_", "KSERVE_", "TRITON_")

@@ -140,6 +140,9 @@ def path_findings(view: EvidenceView) -> list[Finding]:
                 continue
             seen.add(eff.id)
             out.append(_finding(eff, x, s, ev.id, load, load_ev, view))
+        killed = _liveness_kills_start(rep, ev.id, view)
+        if killed is not None:
+            out.append(killed)
         auto = _autoscaler_unreachable(rep, ev.id, view, load, load_ev)
         if auto is not None:
             out.append(auto)
@@ -148,6 +151,11 @@ def path_findings(view: EvidenceView) -> list[Finding]:
     return out
 
 
+IDLE_SOURCES = ("https://cloud.google.com/kubernetes-engine/docs/best-practices/machine-learning/inference/autoscaling",
+                "https://kubernetes.io/docs/concepts/workloads/autoscaling/horizontal-pod-autoscale/#algorithm-details")
+IDLE_FIX = ("Scale on what measures the engine's load: its queue (the engine's waiting-requests gauge) or its batch "
+            "against its cap, through a Pods or External metric (a Prometheus adapter or KEDA), not the pods' CPU or "
+            "memory.")
 HPA_TOLERANCE = 0.1
 """The HorizontalPodAutoscaler's default tolerance: it scales only when current / target leaves 1 +- 0.1
 (kube-controller-manager --horizontal-pod-autoscaler-tolerance)."""
@@ -208,8 +216,120 @@ def autoscaler_never_scales(rep: PathReport, view: EvidenceView) -> dict[str, An
     return {"metric": name, "target": target, "ceiling": ceiling, "how": how, "m": m, "x": x, "s": s}
 
 
+LIVENESS_SOURCES = ("https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness-readiness-startup-probes/#define-startup-probes",
+                    "https://github.com/kserve/kserve/pull/5063", "https://github.com/vllm-project/aibrix/issues/772")
+
+
+def _engine_start_s(view: EvidenceView) -> tuple[float, str] | None:
+    """How long the engine took to start, from its own log (start to ready, else the model's load)."""
+    for _ev, rep in view.probes("engine_config"):
+        for e in getattr(rep, "engines", []) or []:
+            lg = e.log
+            if lg is None:
+                continue
+            if lg.start_span_s:
+                return float(lg.start_span_s), "its log, from start to ready"
+            if lg.model_load_s:
+                return float(lg.model_load_s), "its log's model loading time"
+    return None
+
+
+def _liveness_kills_start(rep: PathReport, ev_id: str, view: EvidenceView) -> Finding | None:
+    """A liveness probe with no startup probe whose grace (initialDelaySeconds + failureThreshold x periodSeconds)
+    ends before the engine has loaded: the kubelet kills it mid-load and it starts again (a restart loop). Said when
+    the container restarted after failed liveness probes and either the engine's own start takes longer than the
+    grace or the probes were refused (nothing listens yet: the server is still loading)."""
+    x = rep.layer("k8s")
+    if x is None:
+        return None
+    s = {k: v.value for k, v in x.settings.items()}
+    if not s.get("liveness_probe") or s.get("startup_probe") or not (_number(s.get("restarts")) or 0) > 0:
+        return None
+    failed = _number(s.get("events.liveness_probe_failed")) or 0
+    if failed <= 0:
+        return None
+    grace = (_number(s.get("liveness_initial_delay_s")) or 0) + \
+        (_number(s.get("liveness_failure_threshold")) or 3) * (_number(s.get("liveness_period_s")) or 10)
+    start = _engine_start_s(view)
+    refused = "connection refused" in str(x.settings["events.liveness_probe_failed"].where).lower()
+    if not ((start and start[0] > grace) or refused):
+        return None
+    how = (f"initialDelaySeconds {s.get('liveness_initial_delay_s')} + failureThreshold "
+           f"{s.get('liveness_failure_threshold')} x periodSeconds {s.get('liveness_period_s')}")
+    took = (f"the engine takes {start[0]:,.0f} s to start ({start[1]})" if start and start[0] > grace else
+            "the probes were refused (nothing listens yet: the server is still loading)")
+    claim = (f"{x.label}: the serving container has a liveness probe and no startup probe; the liveness probe "
+             f"allows {grace:g} s ({how}; {x.settings['liveness_probe'].where}) before the kubelet kills the "
+             f"container, and {took}. It failed {failed:g} times and the container restarted "
+             f"{s.get('restarts')} times: each start loads the weights again and is killed before it serves, a "
+             f"restart loop. (sources: {', '.join(LIVENESS_SOURCES)})")
+    return Finding(
+        id="path-k8s-liveness-kills-start", rule="path_findings", category="engine", confidence=0.85,
+        evidence=[ev_id], symptoms=["startup", "errors", "throughput"], severity="high", claim=claim,
+        title=f"The liveness probe kills the engine before it has loaded ({grace:g} s allowed, no startup probe)",
+        recommendations=["Add a startupProbe whose failureThreshold x periodSeconds exceeds the engine's load time "
+                         "(e.g. 60 x 10 s), which holds the liveness and readiness probes until the server answers, "
+                         f"and drop the liveness probe's initialDelaySeconds. [{LIVENESS_SOURCES[0]}]"],
+        matched=["path.k8s.liveness_probe=True", f"path.k8s.restarts={s.get('restarts')}"],
+        data={"layer": "k8s", "setting": "startup_probe", "value": None, "sources": list(LIVENESS_SOURCES),
+              "residuals": ["engine_restarts", "requests_refused"]})
+
+
+HPA_RESOURCES = {"cpu", "memory"}
+"""Resource metrics an autoscaler reads from the pod's containers: a GPU engine's load does not show in them."""
+LOADED_GPU_PCT = 80.0
+
+
+def _load_waits(view: EvidenceView) -> str | None:
+    """What says the engine is loaded while an autoscaler sees nothing: its GPUs busy, or requests in its queue."""
+    from orchestrator.prongs.resource_account.where import gpus_busy
+
+    busy = gpus_busy(view)
+    if busy is not None and busy >= LOADED_GPU_PCT:
+        return f"the serving GPUs are busy {busy:.0f} % of the time"
+    for _ev, rep in view.probes("engine_config"):
+        for e in getattr(rep, "engines", []) or []:
+            w = getattr(e.log, "waiting_max", None) if e.log is not None else None
+            if w:
+                return f"up to {w:g} requests wait in the engine's queue (its stats lines)"
+    return None
+
+
+def autoscaler_sees_idle_resource(rep: PathReport, view: EvidenceView) -> dict[str, Any] | None:
+    """An autoscaler that scales on its pods' CPU or memory utilisation, reading well under its target, while the
+    engine is loaded (its GPUs busy, or requests waiting): a GPU engine's load does not show in its host CPU, so the
+    autoscaler keeps its current replicas whatever the queue; its figures, else None."""
+    x = rep.layer("hpa")
+    if x is None:
+        return None
+    s = {k: v.value for k, v in x.settings.items()}
+    name, target, cur = str(s.get("metric") or ""), _number(s.get("target_value")), _number(s.get("current_value"))
+    if s.get("metric_type") not in ("Resource", "ContainerResource") or name not in HPA_RESOURCES or not target \
+            or cur is None or cur * (1 + HPA_TOLERANCE) >= target:
+        return None
+    why = _load_waits(view)
+    if why is None:
+        return None
+    return {"metric": name, "target": target, "current": cur, "why": why, "x": x, "s": s}
+
+
 def _autoscaler_unreachable(rep: PathReport, ev_id: str, view: EvidenceView, load: int | None,
                             load_ev: list[str]) -> Finding | None:
+    idle = autoscaler_sees_idle_resource(rep, view)
+    if idle is not None:
+        x, s = idle["x"], idle["s"]
+        claim = (f"{x.label} {s.get('name')} ({s.get('target') or 'its workload'}) scales on its pods' {idle['metric']} "
+                 f"utilisation with a target of {idle['target']:g} %, and reads {idle['current']:g} % "
+                 f"({x.settings['metric'].where}), while {idle['why']}: the engine's work is on the GPU, which that "
+                 "metric does not see, so the autoscaler keeps its replicas whatever waits. (sources: "
+                 f"{', '.join(IDLE_SOURCES)})")
+        return Finding(
+            id="path-hpa-watches-idle-resource", rule="path_findings", category="engine", confidence=0.8,
+            evidence=[ev_id], symptoms=["ttft", "throughput"], informational=True, claim=claim,
+            title=(f"The autoscaler scales on {idle['metric']} ({idle['current']:g} % of a {idle['target']:g} % "
+                   "target) while the engine is loaded: it never scales up"),
+            recommendations=[f"{IDLE_FIX} [{IDLE_SOURCES[0]}]"],
+            data={"layer": "hpa", "setting": "metric", "value": idle["metric"], "sources": list(IDLE_SOURCES)})
     got = autoscaler_never_scales(rep, view)
     if got is None:
         return None

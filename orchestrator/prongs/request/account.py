@@ -1666,20 +1666,21 @@ _SLURM_GPUS = re.compile(r"gres/gpu(?::[\w.-]+)?[=:](\d+)")
 
 
 def gpus_allocated(v: "EvidenceView") -> tuple[int, str, list[str]] | None:
-    """The GPUs the orchestrator gave the engine's pod or job (the pod's GPU limit, the Slurm job's gres), with where
-    it was read; None when no orchestrator allocation was read."""
+    """The GPUs the orchestrator gave the engine's pod, job or container (the pod's GPU limit, the Slurm job's gres,
+    the container's `--gpus N` or device list), with where it was read; None when no allocation was read."""
     from orchestrator.prongs.path.models import PathReport
 
     for ev, rep in v.probes("path_layers"):
         if not isinstance(rep, PathReport):
             continue
-        for layer in ("k8s", "slurm"):
+        for layer in ("k8s", "slurm", "docker"):
             x = rep.layer(layer)
             if x is None:
                 continue
             for name, s in x.settings.items():
                 n: int | None = None
-                if layer == "k8s" and _GPU_RESOURCE.match(name) and isinstance(s.value, (int, float)):
+                if (layer == "k8s" and _GPU_RESOURCE.match(name) or layer == "docker" and name == "gpus") \
+                        and isinstance(s.value, (int, float)):
                     n = int(s.value)
                 elif layer == "slurm" and isinstance(s.value, str) and (m := _SLURM_GPUS.search(s.value)):
                     n = int(m.group(1))
@@ -1736,7 +1737,14 @@ def _handoff(v: "EvidenceView", runs: list[View], engine: View | None, t_in: flo
     rdma = next((r for _e, m in v.probes("node_health") if (r := rdma_rate(getattr(m, "rdma_devices", []) or []))),
                 None)
     kv = (mf.kv_bytes_per_token, mf.kv_src) if mf is not None and mf.kv_bytes_per_token else None
-    return handoff(lines, timed, ettft, t_in, kv, nics, rdma)
+    from orchestrator.prongs.path.models import PathReport
+
+    env: dict[str, str] = {}
+    for _e, rep_ in v.probes("path_layers"):
+        rt = rep_.layer("runtime") if isinstance(rep_, PathReport) else None
+        if rt is not None:
+            env.update({k: str(s.value) for k, s in rt.settings.items() if k.startswith(("UCX_", "NCCL_"))})
+    return handoff(lines, timed, ettft, t_in, kv, nics, rdma, env)
 
 
 def build_account(v: "EvidenceView") -> RequestAccount | None:

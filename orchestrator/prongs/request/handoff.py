@@ -3,7 +3,7 @@ moves it to the decode worker, which then streams the answer. The time to first 
 worker's own plus the hand-off (the transfer and the decode worker's wait for the blocks and its first step); the
 residual between the two figures is read against the bytes moved (prompt tokens x KV bytes per token), the rate they
 imply, and the transport the connector's library negotiated (UCX says when the device it was given is not there and
-it falls back to TCP), against the host's links (the NIC's line rate, the RDMA devices' rate). Pure.
+it falls back to TCP; NCCL's socket transport; an environment that leaves no RDMA transport), against the host's links (the NIC's line rate, the RDMA devices' rate). Pure.
 """
 
 from __future__ import annotations
@@ -131,13 +131,32 @@ def connector_of(lines: list[str]) -> tuple[str, str, bool] | None:
     return None
 
 
-def transport_of(lines: list[str]) -> tuple[str, str] | None:
-    """The transport the KV connector's library says it uses instead of the device it was given ("tcp"), with the
-    line."""
+_NCCL_SOCKET = re.compile(r"NCCL INFO (?:NET/Socket : Using|Using network Socket)")
+"""NCCL's own line when it moves data over sockets rather than InfiniBand/RoCE (a KV connector built on NCCL)."""
+_NOT_RDMA_TLS = {"tcp", "sm", "shm", "self", "posix", "sysv", "cma", "knem", "xpmem", "cuda_copy", "cuda_ipc",
+                 "rocm_copy", "rocm_ipc", "gdr_copy", "cuda", "rocm"}
+"""UCX transports (UCX_TLS names) that carry nothing between hosts but TCP: a list of only these leaves UCX no RDMA
+transport (rc, dc, ud and their _x/_mlx5 forms, or `ib`)."""
+
+
+def transport_of(lines: list[str], env: dict[str, str] | None = None) -> tuple[str, str] | None:
+    """The transport the KV connector's library uses between hosts, where it is not RDMA ("tcp"), with what says so:
+    UCX's own fallback warning, NCCL's socket line, or the process's environment leaving no RDMA transport
+    (UCX_TLS of only TCP and local transports; NCCL_IB_DISABLE=1)."""
     for ln in lines:
         m = _UCX_FALLBACK.search(ln)
         if m and "(tcp)" in m.group(2):
             return "tcp", ln.strip()[:300]
+        if _NCCL_SOCKET.search(ln):
+            return "tcp", ln.strip()[:300]
+    env = env or {}
+    tls = env.get("UCX_TLS", "").strip()
+    if tls and not tls.startswith("^") and tls.lower() != "all":
+        names = {t.strip().lower() for t in tls.split(",") if t.strip()}
+        if names and names <= _NOT_RDMA_TLS and "tcp" in names:
+            return "tcp", f"UCX_TLS={tls} in the engine's environment"
+    if env.get("NCCL_IB_DISABLE", "").strip() == "1":
+        return "tcp", "NCCL_IB_DISABLE=1 in the engine's environment"
     return None
 
 
@@ -156,7 +175,7 @@ def rdma_rate(devices: list[Any]) -> tuple[str, float] | None:
 
 def handoff(lines: list[str], runs: list[tuple[str, str, float]], engine_ttft: tuple[float, str] | None,
             tokens: float | None, kv: tuple[float, str] | None, nics: list[Any],
-            rdma: tuple[str, float] | None) -> Handoff | None:
+            rdma: tuple[str, float] | None, env: dict[str, str] | None = None) -> Handoff | None:
     """The hand-off where the engine runs with a KV connector and both TTFT figures are known: the frontend's (a
     client run) and the prefill worker's (a run measured there: its label or source names the prefill, or this
     engine's own TTFT when it is the prefill side). `runs`: (label, source, TTFT ms)."""
@@ -172,7 +191,7 @@ def handoff(lines: list[str], runs: list[tuple[str, str, float]], engine_ttft: t
     h = Handoff(connector=conn[0], connector_src=conn[1], frontend_ms=front[1], frontend_src=front[0],
                 prefill_ms=pre[1], prefill_src=pre[0], tokens=tokens, kv_bytes_per_token=kv[0] if kv else None,
                 kv_src=kv[1] if kv else "")
-    tr = transport_of(lines)
+    tr = transport_of(lines, env)
     if tr:
         h.transport, h.transport_line = tr
     busiest = max((n for n in nics if getattr(n, "speed_mbit", None)), default=None,

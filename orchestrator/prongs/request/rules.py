@@ -200,9 +200,16 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             own["request.delta.ttft_equals_e2e"] = abs(e2e - gap) <= max(0.15 * gap, 100)
             own["request.delta.ttft"] = gap
     from orchestrator.prongs.path.models import PathReport
-    from orchestrator.prongs.path.rules import autoscaler_never_scales
+    from orchestrator.prongs.path.rules import autoscaler_never_scales, autoscaler_sees_idle_resource
 
     for _e, rep in v.probes("path_layers"):
+        idle = autoscaler_sees_idle_resource(rep, v) if isinstance(rep, PathReport) else None
+        if idle is not None:
+            own["request.path.autoscaler_idle_metric"] = idle["metric"]
+            own["request.path.autoscaler_idle_target"] = idle["target"]
+            own["request.path.autoscaler_idle_current"] = idle["current"]
+            own["request.path.autoscaler_idle_why"] = idle["why"]
+            own["request.path.autoscaler_name"] = str(idle["s"].get("name"))
         auto = autoscaler_never_scales(rep, v) if isinstance(rep, PathReport) else None
         if auto is not None:
             own["request.path.autoscaler_never_scales"] = True
@@ -213,6 +220,7 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             own["request.path.autoscaler_name"] = str(auto["s"].get("name"))
             own["request.path.autoscaler_fix"] = auto["m"].fix
             break
+    _replicas_facts(facts, own)
     if any(m.kind == "path_layers" and m.available for _e, m in v.models()):
         own["request.looked.path_layers"] = True  # the whole-path probe ran: a layer it did not find is absent
     for k, val in own.items():
@@ -254,6 +262,37 @@ def request_timeouts(facts: dict[str, Fact], acct: RequestAccount) -> list[tuple
         elif worst_e2e is not None:
             out.append((k, secs, worst_e2e / 1e3, WHOLE))
     return out
+
+
+REPLICA_FACTS = ("path.litellm.max_deployments", "path.nginx.upstream_servers", "path.haproxy.servers",
+                 "path.hpa.current_replicas", "path.ray_serve.num_replicas")
+"""What the path says of how many replicas the entry point spreads requests over."""
+REPLICA_RATIO_NOISE = 0.25
+REPLICA_FAILED_SHARE = 0.05
+
+
+def _replicas_facts(facts: dict[str, Fact], own: dict[str, Any]) -> None:
+    """The replicas the path spreads the load over, and whether the client's figure is that many times this engine's
+    (requests counted, or requests in flight): one replica's share, not a residual."""
+    got = [(float(f.value), k) for k in REPLICA_FACTS if (f := facts.get(k)) is not None
+           and isinstance(f.value, (int, float)) and not isinstance(f.value, bool)]
+    if not got:
+        return
+    n, key = max(got)
+    if n < 2:
+        return
+    own["request.path.replicas"] = int(n)
+    own["request.path.replicas_source"] = f"{key.removeprefix('path.')} = {int(n)}"
+    engines = own.get("request.engine.count") or 1
+    if (own.get("request.client.failed_share") or 0) > REPLICA_FAILED_SHARE:
+        return  # requests the client saw fail are not another replica's: the shortfall is not one replica's share
+    for shape in ("requests.client_over_engine", "load.client_over_engine"):
+        ratio = own.get(f"request.residual.{shape}.ratio")
+        if isinstance(ratio, (int, float)) and engines < n and \
+                abs(ratio / (n / engines) - 1) <= REPLICA_RATIO_NOISE:
+            own["request.path.replicas_match"] = True
+            own["request.path.replicas_ratio"] = round(float(ratio), 2)
+            return
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")

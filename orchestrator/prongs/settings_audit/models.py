@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -41,3 +42,22 @@ class ProcessSettings(BaseModel):
 class SettingsReport(ProbeModel):
     kind: Literal["settings_audit"] = "settings_audit"
     processes: list[ProcessSettings] = Field(default_factory=list)
+
+    def facts(self) -> dict[str, str | int | float | bool]:
+        """`env.<NAME>` for each variable an NCCL configuration file sets in a serving process: NCCL puts a file's
+        values into the process's environment itself (setenv without overwriting), so a rule on the environment
+        holds for them too. Only the values in effect (the probe left out what the environment or an earlier file
+        set); the first process that has one gives it."""
+        out: dict[str, str | int | float | bool] = {}
+        for p in self.processes:
+            for f in p.files.values():
+                if f.role != "nccl.conf" or not f.text:
+                    continue
+                try:
+                    data = json.loads(f.text)
+                except ValueError:
+                    continue
+                for name, value in (data.items() if isinstance(data, dict) else []):
+                    if isinstance(value, (str, int, float, bool)):
+                        out.setdefault(f"env.{name}", value)
+        return out

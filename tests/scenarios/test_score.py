@@ -1,0 +1,25 @@
+"""score.py reads what the tool said out of a failure's message (pure)."""
+
+from __future__ import annotations
+
+from score import said
+
+MESSAGE = """x-case (https://example.org):
+  - no words match 'maxconn'
+  - no recommendation matches 'maxconn'
+--- diagnosis words ---
+On 2 x NVIDIA H100 80GB HBM3 (CC 9.0), the primary limiter is latency: 4514 ms of 4561 ms is outside the engine. It waits. Ranked causes: (1) 99% of the TTFT is spent outside the engine (4561 ms at the client); (2) Other. Start with the first.
+bound: latency
+"""
+
+
+def test_a_failure_says_its_first_unmet_expectation_verdict_and_first_cause():
+    assert said(MESSAGE) == ("no words match 'maxconn'",
+                             "On 2 x NVIDIA H100 80GB HBM3 (CC 9.0), the primary limiter is latency: 4514 ms of "
+                             "4561 ms is outside the engine",
+                             "99% of the TTFT is spent outside the engine (4561 ms at the client)")
+
+
+def test_a_diagnosis_with_no_ranked_cause_says_so():
+    assert said("c:\n  - no words match 'x'\n--- diagnosis words ---\nOn 1 x L4, nothing is supported.\n")[2] == \
+        "(no ranked cause)"

@@ -168,6 +168,45 @@ def _caps_not_reached(causes: list[Finding], findings: list[Finding]) -> list[tu
     return out
 
 
+_TERM_OF_PHASE: dict[str, relevance.Symptom] = {"prefill": "ttft", "decode": "itl"}
+
+
+def _terms_at_floor(findings: list[Finding]) -> dict[str, Finding]:
+    """The latency terms (ttft, itl) a serving roofline measured near its compute or memory floor (at or above it,
+    under NEAR_RATIO): the GPU's own work, at its speed, is that term's time."""
+    from orchestrator.prongs.serving_engine.floors import BELOW_RATIO, NEAR_RATIO
+
+    out: dict[str, Finding] = {}
+    for f in findings:
+        s = f.data.get("serving") if f.rule == "serving_latency" else None
+        if isinstance(s, dict) and s.get("bound") in ("compute", "memory") and \
+                BELOW_RATIO <= float(s.get("ratio") or 0) < NEAR_RATIO and s.get("phase") in _TERM_OF_PHASE:
+            out.setdefault(_TERM_OF_PHASE[str(s["phase"])], f)
+    return out
+
+
+def _idle_between_requests(relevant: list[Finding], findings: list[Finding],
+                           asked: relevance.Asked) -> list[tuple[Finding, str]]:
+    """The resource account's idle GPUs (and its 'measure next') when every latency term asked about sits near its
+    floor and throughput is not asked: the term's own time is GPU work at the GPU's speed, so the window's idle share
+    is the time between requests (the load offered), not what sets the term. Said apart, with both figures."""
+    timed = asked.symptoms & {"ttft", "itl"}
+    floors = _terms_at_floor(findings)
+    if not timed or not timed <= set(floors) or asked.symptoms & {"throughput", "cost"}:
+        return []
+    at = "; ".join(_first_sentence(floors[t].short or floors[t].title).rstrip(".") for t in sorted(timed))
+    out = []
+    for f in relevant:
+        claim = f.sets_bound
+        if f.rule == "resource_account" and claim is not None and int(claim.rank) == Rank.ACCOUNT and \
+                f.bound in (None, "latency"):
+            said = _first_sentence(f.short or f.claim).rstrip(".")
+            out.append((f, f"{said} (not what sets the {relevance.SAY[min(timed)]}: {at}; the GPU does that work at "
+                           "its speed while a request runs, so the idle share is the time between requests, the load "
+                           "offered)."))
+    return out
+
+
 def _as_number(value: object) -> float | None:
     try:
         x = float(str(value))
@@ -357,6 +396,8 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     contradicted = {x for f in findings for x in f.contradicts}
     vetoed = {f.id for f in findings if f.reads and f.reads in contradicted}
     relevant = [f for f in relevant if f.id not in vetoed]
+    waits = _idle_between_requests(relevant, findings, asked)  # the window's idle share against a term at its floor
+    relevant = [f for f in relevant if all(f is not w for w, _ in waits)]
     bound, reasoning, setter = bound_of(relevant)
     if reasoning == NO_BOUND:
         reasoning = no_bound_words(asked)
@@ -380,9 +421,10 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     uncapped = _caps_not_reached(causes_f, findings)  # a batch cap the engine's own state shows it is far from
     causes_f = [f for f in causes_f if all(f is not u for u, _ in uncapped)]
     noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and f.id not in vetoed
-                 and _noticeable(f)]
+                 and _noticeable(f) and all(f is not w for w, _ in waits)]
     noticed_f = [(f, _unmet_note(f) if f.unmet else note) for f, note in noticed_f]
     noticed_f += uncapped
+    noticed_f += waits
     noticed_f += [(f, _why_not(f, asked)) for f in relevant if f.informational and f.rule == "catalog"]
     noticed_f += [(f, _first_sentence(f.short or f.claim).rstrip(".") + " (it can explain the symptom too; ranked "
                    "after the first five causes).") for f in causes_f[MAX_CAUSES:]]

@@ -170,3 +170,44 @@ def test_a_phase_a_third_gpu_work_on_idle_gpus_is_not_called_compute_bound():
     idle = _prefill(_view(30, bench))
     assert "compute-bound" not in idle.title + idle.claim and idle.bound == "latency"
     assert "outside GPU work" in idle.title and "GPUs were busy 30 %" in idle.claim
+
+
+def test_idle_gpus_do_not_set_a_term_measured_at_its_floor():
+    """TTFT 545 ms at 1.1x one prefill's compute floor, one request at a time, GPUs busy 60 % of the window: the
+    prefill is GPU work at the GPU's speed; the idle share is the time between requests. For a TTFT question the
+    account's idle GPUs (and its 'measure next') are said apart with both figures; asked about throughput, they stay."""
+    from orchestrator.analysis import relevance
+    from orchestrator.analysis.synthesis import _idle_between_requests
+    from orchestrator.findings import BoundClaim, Finding
+    from orchestrator.ranks import Rank
+
+    prefill = Finding(id="serving-prefill-vs-roofline", rule="serving_latency", claim="c", evidence=["e"],
+                      short="Prefill 545.0 ms is 1.1x its roofline floor of 484.85 ms at 5000-token prompts.",
+                      symptoms=["ttft"], bound="compute",
+                      data={"serving": {"phase": "prefill", "ratio": 1.12, "bound": "compute"}})
+    idle = Finding(id="account-gpu-idle", rule="resource_account", claim="GPU busy 60 %.", evidence=["e"],
+                   short="GPU busy 60 % of the 1.0 s window.", symptoms=["throughput", "itl", "ttft"],
+                   sets_bound=BoundClaim(rank=Rank.ACCOUNT + 0.99, bound="latency"))
+    found = [prefill, idle]
+    ((f, why),) = _idle_between_requests(found, found, relevance.asked("why did the TTFT go up to 0.55 s?"))
+    assert f is idle and "not what sets the time to first token: Prefill 545.0 ms is 1.1x" in why
+    assert "time between requests" in why
+    assert _idle_between_requests(found, found, relevance.asked("why is throughput low?")) == []
+    far = prefill.model_copy(update={"data": {"serving": {"phase": "prefill", "ratio": 4.0, "bound": "compute"}}})
+    assert _idle_between_requests([far, idle], [far, idle], relevance.asked("why is the TTFT 2 s?")) == []
+
+
+def test_a_phase_below_its_floor_reads_no_bound_and_the_run_after_a_change_is_judged():
+    """A TTFT of 8 ms against a 16 ms floor is not the prefill the floor counts: no compute bound. Of two runs labelled
+    before and after a change, the one after is the state asked about, judged against its floor."""
+    below = _prefill(_view(97, _bench(ttft={"p50": 8.0})))
+    assert "below it" in below.title and "compute-bound" not in below.title and below.bound is None
+    assert below.sets_bound is None and "cannot take less than its floor" in below.claim
+    obs = Observations.model_validate({"model": LLAMA_8B, "bench": [
+        _bench(label="RAG, before (default context)", max_concurrency=1, ttft={"p50": 8.0}),
+        _bench(label="RAG, after (context 8192)", max_concurrency=1, ttft={"p50": 18.0})]})
+    v = EvidenceView([ev("ev-1.1", inventory(H100, "9.0", 1, nvlink=True), tool="gpu_inventory"),
+                      ev("ev-2.1", data={"kind": "observations", "observations": obs.model_dump(mode="json")},
+                         tool="observations")], obs)
+    after = _prefill(v)
+    assert "after (context 8192)" in after.claim and "compute-bound" in after.title

@@ -29,6 +29,10 @@ FAR_RATIO = 5.0
 """A phase this many times its roofline floor is not bound by that roof: the GPU work the floor counts is a fifth of
 the time or less (well-run decode sits within 1.5-3x of its memory floor, prefill within 2x of its compute floor), so
 the time goes elsewhere and the phase is never called compute- or memory-bound."""
+BELOW_RATIO = 0.8
+"""A phase measured under this share of its floor is not what the floor counts (floors are lower bounds at peak speed;
+real kernels reach 50-90 % of them): no compute or memory bound can be read from it (the request account's
+BELOW_FLOOR)."""
 NEAR_RATIO = 3.0
 """A phase at least this far above its floor spends two thirds of its time outside the work the floor counts: on GPUs
 that idle most of the window (the resource account), it is read as far (no compute or memory bound), since both

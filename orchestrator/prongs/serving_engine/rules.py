@@ -7,6 +7,7 @@ floor it runs. The question's phase (TTFT vs ITL words) orders them.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from orchestrator.prongs.resource_account.where import (GPU_BUSY_PCT, GPU_IDLE_PCT, busy_with_batch_work, gpus_busy,
@@ -14,7 +15,7 @@ from orchestrator.prongs.resource_account.where import (GPU_BUSY_PCT, GPU_IDLE_P
 from orchestrator.analysis.evidence_view import EvidenceView
 from orchestrator.prongs.resource_account.load_rules import engine_ttft_instead, ttft_whole
 from orchestrator.prongs.serving_engine.floors import (
-    FAR_RATIO, NEAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase,
+    BELOW_RATIO, FAR_RATIO, NEAR_RATIO, PhaseVerdict, decode_floor, judge_decode, judge_prefill, prefill_floor, question_phase,
     shape_from_name, shape_from_observations,
 )
 from orchestrator.diagnosis import Number
@@ -34,6 +35,10 @@ def _engine(v: EvidenceView) -> tuple[str, EngineInstance] | None:
 
 
 
+_BEFORE = re.compile(r"\b(?:before|baseline|old|previous|prior)\b", re.IGNORECASE)
+"""A run's label that names it as the state before a change."""
+
+
 def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[str, Any]]:
     """What was measured: each benchmark run, else the engine's histograms (medians, seconds -> ms)."""
     out: list[dict[str, Any]] = []
@@ -51,6 +56,8 @@ def _latency_inputs(v: EvidenceView, eng: EngineInstance | None) -> list[dict[st
             ran = ev_view.running / ev_view.engines
     if oe is not None:
         now = [b for b in oe[1].bench if b.label != "baseline"]  # `--baseline`: the run before, not this state
+        # of a before/after pair, the state asked about is the one after the change: it is judged first
+        now.sort(key=lambda b: bool(_BEFORE.search(b.label or "")))
         for b in (now or oe[1].bench)[:4]:
             itl = b.itl if b.itl and b.itl.p50 is not None else b.tpot
             itl_ms = itl.p50 if itl and itl.p50 is not None else itl.mean if itl else None
@@ -210,6 +217,8 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
         about = (" The question is about this phase." if asked == vd.phase else
                  f" (The question is about {asked}; this is the other phase.)")
     far = vd.ratio >= far_at
+    if vd.ratio < BELOW_RATIO:
+        return _below_floor(vd, ev, where, tp, unit_what, asked)
     verdict = (f"{phase} runs far above its {fl.bound} floor, so no {fl.bound} limit sets its time: {vd.reason}." if far else
                f"{phase} is {vd.bound}-bound here: {vd.reason}.")
     claim = (f"{phase}: {vd.measured_label} is {vd.measured_ms:.1f} ms at {unit_what} on {where} (TP{tp}), against a "
@@ -254,6 +263,33 @@ def _finding(vd: PhaseVerdict, ev: list[str], shape_src: str, dtype_src: str, wh
                           "ratio": vd.ratio, "bound": vd.bound, "label": vd.measured_label, "batch": fl.tokens,
                           "compute_ms": fl.compute_ms, "memory_ms": fl.memory_ms}},
     )
+
+
+def _below_floor(vd: PhaseVerdict, ev: list[str], where: str, tp: int, unit_what: str, asked: str | None) -> Finding:
+    """A phase measured below its floor: the work the floor counts cannot take less, so the figure is not that work
+    (a shorter prompt than counted, truncated or served from a cache; another model, dtype or speculation; a figure
+    taken elsewhere). Said with its arithmetic, and no bound is read from it."""
+    fl = vd.floor
+    phase = "Decode" if vd.phase == "decode" else "Prefill"
+    what = (f"a decode step of batch {fl.tokens}" if vd.phase == "decode" else
+            f"one prefill of {fl.tokens} prompt tokens")
+    claim = (f"{phase}: {vd.measured_label} is {vd.measured_ms:.1f} ms at {unit_what} on {where} (TP{tp}), "
+             f"{vd.ratio:.2f}x the roofline floor of {fl.floor_ms:.2f} ms for {what}: the work the floor counts "
+             "cannot take less than its floor, so the figure is not that work (a shorter prompt than counted, "
+             "truncated or served from a cache; another model, dtype or speculative decoding; or a figure measured "
+             f"elsewhere), and no {fl.bound} bound can be read from it.")
+    return Finding(
+        id=f"serving-{vd.phase}-vs-roofline", claim=claim, confidence=0.4, evidence=ev, category="workload",
+        title=f"{phase} runs {vd.ratio:.1f}x its roofline floor (below it at {unit_what}: not the work the floor "
+              "counts)",
+        short=f"{phase} {vd.measured_ms:.1f} ms is {vd.ratio:.2f}x its floor of {fl.floor_ms:.2f} ms: below it.",
+        numbers=[Number(name=f"{vd.phase} latency ({'TTFT' if vd.phase == 'prefill' else 'ITL'}) vs roofline floor",
+                        value=round(vd.measured_ms, 3), unit="ms", peak=None, source=vd.measured_label,
+                        note=f"roofline floor {fl.floor_ms:.3g} ms ({vd.ratio:.2f}x)")],
+        symptoms=["ttft"] if vd.phase == "prefill" else ["itl", "throughput"], secondary=True, reads=vd.phase,
+        data={"phase": vd.phase, "asked": asked == vd.phase,
+              "serving": {"phase": vd.phase, "measured_ms": vd.measured_ms, "floor_ms": fl.floor_ms,
+                          "ratio": vd.ratio, "bound": None, "label": vd.measured_label, "batch": fl.tokens}})
 
 
 QUEUED_FLOOR_SHARE = 0.25

@@ -211,3 +211,18 @@ def test_a_phase_below_its_floor_reads_no_bound_and_the_run_after_a_change_is_ju
                          tool="observations")], obs)
     after = _prefill(v)
     assert "after (context 8192)" in after.claim and "compute-bound" in after.title
+
+
+def test_a_mechanism_quotes_the_pair_of_runs_the_change_made_worse():
+    """Speculation 1.9x faster at one request, 1.4x slower at 64: a mechanism about the slowdown quotes the pair at 64
+    (the change made it worse), not the larger but opposite pair at one request."""
+    from orchestrator.prongs.request.account import Residual
+    from orchestrator.prongs.request.rules import _lead_residual
+
+    def pair(a_src, b_src, a, b):
+        return Residual("itl.run_over_run", "time per output token", ("run", "run"), a, b, "ms", a_src, b_src, ["e"])
+
+    faster = pair("the run baseline, concurrency 1", "the run ngram5, concurrency 1", 5.3, 2.73)
+    slower = pair("the run ngram5, concurrency 64", "the run baseline, concurrency 64", 11.9, 8.6)
+    assert _lead_residual([faster, slower]) is slower
+    assert _lead_residual([faster]) is faster  # one direction only: the largest share, as before

@@ -415,9 +415,29 @@ def _cite(used: list[tuple[str, Any, str]]) -> str:
     return "; ".join(bits)
 
 
+_BEFORE_RUN = re.compile(r"\b(?:before|baseline|old|previous|prior)\b", re.IGNORECASE)
+"""A run's label that names it as the reference a change is measured against."""
+
+
+def _made_worse(r: Residual) -> bool:
+    """A time that two runs differ in, longer in the run that is not the reference: the change made it worse (the
+    difference a question about a slowdown asks about; the same change faster in another pair is context)."""
+    return r.between == ("run", "run") and r.unit == "ms" and not _BEFORE_RUN.search(r.a_src) and \
+        bool(_BEFORE_RUN.search(r.b_src))
+
+
+def _lead_residual(residuals: list[Residual]) -> Residual:
+    """The residual a mechanism's finding quotes: the largest share, except that where pairs of runs disagree on the
+    change's direction (faster at one load, slower at another) the pair the change made worse leads: the slowdown is
+    the symptom asked about, and the faster pair quoted beside it would contradict the mechanism's words."""
+    worse = [r for r in residuals if _made_worse(r)]
+    better = [r for r in residuals if r.between == ("run", "run") and r.unit == "ms" and _BEFORE_RUN.search(r.a_src)]
+    return max(worse, key=_weight) if worse and better else max(residuals, key=_weight)
+
+
 def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Finding:
     j, m = ex.judged, ex.judged.mechanism
-    top = max(ex.residuals, key=_weight)
+    top = _lead_residual(ex.residuals)
     title = title_of(m, hf)
     layer_settings = [f"{k.removeprefix('path.').replace('.', ' ')} = {v}" for k, v, _e in j.used
                       if k.startswith("path.") and not k.endswith(".present")]

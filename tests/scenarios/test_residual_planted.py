@@ -19,8 +19,7 @@ same way for every case that plants it, so a case met by something other than it
 - `runtime_log_removed`: the engine process runtime's lines (garbage-collector timings) gone and the client's ITL tail
   flattened.
 
-Like the cases, these run only when INVESTIGATE_RESIDUAL or INVESTIGATE_RESIDUAL_STRICT is set (harness.residual_mode):
-until the mechanism exists every residual case fails anyway.
+Like the development cases, these run in every suite run (harness.residual_mode).
 """
 
 from __future__ import annotations
@@ -31,11 +30,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from harness import ROOT, residual_mode
+from harness import ROOT
 from planted import SSH, assert_fails_without, cases_of
 
-pytestmark = [*SSH, pytest.mark.skipif(residual_mode() == "off", reason="residual cases run with INVESTIGATE_RESIDUAL=1 "
-                                                                         "or INVESTIGATE_RESIDUAL_STRICT=1")]
+pytestmark = [*SSH]
 
 Case = dict[str, Any]
 Neutraliser = Callable[[Case], Case]

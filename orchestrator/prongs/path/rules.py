@@ -98,6 +98,14 @@ def offered(view: EvidenceView) -> tuple[int | None, list[str]]:
     return (max(values), [oe[0].id]) if values else (None, [])
 
 
+def _engines_ran(view: EvidenceView) -> float | None:
+    """How many requests the engines ran at once by their own count (all replicas together), or None."""
+    from orchestrator.prongs.request.account import engines_running
+
+    got = engines_running(view)
+    return sum(r for _, r in got) if got else None
+
+
 def refused_share(view: EvidenceView) -> float | None:
     oe = view.observations_evidence
     if oe is None:
@@ -398,7 +406,17 @@ def _finding(eff: pk.PathEffect, x: Layer, s: Any, ev_id: str, load: int | None,
             numbers.append(Number(name="offered concurrency", value=float(load), unit="requests",
                                   source="the user's benchmark (max_concurrency)"))
             numbers.append(Number(name=f"{x.label} cap", value=cap, unit="requests", source=f"{how} ({s.where})"))
-            if load > cap:
+            ran = _engines_ran(view)
+            if load > cap and ran is not None and ran > cap:
+                # the layer admits at most `cap` at once, yet the engines behind it ran more: the setting read is
+                # not the one in effect, or the load reaches the engines another way; either way it is not the limit
+                informational = True
+                claim += (f" The load offered {load} requests at once, above its cap of {cap:g} ({how}), yet the "
+                          f"engines ran {ran:g} at once (their own running count): the cap does not bind here, so "
+                          "the value read is not the one in effect or the requests reach the engines another way.")
+                title = (f"{x.label} {eff.setting} {s.value} would cap the load at {cap:g}, but the engines ran "
+                         f"{ran:g} at once: not the limit")
+            elif load > cap:
                 explains = round(1 - cap / load, 3)
                 claim += (f" The load offered {load} requests at once against a cap of {cap:g} ({how}): "
                           f"{load - cap:g} of them ({explains:.0%}) wait or are refused in {x.label}, not in the "

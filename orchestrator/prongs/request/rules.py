@@ -213,7 +213,7 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         auto = autoscaler_never_scales(rep, v) if isinstance(rep, PathReport) else None
         if auto is not None:
             own["request.path.autoscaler_never_scales"] = True
-            own["request.path.autoscaler_metric"] = auto["metric"]
+            own["request.path.autoscaler_metric"] = str(auto["metric"])[:160]
             own["request.path.autoscaler_target"] = auto["target"]
             own["request.path.autoscaler_ceiling"] = auto["ceiling"]
             own["request.path.autoscaler_ceiling_how"] = auto["how"]
@@ -221,6 +221,11 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             own["request.path.autoscaler_fix"] = auto["m"].fix
             break
     _replicas_facts(facts, own)
+    got_engines = _engines(v)
+    served = {str(e.model) for e in (got_engines[1] if got_engines else []) if e.model}
+    if served:
+        # replicas serve one model; engines of several models behind one entry point are not replicas of each other
+        own["request.engine.models_distinct"] = len(served)
     if any(m.kind == "path_layers" and m.available for _e, m in v.models()):
         own["request.looked.path_layers"] = True  # the whole-path probe ran: a layer it did not find is absent
     for k, val in own.items():

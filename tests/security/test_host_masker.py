@@ -253,21 +253,3 @@ def test_the_only_pod_listed_is_taken_when_it_carries_nothing_the_cgroup_could_c
     assert reduce_pods(other, {"pod_uid": "u-cgroup"}, set(), ()) is None
     assert reduce_pods({"items": [bare, other]}, {"pod_uid": "u-cgroup"}, set(), ()) is None
 
-
-def test_with_no_pod_placed_by_a_cgroup_the_only_gpu_pod_is_taken():
-    """No engine tied to a pod by its cgroup: the one pod that asks for GPUs (on this node where the API names it)
-    is the engine's; two GPU pods and no node to tell them apart take none; a pod without GPUs is never taken."""
-    reduce_pods = PATH_NS["reduce_pods"]
-
-    def pod(name, gpus, node="n1"):
-        res = {"limits": {"nvidia.com/gpu": "1"}} if gpus else {}
-        return {"kind": "Pod", "metadata": {"name": name, "uid": f"u-{name}"},
-                "spec": {"nodeName": node, "containers": [{"name": "c", "resources": res}]},
-                "status": {"phase": "Running"}}
-
-    pods = {"items": [pod("dns", False), pod("llm", True)]}
-    assert reduce_pods(pods, {"gpu_pod": "elsewhere"}, set(), ())["metadata"]["name"] == "llm"
-    two = {"items": [pod("a", True, "n1"), pod("b", True, "n2")]}
-    assert reduce_pods(two, {"gpu_pod": "n2"}, set(), ())["metadata"]["name"] == "b"
-    assert reduce_pods(two, {"gpu_pod": "n3"}, set(), ()) is None
-    assert reduce_pods({"items": [pod("dns", False)]}, {"gpu_pod": "n1"}, set(), ()) is None

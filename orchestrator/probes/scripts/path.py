@@ -545,16 +545,6 @@ def reduce_docker(doc, names, prefixes):
     return out
 
 
-def _holds_gpus(pod):
-    """Whether a pod's containers ask for a GPU (a device plugin's resource: nvidia.com/gpu, amd.com/gpu, ...)."""
-    for c in ((pod.get("spec") or {}).get("containers") or []):
-        res = (c.get("resources") or {}) if isinstance(c, dict) else {}
-        for part in ("limits", "requests"):
-            if any("gpu" in str(k) for k in (res.get(part) or {})):
-                return True
-    return False
-
-
 def _pod_ids(pod):
     """The uid and container ids a pod object carries (none in a manifest)."""
     meta = pod.get("metadata") or {}
@@ -583,11 +573,6 @@ def reduce_pods(doc, want, names, prefixes):
     # the cgroup's uid or container id, when known, is the kernel's word: a name (a process's own) never overrides
     # it. The uid first; the container id where no pod has that uid (both are the cgroup's, the container id as
     # unique as the uid)
-    if want.get("gpu_pod"):
-        gpu = [i for i in items if _holds_gpus(i) and ((i.get("status") or {}).get("phase") in (None, "Running"))]
-        here = [i for i in gpu if (i.get("spec") or {}).get("nodeName") == want["gpu_pod"]]
-        hit = (here or gpu)[0] if len(here or gpu) == 1 else None
-        return reduce_pod(hit, names, prefixes) if hit else None
     tests = ([uid_is] if want.get("pod_uid") else []) + ([container_is] if want.get("container_id") else [])
     if not tests:
         tests = [lambda i: bool(want.get("name")) and (i.get("metadata") or {}).get("name") == want["name"]]
@@ -837,17 +822,11 @@ def main():
         if HEX_RX.match(cid):
             run(commands, ["docker", "inspect", cid], "docker", params, lambda d: reduce_docker(d, names, prefixes))
     if on_path("kubectl"):
-        if not pods and any(p["kind"] in ENGINE_KINDS for p in procs):
-            # no engine placed in a pod by its cgroup (the probe sees the node from outside the pods' cgroups, or
-            # not at all): the only pod that holds GPUs, on this node where the API says so, is the engine's
-            pods = [{"gpu_pod": socket.gethostname()}]
         for want in pods[:4]:
             ns = want.get("namespace")
             nsargs = ["-n", ns] if ns and NAME_RX.match(ns) else ["--all-namespaces"]
             if want.get("name") and NAME_RX.match(want["name"]):
                 argv = ["kubectl", "get", "pod", want["name"]] + (nsargs if ns else []) + ["-o", "json"]
-            elif want.get("gpu_pod"):
-                argv = ["kubectl", "get", "pods", "--all-namespaces", "-o", "json", "--request-timeout=3s"]
             else:
                 argv = ["kubectl", "get", "pods", "--all-namespaces", "-o", "json"]
             got = run(commands, argv, "k8s", params, lambda d, w=want: reduce_pods(d, w, names, prefixes))

@@ -420,8 +420,10 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
     causes_f = _agree_with_bound(causes_f, bound)
     uncapped = _caps_not_reached(causes_f, findings)  # a batch cap the engine's own state shows it is far from
     causes_f = [f for f in causes_f if all(f is not u for u, _ in uncapped)]
+    at_floor = set(map(id, _terms_at_floor(findings).values()))
+    # a term near its floor that the question is not about is no problem to notice: the GPU's work at its speed
     noticed_f = [(f, _why_not(f, asked)) for f in findings if f not in relevant and f.id not in vetoed
-                 and _noticeable(f) and all(f is not w for w, _ in waits)]
+                 and _noticeable(f) and all(f is not w for w, _ in waits) and id(f) not in at_floor]
     noticed_f = [(f, _unmet_note(f) if f.unmet else note) for f, note in noticed_f]
     noticed_f += uncapped
     noticed_f += waits

@@ -226,3 +226,33 @@ def test_a_mechanism_quotes_the_pair_of_runs_the_change_made_worse():
     slower = pair("the run ngram5, concurrency 64", "the run baseline, concurrency 64", 11.9, 8.6)
     assert _lead_residual([faster, slower]) is slower
     assert _lead_residual([faster]) is faster  # one direction only: the largest share, as before
+
+
+def test_a_term_near_its_floor_that_is_not_asked_about_is_not_noticed_as_a_problem():
+    """TTFT 20 ms at 1.2x one prefill's floor, the question about the per-token latency: the prefill is healthy and
+    not asked about, so it is neither a ranked cause nor an 'also noticed, not a cause here' item."""
+    from orchestrator.analysis import synthesize
+
+    v = _view(97, _bench(ttft={"p50": 20.0}, max_concurrency=1), question="why is it 13 ms per token?")
+    d = synthesize("why is it 13 ms per token?", v.observations, v.evidence, [])
+    assert not any(x.title.startswith("Prefill") for x in [*d.causes, *d.also_noticed])
+    far = _view(97, _bench(ttft={"p50": 2000.0}, max_concurrency=1))
+    d = synthesize("why is it 13 ms per token?", far.observations, far.evidence, [])
+    assert any(x.title.startswith("Prefill") for x in d.also_noticed)  # far above its floor: worth noticing
+
+
+def test_the_slowest_requests_at_the_same_pace_are_the_longest_answers():
+    """p99 end-to-end 64.5 s against a 13 s median, the per-token p99 (74 ms) near its median (62.8 ms) and the first
+    token 362 ms: the slowest requests generate (64,476 - 362) / 62.8 = 1,021 tokens; a tail whose pace differs is
+    not said to be length."""
+    from orchestrator.prongs.request.account import Stat, View
+    from orchestrator.prongs.request.rules import _long_answers
+
+    c = View("client", "chat", "app logs", ["e"], ttft=Stat(p50=319.0, p99=362.0), itl=Stat(p50=62.8, p99=74.0),
+             e2e=Stat(p50=13007.0, p99=64476.0))
+    words = _long_answers(c)
+    assert "(64,476 - 362) ms / 62.8 ms = 1,021 tokens" in words and "202 tokens for the median request" in words
+    assert _long_answers(View("client", "chat", "x", ["e"], ttft=c.ttft, itl=Stat(p50=62.8, p99=400.0),
+                              e2e=c.e2e)) == ""  # the slow ones decode slower: not length
+    assert _long_answers(View("client", "chat", "x", ["e"], ttft=c.ttft, itl=c.itl,
+                              e2e=Stat(p50=13007.0, p99=15000.0))) == ""  # no tail to account for

@@ -850,8 +850,9 @@ def test_gpus_allocated_to_the_pod_beyond_the_engine_s_parallelism_are_held_and_
     assert "gpus.allocated_over_used" not in _shapes(base)
 
 
-def _replicas(running: tuple[float, ...]):
-    engines = [{"argv": ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--port", str(8000 + i)], "kind": "vllm",
+def _replicas(running: tuple[float, ...], models: tuple[str, ...] = ()):
+    engines = [{"argv": ["vllm", "serve", models[i] if models else "Qwen/Qwen2.5-7B-Instruct", "--port", str(8000 + i)],
+                "kind": "vllm",
                 "pid": 7 + i, "metrics": {"url": f"http://127.0.0.1:{8000 + i}/metrics", "status": 200,
                                           "text": _metrics(ttft_s=4.8, itl_s=0.03, e2e_s=13.8, n=600, prompt=1000,
                                                            gen=300, running=r)}}
@@ -880,6 +881,12 @@ def test_one_replica_of_three_loaded_behind_a_gateway_with_one_address_is_per_co
     assert "infx" not in f.claim
     listed = request_account_findings(_with_path(base, {"/etc/litellm/config.yaml": LITELLM_THREE}))
     assert not any("one address" in x.title for x in listed)
+    # three engines of three models behind one gateway are not replicas: one busy model is not a balancing fault
+    models = _view(_replicas((128.0, 0.0, 0.0), ("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct",
+                                                 "mistralai/Mistral-7B-Instruct-v0.3")),
+                   [_client(max_concurrency=128, completed=1800)], model={"name": "Qwen2.5-7B-Instruct"}, count=3)
+    found = request_account_findings(_with_path(models, {"/etc/litellm/config.yaml": LITELLM_ONE}))
+    assert not any(x.id == "request-gateway-one-address-for-replicas" for x in found)
 
 
 def test_no_template_of_the_table_leaves_a_placeholder_whatever_figure_is_missing():
@@ -1042,3 +1049,22 @@ def test_a_client_count_that_is_n_times_one_engine_s_behind_n_replicas_is_one_re
         assert bool(got) == said, [f.id for f in found]
         if said:
             assert "3 replicas" in got[0].title and "3x fewer" in got[0].title
+
+
+def test_an_engine_killed_at_its_memory_limit_explains_the_counts_that_restarted():
+    """Fewer requests at the engine than the client completed, and the pod's container last ended OOMKilled: the
+    memory limit is the mechanism; a container that ended otherwise is not said to have been."""
+    eng = _engine(_metrics(ttft_s=0.1, itl_s=0.02, e2e_s=6.0, n=300, prompt=1000, gen=280, running=16))
+    base = _view(eng, [_client(max_concurrency=48, completed=2000, failed=400, input_len=1000, output_len=280)])
+
+    def pod(reason: str) -> str:
+        return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "llm-0"}, "spec": {"containers": [
+            {"name": "vllm", "resources": {"limits": {"memory": "64Gi"}}}]}, "status": {"containerStatuses": [
+                {"name": "vllm", "restartCount": 2, "lastState": {"terminated": {"exitCode": 137, "reason": reason}}}]}})
+
+    for reason, said in (("OOMKilled", True), ("Error", False)):
+        found = request_account_findings(_with_path(base, {f"/tmp/{reason}.json": pod(reason)}))
+        got = [f for f in found if f.id == "request-memory-limit-kills-engine"]
+        assert bool(got) == said, [f.id for f in found]
+        if said:
+            assert "68,719,476,736 bytes" in got[0].claim

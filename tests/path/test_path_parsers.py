@@ -415,3 +415,30 @@ def test_a_liveness_probe_without_a_startup_probe_kills_the_loading_engine():
         assert bool(found) == said
         if said:
             assert "allows 90 s" in found[0].claim and "startupProbe" in found[0].recommendations[0]
+
+
+def test_a_keda_trigger_averaging_a_bounded_engine_gauge_above_its_bound_never_scales():
+    """KEDA's prometheus trigger (AverageValue by default): the query's engine gauge per replica is capped by the
+    engine's flag; a threshold above the cap never scales, one below it does, and a rate() is not the gauge."""
+    import json
+
+    from orchestrator.analysis.evidence_view import EvidenceView
+    from orchestrator.prongs.path.probe import report_from
+    from orchestrator.prongs.path.rules import autoscaler_never_scales
+
+    def so(query: str, threshold: str) -> str:
+        return json.dumps({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "llm"},
+                           "spec": {"scaleTargetRef": {"name": "llm"}, "minReplicaCount": 1, "maxReplicaCount": 8,
+                                    "triggers": [{"type": "prometheus", "metadata": {
+                                        "serverAddress": "http://prometheus:9090", "query": query,
+                                        "threshold": threshold}}]}})
+
+    procs = {"processes": [{"pid": 7, "kind": "vllm", "argv": ["vllm", "serve", "m", "--max-num-seqs", "64"]}]}
+    running = 'sum(vllm:num_requests_running{model_name="m"})'
+    for query, threshold, never in ((running, "80", True), (running, "50", False),
+                                    ('sum(rate(vllm:num_requests_running[1m]))', "80", False)):
+        rep = report_from("gpu-box", procs, {"so.json": so(query, threshold)})
+        got = autoscaler_never_scales(rep, EvidenceView([]))
+        assert (got is not None) == never, (query, threshold)
+        if never:
+            assert got["ceiling"] == 64 and got["target"] == 80 and "--max-num-seqs" in got["how"]

@@ -601,6 +601,29 @@ def reduce_hpas(doc):
     return {"kind": "List", "items": out}
 
 
+def reduce_scaledobjects(doc):
+    """KEDA ScaledObjects: each one's target, replica bounds and triggers (type, metricType, and of their metadata
+    only the query, metric name and thresholds: no server address or credentials reference)."""
+    items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
+    out = []
+    for so in [i for i in items if isinstance(i, dict)][:16]:
+        meta, spec = so.get("metadata") or {}, so.get("spec") or {}
+        trig = []
+        for t in (spec.get("triggers") or [])[:8]:
+            if isinstance(t, dict):
+                md = t.get("metadata") or {}
+                trig.append({"type": t.get("type"), "metricType": t.get("metricType"),
+                             "metadata": dict((k, str(md[k])[:600]) for k in ("query", "metricName", "threshold",
+                                                                            "activationThreshold", "value")
+                                              if isinstance(md, dict) and k in md)})
+        out.append(mask_value({"kind": "ScaledObject", "metadata": {"name": meta.get("name"),
+                                                                     "namespace": meta.get("namespace")},
+                               "spec": {"scaleTargetRef": spec.get("scaleTargetRef"),
+                                        "minReplicaCount": spec.get("minReplicaCount"),
+                                        "maxReplicaCount": spec.get("maxReplicaCount"), "triggers": trig}}))
+    return {"kind": "List", "items": out}
+
+
 def reduce_list(doc):
     """A Kubernetes list (DestinationRules, events) as it is: its items' specs carry no credentials, but their
     strings are masked as values."""
@@ -818,8 +841,12 @@ def main():
                 reduce_list)
         if pods or any(p["kind"] in ENGINE_KINDS for p in procs):
             # the autoscalers that may own the engine's replicas: what they scale on, and where they stand
-            run(commands, ["kubectl", "get", "horizontalpodautoscalers", "--all-namespaces", "-o", "json"], "hpa",
+            # (asked of any host with kubectl and an engine, so each waits on the API server a bounded time)
+            run(commands, ["kubectl", "get", "hpa", "--all-namespaces", "-o", "json", "--request-timeout=3s"], "hpa",
                 params, reduce_hpas)
+            # KEDA's ScaledObjects (where the CRD exists): the query and threshold behind the HPA KEDA makes
+            run(commands, ["kubectl", "get", "scaledobjects", "--all-namespaces", "-o", "json", "--request-timeout=3s"],
+                "keda", params, reduce_scaledobjects)
     for job in jobs[:2]:
         run(commands, ["scontrol", "show", "job", job], "slurm", params)
 

@@ -41,6 +41,9 @@ Facts (the probe model's `facts()`, prongs/path/models.py), flat, each setting a
   `path.hpa.target` (Kind/name), `path.hpa.min_replicas`, `path.hpa.max_replicas`, `path.hpa.current_replicas`,
   `path.hpa.desired_replicas`, `path.hpa.metric`, `path.hpa.metric_type`, `path.hpa.target_type`,
   `path.hpa.target_value`, `path.hpa.current_value` (`metric.<i>.*` per metric), `path.hpa.condition.<Type>`
+- keda (KEDA's ScaledObjects, where the CRD exists; the first one unprefixed, each as `<name>.*`): `path.keda.target`,
+  `path.keda.min_replicas`, `path.keda.max_replicas`, `path.keda.trigger_type`, `path.keda.metric_type`
+  (AverageValue unless set), `path.keda.query` (a Prometheus trigger's PromQL), `path.keda.threshold`
 - docker: `path.docker.cpus`, `path.docker.cpuset_cpus`, `path.docker.shm_size`, `path.docker.ipc_mode`,
   `path.docker.ulimit_memlock`, `path.docker.memory_bytes`, `path.docker.restarts`, `path.docker.gpus` (`--gpus N` or its device list), `path.docker.env.<NAME>`
 - systemd: `path.systemd.env.<NAME>` (e.g. `path.systemd.env.OLLAMA_NUM_PARALLEL`: set in the unit, else the

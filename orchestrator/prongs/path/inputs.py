@@ -8,7 +8,7 @@ from pathlib import Path
 from orchestrator.errors import InputError
 
 LAYERS = ("nginx, HAProxy, Envoy/Istio YAML, LiteLLM config, Ray Serve config, a Kubernetes manifest, "
-          "HorizontalPodAutoscaler or `kubectl get events`, a systemd unit, `docker inspect` JSON, a Triton config.pbtxt")
+          "HorizontalPodAutoscaler, KEDA ScaledObject or `kubectl get events`, a systemd unit, `docker inspect` JSON, a Triton config.pbtxt")
 """What `--path-config` reads, in the words of its error message."""
 
 

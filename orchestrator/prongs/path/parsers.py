@@ -890,6 +890,48 @@ def parse_hpa(docs: list[Any], source: str) -> Parsed:
     return out
 
 
+@_total
+def parse_scaledobjects(docs: list[Any], source: str) -> Parsed:
+    """KEDA ScaledObjects (keda.sh/v1alpha1): the first one's `target`, `min_replicas`, `max_replicas` and its first
+    trigger's `trigger_type`, `metric_type` (AverageValue unless set: KEDA's default for most scalers), `query` (a
+    Prometheus trigger's PromQL), `threshold`; each one also as `<name>.*`."""
+    out = Parsed("keda")
+    listed: list[Any] = []
+    for d in docs:
+        listed += d["items"] if isinstance(d, dict) and isinstance(d.get("items"), list) else [d]
+    items = [x for x in listed if isinstance(x, dict) and x.get("kind") == "ScaledObject"]
+    if not items:
+        raise ConfigError(f"{source}: no ScaledObject in it")
+    for n, so in enumerate(items[:16]):
+        meta, spec = (x if isinstance(x, dict) else {} for x in (so.get("metadata"), so.get("spec")))
+        name = str(meta.get("name") or n)
+        where = f"{source} (ScaledObject {name})"
+        vals: dict[str, Any] = {"name": name}
+        ref = spec.get("scaleTargetRef")
+        if isinstance(ref, dict):
+            vals["target"] = f"{ref.get('kind') or 'Deployment'}/{ref.get('name')}"
+        for k, key in (("minReplicaCount", "min_replicas"), ("maxReplicaCount", "max_replicas")):
+            if isinstance(spec.get(k), int):
+                vals[key] = spec[k]
+        trig = spec.get("triggers")
+        for t in (trig if isinstance(trig, list) else [])[:1]:
+            if not isinstance(t, dict):
+                continue
+            md: dict[str, Any] = t["metadata"] if isinstance(t.get("metadata"), dict) else {}
+            vals["trigger_type"] = str(t.get("type") or "")
+            vals["metric_type"] = str(t.get("metricType") or "AverageValue")
+            for k in ("query", "metricName"):
+                if md.get(k):
+                    vals["query" if k == "query" else "metric"] = str(md[k])
+            if quantity(md.get("threshold")) is not None:
+                vals["threshold"] = quantity(md.get("threshold"))
+        for k, v in vals.items():
+            out.set(f"{name}.{k}", v, where)
+            if n == 0:
+                out.set(k, v, where)
+    return out
+
+
 # --- docker ---------------------------------------------------------------------------------------------------------
 
 @_total
@@ -1071,6 +1113,8 @@ def sniff(text: str, path: str) -> str | None:
         return "envoy"
     if re.search(r"kind\"?\s*:\s*\"?HorizontalPodAutoscaler\b", head):
         return "hpa"
+    if re.search(r"kind\"?\s*:\s*\"?ScaledObject\b", head):
+        return "keda"
     if re.search(r"kind\"?\s*:\s*\"?(Pod|Deployment|StatefulSet|Service|InferenceService|List)\b", head) \
             or '"containerStatuses"' in head:
         return "k8s"
@@ -1096,6 +1140,7 @@ def parse_one(layer: str, files: dict[str, str], extra: dict[str, str] | None = 
         "ray_serve": lambda t, s: parse_ray_serve(load_docs(t, s), s, extra),
         "k8s": lambda t, s: parse_k8s(load_docs(t, s), s), "docker": lambda t, s: parse_docker(load_docs(t, s), s),
         "hpa": lambda t, s: parse_hpa(load_docs(t, s), s),
+        "keda": lambda t, s: parse_scaledobjects(load_docs(t, s), s),
     }
     fn = parsers.get(layer)
     if fn is None:

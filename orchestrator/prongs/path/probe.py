@@ -247,7 +247,7 @@ def _parse_command(b: _Builder, c: dict[str, Any], by_layer: dict[str, dict[str,
     argv = " ".join(str(a) for a in c.get("argv") or [])
     layer = str(c.get("layer") or "")
     if c.get("error") or (c.get("rc") not in (0, None)):
-        if layer == "hpa" and "k8s" not in b.layers:
+        if layer in ("hpa", "keda") and "k8s" not in b.layers:
             return  # asked of any host with kubectl and an engine: no cluster to read is no gap where no pod was seen
         why = c.get("error") or (str(c.get("stderr") or "").strip().splitlines() or ["exit " + str(c.get("rc"))])[-1]
         b.gaps.append(f"{argv}: {why}"[:300])
@@ -272,6 +272,8 @@ def _parse_command(b: _Builder, c: dict[str, Any], by_layer: dict[str, dict[str,
             b.add(ps.parse_envoy([payload], "kubectl get destinationrules"), argv)
         elif layer == "hpa" and payload is not None:
             b.add(ps.parse_hpa([payload], "kubectl get hpa"), argv)
+        elif layer == "keda" and payload is not None:
+            b.add(ps.parse_scaledobjects([payload], "kubectl get scaledobjects"), argv)
         elif layer == "docker" and payload is not None:
             b.add(ps.parse_docker([payload], "docker inspect"), argv)
         elif layer == "slurm":

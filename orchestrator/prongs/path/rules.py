@@ -204,24 +204,43 @@ def autoscaler_never_scales(rep: PathReport, view: EvidenceView) -> dict[str, An
     """An autoscaler whose per-pod target for an engine metric is at or above the most that metric can read (its
     desired replicas, ceil(current x value / target), never rise above the current ones, whatever the load): its
     figures (`metric`, `target`, `ceiling`, `how`, the table's entry `m`, the layer `x`), else None."""
-    x = rep.layer("hpa")
-    if x is None:
-        return None
+    for x in (rep.layer("hpa"), rep.layer("keda")):
+        got = _never_scales(x, rep, view) if x is not None else None
+        if got is not None:
+            return got
+    return None
+
+
+def _never_scales(x: Layer, rep: PathReport, view: EvidenceView) -> dict[str, Any] | None:
     s = {k: v.value for k, v in x.settings.items()}
-    name = str(s.get("metric") or "")
-    target = _number(s.get("target_value"))
-    if not name or target is None or target <= 0 or s.get("target_type") not in ("AverageValue", "Utilization"):
-        return None
-    m = next((m for m in pk.autoscale_metrics() if re.fullmatch(m.metric, name)), None)
-    if m is None:
-        return None
+    if x.layer == "keda":
+        # a trigger's query (PromQL) over an engine gauge, averaged over the replicas (AverageValue): per pod it is
+        # that gauge's average, which its bound caps; a rate or increase is not the gauge
+        query = str(s.get("query") or s.get("metric") or "")
+        m = next((m for m in pk.autoscale_metrics() if re.search(m.metric, query)), None)
+        name, target = query, _number(s.get("threshold"))
+        if m is None or target is None or target <= 0 or s.get("metric_type") != "AverageValue" \
+                or re.search(r"\b(?:rate|irate|increase|delta|deriv)\s*\(", query):
+            return None
+        s = {**s, "metric_type": f"{s.get('trigger_type')} trigger", "target_type": "AverageValue",
+             "target_value": target}
+        key = "query" if "query" in x.settings else "metric"
+    else:
+        name = str(s.get("metric") or "")
+        target = _number(s.get("target_value"))
+        if not name or target is None or target <= 0 or s.get("target_type") not in ("AverageValue", "Utilization"):
+            return None
+        m = next((m for m in pk.autoscale_metrics() if re.fullmatch(m.metric, name)), None)
+        if m is None:
+            return None
+        key = "metric"
     got = metric_ceiling(m, rep, view)
     if got is None:
         return None
     ceiling, how = got
     if ceiling * (1 + HPA_TOLERANCE) > target:
         return None
-    return {"metric": name, "target": target, "ceiling": ceiling, "how": how, "m": m, "x": x, "s": s}
+    return {"metric": name, "target": target, "ceiling": ceiling, "how": how, "m": m, "x": x, "s": s, "key": key}
 
 
 LIVENESS_SOURCES = ("https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness-readiness-startup-probes/#define-startup-probes",
@@ -344,7 +363,7 @@ def _autoscaler_unreachable(rep: PathReport, ev_id: str, view: EvidenceView, loa
     name, target, ceiling, how, m, x, s = (got[k] for k in ("metric", "target", "ceiling", "how", "m", "x", "s"))
     cur_r = _number(s.get("current_replicas")) or _number(s.get("min_replicas")) or 1.0
     cur_v = _number(s.get("current_value"))
-    where = x.settings["metric"].where
+    where = x.settings[got["key"]].where
     span = (f", {s.get('min_replicas')} to {s.get('max_replicas')} replicas" if s.get("max_replicas") is not None
             else "")
     now = f" The autoscaler reads {cur_v:g}/{target:g} now." if cur_v is not None else ""

@@ -15,7 +15,7 @@ from orchestrator.diagnosis import Number
 from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
 from orchestrator.ranks import Rank
 from orchestrator.prongs.request.account import (BELOW_FLOOR, POINT_WORDS, RequestAccount, Residual, build_account,
-                                                 engines_running, fmt, tokenizer_factor)
+                                                 View, engines_running, fmt, tokenizer_factor)
 from orchestrator.prongs.request.table import HostFacts, Judged, host_facts, judge, render, table, title_of
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         auto = autoscaler_never_scales(rep, v) if isinstance(rep, PathReport) else None
         if auto is not None:
             own["request.path.autoscaler_never_scales"] = True
-            own["request.path.autoscaler_metric"] = auto["metric"]
+            own["request.path.autoscaler_metric"] = str(auto["metric"])[:160]
             own["request.path.autoscaler_target"] = auto["target"]
             own["request.path.autoscaler_ceiling"] = auto["ceiling"]
             own["request.path.autoscaler_ceiling_how"] = auto["how"]
@@ -221,6 +221,11 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
             own["request.path.autoscaler_fix"] = auto["m"].fix
             break
     _replicas_facts(facts, own)
+    got_engines = _engines(v)
+    served = {str(e.model) for e in (got_engines[1] if got_engines else []) if e.model}
+    if served:
+        # replicas serve one model; engines of several models behind one entry point are not replicas of each other
+        own["request.engine.models_distinct"] = len(served)
     if any(m.kind == "path_layers" and m.available for _e, m in v.models()):
         own["request.looked.path_layers"] = True  # the whole-path probe ran: a layer it did not find is absent
     for k, val in own.items():
@@ -561,6 +566,30 @@ def _account_finding(acct: RequestAccount) -> Finding:
                    data={"account": True})
 
 
+LONG_TAIL = 2.0
+"""An end-to-end p99 at least this many times its median is a tail worth accounting for."""
+SAME_PACE = 1.5
+"""A per-token p99 within this factor of its median: the slowest requests decode at the same pace as the rest."""
+
+
+def _long_answers(c: View) -> str:
+    """The slowest requests' end-to-end time split into its terms (p99 end-to-end = TTFT + tokens x the per-token
+    time): where their per-token pace and first token are those of the rest, what makes them slow is how many tokens
+    they generate. Words with the arithmetic, or "" when the tail is small or its pace differs."""
+    e2e, ttft, itl = c.e2e, c.ttft, c.itl
+    if e2e is None or ttft is None or itl is None or not (e2e.p99 and e2e.median and itl.median):
+        return ""
+    first = ttft.p99 or ttft.median or 0.0
+    if e2e.p99 < LONG_TAIL * e2e.median or (itl.p99 and itl.p99 > SAME_PACE * itl.median) or first > 0.2 * e2e.p99:
+        return ""
+    tokens = (e2e.p99 - first) / itl.median
+    typical = (e2e.median - (ttft.median or 0.0)) / itl.median
+    return (f"the slowest requests are the longest answers: p99 end-to-end {fmt(e2e.p99, 'ms')} is "
+            f"({e2e.p99:,.0f} - {first:,.0f}) ms / {itl.median:.3g} ms = {tokens:,.0f} tokens of output at the median "
+            f"per-token pace (p99 inter-token latency {fmt(itl.p99, 'ms') if itl.p99 else 'not given'}), against "
+            f"{typical:,.0f} tokens for the median request ({fmt(e2e.median, 'ms')})")
+
+
 _SHARE_WORDS = {2: "half", 3: "a third", 4: "a quarter"}
 
 
@@ -608,6 +637,9 @@ def _reconciled(acct: RequestAccount, question: str = "",
     spread = _spread(engines or [])
     if spread:
         agree.append(spread)
+    longest = _long_answers(c)
+    if longest:
+        agree.append(longest)
     phases: dict[str, str] = {}
     ratios: dict[str, float] = {}
     ftt, fit = acct.floors.get("ttft"), acct.floors.get("itl")

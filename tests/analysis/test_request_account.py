@@ -1049,3 +1049,22 @@ def test_a_client_count_that_is_n_times_one_engine_s_behind_n_replicas_is_one_re
         assert bool(got) == said, [f.id for f in found]
         if said:
             assert "3 replicas" in got[0].title and "3x fewer" in got[0].title
+
+
+def test_an_engine_killed_at_its_memory_limit_explains_the_counts_that_restarted():
+    """Fewer requests at the engine than the client completed, and the pod's container last ended OOMKilled: the
+    memory limit is the mechanism; a container that ended otherwise is not said to have been."""
+    eng = _engine(_metrics(ttft_s=0.1, itl_s=0.02, e2e_s=6.0, n=300, prompt=1000, gen=280, running=16))
+    base = _view(eng, [_client(max_concurrency=48, completed=2000, failed=400, input_len=1000, output_len=280)])
+
+    def pod(reason: str) -> str:
+        return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "llm-0"}, "spec": {"containers": [
+            {"name": "vllm", "resources": {"limits": {"memory": "64Gi"}}}]}, "status": {"containerStatuses": [
+                {"name": "vllm", "restartCount": 2, "lastState": {"terminated": {"exitCode": 137, "reason": reason}}}]}})
+
+    for reason, said in (("OOMKilled", True), ("Error", False)):
+        found = request_account_findings(_with_path(base, {f"/tmp/{reason}.json": pod(reason)}))
+        got = [f for f in found if f.id == "request-memory-limit-kills-engine"]
+        assert bool(got) == said, [f.id for f in found]
+        if said:
+            assert "68,719,476,736 bytes" in got[0].claim

@@ -483,8 +483,15 @@ def synthesize(question: str, observations: Observations | None, evidence: list[
         # nothing explains the slowness, but what was established still answers part of the question
         context = " ".join(f.claim for f in context_f if f.id != "gpu-peaks")
         what = "the slowness" if not asked.symptoms or asked.symptoms & {"throughput", "itl", "ttft"} else asked.words()
-        verdict = ((f"{lead}no" if lead and not_serving is None else f"{lead}No" if lead else "No")
-                   + f" cause of {what} is supported by the evidence. " + context).rstrip()
+        busy = next((f for f in context_f if f.data.get("gpus_busy")), None)
+        if busy is not None and not_serving is None and asked.symptoms & {"throughput", "itl", "ttft"}:
+            # no fault, and the GPUs busy the whole window: their own work is what the time goes to, said first
+            context = " ".join(f.claim for f in context_f if f.id not in ("gpu-peaks", busy.id))
+            verdict = (f"{lead}the GPUs' own work is the limit, and no fault is found: {busy.claim} "
+                       + context).rstrip()
+        else:
+            verdict = ((f"{lead}no" if lead and not_serving is None else f"{lead}No" if lead else "No")
+                       + f" cause of {what} is supported by the evidence. " + context).rstrip()
         if also:
             verdict += " Also noticed, not a cause here: " + "; ".join(a.title for a in also[:3]) + "."
     said = next((f for f in relevant if f.verdict_words), None)

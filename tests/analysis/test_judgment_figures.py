@@ -256,3 +256,15 @@ def test_the_slowest_requests_at_the_same_pace_are_the_longest_answers():
                               e2e=c.e2e)) == ""  # the slow ones decode slower: not length
     assert _long_answers(View("client", "chat", "x", ["e"], ttft=c.ttft, itl=c.itl,
                               e2e=Stat(p50=13007.0, p99=15000.0))) == ""  # no tail to account for
+
+
+def test_no_fault_on_gpus_busy_the_whole_window_says_their_work_is_the_limit():
+    """Nothing ranked and the GPUs busy 97 %: the verdict says the GPUs' own work is the limit, with the busy share,
+    rather than 'no cause of the slowness is supported'."""
+    from orchestrator.analysis import synthesize
+
+    v = EvidenceView([ev("e1", inventory(H100, "9.0", 1, util=10.0, nvlink=True), tool="gpu_inventory"),
+                      ev("e9", _account(97), tool="resource_account")])
+    d = synthesize("is the network still what limits our throughput?", None, v.evidence, [])
+    assert "the GPUs' own work is the limit" in d.verdict and "GPUs busy 97 %" in d.verdict
+    assert "no cause of" not in d.verdict.lower()

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent
-CLASSES = ("residual", "residual-blind")
+CLASSES = ("residual", "residual-blind", "residual-blind-r3")
 LINE = re.compile(r"^sha256 ([0-9a-f]{64}) (\S+)$")
 
 

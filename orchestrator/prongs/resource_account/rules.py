@@ -769,7 +769,8 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
             short=f"the GPUs were busy {a.busy:.0f} % of the window.",
             numbers=[_num("GPU busy (mean over the window)", a.busy, "%", a.ev, peak=100.0)]
             + ([_num(f"NIC {link[2]} use", link[1], "% of line rate", a.ev)] if link else []),
-            symptoms=HOST_SYMPTOMS))
+            # the synthesis says, when nothing else is found, that the GPUs' own work is the limit
+            symptoms=HOST_SYMPTOMS, data={"gpus_busy": a.busy}))
         out += [f.model_copy(update={"secondary": True}) for f in saturated if f.id == "account-gpus-take-turns"]
         out += [queue] if queue else []
     elif a.busy < GPU_IDLE_PCT:

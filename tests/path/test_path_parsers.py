@@ -442,3 +442,33 @@ def test_a_keda_trigger_averaging_a_bounded_engine_gauge_above_its_bound_never_s
         assert (got is not None) == never, (query, threshold)
         if never:
             assert got["ceiling"] == 64 and got["target"] == 80 and "--max-num-seqs" in got["how"]
+
+
+def test_of_a_cluster_s_autoscalers_the_engine_s_is_read():
+    """`kubectl get hpa -A` lists every autoscaler: the one whose target owns the engine's pod, else one on an engine
+    metric, else the only one; several unrelated ones are none."""
+    import copy
+
+    from orchestrator.prongs.path.probe import report_from
+
+    web = copy.deepcopy(HPA)
+    web["metadata"]["name"] = "web"
+    web["spec"]["scaleTargetRef"]["name"] = "web"
+    web["spec"]["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": {
+        "type": "Utilization", "averageUtilization": 80}}}]
+
+    def hpa_of(items: list, pod: dict | None = None) -> str | None:
+        cmds = [{"argv": ["kubectl", "get", "hpa"], "layer": "hpa", "rc": 0, "json": {"kind": "List", "items": items}}]
+        if pod:
+            cmds.insert(0, {"argv": ["kubectl", "get", "pod"], "layer": "k8s", "rc": 0, "json": pod})
+        x = report_from("gpu-box", {"commands": cmds}).layer("hpa")
+        return None if x is None else x.settings["name"].value
+
+    assert hpa_of([web, HPA]) == "llm"  # the engine metric's
+    other = copy.deepcopy(web)
+    other["metadata"]["name"] = "api"
+    assert hpa_of([web, other]) is None and hpa_of([web]) == "web"
+    pod = {"kind": "Pod", "metadata": {"name": "api-7f6d8b9c5d-kx2lm", "ownerReferences": [
+        {"kind": "ReplicaSet", "name": "api-7f6d8b9c5d"}]}, "spec": {"containers": [{"name": "c"}]}}
+    other["spec"]["scaleTargetRef"]["name"] = "api"
+    assert hpa_of([web, HPA, other], pod) == "api"  # the pod's own workload first

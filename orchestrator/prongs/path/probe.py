@@ -270,16 +270,44 @@ def _parse_command(b: _Builder, c: dict[str, Any], by_layer: dict[str, dict[str,
             b.add(ps.parse_events(text, "kubectl get events"), argv)
         elif layer == "istio" and payload is not None:
             b.add(ps.parse_envoy([payload], "kubectl get destinationrules"), argv)
-        elif layer == "hpa" and payload is not None:
-            b.add(ps.parse_hpa([payload], "kubectl get hpa"), argv)
-        elif layer == "keda" and payload is not None:
-            b.add(ps.parse_scaledobjects([payload], "kubectl get scaledobjects"), argv)
+        elif layer in ("hpa", "keda") and payload is not None:
+            items = _engine_autoscalers(payload, b)
+            if items:
+                doc = {"kind": "List", "items": items}
+                b.add(ps.parse_hpa([doc], "kubectl get hpa") if layer == "hpa" else
+                      ps.parse_scaledobjects([doc], "kubectl get scaledobjects"), argv)
         elif layer == "docker" and payload is not None:
             b.add(ps.parse_docker([payload], "docker inspect"), argv)
         elif layer == "slurm":
             b.add(_scontrol(text), argv)
     except ps.ConfigError as exc:
         b.error(layer, argv, str(exc))
+
+
+def _engine_autoscalers(payload: Any, b: _Builder) -> list[dict[str, Any]]:
+    """Of a cluster's autoscalers (HPAs or ScaledObjects), the ones that are the engine's: those whose target is the
+    workload that owns the engine's pod (its ReplicaSet's Deployment, its StatefulSet), else those that scale on an
+    engine's own metric, else the only one listed; none when several unrelated ones cannot be told apart."""
+    items = [i for i in (payload.get("items") if isinstance(payload, dict) else None) or [] if isinstance(i, dict)]
+    k8s = b.layers.get("k8s")
+    owner = str(k8s.settings["owner"].value) if k8s is not None and "owner" in k8s.settings else ""
+    kind, _, name = owner.partition("/")
+    if kind == "ReplicaSet":
+        kind, name = "Deployment", name.rsplit("-", 1)[0]
+
+    def target(i: dict[str, Any]) -> str:
+        ref = (i.get("spec") or {}).get("scaleTargetRef") or {}
+        return str(ref.get("name") or "") if isinstance(ref, dict) else ""
+
+    if name:
+        mine = [i for i in items if target(i) == name]
+        if mine:
+            return mine
+    engine = [i for i in items if any(re.search(m.metric, json.dumps(i.get("spec") or {}))
+                                      for m in pk.autoscale_metrics())]
+    if engine:
+        return engine
+    return items if len(items) == 1 else []
 
 
 def _scontrol(text: str) -> ps.Parsed:

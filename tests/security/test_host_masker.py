@@ -252,3 +252,4 @@ def test_the_only_pod_listed_is_taken_when_it_carries_nothing_the_cgroup_could_c
     other = {"kind": "Pod", "metadata": {"name": "other", "uid": "u-other"}}
     assert reduce_pods(other, {"pod_uid": "u-cgroup"}, set(), ()) is None
     assert reduce_pods({"items": [bare, other]}, {"pod_uid": "u-cgroup"}, set(), ()) is None
+

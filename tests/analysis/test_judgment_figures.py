@@ -268,3 +268,18 @@ def test_no_fault_on_gpus_busy_the_whole_window_says_their_work_is_the_limit():
     d = synthesize("is the network still what limits our throughput?", None, v.evidence, [])
     assert "the GPUs' own work is the limit" in d.verdict and "GPUs busy 97 %" in d.verdict
     assert "no cause of" not in d.verdict.lower()
+
+
+def test_a_candidate_whose_every_confirmation_fails_on_a_figure_is_named_but_not_rendered():
+    """The client-side artifact needs the GPUs under half busy: with them busy 98 % its claim ('the GPUs busy only
+    98 % of the time: the server had capacity to spare') would contradict the figure, so it is not rendered."""
+    from orchestrator.analysis.facts import Fact, HostFacts
+    from orchestrator.prongs.request.rules import _framing_refuted
+    from orchestrator.prongs.request.table import table
+
+    m = table().mechanisms["client-side-artifact"]
+    busy = HostFacts("h", facts={"request.gpu_busy_pct": Fact(98.0, "e"), "request.engine.waiting": Fact(0, "e")})
+    assert _framing_refuted(m, busy)
+    idle = HostFacts("h", facts={"request.gpu_busy_pct": Fact(20.0, "e"), "request.engine.waiting": Fact(0, "e")})
+    assert not _framing_refuted(m, idle)
+    assert not _framing_refuted(m, HostFacts("h"))  # nothing known: nothing contradicted

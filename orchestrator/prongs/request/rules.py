@@ -477,6 +477,17 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
         data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes})
 
 
+def _framing_refuted(m: Any, hf: HostFacts) -> bool:
+    """Whether every way the mechanism could be confirmed fails on a fact the host shows (the GPUs busy 98 % where it
+    needs them under 50 %): its claim, written as if confirmed ("busy only 98 %: capacity to spare"), would then
+    contradict the figures it quotes, so it is not rendered; the candidate is still named."""
+    from orchestrator.analysis.conditions import check
+
+    groups = [g for g in m.confirm if g]
+    return bool(groups) and all(any(not ok and got for ok, got, _ in (check(c, hf, None) for c in g))
+                                for g in groups)
+
+
 def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: RequestAccount,
                         hf: HostFacts) -> Finding:
     """Residuals no mechanism of the table is confirmed for, with the same candidates: the candidates the evidence
@@ -499,7 +510,7 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
     also = "".join(f" {x.words()}: {t.shapes[x.shape].says}." for x in rs[1:4])
     claim = (f"{r.words()}: {shape.says}. That sits {r.layer}.{also} The evidence on the host does not yet say "
              f"which mechanism it is; the ones these figures allow: {listed}.")
-    if cands:
+    if cands and not _framing_refuted(cands[0].judged.mechanism, hf):
         first, missing = render(cands[0].judged.mechanism.claim, hf, {"residual": "", "residual_note": r.note})
         if not missing:
             claim += " The first would mean this: " + first.lstrip(".: ")

@@ -23,3 +23,11 @@ def test_a_failure_says_its_first_unmet_expectation_verdict_and_first_cause():
 def test_a_diagnosis_with_no_ranked_cause_says_so():
     assert said("c:\n  - no words match 'x'\n--- diagnosis words ---\nOn 1 x L4, nothing is supported.\n")[2] == \
         "(no ranked cause)"
+
+
+def test_a_known_failing_development_case_is_read_with_why():
+    from harness import known_failing
+
+    text = "# Cases\n\n- `a-case-h100`: its regex also matches a correct finding\nprose `not-a-case`: no\n"
+    assert known_failing(text) == {"a-case-h100": "its regex also matches a correct finding"}
+    assert all(c for c in known_failing())  # the shipped list parses

@@ -15,7 +15,8 @@ class Rank:
     FLAW = 0
     """The figure asked about does not measure the server (a TTFT that is the whole request, runs not comparable)."""
     ACCOUNT = 100
-    """The GPUs idle most of the window, and the resource they wait on (the resource account's own order)."""
+    """The GPUs idle most of the window, and what they wait on: a saturated resource, a residual of the request account
+    between two measuring points, then (from `ACCOUNT + ONLY_ELSEWHERE`) what says only that the time goes elsewhere."""
     COMM_EXPERIMENT = 200
     """The user's parallelism experiment implicates all-reduce."""
     COMM_MEASURED = 300
@@ -38,3 +39,10 @@ class Rank:
     """Low power while the GPU is busy: it stalls, on what is not said."""
     POWER_LIMITED = 1100
     """The GPU runs at its power limit."""
+
+
+ONLY_ELSEWHERE = 0.5
+"""Within `Rank.ACCOUNT`: claims from `Rank.ACCOUNT + ONLY_ELSEWHERE` on say only that the GPUs' time goes elsewhere
+(their idle share, the load the client offers, nothing on the host saturated); a claim below it says where (a
+saturated resource, or two figures of the request account that should agree and do not, with the layer between
+them). What says where comes first: the idle share and the load are what the user already sees."""

@@ -51,7 +51,9 @@ _PATTERNS: tuple[tuple[Symptom, str], ...] = (
                r"\breject(?:s|ed|ing)?\b(?!\W+(?:drafts?|tokens?|speculat))|\brefused\b|bad request|\bhttp ?[45]\d\d\b|\b[45]\d\d (?:errors?|responses?)|"
                r"is (?:it|the(?: \w+){1,3}) (?:healthy|broken|faulty)|unhealthy|\bbroken\b|\bfaulty\b|anything wrong|"
                r"health ?check|before we put it"),
-    ("cost", r"\bcosts?\b|\$|dollar|\bprice|cheaper|expensive|per million tokens|how many gpus|\btco\b"),
+    ("cost", r"\bcosts?\b|\$|dollar|\bprice|cheaper|expensive|per million tokens|how many gpus|\btco\b|"
+             r"\bgpu[- ]?hours?\b|\b(?:pay|paying|paid)\b|\bbill(?:ed|ing)?\b|\bbudget|\bmoney\b|"
+             r"\bcents?\b|\bcheap\b|\boverpa(?:y|ying|id)\b"),
     ("throughput", r"throughput|tok(?:ens)?/s|tokens? (?:per|a) second|req(?:uests)?/s|requests? per second|\bqps\b|"
                    r"\d\s*(?:k\s*)?(?:embeddings|images|documents|docs|items|inputs|queries|completions|samples)"
                    r"(?:/s(?:ec)?\b| (?:per|a) second\b)|"
@@ -61,7 +63,7 @@ _PATTERNS: tuple[tuple[Symptom, str], ...] = (
 _WORDS: list[tuple[Symptom, re.Pattern[str]]] = [(sym, re.compile(p, re.IGNORECASE)) for sym, p in _PATTERNS]
 
 _GENERIC = re.compile(r"underperform|below (?:the )?expected|crawling|no faster|(?:barely|hardly|not much) faster|"
-                      r"slower than|\bslow(?:er|ness|ly|s)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed(?:s|up)?\b|"
+                      r"slower than|\bslow(?:er|ness|ly|s|ing|ed)?\b|\bfast(?:er)?\b|\bperf(?:ormance)?\b|\bspeed(?:s|up)?\b|"
                       r"\bsluggish\b|\blag(?:s|gy)?\b|\bperform(?:s|ing)?\b.{0,12}\b(?:well|worse|badly|poorly|better)\b",
                       re.IGNORECASE)
 """Words that say something is slow without saying what: read as throughput, but uncertainly (a finding that explains
@@ -80,6 +82,13 @@ _PROMPT_PHASE = re.compile(
 """The phase before the first token, named by what it works on (the prompt / context / input being loaded,
 processed, evaluated or recomputed) or by what it precedes ("until generation starts", "before generation"): time
 to first token, never start-up, whatever the verb ("context load time before generation")."""
+
+_ANSWER_STARTS = re.compile(
+    r"\bstart(?:s|ed|ing)?\s+(?:to\s+)?(?:answer|respond|repl[yi]|stream|generat|typ|produc|emit|print|writ|talk|spit)\w*|"
+    r"\b(?:responses?|answers?|repl(?:y|ies)|streams?|streaming|tokens?|text|words?|completions?)\s+(?:\w+\s+){0,2}?"
+    r"(?:start|begin)(?:s|ed|ning)?\b", re.IGNORECASE)
+"""The answer starting ("the model starts answering after 4 s", "responses start slowly"): the time to the first
+token of each request, not the server's start-up."""
 
 _STARTUP_PHASE = re.compile(
     r"\b(?:slow|long|fast(?:er)?|speed(?: up)?|accelerat\w*|parallel\w*)\b.{0,15}\b(?:model|server|engine|weights?|"
@@ -124,6 +133,11 @@ _WORSE = re.compile(r"\bslow|\bworse|\bdrop|\bdegrad|\bregress|\bdecreas|\bincre
 _BETTER = re.compile(r"\bstill\b|\bimprov|\bfaster\b|\bbetter\b|\bfixed\b|\bhelped\b|\bresolved\b", re.IGNORECASE)
 """Words that make a change the fix being checked ("is the network still the limit?", "it got faster"), not the
 cause of a slowdown."""
+
+_PRICE_PER_TOKEN = re.compile(
+    r"(?:\$\s*[\d.,]*|\b(?:costs?|price[sd]?|dollars?|cents?)\b)\s*(?:/|\bper\b|\ban?\b|\beach\b)\s*"
+    r"(?:(?:1\s*)?[mk]\b|million\b|thousand\b|[\d,]+)?\s*(?:(?:output|input|generated)\s+)?tokens?\b", re.IGNORECASE)
+"""A price per token ("cost per token", "$2 per million tokens", "$/1M tokens"): cost, not the time per token."""
 
 _FIGURE_ITL = re.compile(r"\d\s*(?:ms|s|milliseconds?|seconds?)\s*(?:/|per|a|each)\s*(?:output\s+)?token", re.IGNORECASE)
 """A per-token time the user quotes ("200 ms per token")."""
@@ -213,10 +227,13 @@ _ABOUT: dict[str, re.Pattern[str]] = {
     "kernel": re.compile(r"kernel|gemm|tensor core|wgmma|\btma\b|tcgen05|\bfp4\b|\bfp8\b|nvfp4|mxfp4|\bint[48]\b|"
                          r"\bw4a|dtype|quantiz|architecture|\bsm_?\d+|compute capability|spec|tflops|cutlass|triton|"
                          r"marlin|flashinfer|deepgemm|shared memory|instruction", re.IGNORECASE),
-    "cache": re.compile(r"autotun|(?<!fine-)(?<!fine )\btun(?:ed|ing)\b|(?<!kv )(?<!prefix )(?<!radix )(?<!page )cache|persist|compil|"
-                       r"\bjit\b", re.IGNORECASE),
+    "cache": re.compile(r"autotun|(?<!fine-)(?<!fine )\btun(?:ed|ing)\b|compil|\bjit\b|"
+                       r"\b(?:kernels?|triton|inductor|deepgemm|flashinfer|cutlass|torch|cuda|tuning)\W+(?:\w+\W+){0,2}?cach|"
+                       r"\bcach\w*\W+(?:\w+\W+){0,3}?(?:surviv|restart|lost|wiped|ephemeral|/tmp)|"
+                       r"\bpersist\w*\W+(?:\w+\W+){0,3}?(?:cach|tun|results?\b|compil)", re.IGNORECASE),
 }
-"""Subjects a question can be about (words that name them)."""
+"""Subjects a question can be about (words that name them). The cache is the kernels' (autotune results, JIT and
+compile caches) and whether it is kept: a response cache, a prefix cache or a persistent connection is not it."""
 
 
 def about(f: Finding) -> str | None:
@@ -286,9 +303,23 @@ class Asked:
         """Whether f can explain a symptom the question names: it states one, or (a shortfall, not the other phase's
         context) one the evidence links to it."""
         mine = set(symptoms_of(f))
-        if not self.symptoms or self.symptoms & mine:
+        if not self.symptoms:
             return True
-        return not f.secondary and not f.informational and any((a, b) in self.via for a in mine for b in self.symptoms)
+        linked = not f.secondary and not f.informational and \
+            any((a, b) in self.via for a in mine for b in self.symptoms)
+        if self.symptoms & (mine - {"regression"}):
+            return True
+        if "regression" in self.symptoms & mine and not self._other_term(mine):
+            return True
+        return linked
+
+    def _other_term(self, mine: set[Symptom]) -> bool:
+        """Whether a finding that explains a change explains the change of another term than the one the question
+        names for certain (a TTFT that differs between two runs, asked why the ITL and the throughput changed): what
+        changed must be what was asked about, directly or by a path the evidence shows."""
+        terms = {"ttft", "itl", "throughput", "startup"}
+        named, its = self.certain & self.symptoms & terms, mine & terms
+        return bool(named and its) and not any(a == b or (a, b) in self.via for a in its for b in named)
 
     def words(self) -> str:
         """The asked symptoms as a reader says them ("time to first token", "throughput")."""
@@ -313,7 +344,9 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
         text += "\n" + str(observations.notes)
     text = _FINE.sub(_unless_asked, _TAG.sub("", text))  # "throughput looks fine": not what is asked about
     text = _WORKER_ROLE.sub("worker", text)  # "the decode workers": a place in a disaggregated deployment
+    text = _PRICE_PER_TOKEN.sub(" cost ", text)  # "$ per token" is what a token costs, not how long it takes
     found: set[Symptom] = set()
+    text = _ANSWER_STARTS.sub(" first token ", text)  # the answer starting: each request's wait, not start-up
     if _PROMPT_PHASE.search(text):  # the prompt's processing: TTFT, and its verb ("load") no longer says start-up
         found.add("ttft")
         text = _PROMPT_PHASE.sub(" prefill ", text)

@@ -35,5 +35,5 @@ PRONG = Prong(
     markdown="orchestrator.prongs.request.report:account_markdown",
     terminal="orchestrator.prongs.request.report:render_account_terminal",
     follow_up="orchestrator.prongs.request.rules:second_round",
-    bound_tiers=(Rank.RESIDUAL, Rank.SERVING_FLOOR),
+    bound_tiers=(Rank.RESIDUAL, Rank.ACCOUNT, Rank.SERVING_FLOOR),
 )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.analysis.facts import Fact, gather
 from orchestrator.diagnosis import Number
 from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
-from orchestrator.ranks import Rank
+from orchestrator.ranks import ONLY_ELSEWHERE, Rank
 from orchestrator.prongs.request.account import (BELOW_FLOOR, POINT_WORDS, RequestAccount, Residual, build_account,
                                                  View, engines_running, fmt, tokenizer_factor)
 from orchestrator.prongs.request.table import HostFacts, Judged, host_facts, judge, render, table, title_of
@@ -364,6 +364,9 @@ def _weight(r: Residual) -> float:
     return min(1.0, abs(r.gap) / max(abs(r.a), abs(r.b), 1e-9))
 
 
+CANDIDATE_WEIGHT = 0.25
+"""A residual below this share of the user's figure is noise for naming candidates or placing the time."""
+
 LEADS_WEIGHT = 0.5
 """A confirmed mechanism whose residual accounts for at least this share of the user's figure leads the diagnosis
 (it sets the bound reasoning at `Rank.RESIDUAL`: where the time or the work went, no GPU roof)."""
@@ -473,8 +476,22 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
         sets_bound=(BoundClaim(rank=Rank.RESIDUAL - ex.weight / 2,
                                bound="communication" if top.between[1] == "link" else "unknown",
                                words=capitalized(f"{title[:1].lower() + title[1:]} ({top.words()})."))
-                    if ex.weight >= LEADS_WEIGHT else None),
+                    if ex.weight >= LEADS_WEIGHT else
+                    _where_gpus_wait(acct, ex.weight, capitalized(f"{title[:1].lower() + title[1:]} ({top.words()})."))),
         data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes})
+
+
+def _where_gpus_wait(acct: RequestAccount, weight: float, words: str) -> BoundClaim | None:
+    """A residual that does not lead on its own (a mechanism below `LEADS_WEIGHT`, or candidates not yet split) while
+    the GPUs idle most of the window: it says between which two measuring points the time goes, which the resource
+    account's idle share and the load offered do not, so it claims the bound at the account's tier before them
+    (`ONLY_ELSEWHERE`) and after a saturated resource; the larger its share of the user's figure, the earlier. With
+    the GPUs busy (or not sampled) the serving rules' own order stands."""
+    from orchestrator.prongs.resource_account.where import GPU_IDLE_PCT
+
+    if weight < CANDIDATE_WEIGHT or acct.gpu_busy_pct is None or acct.gpu_busy_pct >= GPU_IDLE_PCT:
+        return None
+    return BoundClaim(rank=Rank.ACCOUNT + ONLY_ELSEWHERE - 0.2 * min(weight, 1.0), bound="unknown", words=words)
 
 
 def _framing_refuted(m: Any, hf: HostFacts) -> bool:
@@ -530,6 +547,7 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
               + (f", or {len(names) - 1} other candidate{'s' if len(names) > 2 else ''}" if len(names) > 1 else ""),
         claim=claim, short=f"{r.words()}: {shape.says}.", recommendations=splits,
         symptoms=_residual_symptoms([x.shape for x in rs]), explains=round(max(_weight(x) for x in rs), 2),
+        sets_bound=_where_gpus_wait(acct, max(_weight(x) for x in rs), capitalized(f"{r.words()}: {shape.says}.")),
         data={"residual": r.shape, "residuals": [x.shape for x in rs], "candidates": [ex.judged.id for ex in cands[:3]]})
 
 
@@ -872,7 +890,7 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
     # with the same leading candidates are one finding)
     groups: dict[tuple[str, ...], tuple[list[Residual], list[Explained]]] = {}
     for r in sorted(acct.residuals, key=_weight, reverse=True):
-        if r.shape + r.run in done or _weight(r) < 0.25:
+        if r.shape + r.run in done or _weight(r) < CANDIDATE_WEIGHT:
             continue
         cands = [x for x in explained if r in x.residuals and x.judged.status == "candidate"]
         if not cands:
@@ -887,7 +905,7 @@ def request_account_findings(v: "EvidenceView") -> list[Finding]:
         groups.setdefault(key, ([], cands))[0].append(r)
     for rs, cands in list(groups.values())[:3]:
         out.append(_candidates_finding(rs, cands, acct, hf))
-    if len(out) == 1 and not [r for r in acct.residuals if _weight(r) >= 0.25 and not r.shape.endswith("far_above_floor")]:
+    if len(out) == 1 and not [r for r in acct.residuals if _weight(r) >= CANDIDATE_WEIGHT and not r.shape.endswith("far_above_floor")]:
         ok = _reconciled(acct, v.question, engines_running(v))
         if ok is not None:
             out.append(ok)

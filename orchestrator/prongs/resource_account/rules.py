@@ -19,7 +19,7 @@ from orchestrator.prongs.resource_account.load_rules import burst_queue, client_
 from orchestrator.prongs.resource_account.queue_rules import BOUNDS_BATCH, engine_queue
 from orchestrator.diagnosis import Bound, Number
 from orchestrator.findings import BoundClaim, Finding, Symptom, capitalized
-from orchestrator.ranks import Rank
+from orchestrator.ranks import ONLY_ELSEWHERE, Rank
 from orchestrator.prongs.resource_account.models import ProcessAccount, ResourceAccount, ThreadAccount
 
 if TYPE_CHECKING:
@@ -843,6 +843,10 @@ BOUND_ORDER = ("account-shm-small", "account-memlock-small", "account-cgroup-thr
                "account-no-load", "account-flat-throughput", "account-nothing-saturated")
 """Which of the account's findings sets the bound when the GPUs idle and several explain it: the cause before its
 symptom, the host before the load."""
+ONLY_LOAD = ("account-client-limited", "account-low-concurrency", "account-no-load", "account-flat-throughput",
+             "account-nothing-saturated")
+"""Those of them that say only that the time goes elsewhere (the load offered, nothing saturated): they claim from
+`Rank.ACCOUNT + ONLY_ELSEWHERE` on, after anything that says where the time goes."""
 
 
 def _claim_bound(out: list[Finding], idle: Finding) -> list[Finding]:
@@ -857,7 +861,8 @@ def _claim_bound(out: list[Finding], idle: Finding) -> list[Finding]:
             elif f.short and f.short not in reasoning:
                 reasoning += " " + capitalized(f.short)
             bound: Bound = f.bound if f.bound in ("latency", "communication") else "unknown"
-            f.sets_bound = BoundClaim(rank=Rank.ACCOUNT + BOUND_ORDER.index(f.id) / 100, bound=bound,
+            f.sets_bound = BoundClaim(rank=Rank.ACCOUNT + BOUND_ORDER.index(f.id) / 100
+                                      + (ONLY_ELSEWHERE if f.id in ONLY_LOAD else 0.0), bound=bound,
                                       words=reasoning.strip(), needs=idle.id, otherwise=f.sets_bound)
     idle.sets_bound = BoundClaim(rank=Rank.ACCOUNT + 0.99, bound="unknown", words=idle.short)
     return out

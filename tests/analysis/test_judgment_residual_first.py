@@ -9,7 +9,7 @@ import pytest
 from orchestrator.analysis import relevance
 from orchestrator.analysis.synthesis import bound_of
 from orchestrator.findings import BoundClaim, Finding
-from orchestrator.prongs.request.account import RequestAccount
+from orchestrator.prongs.request.account import RequestAccount, Residual
 from orchestrator.prongs.request.rules import _where_gpus_wait
 from orchestrator.prongs.resource_account.rules import _claim_bound
 from orchestrator.ranks import ONLY_ELSEWHERE, Rank
@@ -28,11 +28,14 @@ def _idle_and_load() -> list[Finding]:
     return _claim_bound([idle, load], idle)
 
 
-def _residual(busy: float | None, weight: float = 0.42) -> Finding:
+def _residual(busy: float | None, weight: float = 0.42, between: tuple[str, str] = ("client", "engine"),
+              a: float = 172.0, b: float = 100.0) -> Finding:
     """A residual of the request account (TTFT at the client over the engine's, its candidates not yet split)."""
     acct = RequestAccount(clients=[], engine=None, gpu_busy_pct=busy)
+    r = Residual(shape="ttft.client_over_engine", term="TTFT", between=between, a=a, b=b, unit="ms", a_src="client",
+                 b_src="engine", evidence=["ev-1"])
     return _f("request-residual-ttft.client_over_engine", rule="request_account", symptoms=["ttft"],
-              sets_bound=_where_gpus_wait(acct, weight, "TTFT: 172 ms at the client, 100 ms at the engine."))
+              sets_bound=_where_gpus_wait(acct, r, weight, "TTFT: 172 ms at the client, 100 ms at the engine."))
 
 
 def test_a_residual_between_two_figures_leads_before_the_idle_share_and_the_load():
@@ -58,6 +61,10 @@ def test_a_residual_claims_the_account_tier_only_while_the_gpus_idle():
     assert _residual(busy=90.0).sets_bound is None  # busy GPUs: the serving rules' own order
     assert _residual(busy=None).sets_bound is None  # not sampled
     assert _residual(busy=42.0, weight=0.1).sets_bound is None  # noise
+    # two runs that differ are the symptom, and a figure far above its floor says only that the time is elsewhere
+    assert _residual(busy=42.0, between=("run", "run")).sets_bound is None
+    assert _residual(busy=42.0, between=("engine", "floor")).sets_bound is None
+    assert _residual(busy=42.0, between=("engine", "floor"), a=18.0, b=130.0).sets_bound is not None
     heavier = _residual(busy=42.0, weight=0.9)
     assert heavier.sets_bound.rank < _residual(busy=42.0).sets_bound.rank
 

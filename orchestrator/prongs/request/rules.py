@@ -477,11 +477,19 @@ def _mechanism_finding(ex: Explained, acct: RequestAccount, hf: HostFacts) -> Fi
                                bound="communication" if top.between[1] == "link" else "unknown",
                                words=capitalized(f"{title[:1].lower() + title[1:]} ({top.words()})."))
                     if ex.weight >= LEADS_WEIGHT else
-                    _where_gpus_wait(acct, ex.weight, capitalized(f"{title[:1].lower() + title[1:]} ({top.words()})."))),
+                    _where_gpus_wait(acct, top, ex.weight, capitalized(f"{title[:1].lower() + title[1:]} ({top.words()})."))),
         data={"residual": top.shape, "mechanism": j.id, "layer": m.layer, "residuals": shapes})
 
 
-def _where_gpus_wait(acct: RequestAccount, weight: float, words: str) -> BoundClaim | None:
+def _located(r: Residual) -> bool:
+    """Whether a residual places the time between two measuring points of the same requests (the client's TTFT against
+    the engine's, a figure below its floor): not a difference between two runs (that is the symptom itself), nor a
+    figure far above its floor or a tail within one point (they say only that the time goes outside GPU work)."""
+    a, b = r.between
+    return a != b and (b != "floor" or r.ratio < 1)
+
+
+def _where_gpus_wait(acct: RequestAccount, r: Residual, weight: float, words: str) -> BoundClaim | None:
     """A residual that does not lead on its own (a mechanism below `LEADS_WEIGHT`, or candidates not yet split) while
     the GPUs idle most of the window: it says between which two measuring points the time goes, which the resource
     account's idle share and the load offered do not, so it claims the bound at the account's tier before them
@@ -489,7 +497,8 @@ def _where_gpus_wait(acct: RequestAccount, weight: float, words: str) -> BoundCl
     the GPUs busy (or not sampled) the serving rules' own order stands."""
     from orchestrator.prongs.resource_account.where import GPU_IDLE_PCT
 
-    if weight < CANDIDATE_WEIGHT or acct.gpu_busy_pct is None or acct.gpu_busy_pct >= GPU_IDLE_PCT:
+    if weight < CANDIDATE_WEIGHT or not _located(r) or acct.gpu_busy_pct is None or \
+            acct.gpu_busy_pct >= GPU_IDLE_PCT:
         return None
     return BoundClaim(rank=Rank.ACCOUNT + ONLY_ELSEWHERE - 0.2 * min(weight, 1.0), bound="unknown", words=words)
 
@@ -547,7 +556,7 @@ def _candidates_finding(rs: list[Residual], cands: list[Explained], acct: Reques
               + (f", or {len(names) - 1} other candidate{'s' if len(names) > 2 else ''}" if len(names) > 1 else ""),
         claim=claim, short=f"{r.words()}: {shape.says}.", recommendations=splits,
         symptoms=_residual_symptoms([x.shape for x in rs]), explains=round(max(_weight(x) for x in rs), 2),
-        sets_bound=_where_gpus_wait(acct, max(_weight(x) for x in rs), capitalized(f"{r.words()}: {shape.says}.")),
+        sets_bound=_where_gpus_wait(acct, r, max(_weight(x) for x in rs), capitalized(f"{r.words()}: {shape.says}.")),
         data={"residual": r.shape, "residuals": [x.shape for x in rs], "candidates": [ex.judged.id for ex in cands[:3]]})
 
 

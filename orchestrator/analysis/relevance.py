@@ -90,6 +90,14 @@ _ANSWER_STARTS = re.compile(
 """The answer starting ("the model starts answering after 4 s", "responses start slowly"): the time to the first
 token of each request, not the server's start-up."""
 
+_ANSWER_READY = re.compile(
+    r"\b(?:answers?|responses?|repl(?:y|ies)|results?|outputs?|summar(?:y|ies)|completions?|messages?)\b(?:\s+\w+){0,3}?"
+    r"\s+(?:is|are|be|becomes?|gets?|got)\s+ready\b|"
+    r"\bload(?:s|ed|ing)?\s+(?:the\s+|each\s+|a\s+|every\s+|an\s+)?(?:answers?|repl(?:y|ies)|responses?|pages?|results?|"
+    r"outputs?|messages?|chats?)\b", re.IGNORECASE)
+"""An answer being ready or loading ("each answer to be ready within 2 s", "takes 10 s to load each answer"): the
+request's time, not the server's start-up."""
+
 _STARTUP_PHASE = re.compile(
     r"\b(?:slow|long|fast(?:er)?|speed(?: up)?|accelerat\w*|parallel\w*)\b.{0,15}\b(?:model|server|engine|weights?|"
     r"checkpoint|module|graph|shard)s?\b.{0,15}\b(?:load(?:ing|s)?|launch(?:ing|es)?|boot(?:ing|s)?|start(?:ing|s)?)\b|"
@@ -347,6 +355,7 @@ def asked(question: str, observations: "Observations | None" = None) -> Asked:
     text = _PRICE_PER_TOKEN.sub(" cost ", text)  # "$ per token" is what a token costs, not how long it takes
     found: set[Symptom] = set()
     text = _ANSWER_STARTS.sub(" first token ", text)  # the answer starting: each request's wait, not start-up
+    text = _ANSWER_READY.sub(" response time ", text)  # the answer ready or loading: the request's time
     if _PROMPT_PHASE.search(text):  # the prompt's processing: TTFT, and its verb ("load") no longer says start-up
         found.add("ttft")
         text = _PROMPT_PHASE.sub(" prefill ", text)

@@ -73,6 +73,8 @@ def test_a_residual_claims_the_account_tier_only_while_the_gpus_idle():
     ("In our chat UI the model starts answering only after 4 seconds and the server log shows 4 requests per "
      "message. Why?", {"ttft"}),
     ("Responses start slowly in our chat UI. Why?", {"ttft"}),
+    ("we need each answer to be ready within 2 s; why does it take 5?", {"itl", "ttft"}),
+    ("why does the chat take so long to load the reply?", {"itl", "ttft"}),
     ("why does our vLLM pod take minutes to become ready after every restart?", {"startup"}),
     ("We want to cut ITL and the cost per token.", {"itl", "cost"}),
     ("Our $/1M tokens is too high: are we wasting GPU-hours?", {"cost"}),

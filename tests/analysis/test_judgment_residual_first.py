@@ -50,6 +50,15 @@ def test_a_residual_between_two_figures_leads_before_the_idle_share_and_the_load
     assert bound_of(account)[2].id == "account-low-concurrency"
 
 
+def test_offered_requests_held_before_the_engine_say_where_and_lead():
+    idle = _f("account-gpu-idle", rule="resource_account", short="GPU busy 29 %.")
+    held = _f("account-low-concurrency", rule="resource_account", short="only 8 of the 256 offered reach it.",
+              data={"held_before_engine": 256})
+    account = _claim_bound([idle, held], idle)
+    assert held.sets_bound.rank < Rank.ACCOUNT + ONLY_ELSEWHERE
+    assert bound_of([*account, _residual(busy=29.0)])[2] is held
+
+
 def test_a_saturated_resource_still_leads_before_a_residual():
     throttled = _f("account-cgroup-throttled", rule="resource_account", bound="latency", short="throttled.")
     idle = _f("account-gpu-idle", rule="resource_account", short="GPU busy 42 %.")

@@ -219,7 +219,7 @@ def _low_concurrency(v: "EvidenceView", q: QueueState, busy: float, ev: list[str
                  "are held before it, by the client's HTTP connection pool or a proxy / gateway in front of the "
                  "server with a connection limit, so the engine batches only what gets through.")
         return Finding(id="account-low-concurrency", category="workload", confidence=0.7, batch_uncapped=True,
-                       evidence=[*ev, oe[0].id] if oe else ev, bound=None,
+                       evidence=[*ev, oe[0].id] if oe else ev, bound=None, data={"held_before_engine": offered},
                        title=f"Only {running:.0f} of {offered} offered requests reach the engine at once",
                        claim=claim, short=f"only {running:.0f} of the {offered} requests offered at once "
                                           "reached the engine and none waited in it: they are held before it.",

@@ -846,7 +846,8 @@ symptom, the host before the load."""
 ONLY_LOAD = ("account-client-limited", "account-low-concurrency", "account-no-load", "account-flat-throughput",
              "account-nothing-saturated")
 """Those of them that say only that the time goes elsewhere (the load offered, nothing saturated): they claim from
-`Rank.ACCOUNT + ONLY_ELSEWHERE` on, after anything that says where the time goes."""
+`Rank.ACCOUNT + ONLY_ELSEWHERE` on, after anything that says where the time goes. Offered requests held before the
+engine (`data["held_before_engine"]`: the client's pool or a proxy lets only some through) say where, and do not."""
 
 
 def _claim_bound(out: list[Finding], idle: Finding) -> list[Finding]:
@@ -861,8 +862,9 @@ def _claim_bound(out: list[Finding], idle: Finding) -> list[Finding]:
             elif f.short and f.short not in reasoning:
                 reasoning += " " + capitalized(f.short)
             bound: Bound = f.bound if f.bound in ("latency", "communication") else "unknown"
+            elsewhere = f.id in ONLY_LOAD and not f.data.get("held_before_engine")  # held on the way: it says where
             f.sets_bound = BoundClaim(rank=Rank.ACCOUNT + BOUND_ORDER.index(f.id) / 100
-                                      + (ONLY_ELSEWHERE if f.id in ONLY_LOAD else 0.0), bound=bound,
+                                      + (ONLY_ELSEWHERE if elsewhere else 0.0), bound=bound,
                                       words=reasoning.strip(), needs=idle.id, otherwise=f.sets_bound)
     idle.sets_bound = BoundClaim(rank=Rank.ACCOUNT + 0.99, bound="unknown", words=idle.short)
     return out

@@ -126,3 +126,18 @@ def test_claims_are_the_rules_own():
     # the claim a residual makes is a BoundClaim at the account's tier (the prong declares it)
     assert isinstance(_residual(busy=42.0).sets_bound, BoundClaim)
     assert int(_residual(busy=42.0).sets_bound.rank) == Rank.ACCOUNT
+
+
+def test_the_idle_share_names_what_the_gpus_wait_on_only_where_it_explains_the_symptom():
+    idle = _f("account-gpu-idle", rule="resource_account", symptoms=["throughput", "itl", "ttft"],
+              short="GPU busy 42 % of the 1.0 s window while the engine ran only 4 request(s) at a time and none "
+                    "waited: the client's concurrency is the limit.")
+    load = _f("account-low-concurrency", rule="resource_account", symptoms=["throughput"],
+              short="the client's concurrency is the limit.")
+    account = _claim_bound([idle, load], idle, load, "GPU busy 42 % of the 1.0 s window.")
+    # a TTFT question: the load finding explains no TTFT, so the idle share's words do not quote it
+    _, words, setter = bound_of([f for f in account if relevance.asked("why is the TTFT 120 ms?").explains(f)])
+    assert setter is idle and words == "GPU busy 42 % of the 1.0 s window."
+    # a throughput question: the load sets the bound, with the idle share's numbers first
+    _, words, setter = bound_of([f for f in account if relevance.asked("why is throughput low?").explains(f)])
+    assert setter is load and "the client's concurrency is the limit" in words

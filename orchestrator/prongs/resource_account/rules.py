@@ -797,7 +797,7 @@ def account_findings(v: "EvidenceView") -> list[Finding]:
         if not saturated and queue is None and client is None and flat is None:
             out.append(_nothing(a))
         out += [f for f in (client, flat, burst) if f and f.id not in {x.id for x in out}]
-        return _claim_bound(out, idle)
+        return _claim_bound(out, idle, lead, f"{_idle_words(a)}.")
     else:
         out += [queue] if queue else []
         out += [f.model_copy(update={"secondary": True}) for f in saturated]
@@ -850,10 +850,12 @@ ONLY_LOAD = ("account-client-limited", "account-low-concurrency", "account-no-lo
 engine (`data["held_before_engine"]`: the client's pool or a proxy lets only some through) say where, and do not."""
 
 
-def _claim_bound(out: list[Finding], idle: Finding) -> list[Finding]:
+def _claim_bound(out: list[Finding], idle: Finding, lead: Finding | None = None, bare: str = "") -> list[Finding]:
     """The GPUs idle most of the window: each finding that says what they wait on claims the bound at the account's
     tier, in BOUND_ORDER (the GPUs' numbers first in the reasoning), as long as the idle finding also explains the
-    asked symptom; the idle finding itself claims it last, as unknown."""
+    asked symptom; the idle finding itself claims it last, as unknown, in words that name what they wait on (`lead`)
+    only where that finding explains the asked symptom too (the client's concurrency limits throughput, not the time
+    to first token): else in its `bare` words."""
     for f in out:
         if f.id in BOUND_ORDER:
             reasoning = idle.short
@@ -866,7 +868,11 @@ def _claim_bound(out: list[Finding], idle: Finding) -> list[Finding]:
             f.sets_bound = BoundClaim(rank=Rank.ACCOUNT + BOUND_ORDER.index(f.id) / 100
                                       + (ONLY_ELSEWHERE if elsewhere else 0.0), bound=bound,
                                       words=reasoning.strip(), needs=idle.id, otherwise=f.sets_bound)
-    idle.sets_bound = BoundClaim(rank=Rank.ACCOUNT + 0.99, bound="unknown", words=idle.short)
+    named = lead is not None and bool(bare)
+    idle.sets_bound = BoundClaim(rank=Rank.ACCOUNT + 0.99, bound="unknown", words=idle.short,
+                                 needs=lead.id if lead is not None and named else "",
+                                 otherwise=BoundClaim(rank=Rank.ACCOUNT + 0.99, bound="unknown", words=bare)
+                                 if named else None)
     return out
 
 

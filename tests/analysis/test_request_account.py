@@ -1068,3 +1068,22 @@ def test_an_engine_killed_at_its_memory_limit_explains_the_counts_that_restarted
         assert bool(got) == said, [f.id for f in found]
         if said:
             assert "68,719,476,736 bytes" in got[0].claim
+
+
+def test_a_step_between_the_weights_floor_and_the_floor_with_kv_read_less_kv_than_assumed():
+    """64 requests of ~4,250 tokens (prompt + half the output) on Llama-3.1-8B: the floor with their KV reads is ~14 ms, the weights alone ~4.8 ms.
+    A step of 8 ms cannot be below what the GPU can do: it read fewer KV bytes than the floor took (fewer requests
+    per step, or shorter contexts); a step under the weights' own floor is not that."""
+    def found(itl_ms: float) -> dict:
+        eng = _engine(_metrics(ttft_s=0.3, itl_s=itl_ms / 1e3, e2e_s=4.0, n=640, prompt=4000, gen=500, running=64))
+        v = _view(eng, [_client(max_concurrency=64, completed=640, input_len=4000, output_len=500,
+                                itl={"p50": itl_ms})], model={"name": "Llama-3.1-8B-Instruct"})
+        acct = build_account(v)
+        assert acct is not None and acct.floors["itl"].weights_ms > 0
+        assert acct.floors["itl"].weights_ms < itl_ms * 0.9 or itl_ms < 4, acct.floors["itl"]
+        return {f.id: f for f in request_account_findings(v)}
+
+    got = found(8.0)
+    f = got["request-fewer-kv-reads-than-floor"]
+    assert "64 requests of 4,250 tokens" in f.title and "weights alone take" in f.claim
+    assert "request-fewer-kv-reads-than-floor" not in found(2.0)

@@ -200,6 +200,10 @@ class Floor:
     """A decode step: `memory` or `compute`, whichever floor is larger."""
     bound_without_kv: str = ""
     """The same with the KV reads left out (what a roofline of the weights alone says)."""
+    weights_ms: float = 0.0
+    """A decode step: the memory floor of the weights alone (the KV reads of `batch` x `context` left out)."""
+    batch: float = 0.0
+    context: float = 0.0
 
 
 @dataclass
@@ -1001,7 +1005,8 @@ def floors(v: "EvidenceView", mf: ModelFacts | None, *, batch: float, context: f
                                                       if comp_ms > mem_ms else ""),
                        f"{where}, {sh.source}{moe}; weights {mf.dtype_src}; KV {mf.kv_src}",
                        bound="compute" if comp_ms > mem_ms else "memory",
-                       bound_without_kv="compute" if comp_ms > weights / gpus / (bw * 1e9) * 1e3 else "memory")
+                       bound_without_kv="compute" if comp_ms > weights / gpus / (bw * 1e9) * 1e3 else "memory",
+                       weights_ms=weights / gpus / (bw * 1e9) * 1e3 if kv else 0.0, batch=b, context=context)
     if prompt:
         pf = 2.0 * sh.active_params * prompt / gpus / (peak * 1e12) * 1e3
         pf_mem = sh.total_params * bpp / gpus / (bw * 1e9) * 1e3

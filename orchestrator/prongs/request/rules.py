@@ -185,6 +185,13 @@ def account_facts(v: "EvidenceView", acct: RequestAccount) -> dict[str, Fact]:
         own["request.itl_floor_ratio"] = round(itl / fl.ms, 2)
         if dense is not None and dense.ms > fl.ms:
             own["request.itl_below_dense_floor"] = itl < BELOW_FLOOR * dense.ms
+        if fl.weights_ms and fl.ms > fl.weights_ms:
+            # a step below the floor with the KV reads counted but not below the weights' own: it read fewer KV
+            # bytes than the floor assumed (fewer requests per step, or shorter contexts)
+            own["request.floor.itl_weights_ms"] = round(fl.weights_ms, 2)
+            own["request.floor.itl_batch"] = round(fl.batch)
+            own["request.floor.itl_context"] = round(fl.context)
+            own["request.itl_between_weights_and_kv_floor"] = BELOW_FLOOR * fl.weights_ms <= itl < BELOW_FLOOR * fl.ms
     e = acct.engine
     if e is not None and e.tokens_in and e.tokens_out:
         own["request.prompt_heavy"] = e.tokens_in >= 4 * e.tokens_out

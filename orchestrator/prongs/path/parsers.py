@@ -838,6 +838,14 @@ def _current_of(m: dict[str, Any]) -> tuple[str, float | None]:
     return str(metric.get("name") or body.get("name") or ""), quantity(v)
 
 
+def _objects_of_kind(docs: list[Any], kind: str) -> list[dict[str, Any]]:
+    """The objects of one kind among documents that are objects or lists of them (`kubectl get -o json`'s `items`)."""
+    listed: list[Any] = []
+    for d in docs:
+        listed += d["items"] if isinstance(d, dict) and isinstance(d.get("items"), list) else [d]
+    return [x for x in listed if isinstance(x, dict) and x.get("kind") == kind]
+
+
 @_total
 def parse_hpa(docs: list[Any], source: str) -> Parsed:
     """HorizontalPodAutoscalers (autoscaling/v2, `kubectl get hpa -o json` or a manifest): per autoscaler
@@ -846,10 +854,7 @@ def parse_hpa(docs: list[Any], source: str) -> Parsed:
     `target_value`, `current_value` for the first; `metric.<i>.*` for each): what it scales on and where it stands;
     its conditions as `condition.<Type>` = "<status> <reason>"."""
     out = Parsed("hpa")
-    listed: list[Any] = []
-    for d in docs:
-        listed += d["items"] if isinstance(d, dict) and isinstance(d.get("items"), list) else [d]
-    items = [x for x in listed if isinstance(x, dict) and x.get("kind") == "HorizontalPodAutoscaler"]
+    items = _objects_of_kind(docs, "HorizontalPodAutoscaler")
     if not items:
         raise ConfigError(f"{source}: no HorizontalPodAutoscaler in it")
     for n, h in enumerate(items[:16]):
@@ -896,10 +901,7 @@ def parse_scaledobjects(docs: list[Any], source: str) -> Parsed:
     trigger's `trigger_type`, `metric_type` (AverageValue unless set: KEDA's default for most scalers), `query` (a
     Prometheus trigger's PromQL), `threshold`; each one also as `<name>.*`."""
     out = Parsed("keda")
-    listed: list[Any] = []
-    for d in docs:
-        listed += d["items"] if isinstance(d, dict) and isinstance(d.get("items"), list) else [d]
-    items = [x for x in listed if isinstance(x, dict) and x.get("kind") == "ScaledObject"]
+    items = _objects_of_kind(docs, "ScaledObject")
     if not items:
         raise ConfigError(f"{source}: no ScaledObject in it")
     for n, so in enumerate(items[:16]):

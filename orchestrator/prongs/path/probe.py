@@ -45,7 +45,7 @@ LOG_PATTERNS = (
     # RPM / Max Parallel Request Limit. current rpm: 3, rpm limit: 15, current tpm: 14691, tpm limit: 5000, ..."
     # (litellm/proxy/hooks/parallel_request_limiter.py)
     {"layer": "litellm", "name": "rate_limited",
-     "regex": r"Rate Limit Handler for rate limit type = \w+\. Crossed TPM / RPM.*?current rpm: (?P<current_rpm>[0-9]+), "
+     "regex": r"Rate Limit Handler for rate limit type = \w+\. Crossed TPM / RPM.{0,200}?current rpm: (?P<current_rpm>[0-9]+), "
               r"rpm limit: (?P<rpm>[0-9]+), current tpm: (?P<current_tpm>[0-9]+), tpm limit: (?P<tpm>[0-9]+)"},
 )
 """Lines a layer prints about itself, counted in the run's --log files on the host (numeric groups: largest and last

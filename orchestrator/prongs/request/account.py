@@ -828,16 +828,12 @@ def shape_from_config(cfg: dict[str, Any]) -> Any | None:
     """Parameters from a Hugging Face config.json: attention (q, k, v, o with GQA), the MLP or the experts (routed
     and shared), embeddings; total and active per token. None when the shape is incomplete."""
     from orchestrator.prongs.serving_engine.floors import ModelShape
+    from orchestrator.prongs.serving_engine.kv_fit import config_int, text_config
 
-    t = cfg.get("text_config")
-    c: dict[str, Any] = t if isinstance(t, dict) else cfg
+    c = text_config(cfg)
 
     def num(*keys: str) -> int | None:
-        for k in keys:
-            x = c.get(k)
-            if isinstance(x, int) and not isinstance(x, bool) and x > 0:
-                return x
-        return None
+        return config_int(c, *keys)
 
     h, n = num("hidden_size"), num("num_hidden_layers", "num_layers")
     heads = num("num_attention_heads")

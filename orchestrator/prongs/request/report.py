@@ -123,6 +123,12 @@ def _v(x: float | None, unit: str) -> str:
     return fmt(x, unit) if x is not None else "—"
 
 
+def _settled(r: Any) -> str:
+    """What the account made of a residual: its confirmed mechanism, the candidates left, or none."""
+    return (f"confirmed: {r.mechanism}" if r.mechanism else
+            "candidates: " + "; ".join(r.candidates) if r.candidates else "no candidate left")
+
+
 def account_markdown(events: Iterable[Any], diagnosis: Any, esc) -> list[str]:
     t = _table(diagnosis)
     if t is None:
@@ -136,8 +142,7 @@ def account_markdown(events: Iterable[Any], diagnosis: Any, esc) -> list[str]:
     for w in t.waste:
         out.append(f"- work nobody asked for ({esc(w.phase)}): {w.share:.0%}: {esc(w.arithmetic)}")
     for r in t.residuals:
-        what = (f"confirmed: {r.mechanism}" if r.mechanism else
-                "candidates: " + "; ".join(r.candidates) if r.candidates else "no candidate left")
+        what = _settled(r)
         out.append(f"- residual: {esc(r.words)} (sits {esc(r.layer)}); {esc(what)}")
     out.append("")
     return out
@@ -159,8 +164,7 @@ def account_html(events: Iterable[Any] | None, diagnosis: Any = None, known: set
     for w in t.waste:
         p.append(f"<li>work nobody asked for ({e(w.phase)}): {w.share:.0%}: {e(w.arithmetic)}</li>")
     for r in t.residuals:
-        what = (f"confirmed: {r.mechanism}" if r.mechanism else
-                "candidates: " + "; ".join(r.candidates) if r.candidates else "no candidate left")
+        what = _settled(r)
         p.append(f"<li><strong>residual</strong>: {e(r.words)} (sits {e(r.layer)}); {e(what)}</li>")
     p.append("</ul>")
     return "".join(p)
@@ -192,6 +196,5 @@ def render_account_terminal(events: Iterable[Any], diagnosis: Any, console) -> N
     for f in t.floors:
         console.print(escape(scrub_text(f"floor of {f.term}: {fmt(f.ms, 'ms')} = {f.arithmetic}")))
     for r in t.residuals:
-        what = (f"confirmed: {r.mechanism}" if r.mechanism else
-                "candidates: " + "; ".join(r.candidates) if r.candidates else "no candidate left")
+        what = _settled(r)
         console.print(escape(scrub_text(f"residual: {r.words} ({what})")))

@@ -51,18 +51,28 @@ class KvShape:
         return f"2 (K and V) x {layers} x {per} x head_dim {self.head_dim} x {bpe:g} bytes"
 
 
+def text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The language model's part of a Hugging Face config.json: its `text_config` for a multimodal model, else itself."""
+    t = cfg.get("text_config")
+    return t if isinstance(t, dict) else cfg
+
+
+def config_int(c: dict[str, Any], *keys: str) -> int | None:
+    """The first of `keys` that holds a positive integer (not a bool), or None."""
+    for k in keys:
+        x = c.get(k)
+        if isinstance(x, int) and not isinstance(x, bool) and x > 0:
+            return x
+    return None
+
+
 def kv_shape(cfg: dict[str, Any], source: str) -> KvShape | None:
     """From a Hugging Face config.json (its `text_config` for multimodal models) or the observations' model block.
     None when the layer count or the attention shape is missing."""
-    t = cfg.get("text_config")
-    c: dict[str, Any] = t if isinstance(t, dict) else cfg
+    c = text_config(cfg)
 
     def num(*keys: str) -> int | None:
-        for k in keys:
-            x = c.get(k)
-            if isinstance(x, int) and not isinstance(x, bool) and x > 0:
-                return x
-        return None
+        return config_int(c, *keys)
 
     layers = num("num_hidden_layers", "num_layers", "n_layer")
     if not layers:

@@ -419,6 +419,21 @@ def list_host_dir(path, creds=None):
         os.close(fd)
 
 
+def proc_environ(pid, proc="/proc"):
+    """The environment of process pid as a dict (the first of a repeated name, as getenv finds it), or None when it
+    cannot be read. Read as root reads it: the caller keeps what leaves the host to what it allows."""
+    try:
+        raw = read_host_file("%s/%s/environ" % (proc, pid), 1 << 20)[0]
+    except OSError:
+        return None
+    env = {}
+    for item in raw.split(b"\0"):
+        k, _, v = item.decode("utf-8", "replace").partition("=")
+        if k:
+            env.setdefault(k, v)
+    return env
+
+
 def read_host_file(path, limit, creds=None, resolve=False):
     """(bytes, truncated) of the regular file at path, at most limit bytes (open_host_file says what is refused)."""
     fd = open_host_file(path, creds, resolve)

@@ -176,19 +176,6 @@ def proc_dirs():
     return out
 
 
-def read_env(base, pid):
-    try:
-        raw = read_host_file("%s/%s/environ" % (base, pid), 1 << 20)[0]
-    except OSError:
-        return None
-    env = {}
-    for item in raw.split(b"\0"):
-        k, _, v = item.decode("utf-8", "replace").partition("=")
-        if k:
-            env[k] = v
-    return env
-
-
 def ns_link(base, pid, kind):
     try:
         return os.readlink("%s/%s/ns/%s" % (base, pid, kind))
@@ -704,7 +691,7 @@ def main():
         kind = kind_of(argv) if argv else None
         if kind is None:
             continue
-        env = read_env(base, pid)
+        env = proc_environ(pid, base)
         if TAG is not None and base == "/proc" and (env or {}).get("INVESTIGATE_STAGED_TAG") != TAG:
             continue
         creds = proc_creds(pid, base, "self" if ROOT == "/" else "1")

@@ -70,20 +70,6 @@ def pick(d, keys):
     return out
 
 
-def proc_environ(pid):
-    """The environment of process pid as a dict ({} when it cannot be read)."""
-    try:
-        raw = read_host_file("/proc/%d/environ" % pid, 1 << 20)[0]
-    except OSError:
-        return {}
-    out = {}
-    for item in raw.split(b"\0"):
-        k, _, v = item.decode("utf-8", "replace").partition("=")
-        if k:
-            out[k] = v
-    return out
-
-
 def names(argv, ref):
     """Whether the command line argv names ref (a word of its own, or a `--flag=ref`)."""
     return any(a == ref or a.endswith("=" + ref) for a in argv)
@@ -149,7 +135,7 @@ def naming(ref, pid):
     if elsewhere(creds):
         return elsewhere(creds)
     _exe, cwd, _ppid = proc_identity(pid)
-    env = proc_environ(pid)
+    env = proc_environ(pid) or {}
     return env, cwd, creds
 
 
